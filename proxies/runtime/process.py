@@ -1,0 +1,134 @@
+"""Start a local process, poll it until ready, stop it by its PID: the one way this project runs things.
+
+Used for the model server and for each proxy, by the labs and the tests alike.
+"""
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import socket
+import subprocess
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable, Iterator, Mapping, Sequence
+
+
+class ProcessFailed(RuntimeError):
+    """A managed process exited early or never became ready; the message carries its log tail."""
+
+
+def free_port(host: str = "127.0.0.1") -> int:
+    """A port nobody listens on right now (the kernel picks it; a tiny race remains)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind((host, 0))
+        return sock.getsockname()[1]
+
+
+def port_accepts(port: int, host: str = "127.0.0.1", timeout: float = 0.2) -> bool:
+    try:
+        with socket.create_connection((host, port), timeout=timeout):
+            return True
+    except OSError:
+        return False
+
+
+def wait_until(predicate: Callable[[], bool], timeout_s: float, interval_s: float = 0.02,
+               describe: str = "condition", alive: Callable[[], None] | None = None) -> None:
+    """Poll `predicate` until it holds; `alive` raises if the thing we wait on has died."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        if alive is not None:
+            alive()
+        if predicate():
+            return
+        if time.monotonic() >= deadline:
+            raise TimeoutError(f"timed out after {timeout_s:.1f}s waiting for {describe}")
+        time.sleep(interval_s)
+
+
+@dataclass
+class ManagedProcess:
+    """A child process with its output in a log file, stopped by PID (its whole process group)."""
+
+    name: str
+    argv: Sequence[str]
+    log_path: Path
+    cwd: Path | None = None
+    env: Mapping[str, str] | None = None
+    process: subprocess.Popen | None = field(default=None, init=False)
+
+    def start(self) -> "ManagedProcess":
+        self.log_path.parent.mkdir(parents=True, exist_ok=True)
+        log = open(self.log_path, "ab")
+        try:
+            self.process = subprocess.Popen(
+                list(self.argv), cwd=self.cwd, env=dict(self.env) if self.env is not None else None,
+                stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
+                # Own process group, so stop() also reaches workers the process forks (nginx).
+                start_new_session=True)
+        finally:
+            log.close()
+        return self
+
+    @property
+    def pid(self) -> int:
+        assert self.process is not None, "not started"
+        return self.process.pid
+
+    def log_tail(self, lines: int = 40) -> str:
+        try:
+            text = self.log_path.read_text(errors="replace")
+        except FileNotFoundError:
+            return ""
+        return "\n".join(text.splitlines()[-lines:])
+
+    def check_alive(self) -> None:
+        assert self.process is not None, "not started"
+        code = self.process.poll()
+        if code is not None:
+            raise ProcessFailed(f"{self.name} exited with status {code}:\n{self.log_tail()}")
+
+    def wait_ready(self, predicate: Callable[[], bool], timeout_s: float = 30.0) -> None:
+        try:
+            wait_until(predicate, timeout_s, describe=f"{self.name} to become ready",
+                       alive=self.check_alive)
+        except TimeoutError as exc:
+            self.stop()
+            raise ProcessFailed(f"{exc}\n{self.log_tail()}") from None
+        except ProcessFailed:
+            self.stop()
+            raise
+
+    def stop(self, grace_s: float = 5.0) -> int | None:
+        """SIGTERM the process group, SIGKILL it after `grace_s`; returns the exit status."""
+        if self.process is None:
+            return None
+        if self.process.poll() is None:
+            _signal_group(self.process.pid, signal.SIGTERM)
+            try:
+                self.process.wait(timeout=grace_s)
+            except subprocess.TimeoutExpired:
+                _signal_group(self.process.pid, signal.SIGKILL)
+                self.process.wait(timeout=grace_s)
+        # Workers that outlived their master (nginx) share its group id.
+        _signal_group(self.process.pid, signal.SIGKILL)
+        return self.process.returncode
+
+
+def _signal_group(pgid: int, sig: int) -> None:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(pgid, sig)
+
+
+@contextlib.contextmanager
+def managed(process: ManagedProcess, ready: Callable[[], bool],
+            timeout_s: float = 30.0) -> Iterator[ManagedProcess]:
+    """Start, wait until ready, yield, and stop even when the body raises."""
+    process.start()
+    try:
+        process.wait_ready(ready, timeout_s)
+        yield process
+    finally:
+        process.stop()

@@ -1,0 +1,1 @@
+"""streamlab's OpenAI-compatible streaming model server."""

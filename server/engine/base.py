@@ -1,0 +1,127 @@
+"""The seam between the HTTP layer and the engines: requests in, token ids out.
+
+The HTTP layer (server/streaming.py) never sees torch; an engine never sees HTTP. An engine owns
+a fixed number of slots (sequences decoded together, the KV-cache slots) and a bounded queue of
+requests waiting for one. Pacing lives here, in the decode loop, so that each token is computed
+when it is due instead of being computed ahead into an unbounded buffer.
+"""
+from __future__ import annotations
+
+import abc
+from dataclasses import dataclass, field
+from typing import AsyncIterator, Literal
+
+
+class QueueFull(Exception):
+    """Every slot is busy and the waiting queue is full: the HTTP layer answers 429."""
+
+    def __init__(self, retry_after_s: float = 1.0) -> None:
+        super().__init__("the server is at capacity: every slot is busy and the queue is full")
+        self.retry_after_s = retry_after_s
+
+
+class EngineStopped(Exception):
+    """The engine was closed, or its decode loop died, while a request was in flight."""
+
+
+@dataclass(frozen=True)
+class SamplingParams:
+    temperature: float = 1.0
+    top_p: float = 1.0
+    seed: int | None = None
+
+
+@dataclass(frozen=True)
+class Pacing:
+    """When each token is due, relative to the moment the request gets a slot.
+
+    first_token_delay_s: silence before the first token (prefill, in the lab's terms).
+    tokens_per_s: None means as fast as the engine can go.
+    pause_after_tokens / pause_s: one silence in the middle of the stream.
+    """
+
+    tokens_per_s: float | None = None
+    first_token_delay_s: float = 0.0
+    pause_after_tokens: int | None = None
+    pause_s: float = 0.0
+
+
+@dataclass(frozen=True)
+class GenerationRequest:
+    prompt_ids: list[int]
+    max_new_tokens: int
+    sampling: SamplingParams = field(default_factory=SamplingParams)
+    pacing: Pacing = field(default_factory=Pacing)
+    # Teacher forcing: the engine still runs one real forward pass per token, but masks every
+    # logit except the next forced id. Generation ends after the last forced id.
+    forced_ids: list[int] | None = None
+    # Generation ends (finish "stop") when one of these is produced; it is not yielded.
+    eos_token_ids: frozenset[int] = frozenset()
+
+
+FinishReason = Literal["stop", "length", "cancelled", "error"]
+
+
+@dataclass(frozen=True)
+class TokenEvent:
+    token_id: int
+    index: int  # 0-based position in the generated sequence
+
+
+class Generation(abc.ABC):
+    """One request's stream of tokens. Iterate it; cancel it when the client has gone."""
+
+    finish_reason: FinishReason | None = None
+
+    @abc.abstractmethod
+    def __aiter__(self) -> AsyncIterator[TokenEvent]:
+        """Yields tokens as the decode loop produces them; ends when generation finishes.
+
+        Waiting for a slot happens inside the first iteration. Raises EngineStopped if the
+        engine dies, and finish_reason tells why the stream ended once iteration is over.
+        """
+
+    @abc.abstractmethod
+    def cancel(self, reason: str = "disconnect") -> None:
+        """Stop generating: the slot is freed within one decode step (or the queue entry dropped)."""
+
+    @property
+    @abc.abstractmethod
+    def prompt_tokens(self) -> int: ...
+
+    @property
+    @abc.abstractmethod
+    def completion_tokens(self) -> int: ...
+
+
+class Engine(abc.ABC):
+    """Continuous batching over a fixed number of slots, behind a bounded queue."""
+
+    name: str
+    slots: int
+    max_queue: int
+
+    @abc.abstractmethod
+    async def start(self) -> None:
+        """Load what is needed and start the decode loop (off the event loop unless told otherwise)."""
+
+    @abc.abstractmethod
+    async def close(self) -> None:
+        """Stop the decode loop; in-flight generations end with EngineStopped."""
+
+    @abc.abstractmethod
+    def submit(self, request: GenerationRequest) -> Generation:
+        """Admit a request or raise QueueFull at once, before any byte is streamed."""
+
+    @property
+    @abc.abstractmethod
+    def healthy(self) -> bool:
+        """True once the model is loaded and the decode loop runs."""
+
+    @property
+    @abc.abstractmethod
+    def slots_in_use(self) -> int: ...
+
+    @property
+    @abc.abstractmethod
+    def queued(self) -> int: ...

@@ -1,0 +1,74 @@
+"""Run the model server as a child process on a free loopback port (for labs, tests, benchmarks).
+
+    with running_server(["--engine", "synthetic"]) as server:
+        httpx.get(server.url + "/healthz")
+        server.metrics()["streamlab_tokens_generated_total"]
+"""
+from __future__ import annotations
+
+import contextlib
+import os
+import sys
+import tempfile
+import urllib.request
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Iterator, Mapping, Sequence
+
+from prometheus_client.parser import text_string_to_metric_families
+
+from proxies.runtime.process import ManagedProcess, free_port, managed
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+DEFAULT_MODEL_DIR = REPO_ROOT / ".models" / "tiny"
+
+
+@dataclass
+class ServerHandle:
+    host: str
+    port: int
+    process: ManagedProcess
+
+    @property
+    def url(self) -> str:
+        return f"http://{self.host}:{self.port}"
+
+    def metrics(self) -> dict[str, float]:
+        """Every sample on /metrics, keyed `name{label="v",...}` (labels sorted) or plain `name`."""
+        with urllib.request.urlopen(self.url + "/metrics", timeout=5) as response:
+            text = response.read().decode()
+        samples: dict[str, float] = {}
+        for family in text_string_to_metric_families(text):
+            for sample in family.samples:
+                labels = ",".join(f'{k}="{v}"' for k, v in sorted(sample.labels.items()))
+                samples[f"{sample.name}{{{labels}}}" if labels else sample.name] = sample.value
+        return samples
+
+    def log_tail(self, lines: int = 40) -> str:
+        return self.process.log_tail(lines)
+
+
+def _healthy(url: str) -> bool:
+    try:
+        with urllib.request.urlopen(url + "/healthz", timeout=1) as response:
+            return response.status == 200
+    except OSError:
+        return False
+
+
+@contextlib.contextmanager
+def running_server(args: Sequence[str] = (), *, host: str = "127.0.0.1", port: int | None = None,
+                   env: Mapping[str, str] | None = None, workdir: Path | None = None,
+                   ready_timeout_s: float = 90.0) -> Iterator[ServerHandle]:
+    """Start `python -m server ARGS` and wait until /healthz says the engine runs."""
+    port = port or free_port(host)
+    child_env = {**os.environ, "HF_HUB_OFFLINE": "1", **(env or {})}
+    with contextlib.ExitStack() as stack:
+        folder = workdir or Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="streamlab-server-")))
+        process = ManagedProcess(
+            name=f"server:{port}",
+            argv=[sys.executable, "-m", "server", "--host", host, "--port", str(port), *args],
+            log_path=folder / "server.log", cwd=REPO_ROOT, env=child_env)
+        url = f"http://{host}:{port}"
+        with managed(process, lambda: _healthy(url), ready_timeout_s) as started:
+            yield ServerHandle(host=host, port=port, process=started)

@@ -1,0 +1,37 @@
+"""The server's Prometheus metrics (served on GET /metrics). Names are fixed by the contract.
+
+One registry per process: labs and tests start a server per process, never two in one.
+"""
+from __future__ import annotations
+
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
+
+REGISTRY = CollectorRegistry(auto_describe=True)
+
+ACTIVE_STREAMS = Gauge(
+    "streamlab_active_streams", "Responses being streamed now", registry=REGISTRY)
+QUEUED_REQUESTS = Gauge(
+    "streamlab_queued_requests", "Requests waiting for a slot", registry=REGISTRY)
+SLOTS_IN_USE = Gauge(
+    "streamlab_slots_in_use", "Sequences the engine holds (the KV-cache slots)", registry=REGISTRY)
+SLOTS_TOTAL = Gauge(
+    "streamlab_slots_total", "Slots the engine has", registry=REGISTRY)
+TOKENS_GENERATED = Counter(
+    "streamlab_tokens_generated", "Tokens the engine produced", registry=REGISTRY)
+TOKENS_AFTER_DISCONNECT = Counter(
+    "streamlab_tokens_after_disconnect", "Tokens produced after the client had gone",
+    registry=REGISTRY)
+REQUESTS_ABORTED = Counter(
+    "streamlab_requests_aborted", "Requests ended early, by reason", ["reason"], registry=REGISTRY)
+INBAND_ERRORS = Counter(
+    "streamlab_inband_errors", "Errors sent in-band after the first byte", registry=REGISTRY)
+REQUESTS = Counter(
+    "streamlab_requests", "Chat completion requests, by HTTP status", ["status"], registry=REGISTRY)
+SLOT_HELD_AFTER_DISCONNECT = Histogram(
+    "streamlab_slot_held_after_disconnect_seconds",
+    "Time a slot stayed busy after its client had gone",
+    buckets=(0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30),
+    registry=REGISTRY)
+TIME_TO_FIRST_TOKEN = Histogram(
+    "streamlab_time_to_first_token_seconds", "From request arrival to the first content token sent",
+    buckets=(0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10), registry=REGISTRY)
