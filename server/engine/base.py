@@ -125,3 +125,18 @@ class Engine(abc.ABC):
     @property
     @abc.abstractmethod
     def queued(self) -> int: ...
+
+
+@dataclass(frozen=True)
+class EngineConfig:
+    """What `python -m server` passes to `server.engine.create_engine(config, tokenizer)`."""
+
+    kind: Literal["transformers", "synthetic"] = "transformers"
+    model: str = ".models/tiny"  # a local folder or a hub id (HF_HUB_OFFLINE=1: only if cached)
+    device: Literal["auto", "cpu", "cuda"] = "auto"
+    slots: int = 8
+    max_queue: int = 64
+    # One torch thread on CPU: two gave large latency spikes on 2 cores (environment.md).
+    torch_threads: int = 1
+    # Failure mode `server-blocking-loop`: run decode steps on the event loop thread itself.
+    blocking_loop: bool = False
