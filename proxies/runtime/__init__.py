@@ -1,0 +1,28 @@
+"""How proxies run: `local` (host processes) now; a Docker runtime with the same interface later.
+
+Kept free of imports at package level: `server.launcher` imports `proxies.runtime.process`.
+"""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Callable
+
+if TYPE_CHECKING:
+    from proxies.runtime.base import Runtime
+
+__all__ = ["get_runtime", "register_runtime"]
+
+_factories: dict[str, Callable[[], "Runtime"]] = {}
+
+
+def register_runtime(name: str, factory: Callable[[], "Runtime"]) -> None:
+    """Make a runtime available by name (the Docker runtime registers itself as "docker")."""
+    _factories[name] = factory
+
+
+def get_runtime(name: str = "local") -> "Runtime":
+    if name == "local" and name not in _factories:
+        from proxies.runtime.local import LocalRuntime
+        register_runtime("local", LocalRuntime)
+    if name not in _factories:
+        raise ValueError(f"unknown runtime {name!r}; known: {', '.join(sorted(_factories)) or 'local'}")
+    return _factories[name]()

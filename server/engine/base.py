@@ -72,6 +72,8 @@ class Generation(abc.ABC):
     """One request's stream of tokens. Iterate it; cancel it when the client has gone."""
 
     finish_reason: FinishReason | None = None
+    # What went wrong, when finish_reason is "error" (a message for the in-band error).
+    error: str | None = None
 
     @abc.abstractmethod
     def __aiter__(self) -> AsyncIterator[TokenEvent]:
@@ -83,7 +85,14 @@ class Generation(abc.ABC):
 
     @abc.abstractmethod
     def cancel(self, reason: str = "disconnect") -> None:
-        """Stop generating: the slot is freed within one decode step (or the queue entry dropped)."""
+        """Stop generating: the slot is freed within one decode step (or the queue entry dropped).
+
+        With reason "disconnect", the token in flight counts in tokens_after_disconnect and the
+        time until the slot is free in slot_held_after_disconnect_seconds."""
+
+    def mark_client_gone(self) -> None:
+        """The client has gone but generation goes on (the no-disconnect-handling failure mode):
+        every token produced from now on counts in streamlab_tokens_after_disconnect_total."""
 
     @property
     @abc.abstractmethod

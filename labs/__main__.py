@@ -1,0 +1,103 @@
+"""`python -m labs`: list the scenarios, run one (broken, then fixed) or all of them.
+
+    python -m labs list
+    python -m labs run nginx-buffering [--variant broken|fixed|both] [--runtime local|docker] [--json]
+    python -m labs run-all
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Sequence
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+DEFAULT_REPORTS = REPO_ROOT / "reports"
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="python -m labs", description=__doc__.splitlines()[0])
+    sub = parser.add_subparsers(dest="command", required=True)
+    sub.add_parser("list", help="every scenario with its one-line symptom")
+    sub.add_parser("names", help="scenario names only, one per line (for the Makefile)")
+    sub.add_parser("readme-table", help="the README's scenario table, in Markdown")
+    for name, help_text in (("run", "run one scenario"), ("run-all", "run every scenario, write an index")):
+        cmd = sub.add_parser(name, help=help_text)
+        if name == "run":
+            cmd.add_argument("name", help="scenario name, e.g. nginx-buffering")
+            cmd.add_argument("--variant", choices=("broken", "fixed", "both"), default="both")
+            cmd.add_argument("--json", action="store_true", help="print report.json to stdout instead of tables")
+        cmd.add_argument("--runtime", choices=("local", "docker"), default=None,
+                         help="how proxies run (default: $LAB_RUNTIME or local)")
+        cmd.add_argument("--out", type=Path, default=DEFAULT_REPORTS, help="reports folder (default: reports/)")
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    from labs import catalogue
+
+    if args.command == "names":
+        print("\n".join(s.name for s in catalogue.SCENARIOS))
+        return 0
+    if args.command == "list":
+        return _list(catalogue.SCENARIOS)
+    if args.command == "readme-table":
+        from labs.docs import scenario_table
+        print(scenario_table())
+        return 0
+    if args.command == "run":
+        try:
+            scenario = catalogue.get(args.name)
+        except catalogue.UnknownScenario as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            return 2
+        variants = ("broken", "fixed") if args.variant == "both" else (args.variant,)
+        return _run([scenario], variants, args.runtime, args.out, as_json=args.json)
+    return _run(list(catalogue.SCENARIOS), ("broken", "fixed"), args.runtime, args.out, index=True)
+
+
+def _list(scenarios) -> int:
+    from rich.console import Console
+    from rich.table import Table
+
+    table = Table(show_header=True, header_style="bold")
+    for column in ("scenario", "layer", "path", "symptom"):
+        table.add_column(column)
+    for s in scenarios:
+        table.add_row(s.name, s.layer, " -> ".join((*s.path, "server")), s.symptom)
+    Console().print(table)
+    return 0
+
+
+def _run(scenarios, variants, runtime, out: Path, *, as_json: bool = False, index: bool = False) -> int:
+    from rich.console import Console
+
+    from labs import report
+    from labs.runner import Lab
+
+    console = Console(stderr=as_json)
+    outcomes = []
+    failed = False
+    with console.status("starting") as status, Lab(runtime=runtime, progress=status.update) as lab:
+        for scenario in scenarios:
+            outcome = lab.run(scenario, variants)
+            outcomes.append(outcome)
+            status.update(f"{scenario.name}: writing the report")
+            paths = report.write_report(outcome, out / scenario.name)
+            if as_json:
+                print(json.dumps(report.report_dict(outcome), indent=2, default=str))
+            else:
+                status.stop()
+                report.print_outcome(outcome, console)
+                console.print(f"report: {paths['md']}  picture: {paths['png']}")
+                status.start()
+            failed |= not all(outcome.passed(v) for v in outcome.runs)
+    if index:
+        console.print(f"index: {report.write_index(outcomes, out)}")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,34 @@
+"""A chain of proxies where one hop buffers: measure at each hop's entry to find which one."""
+from __future__ import annotations
+
+from labs import checks
+from labs.catalogue.nginx import CLOSE_DELIMITED_SERVER, DOCS, NO_ACCEL_HEADER
+from labs.scenario import Scenario, Variant, Workload
+
+SCENARIOS = [
+    Scenario(
+        name="chain-buffering",
+        layer="chain",
+        symptom="the stream is a lump at the client, and each team says their proxy streams",
+        path=("envoy", "haproxy", "nginx"),
+        base="fixed",
+        bisect=True,
+        workload=Workload(),
+        broken=Variant(proxy={"nginx": {"proxy_buffering": True, "proxy_http_version": "1.0",
+                                        "proxy_connection_header": "close", "upstream_keepalive": None}},
+                       server_args=CLOSE_DELIMITED_SERVER, lab=NO_ACCEL_HEADER),
+        fix=Variant(proxy={"nginx": {"proxy_buffering": False, "proxy_http_version": "1.1",
+                                     "proxy_connection_header": "", "upstream_keepalive": 64}}),
+        symptom_checks=(checks.ttft_late(), checks.culprit_hop("nginx")),
+        cure_checks=(checks.streamed(), checks.culprit_hop(None)),
+        explanation=(
+            "Envoy -> HAProxy -> nginx -> server, each with the production settings of proxies/fixed/, "
+            "except that the nginx hop was left with buffering on and HTTP/1.0 upstream. At the client "
+            "the stream is one late lump, and nothing says where it formed. The lab bisects the chain: "
+            "it sends the same stream entering at each hop in turn, then directly to the server. The "
+            "innermost entry that still shows the lump is the culprit; every hop in front of it only "
+            "passes the lump along."),
+        fix_summary="fix the hop the bisection names (here nginx: proxy_buffering off, HTTP/1.1 upstream)",
+        sources=(f"{DOCS}#proxy_buffering",),
+    ),
+]

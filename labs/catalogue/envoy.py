@@ -1,0 +1,105 @@
+"""Envoy scenarios: the route timeout, the stream idle timeout, circuit breakers, body inspection."""
+from __future__ import annotations
+
+from labs import checks
+from labs.scenario import Scaled, Scenario, Variant, Workload
+
+ROUTE = "https://www.envoyproxy.io/docs/envoy/v1.40.0/api-v3/config/route/v3/route_components.proto"
+HCM = ("https://www.envoyproxy.io/docs/envoy/v1.40.0/api-v3/extensions/filters/network/"
+       "http_connection_manager/v3/http_connection_manager.proto")
+BREAKERS = "https://www.envoyproxy.io/docs/envoy/v1.40.0/intro/arch_overview/upstream/circuit_breaking"
+LUA = "https://www.envoyproxy.io/docs/envoy/v1.40.0/configuration/http/http_filters/lua_filter"
+
+SCENARIOS = [
+    Scenario(
+        name="envoy-route-timeout",
+        layer="proxy",
+        symptom="every answer longer than 15 s is cut off, with a 200 in the access log",
+        path=("envoy",),
+        workload=Workload(tokens_per_s=10.0, lab={"heartbeat_s": 0.25},
+                          script=("Every token should reach the reader the moment the model makes it. "
+                                  "A token stream should reach the reader one token at a time.")),
+        broken=Variant(proxy={"envoy": {"route_timeout": "2s"}}),
+        fix=Variant(proxy={"envoy": {"route_timeout": "0s", "route_idle_timeout": "10s"}}),
+        symptom_checks=(checks.outcome_is("truncated"), checks.status_is(200),
+                        checks.proxy_stat_at_least("upstream_rq_timeout", 1,
+                                                   "Envoy counted the upstream request timeout")),
+        cure_checks=(checks.complete_with_done(),),
+        proxy_stats=("upstream_rq_timeout", "downstream_rq_2xx"),
+        explanation=(
+            "A route's `timeout` (default 15 s) bounds the whole response, measured from the request to "
+            "the end of the stream, not a silence. A generation longer than that is cut: the client has a "
+            "200, half an answer, no final chunk and no [DONE], and the access log says 200 with the flag "
+            "UT. Heartbeats do not help (this lab sends one every 0.25 s in both variants). Disable it for "
+            "streaming routes (`timeout: 0s`) and bound silences with an `idle_timeout` instead."),
+        fix_summary="route: { timeout: 0s, idle_timeout: <longest silence> }",
+        scaled=(Scaled("route timeout", "2s", "15s"),),
+        sources=(f"{ROUTE}#envoy-v3-api-field-config-route-v3-routeaction-timeout",
+                 f"{ROUTE}#envoy-v3-api-field-config-route-v3-routeaction-idle-timeout"),
+    ),
+    Scenario(
+        name="envoy-stream-idle",
+        layer="proxy",
+        symptom="answers that pause to think are cut off",
+        path=("envoy",),
+        workload=Workload(lab={"pause_after_tokens": 5, "pause_s": 3.0}),
+        broken=Variant(proxy={"envoy": {"stream_idle_timeout": "1s"}}, lab={"heartbeat_s": 0}),
+        fix=Variant(proxy={"envoy": {"stream_idle_timeout": "10s"}}, lab={"heartbeat_s": 0.25}),
+        symptom_checks=(checks.outcome_is("truncated"), checks.status_is(200)),
+        cure_checks=(checks.complete_with_done(),),
+        proxy_stats=("downstream_rq_idle_timeout", "upstream_rq_timeout"),
+        explanation=(
+            "The HTTP connection manager's `stream_idle_timeout` (default 5 min) ends a stream that has "
+            "been silent in both directions for that long: a 504 before the headers, a cut mid-stream "
+            "after them. Heartbeats do reset it, unlike the route timeout. Raise it above the longest "
+            "silence and send heartbeats."),
+        fix_summary="stream_idle_timeout above the longest silence, plus `: ping` heartbeats",
+        scaled=(Scaled("stream_idle_timeout", "1s", "5m"), Scaled("silence mid-stream", "3s", "minutes"),
+                Scaled("heartbeat interval", "0.25s", "10s")),
+        sources=(f"{HCM}#envoy-v3-api-field-extensions-filters-network-http-connection-manager-v3-httpconnectionmanager-stream-idle-timeout",),
+    ),
+    Scenario(
+        name="envoy-circuit-breaker",
+        layer="proxy",
+        symptom="instant 503s under load, while the server is idle",
+        path=("envoy",),
+        workload=Workload(streams=20, concurrency=20, tokens_per_s=10.0,
+                          script="A token stream should reach the reader one token at a time."),
+        broken=Variant(proxy={"envoy": {"max_requests": 8, "max_pending_requests": 4}},
+                       server_args=("--slots", "32", "--max-queue", "64")),
+        fix=Variant(proxy={"envoy": {"max_requests": 4096, "max_pending_requests": 4096}}),
+        symptom_checks=(checks.status_seen(503),
+                        checks.proxy_stat_at_least("upstream_rq_pending_overflow", 1,
+                                                   "Envoy counted pending-request overflows")),
+        cure_checks=(checks.complete_with_done(),),
+        proxy_stats=("upstream_rq_pending_overflow", "upstream_rq_pending_active", "upstream_cx_overflow"),
+        explanation=(
+            "Envoy's circuit breakers cap a cluster's concurrent requests (`max_requests`, default 1024) "
+            "and the requests waiting for a connection (`max_pending_requests`, default 1024). Streams "
+            "hold a request for their whole length, so a streaming cluster reaches the cap long before "
+            "the server is busy; the overflow gets an instant 503 with `x-envoy-overloaded: true`. "
+            "Measured: `max_connections` alone queues instead of failing. Set the thresholds above the "
+            "concurrent streams you expect."),
+        fix_summary="circuit_breakers thresholds above the expected concurrent streams",
+        scaled=(Scaled("max_requests", "8", "1024"), Scaled("max_pending_requests", "4", "1024")),
+        sources=(BREAKERS,),
+    ),
+    Scenario(
+        name="envoy-body-inspection",
+        layer="proxy",
+        symptom="the WAF turned streaming into a 10 s blank screen",
+        path=("envoy",),
+        workload=Workload(),
+        broken=Variant(proxy={"envoy": {"body_inspection": True}}),
+        fix=Variant(proxy={"envoy": {"body_inspection_skip_event_stream": True}}),
+        symptom_checks=(checks.held_to_end(),),
+        cure_checks=(checks.streamed(), checks.complete_with_done()),
+        explanation=(
+            "A filter that needs the whole response body (here a Lua filter calling `body()`, standing in "
+            "for a WAF or DLP scanner) makes Envoy buffer the response until it ends: headers and every "
+            "event arrive together at the end. Skip body inspection for text/event-stream (or inspect "
+            "chunk by chunk)."),
+        fix_summary="skip whole-body inspection for Content-Type text/event-stream",
+        sources=(LUA,),
+    ),
+]

@@ -1,0 +1,180 @@
+"""nginx scenarios: buffering, the accel header, gzip, read timeout, client abort, connections, keepalive."""
+from __future__ import annotations
+
+from labs import checks
+from labs.scenario import Scaled, Scenario, Variant, Workload
+
+DOCS = "https://nginx.org/en/docs/http/ngx_http_proxy_module.html"
+STREAMING_UPSTREAM = {"proxy_http_version": "1.1", "proxy_connection_header": ""}
+# uvicorn's h11 protocol answers an HTTP/1.0 request close-delimited (no chunked framing), as
+# most servers do; httptools answers chunked even then, and nginx forwards chunks as they come.
+CLOSE_DELIMITED_SERVER = ("--http", "h11")
+NO_ACCEL_HEADER = {"omit_headers": ["X-Accel-Buffering"]}
+
+SCENARIOS = [
+    Scenario(
+        name="nginx-buffering",
+        layer="proxy",
+        symptom="blank screen, then the whole answer at once",
+        path=("nginx",),
+        workload=Workload(),
+        broken=Variant(server_args=CLOSE_DELIMITED_SERVER, lab=NO_ACCEL_HEADER),
+        fix=Variant(proxy={"nginx": {"proxy_buffering": False, **STREAMING_UPSTREAM}}),
+        symptom_checks=(checks.ttft_late(), checks.coalesced(4.0), checks.complete_with_done()),
+        cure_checks=(checks.streamed(), checks.complete_with_done()),
+        explanation=(
+            "With nginx's defaults (proxy_buffering on, HTTP/1.0 towards the upstream) the server's "
+            "reply has no chunked framing: it ends when the connection closes. nginx then reads it into "
+            "its buffers and sends a buffer downstream only when it is full (one 4 KB page) or the "
+            "response ends, so small SSE events wait: the first token arrives seconds late, in one "
+            "or two lumps. The fix turns buffering off and speaks HTTP/1.1 upstream (with an empty "
+            "Connection header so the connection can be kept alive)."),
+        fix_summary='proxy_buffering off; proxy_http_version 1.1; proxy_set_header Connection "";',
+        finding=(
+            "Measured here: the lump needs a close-delimited upstream reply. uvicorn's httptools "
+            "protocol answers even an HTTP/1.0 request with chunked framing, and nginx 1.22 then "
+            "forwards each chunk at once despite proxy_buffering on (the lab runs the server with "
+            "uvicorn's h11 protocol, which does what most servers do). So the bug hides behind one "
+            "server and bites behind the next: set both directives anyway."),
+        sources=(f"{DOCS}#proxy_buffering", f"{DOCS}#proxy_http_version",
+                 "https://www.nginx.com/resources/wiki/start/topics/examples/x-accel/#x-accel-buffering"),
+    ),
+    Scenario(
+        name="nginx-accel-header",
+        layer="proxy",
+        symptom="streams directly, stalls behind a proxy you do not control",
+        path=("nginx",),
+        workload=Workload(),
+        broken=Variant(server_args=CLOSE_DELIMITED_SERVER, lab=NO_ACCEL_HEADER),
+        fix=Variant(lab={"omit_headers": []}),
+        symptom_checks=(checks.ttft_late(), checks.coalesced(4.0)),
+        cure_checks=(checks.streamed(), checks.complete_with_done()),
+        explanation=(
+            "The same nginx defaults as nginx-buffering, but the fix is on the server: a response "
+            "header `X-Accel-Buffering: no` tells nginx to stop buffering this one response. It is the "
+            "fix for proxies you cannot configure (a managed ingress), and costs nothing elsewhere."),
+        fix_summary="the server sends `X-Accel-Buffering: no` with every streaming response",
+        sources=(f"{DOCS}#proxy_buffering", f"{DOCS}#proxy_ignore_headers"),
+    ),
+    Scenario(
+        name="nginx-gzip",
+        layer="proxy",
+        symptom="streams until someone turns on gzip for text/event-stream",
+        path=("nginx",),
+        workload=Workload(lab={"stamp": True}),
+        broken=Variant(proxy={"nginx": {**STREAMING_UPSTREAM, "gzip": True,
+                                        "gzip_types": ["text/event-stream"]}}, lab=NO_ACCEL_HEADER),
+        fix=Variant(proxy={"nginx": {"gzip_types": ["application/json"]}}),
+        symptom_checks=(checks.held_to_end(), checks.content_encoded("gzip")),
+        cure_checks=(checks.streamed(), checks.content_encoded(None)),
+        explanation=(
+            "With proxy_buffering on and an HTTP/1.1 (chunked) upstream, nginx forwards each chunk as it "
+            "arrives. gzip undoes that: the gzip filter collects output until its buffer fills or the "
+            "response ends, so every event waits for the end. Exclude text/event-stream from gzip_types "
+            "(keep compressing JSON)."),
+        fix_summary="gzip_types without text/event-stream",
+        finding=(
+            "Measured here: with proxy_buffering off, nginx gzip does a sync flush per chunk and the "
+            "stream still flows (gzip-encoded, TTFT within a few ms). It is the buffering that gzip "
+            "relies on, not compression itself, that holds the events."),
+        sources=("https://nginx.org/en/docs/http/ngx_http_gzip_module.html#gzip_types",
+                 f"{DOCS}#proxy_buffering"),
+    ),
+    Scenario(
+        name="nginx-read-timeout",
+        layer="proxy",
+        symptom="long answers end mid-sentence, with a 200 already sent",
+        path=("nginx",),
+        workload=Workload(lab={"pause_after_tokens": 5, "pause_s": 3.0}),
+        broken=Variant(proxy={"nginx": {"proxy_buffering": False, **STREAMING_UPSTREAM,
+                                        "proxy_read_timeout": "1s"}},
+                       lab={"heartbeat_s": 0}),
+        fix=Variant(proxy={"nginx": {"proxy_read_timeout": "10s"}}, lab={"heartbeat_s": 0.25}),
+        symptom_checks=(checks.outcome_is("truncated"), checks.status_is(200)),
+        cure_checks=(checks.complete_with_done(),),
+        explanation=(
+            "proxy_read_timeout bounds the silence between two reads from the upstream, not the whole "
+            "response. A model that thinks (prefill, a tool call, a queue) for longer than that gets its "
+            "stream cut: the client has a 200 and half an answer, with no final chunk and no [DONE]. "
+            "Before the headers the same timeout gives a 504 page instead. Raise the timeout above the "
+            "longest silence and have the server send SSE comment heartbeats (`: ping`) more often "
+            "than that."),
+        fix_summary="proxy_read_timeout above the longest silence, plus `: ping` heartbeats from the server",
+        scaled=(Scaled("proxy_read_timeout", "1s", "60s"), Scaled("silence mid-stream", "3s", "minutes"),
+                Scaled("heartbeat interval", "0.25s", "10s")),
+        sources=(f"{DOCS}#proxy_read_timeout",
+                 "https://html.spec.whatwg.org/multipage/server-sent-events.html#authoring-notes"),
+    ),
+    Scenario(
+        name="nginx-client-abort",
+        layer="proxy",
+        symptom="the GPU keeps generating for users who closed the tab",
+        path=("nginx",),
+        workload=Workload(tokens_per_s=20.0, disconnect_after_events=3,
+                          script="Every token should reach the reader the moment the model makes it. "
+                                 "Every token should reach the reader the moment the model makes it."),
+        broken=Variant(proxy={"nginx": {"proxy_ignore_client_abort": True}},
+                       server_args=CLOSE_DELIMITED_SERVER, lab=NO_ACCEL_HEADER),
+        fix=Variant(proxy={"nginx": {"proxy_ignore_client_abort": False}}),
+        symptom_checks=(checks.tokens_for_nobody_at_least(0.5), checks.release_at_least(10)),
+        cure_checks=(checks.tokens_for_nobody_at_most(3), checks.release_within(4)),
+        server_metrics=("streamlab_tokens_generated_total", "streamlab_tokens_after_disconnect_total"),
+        explanation=(
+            "With proxy_ignore_client_abort on, nginx keeps the upstream request when the client goes "
+            "away, so the server never learns that nobody reads: it generates the whole answer and holds "
+            "its slot (KV cache) for nothing. The default (off) closes the upstream connection at once and "
+            "a server that handles disconnects stops within one decode step."),
+        fix_summary="proxy_ignore_client_abort off; (the default)",
+        sources=(f"{DOCS}#proxy_ignore_client_abort",),
+    ),
+    Scenario(
+        name="nginx-worker-connections",
+        layer="proxy",
+        symptom="under load some users get instant errors, and the access log shows nothing",
+        path=("nginx",),
+        workload=Workload(streams=60, concurrency=60, tokens_per_s=10.0,
+                          script="A token stream should reach the reader one token at a time."),
+        broken=Variant(proxy={"nginx": {"proxy_buffering": False, **STREAMING_UPSTREAM,
+                                        "worker_processes": 1, "worker_connections": 64}},
+                       server_args=("--slots", "64", "--max-queue", "256")),
+        fix=Variant(proxy={"nginx": {"worker_connections": 4096, "worker_rlimit_nofile": 16384}}),
+        symptom_checks=(checks.outcome_not_only("complete"),),
+        cure_checks=(checks.complete_with_done(),),
+        explanation=(
+            "Each proxied stream holds two connections in an nginx worker, the client's and the "
+            "upstream's, plus the listening socket. With worker_connections 64, about 30 streams fit; "
+            "the rest are reset or closed before any header, are absent from the access log, and leave "
+            "one line in the error log: `worker_connections are not enough`. Raise worker_connections "
+            "(two per stream) and the open-file limit with it."),
+        fix_summary="worker_connections 4096; worker_rlimit_nofile 16384;",
+        scaled=(Scaled("worker_connections", "64", "512 (Debian's nginx.conf: 768)"),
+                Scaled("concurrent streams", "60", "thousands"),),
+        sources=("https://nginx.org/en/docs/ngx_core_module.html#worker_connections",
+                 "https://nginx.org/en/docs/ngx_core_module.html#worker_rlimit_nofile"),
+    ),
+    Scenario(
+        name="nginx-upstream-keepalive",
+        layer="proxy",
+        symptom="every request pays a new upstream connection (and TIME_WAIT piles up)",
+        path=("nginx",),
+        workload=Workload(streams=20, sequential=True, tokens_per_s=200.0,
+                          script="A token stream should reach the reader."),
+        broken=Variant(proxy={"nginx": {"proxy_buffering": False}}),
+        fix=Variant(proxy={"nginx": {"upstream_keepalive": 16, "upstream_keepalive_timeout": "4s",
+                                     **STREAMING_UPSTREAM}}),
+        symptom_checks=(checks.server_metric_at_least(
+            "streamlab_http_connections_total", 20, "one upstream connection per request (>= 20 for 20)"),),
+        cure_checks=(checks.server_metric_at_most(
+            "streamlab_http_connections_total", 2, "upstream connections reused (<= 2 for 20 requests)"),
+            checks.complete_with_done()),
+        server_metrics=("streamlab_http_connections_total",),
+        explanation=(
+            "Without an upstream keepalive pool nginx opens a new TCP connection to the server for every "
+            "request and closes it after the response. A pool needs all three: `keepalive N` in the "
+            "upstream block, `proxy_http_version 1.1`, and an empty Connection header (nginx sends "
+            "`Connection: close` otherwise). Keep the pool's idle timeout below the server's own "
+            "keep-alive timeout (uvicorn: 5 s), or nginx reuses connections the server is closing."),
+        fix_summary='upstream { keepalive 16; } + proxy_http_version 1.1; + proxy_set_header Connection "";',
+        sources=("https://nginx.org/en/docs/http/ngx_http_upstream_module.html#keepalive",),
+    ),
+]

@@ -1,0 +1,186 @@
+"""What a scenario is: declared once, read by the runner, the pytest guards, `make labs` and the README.
+
+A scenario names a path (the proxies between client and server, possibly none), a workload, a
+broken variant and the fix applied on top of it. The fix is a delta, so the config diff a learner
+sees is exactly what the fix changes. Symptom and cure are checks: predicates on the measurements
+whose margins come from the workload's own pacing, never from tight absolute numbers.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Callable, Literal, Mapping, Sequence
+
+from labs.measurements import StreamResult
+
+Layer = Literal["proxy", "chain", "server", "client", "load"]
+VariantName = Literal["broken", "fixed"]
+VARIANTS: tuple[VariantName, ...] = ("broken", "fixed")
+
+# An English script made of short ASCII words: with the lab's byte-level BPE every token decodes to
+# text on its own, so one token is one SSE event and the event count is known in advance.
+DEFAULT_SCRIPT = "Every token should reach the reader the moment the model makes it."
+
+
+@dataclass(frozen=True)
+class Variant:
+    """One side of a scenario. For `fix`, every field is applied on top of the broken variant.
+
+    proxy: settings overrides per proxy name (on that proxy's own defaults, then broken's).
+    lab: `lab` request fields (contract.md), merged over the workload's.
+    server_args: flags for `python -m server` (a variant with other flags gets its own server).
+    client: measuring-client options (labs.client.measure_stream keyword arguments).
+    request: other chat-completion body fields (stop, max_tokens, ...).
+    """
+
+    proxy: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+    lab: Mapping[str, Any] = field(default_factory=dict)
+    server_args: Sequence[str] = ()
+    client: Mapping[str, Any] = field(default_factory=dict)
+    request: Mapping[str, Any] = field(default_factory=dict)
+
+    def then(self, fix: "Variant") -> "Variant":
+        """This variant with `fix` applied on top (dicts merged, server args replaced when given)."""
+        proxies = {name: {**self.proxy.get(name, {}), **fix.proxy.get(name, {})}
+                   for name in {*self.proxy, *fix.proxy}}
+        return Variant(
+            proxy=proxies,
+            lab={**self.lab, **fix.lab},
+            server_args=tuple(fix.server_args) if fix.server_args else tuple(self.server_args),
+            client={**self.client, **fix.client},
+            request={**self.request, **fix.request},
+        )
+
+
+@dataclass(frozen=True)
+class Workload:
+    """What the client does: one paced stream by default.
+
+    streams / concurrency: how many requests in all, and how many at once.
+    sequential: one after another on fresh client connections (upstream keepalive shows).
+    disconnect_after_events: the client closes the socket after that many content events.
+    """
+
+    script: str = DEFAULT_SCRIPT
+    tokens_per_s: float = 10.0
+    lab: Mapping[str, Any] = field(default_factory=dict)
+    streams: int = 1
+    concurrency: int = 1
+    sequential: bool = False
+    disconnect_after_events: int | None = None
+    client: Mapping[str, Any] = field(default_factory=dict)
+    request: Mapping[str, Any] = field(default_factory=dict)
+    # Wait this long for the server to finish work after the clients are done (disconnects).
+    settle_s: float = 10.0
+
+    @property
+    def interval_s(self) -> float:
+        """Time between two tokens: the unit every timing margin is expressed in."""
+        return 1.0 / self.tokens_per_s
+
+    @property
+    def first_due_s(self) -> float:
+        """When the first token is due after the request is sent (silences before it included)."""
+        return float(self.lab.get("headers_delay_s", 0.0)) + float(self.lab.get("first_token_delay_s", 0.0))
+
+
+@dataclass
+class Run:
+    """What one variant produced: the client's view, the server's counters, the proxies' evidence."""
+
+    variant: VariantName
+    workload: Workload
+    results: list[StreamResult]
+    server_delta: dict[str, float] = field(default_factory=dict)
+    evidence: list[str] = field(default_factory=list)
+    configs: dict[str, str] = field(default_factory=dict)
+    hops: dict[str, list[StreamResult]] = field(default_factory=dict)
+    proxy_stats: dict[str, dict[str, int]] = field(default_factory=dict)
+    wall_s: float = 0.0
+    # Seconds from the end of the client's work to the server going idle (slots free, no stream);
+    # after a deliberate disconnect, how long the server kept working for nobody.
+    release_s: float | None = None
+
+    @property
+    def first(self) -> StreamResult:
+        return self.results[0]
+
+    def outcomes(self) -> dict[str, int]:
+        counts: dict[str, int] = {}
+        for result in self.results:
+            counts[result.outcome] = counts.get(result.outcome, 0) + 1
+        return counts
+
+    @property
+    def tokens_for_nobody(self) -> float:
+        """Tokens the engine generated that no client received."""
+        received = sum(r.content_events for r in self.results)
+        return self.metric("streamlab_tokens_generated_total") - received
+
+    def metric(self, name: str) -> float:
+        """A server counter's increase during this run (0 when it did not move)."""
+        return self.server_delta.get(name, 0.0)
+
+
+@dataclass(frozen=True)
+class CheckResult:
+    label: str
+    observed: str
+    passed: bool
+
+
+@dataclass(frozen=True)
+class Check:
+    """A predicate on a run. `measure` returns (observed value as text, passed)."""
+
+    label: str
+    measure: Callable[[Run], tuple[str, bool]]
+
+    def __call__(self, run: Run) -> CheckResult:
+        try:
+            observed, passed = self.measure(run)
+        except Exception as exc:  # a check that cannot compute has failed, visibly
+            return CheckResult(self.label, f"could not measure: {exc!r}", False)
+        return CheckResult(self.label, observed, passed)
+
+
+@dataclass(frozen=True)
+class Scaled:
+    """A value shrunk so a lab takes seconds: what it is here and the real default it stands for."""
+
+    setting: str
+    lab_value: str
+    real_default: str
+
+
+@dataclass(frozen=True)
+class Scenario:
+    name: str  # kebab-case <layer>-<failure>; no name is a prefix of another
+    layer: Layer
+    symptom: str  # one line, as a user would report it
+    path: tuple[str, ...]  # proxies from the client inwards; () = client talks to the server
+    workload: Workload
+    broken: Variant
+    fix: Variant
+    symptom_checks: tuple[Check, ...]
+    cure_checks: tuple[Check, ...]
+    explanation: str
+    fix_summary: str  # the fix in one line of config or code
+    sources: tuple[str, ...] = ()
+    scaled: tuple[Scaled, ...] = ()
+    # What each proxy's settings start from before the variant's overrides: the proxy's own
+    # defaults, or the production settings of proxies/fixed/ (a chain where one hop misbehaves).
+    base: Literal["defaults", "fixed"] = "defaults"
+    # Also measure at each hop's entry (and direct): shows which hop of a chain held the stream.
+    bisect: bool = False
+    # Server counters (names as on /metrics) whose change the report shows.
+    server_metrics: tuple[str, ...] = ()
+    # Envoy admin counters the report shows (suffixes of the stat names).
+    proxy_stats: tuple[str, ...] = ()
+    # Text a measurement on this machine taught that the folklore gets wrong.
+    finding: str | None = None
+
+    def variant(self, name: VariantName) -> Variant:
+        return self.broken if name == "broken" else self.broken.then(self.fix)
+
+    def checks(self, name: VariantName) -> tuple[Check, ...]:
+        return self.symptom_checks if name == "broken" else self.cure_checks

@@ -1,0 +1,60 @@
+"""python -m proxies render PROXY --variant NAME | export [--check] | variants [PROXY]"""
+from __future__ import annotations
+
+import argparse
+import sys
+
+from proxies.base import PROXY_NAMES
+from proxies.export import FIXED_DIR, export, stale_files
+from proxies.install import BinaryProblem
+from proxies.rendering import render
+from proxies.validation import ConfigInvalid, validate
+from proxies.variants import UnknownVariant, load_extensions, variant, variant_names
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m proxies", description="streamlab proxy configs")
+    commands = parser.add_subparsers(dest="command", required=True)
+    render_cmd = commands.add_parser("render", help="print one rendered config")
+    render_cmd.add_argument("proxy", choices=PROXY_NAMES)
+    render_cmd.add_argument("--variant", default="fixed", help="variant name (default: fixed)")
+    render_cmd.add_argument("--no-validate", action="store_true", help="skip the binary's check")
+    export_cmd = commands.add_parser("export", help=f"rewrite {FIXED_DIR} from the fixed variants")
+    export_cmd.add_argument("--check", action="store_true",
+                            help="write nothing; exit 1 when the files differ from a fresh export")
+    list_cmd = commands.add_parser("variants", help="list the known variants")
+    list_cmd.add_argument("proxy", nargs="?", choices=PROXY_NAMES)
+    args = parser.parse_args(argv)
+
+    load_extensions()
+    try:
+        if args.command == "render":
+            try:
+                settings = variant(args.proxy, args.variant)
+            except UnknownVariant as exc:
+                print(f"error: {exc}", file=sys.stderr)
+                return 2
+            text = render(settings)
+            if not args.no_validate:
+                validate(text, args.proxy)
+            sys.stdout.write(text)
+        elif args.command == "export":
+            if args.check:
+                stale = stale_files()
+                for path in stale:
+                    print(f"{path} differs from a fresh export; run `python -m proxies export`",
+                          file=sys.stderr)
+                return 1 if stale else 0
+            for path in export():
+                print(f"wrote {path}")
+        else:
+            for proxy in [args.proxy] if args.proxy else PROXY_NAMES:
+                print(f"{proxy}: {', '.join(variant_names(proxy))}")
+    except (ConfigInvalid, BinaryProblem) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

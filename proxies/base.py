@@ -1,0 +1,42 @@
+"""The base of every proxy's settings model: addressing, immutability, re-validated overrides."""
+from __future__ import annotations
+
+from typing import Any, ClassVar, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+from typing_extensions import Self
+
+from proxies.types import Host, Port
+
+ProxyName = Literal["nginx", "haproxy", "envoy"]
+PROXY_NAMES: tuple[ProxyName, ...] = ("nginx", "haproxy", "envoy")
+
+
+def setting(default: Any, doc: str, url: str) -> Any:
+    """A settings field: its default (the proxy's own), what it does, and where the proxy documents it."""
+    return Field(default, description=f"{doc} ({url})", json_schema_extra={"docs": url})
+
+
+class ProxySettings(BaseModel):
+    """Fields every proxy shares: where it listens and where it forwards (so chains can be rendered)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid", validate_default=True)
+
+    proxy: ClassVar[ProxyName]
+    template: ClassVar[str]  # path under proxies/, e.g. "nginx/nginx.conf.j2"
+    config_name: ClassVar[str]  # file name of the exported config, e.g. "nginx.conf"
+
+    listen_host: Host = Field("127.0.0.1", description="address the proxy listens on")
+    listen_port: Port = Field(8080, description="port the proxy listens on")
+    upstream_host: Host = Field("127.0.0.1", description="address of the upstream (server or next proxy)")
+    upstream_port: Port = Field(8000, description="port of the upstream")
+
+    def with_(self, **changes: Any) -> Self:
+        """A copy with `changes` applied, validated again (model_copy(update=...) would not)."""
+        return type(self).model_validate({**self.model_dump(), **changes})
+
+    def changed_fields(self) -> dict[str, Any]:
+        """The fields that differ from the proxy's defaults (what a variant actually switches)."""
+        default = type(self)()
+        return {name: value for name, value in self.model_dump().items()
+                if getattr(default, name) != value}

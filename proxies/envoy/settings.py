@@ -1,0 +1,102 @@
+"""Envoy settings: every knob the catalogue switches, defaulting to Envoy 1.40's own defaults."""
+from __future__ import annotations
+
+import ipaddress
+import re
+from typing import Any, ClassVar, Optional
+
+from pydantic import Field
+
+from proxies.base import ProxySettings, setting
+from proxies.types import EnvoyDuration, MimeType, Port
+
+API = "https://www.envoyproxy.io/docs/envoy/v1.40.0/api-v3"
+ROUTE = f"{API}/config/route/v3/route_components.proto#envoy-v3-api-field-config-route-v3-routeaction"
+HCM = (f"{API}/extensions/filters/network/http_connection_manager/v3/http_connection_manager.proto"
+       "#envoy-v3-api-field-extensions-filters-network-http-connection-manager-v3-httpconnectionmanager")
+BREAKER = f"{API}/config/cluster/v3/circuit_breaker.proto#envoy-v3-api-msg-config-cluster-v3-circuitbreakers-thresholds"
+COMPRESSOR = f"{API}/extensions/filters/http/compressor/v3/compressor.proto"
+CLUSTER = f"{API}/config/cluster/v3/cluster.proto#envoy-v3-api-field-config-cluster-v3-cluster"
+LISTENER = f"{API}/config/listener/v3/listener.proto#envoy-v3-api-field-config-listener-v3-listener"
+PROTOCOL = f"{API}/config/core/v3/protocol.proto#envoy-v3-api-field-config-core-v3-httpprotocoloptions"
+LUA = "https://www.envoyproxy.io/docs/envoy/v1.40.0/configuration/http/http_filters/lua_filter"
+OVERLOAD = "https://www.envoyproxy.io/docs/envoy/v1.40.0/configuration/operations/overload_manager/overload_manager"
+
+# What the compressor compresses when content_type is left empty.
+ENVOY_DEFAULT_COMPRESSED_TYPES = (
+    "application/javascript", "application/json", "application/xhtml+xml", "image/svg+xml",
+    "text/css", "text/html", "text/plain", "text/xml")
+
+
+def _count(default: int, doc: str, url: str) -> Any:
+    return Field(default, ge=0, le=100_000_000, description=f"{doc} ({url})")
+
+
+class EnvoySettings(ProxySettings):
+    proxy: ClassVar = "envoy"
+    template: ClassVar[str] = "envoy/envoy.yaml.j2"
+    config_name: ClassVar[str] = "envoy.yaml"
+
+    admin_port: Port = Field(9901, description="admin interface port (stats, readiness), on 127.0.0.1")
+
+    # Timeouts.
+    route_timeout: EnvoyDuration = setting(
+        "15s", "whole-response deadline from the request's end, streaming included: a longer "
+               "generation is cut (flag UT). 0s disables it", f"{ROUTE}-timeout")
+    route_idle_timeout: Optional[EnvoyDuration] = setting(
+        None, "per-route silence limit, overriding stream_idle_timeout (None: not set)",
+        f"{ROUTE}-idle-timeout")
+    stream_idle_timeout: EnvoyDuration = setting(
+        "300s", "longest silence on a stream in either direction (flag SI)", f"{HCM}-stream-idle-timeout")
+    request_timeout: EnvoyDuration = setting(
+        "0s", "time to receive the whole request (0s: disabled)", f"{HCM}-request-timeout")
+    delayed_close_timeout: EnvoyDuration = setting(
+        "1s", "wait for the client to read the last bytes before closing", f"{HCM}-delayed-close-timeout")
+    connect_timeout: EnvoyDuration = setting(
+        "5s", "time to connect to the upstream", f"{CLUSTER}-connect-timeout")
+    upstream_idle_timeout: Optional[EnvoyDuration] = setting(
+        None, "idle upstream connections are closed after this (None: Envoy's 1h); keep it below "
+              "the server's keep-alive timeout", f"{PROTOCOL}-idle-timeout")
+
+    # Compression.
+    compressor: bool = setting(False, "gzip compressor filter", COMPRESSOR)
+    compressor_content_types: tuple[MimeType, ...] = setting(
+        ENVOY_DEFAULT_COMPRESSED_TYPES, "types the compressor compresses", COMPRESSOR)
+
+    # Circuit breakers on the upstream cluster (exceeding them: instant 503, flag UO).
+    max_connections: int = _count(1024, "upstream connections", f"{BREAKER}-max-connections")
+    max_pending_requests: int = _count(1024, "requests waiting for a connection", f"{BREAKER}-max-pending-requests")
+    max_requests: int = _count(1024, "requests in flight to the upstream", f"{BREAKER}-max-requests")
+    max_retries: int = _count(3, "retries in flight", f"{BREAKER}-max-retries")
+    max_downstream_connections: Optional[int] = Field(
+        None, ge=1, le=100_000_000,
+        description=f"process-wide downstream connection limit via the overload manager (None: unlimited) ({OVERLOAD})")
+
+    # Buffers.
+    listener_buffer_limit_bytes: int = Field(
+        1_048_576, ge=1024, le=1 << 30,
+        description=f"per-connection buffer limit, client side ({LISTENER}-per-connection-buffer-limit-bytes)")
+    cluster_buffer_limit_bytes: int = Field(
+        1_048_576, ge=1024, le=1 << 30,
+        description=f"per-connection buffer limit, upstream side ({CLUSTER}-per-connection-buffer-limit-bytes)")
+
+    # A stand-in for a WAF that inspects whole response bodies.
+    body_inspection: bool = setting(
+        False, "a Lua filter that reads each whole response body before releasing it", LUA)
+    body_inspection_skip_event_stream: bool = setting(
+        False, "let text/event-stream responses through uninspected", LUA)
+
+    @property
+    def upstream_discovery(self) -> str:
+        """STATIC for an IP address, STRICT_DNS for a host name (a chain inside containers)."""
+        try:
+            ipaddress.ip_address(self.upstream_host)
+        except ValueError:
+            return "STRICT_DNS"
+        return "STATIC"
+
+    @property
+    def compressor_content_type_regex(self) -> str:
+        """RE2 for `content_type_matcher`: the listed types, optionally followed by parameters."""
+        alternatives = "|".join(re.escape(content_type) for content_type in self.compressor_content_types)
+        return rf"^({alternatives})(\s*;.*)?$"

@@ -1,0 +1,85 @@
+"""nginx settings: every knob the catalogue switches, defaulting to nginx 1.22's own defaults."""
+from __future__ import annotations
+
+from typing import ClassVar, Literal, Union
+
+from pydantic import Field, field_validator
+
+from proxies.base import ProxySettings, setting
+from proxies.types import HeaderValue, MimeType, NginxDuration, NginxSize
+
+CORE = "https://nginx.org/en/docs/ngx_core_module.html"
+EVENTS = "https://nginx.org/en/docs/ngx_core_module.html"
+PROXY = "https://nginx.org/en/docs/http/ngx_http_proxy_module.html"
+UPSTREAM = "https://nginx.org/en/docs/http/ngx_http_upstream_module.html"
+GZIP = "https://nginx.org/en/docs/http/ngx_http_gzip_module.html"
+HTTP_CORE = "https://nginx.org/en/docs/http/ngx_http_core_module.html"
+
+
+class NginxSettings(ProxySettings):
+    proxy: ClassVar = "nginx"
+    template: ClassVar[str] = "nginx/nginx.conf.j2"
+    config_name: ClassVar[str] = "nginx.conf"
+
+    # Processes and connection limits.
+    worker_processes: Union[int, Literal["auto"]] = setting(
+        1, "worker processes; each holds `worker_connections`", f"{CORE}#worker_processes")
+    worker_connections: int = setting(
+        512, "connections per worker, client AND upstream sides (a proxied stream costs two)",
+        f"{EVENTS}#worker_connections")
+    worker_rlimit_nofile: int | None = setting(
+        None, "open-file limit for workers (None: inherit the shell's `ulimit -n`)",
+        f"{CORE}#worker_rlimit_nofile")
+
+    # How the response body travels.
+    proxy_buffering: bool = setting(
+        True, "buffer upstream responses (on: events wait until a buffer fills or the response ends)",
+        f"{PROXY}#proxy_buffering")
+    proxy_request_buffering: bool = setting(
+        True, "read the whole request body before forwarding it", f"{PROXY}#proxy_request_buffering")
+    proxy_buffer_size: NginxSize = setting(
+        "4k", "buffer for the response headers (one memory page)", f"{PROXY}#proxy_buffer_size")
+    proxy_buffers_count: int = Field(8, ge=2, le=1024, description=f"number of body buffers ({PROXY}#proxy_buffers)")
+    proxy_buffers_size: NginxSize = setting("4k", "size of each body buffer", f"{PROXY}#proxy_buffers")
+    proxy_busy_buffers_size: NginxSize = setting(
+        "8k", "buffers that may be busy sending to the client", f"{PROXY}#proxy_busy_buffers_size")
+    client_max_body_size: NginxSize = setting(
+        "1m", "largest request body (long prompts exceed 1m: 413 from nginx)",
+        f"{HTTP_CORE}#client_max_body_size")
+
+    # How nginx speaks to the upstream.
+    proxy_http_version: Literal["1.0", "1.1"] = setting(
+        "1.0", "HTTP version towards the upstream (1.0: close-delimited replies, no keepalive)",
+        f"{PROXY}#proxy_http_version")
+    proxy_connection_header: HeaderValue = setting(
+        "close", "the `Connection` header sent upstream (\"\" removes it; keepalive needs \"\")",
+        f"{PROXY}#proxy_set_header")
+    upstream_keepalive: int | None = Field(
+        None, ge=1, le=65535, description=f"idle upstream connections kept per worker (None: no pool) ({UPSTREAM}#keepalive)")
+    upstream_keepalive_timeout: NginxDuration = setting(
+        "60s", "how long an idle upstream connection stays in the pool; keep it below the server's own "
+        "keep-alive timeout (uvicorn: 5 s) or nginx reuses connections the server is closing",
+        f"{UPSTREAM}#keepalive_timeout")
+
+    # Timeouts.
+    proxy_connect_timeout: NginxDuration = setting(
+        "60s", "time to establish the upstream connection", f"{PROXY}#proxy_connect_timeout")
+    proxy_read_timeout: NginxDuration = setting(
+        "60s", "longest silence between two reads from the upstream (a longer silence cuts the stream)",
+        f"{PROXY}#proxy_read_timeout")
+    proxy_send_timeout: NginxDuration = setting(
+        "60s", "longest pause between two writes to the upstream", f"{PROXY}#proxy_send_timeout")
+    proxy_ignore_client_abort: bool = setting(
+        False, "keep the upstream request when the client leaves (on: tokens generated for nobody)",
+        f"{PROXY}#proxy_ignore_client_abort")
+
+    # Compression.
+    gzip: bool = setting(False, "gzip responses", f"{GZIP}#gzip")
+    gzip_types: tuple[MimeType, ...] = setting(
+        (), "types compressed besides text/html, which gzip always compresses", f"{GZIP}#gzip_types")
+
+    @field_validator("gzip_types")
+    @classmethod
+    def _drop_implicit_types(cls, types: tuple[str, ...]) -> tuple[str, ...]:
+        # nginx warns on a repeated type, and text/html is always in the list.
+        return tuple(dict.fromkeys(t for t in types if t != "text/html"))

@@ -1,0 +1,33 @@
+"""Render a settings model through its proxy's one template (jinja2, StrictUndefined)."""
+from __future__ import annotations
+
+from functools import lru_cache
+from pathlib import Path
+from typing import Any, Mapping
+
+import jinja2
+
+from proxies.base import ProxySettings
+
+TEMPLATES = Path(__file__).resolve().parent
+
+
+@lru_cache(maxsize=1)
+def environment() -> jinja2.Environment:
+    # StrictUndefined: a missing input is an error, never an empty string in a config.
+    # trim_blocks/lstrip_blocks: block tags leave no blank lines, so the output needs no clean-up.
+    return jinja2.Environment(
+        loader=jinja2.FileSystemLoader(TEMPLATES), undefined=jinja2.StrictUndefined,
+        trim_blocks=True, lstrip_blocks=True, keep_trailing_newline=True, autoescape=False)
+
+
+def render_template(name: str, context: Mapping[str, Any]) -> str:
+    """Render one template file (path under proxies/) with an explicit context."""
+    return environment().get_template(name).render(**context)
+
+
+def render(settings: ProxySettings) -> str:
+    """The complete config text for `settings`; the proxy is known from the settings type."""
+    if not isinstance(settings, ProxySettings):
+        raise TypeError(f"expected NginxSettings, HaproxySettings or EnvoySettings, got {type(settings).__name__}")
+    return render_template(settings.template, {"settings": settings})

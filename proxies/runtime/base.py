@@ -1,0 +1,52 @@
+"""The seam between callers (labs, tests) and how a proxy is run (host process now, Docker later)."""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import ContextManager, Protocol, runtime_checkable
+
+from proxies.base import ProxySettings
+
+
+@runtime_checkable
+class RunningProxy(Protocol):
+    """A started, ready proxy. Logs are read on demand, so call them after the traffic."""
+
+    settings: ProxySettings
+    config_text: str
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def url(self) -> str:
+        """http://LISTEN_HOST:LISTEN_PORT, where clients connect."""
+        ...
+
+    @property
+    def pid(self) -> int: ...
+
+    def access_log(self) -> list[str]:
+        """One raw line per finished request (nginx/Envoy key=value, HAProxy httplog)."""
+        ...
+
+    def access_entries(self) -> list[dict[str, str]]:
+        """access_log() parsed: nginx keys status, upstream_status, request_time, ...;
+        HAProxy status, termination_state, TR/Tw/Tc/Tr/Ta, ...; Envoy status, flags, duration_ms, ..."""
+        ...
+
+    def error_log(self) -> str:
+        """Everything the proxy said that is not an access line (warnings, errors)."""
+        ...
+
+    def stats(self, prefix: str = "") -> dict[str, int]:
+        """Counters and gauges whose name starts with `prefix` (Envoy only; others raise)."""
+        ...
+
+
+class Runtime(Protocol):
+    name: str
+
+    def run_proxy(self, settings: ProxySettings,
+                  workdir: Path | None = None) -> ContextManager[RunningProxy]:
+        """Render, validate, start on the settings' ports, wait until ready; stop on exit."""
+        ...

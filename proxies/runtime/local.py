@@ -1,0 +1,152 @@
+"""Run a proxy as a host process in its own temporary folder, on the ports its settings name.
+
+    with run_proxy(NginxSettings(listen_port=free_port(), upstream_port=server.port)) as proxy:
+        httpx.get(proxy.url + "/healthz")
+        proxy.access_entries()[-1]["status"]
+"""
+from __future__ import annotations
+
+import contextlib
+import os
+import tempfile
+import urllib.request
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Iterator
+
+from proxies.base import ProxySettings
+from proxies.binaries import binary
+from proxies.rendering import render
+from proxies.runtime import logs
+from proxies.runtime.process import ManagedProcess, managed, port_accepts
+from proxies.validation import validate
+
+PROCESS_LOG = "process.log"  # the binary's stdout and stderr
+
+
+def _read(path: Path) -> str:
+    try:
+        return path.read_text(errors="replace")
+    except FileNotFoundError:
+        return ""
+
+
+@dataclass
+class LocalProxy:
+    """A proxy running as a host process (implements runtime.base.RunningProxy)."""
+
+    settings: ProxySettings
+    config_text: str
+    workdir: Path
+    process: ManagedProcess
+
+    @property
+    def name(self) -> str:
+        return f"{self.settings.proxy}:{self.settings.listen_port}"
+
+    @property
+    def url(self) -> str:
+        return f"http://{self.settings.listen_host}:{self.settings.listen_port}"
+
+    @property
+    def pid(self) -> int:
+        return self.process.pid
+
+    @property
+    def admin_url(self) -> str:
+        port = getattr(self.settings, "admin_port", None)
+        if port is None:
+            raise NotImplementedError(f"{self.settings.proxy} has no admin endpoint here")
+        return f"http://127.0.0.1:{port}"
+
+    def _process_lines(self) -> list[str]:
+        return _read(self.workdir / PROCESS_LOG).splitlines()
+
+    def access_log(self) -> list[str]:
+        proxy = self.settings.proxy
+        if proxy == "nginx":
+            return _read(self.workdir / "access.log").splitlines()
+        if proxy == "haproxy":
+            return [line for line in self._process_lines() if logs.parse_httplog(line)]
+        return [line for line in self._process_lines() if logs.is_logfmt_access_line(line)]
+
+    def access_entries(self) -> list[dict[str, str]]:
+        if self.settings.proxy == "haproxy":
+            return [entry for line in self.access_log() if (entry := logs.parse_httplog(line))]
+        return [logs.parse_logfmt(line) for line in self.access_log()]
+
+    def error_log(self) -> str:
+        own = _read(self.workdir / "error.log") if self.settings.proxy == "nginx" else ""
+        access = set(self.access_log())
+        rest = [line for line in self._process_lines() if line not in access]
+        return own + "\n".join(rest)
+
+    def stats(self, prefix: str = "") -> dict[str, int]:
+        if self.settings.proxy != "envoy":
+            raise NotImplementedError(f"stats() reads Envoy's admin endpoint; {self.settings.proxy} has none here")
+        with urllib.request.urlopen(f"{self.admin_url}/stats", timeout=5) as response:
+            text = response.read().decode()
+        counters: dict[str, int] = {}
+        for line in text.splitlines():
+            name, _, value = line.partition(": ")
+            if name.startswith(prefix) and value.strip().lstrip("-").isdigit():
+                counters[name] = int(value)
+        return counters
+
+    def ready(self) -> bool:
+        if self.settings.proxy == "envoy" and not _http_ok(f"{self.admin_url}/ready"):
+            return False
+        return port_accepts(self.settings.listen_port, self.settings.listen_host)
+
+
+def _http_ok(url: str) -> bool:
+    try:
+        with urllib.request.urlopen(url, timeout=1) as response:
+            return response.status == 200
+    except OSError:
+        return False
+
+
+def command(settings: ProxySettings, workdir: Path, config_path: Path) -> list[str]:
+    """The foreground command line for a config file inside `workdir`."""
+    if settings.proxy == "nginx":
+        # -p: the config's relative paths (pid, logs, temp folders) resolve inside workdir;
+        # -e stderr: start-up errors land in process.log, not in /var/log/nginx.
+        return [binary("nginx"), "-p", f"{workdir}/", "-c", config_path.name, "-e", "stderr"]
+    if settings.proxy == "haproxy":
+        return [binary("haproxy"), "-db", "-f", str(config_path)]  # -db: foreground, no daemon
+    # No hot restart: two Envoys would otherwise collide on shared memory. One worker thread.
+    return [binary("envoy"), "-c", str(config_path), "--disable-hot-restart",
+            "--concurrency", "1", "-l", "warning"]
+
+
+@contextlib.contextmanager
+def run_proxy(settings: ProxySettings, workdir: Path | None = None,
+              ready_timeout_s: float = 20.0) -> Iterator[LocalProxy]:
+    """Render, validate, start, wait until ready (polling), yield; stop by PID even on errors."""
+    text = validate(render(settings), settings.proxy)
+    with contextlib.ExitStack() as stack:
+        if workdir is None:
+            workdir = Path(stack.enter_context(
+                tempfile.TemporaryDirectory(prefix=f"streamlab-{settings.proxy}-")))
+        workdir.mkdir(parents=True, exist_ok=True)
+        # nginx's workers drop root to `nobody`: they must reach their temp folders in here.
+        os.chmod(workdir, 0o755)
+        config_path = workdir / settings.config_name
+        config_path.write_text(text)
+        process = ManagedProcess(name=f"{settings.proxy}:{settings.listen_port}",
+                                 argv=command(settings, workdir, config_path),
+                                 log_path=workdir / PROCESS_LOG, cwd=workdir)
+        running = LocalProxy(settings=settings, config_text=text, workdir=workdir, process=process)
+        with managed(process, running.ready, ready_timeout_s):
+            yield running
+
+
+class LocalRuntime:
+    """runtime.base.Runtime for host processes."""
+
+    name = "local"
+
+    def run_proxy(self, settings: ProxySettings,
+                  workdir: Path | None = None) -> contextlib.AbstractContextManager[LocalProxy]:
+        return run_proxy(settings, workdir)

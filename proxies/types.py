@@ -1,0 +1,78 @@
+"""Validated value types shared by the settings models.
+
+Every string a template prints goes through one of these, so no setting can smuggle a directive,
+a quote, a newline or a YAML key into a rendered config: each type is a `fullmatch` against a
+narrow pattern, and pydantic names the offending field in the error.
+"""
+from __future__ import annotations
+
+import ipaddress
+import re
+from typing import Annotated, Callable
+
+from pydantic import AfterValidator, BeforeValidator, Field
+
+Port = Annotated[int, Field(ge=1, le=65535)]
+
+_HOSTNAME = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?"
+                       r"(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?)*")
+_MIME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._+-]{0,63}/[A-Za-z0-9][A-Za-z0-9._+-]{0,127}")
+_HEADER_VALUE = re.compile(r"[A-Za-z0-9 ,_.-]{0,64}")
+
+
+def _pattern(regex: re.Pattern[str], what: str, example: str) -> Callable[[str], str]:
+    def check(value: str) -> str:
+        if not regex.fullmatch(value):
+            raise ValueError(f"{value!r} is not {what} (for example {example!r})")
+        return value
+    return check
+
+
+def _host(value: str) -> str:
+    """An IPv4 address or a DNS name: what every template can print as `HOST:PORT`."""
+    try:
+        address = ipaddress.ip_address(value)
+    except ValueError:
+        if _HOSTNAME.fullmatch(value) and not value.replace(".", "").isdigit():
+            return value
+        raise ValueError(f"{value!r} is not an IPv4 address or a host name") from None
+    if address.version != 4:
+        raise ValueError(f"{value!r}: only IPv4 addresses are supported (IPv6 needs per-proxy brackets)")
+    return value
+
+
+Host = Annotated[str, AfterValidator(_host)]
+MimeType = Annotated[str, AfterValidator(_pattern(_MIME, "a MIME type", "application/json"))]
+HeaderValue = Annotated[str, AfterValidator(_pattern(_HEADER_VALUE, "a plain header value",
+                                                     "keep-alive"))]
+
+
+def _seconds_to_text(style: str) -> Callable[[object], object]:
+    """Accept a number of seconds as well as the proxy's own duration text."""
+    def convert(value: object) -> object:
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            return value
+        if value < 0:
+            raise ValueError(f"{value!r}: a duration cannot be negative")
+        if style == "protobuf":  # Envoy: google.protobuf.Duration in JSON form
+            return f"{value:.9f}".rstrip("0").rstrip(".") + "s"
+        millis = round(value * 1000)
+        return f"{millis // 1000}s" if millis % 1000 == 0 else f"{millis}ms"
+    return convert
+
+
+# nginx: https://nginx.org/en/docs/syntax.html (one unit; ms, s, m, h, d, w, M, y; none = seconds)
+NginxDuration = Annotated[
+    str, BeforeValidator(_seconds_to_text("unit")),
+    AfterValidator(_pattern(re.compile(r"\d{1,9}(?:ms|s|m|h|d|w|M|y)?"), "an nginx time", "60s"))]
+# nginx sizes: https://nginx.org/en/docs/syntax.html (bytes, k, m, g)
+NginxSize = Annotated[
+    str, AfterValidator(_pattern(re.compile(r"\d{1,12}[kKmMgG]?"), "an nginx size", "8k"))]
+# HAProxy: "Time format" in https://docs.haproxy.org/2.6/configuration.html#2.5
+HaproxyDuration = Annotated[
+    str, BeforeValidator(_seconds_to_text("unit")),
+    AfterValidator(_pattern(re.compile(r"\d{1,9}(?:us|ms|s|m|h|d)?"), "an HAProxy time", "30s"))]
+# Envoy: google.protobuf.Duration as JSON/YAML text, e.g. "15s", "0.250s"
+EnvoyDuration = Annotated[
+    str, BeforeValidator(_seconds_to_text("protobuf")),
+    AfterValidator(_pattern(re.compile(r"\d{1,9}(?:\.\d{1,9})?s"), "a protobuf duration", "15s"))]

@@ -1,0 +1,218 @@
+"""The FastAPI app: thin routes that validate, admit, and choose a JSON reply or a stream.
+
+    app = create_app(config, engine, tokenizer)     # engine not started: the lifespan starts it
+    asgi = wrap_middleware(app, config)             # body limit (+ the gzip failure mode)
+
+Everything a request becomes before its first byte lives in `Service.admit`: the model name,
+the prompt (tokenized in a thread when it is long, so the event loop never stalls), the token
+budget against the context, the lab knobs, and the engine's admission (429 when full).
+"""
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+import time
+import uuid
+from pathlib import Path
+from typing import Any, AsyncIterator
+
+from fastapi import FastAPI, Request
+from fastapi.responses import JSONResponse, PlainTextResponse, Response
+from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
+from pydantic import ValidationError
+
+from server import errors, metrics
+from server.config import ServerConfig
+from server.detokenizer import Vocabulary
+from server.engine.base import (
+    Engine,
+    EngineStopped,
+    GenerationRequest,
+    Pacing,
+    QueueFull,
+    SamplingParams,
+)
+from server.errors import APIError
+from server.middleware import BodySizeLimit, gzip_everything
+from server.schema import ChatCompletionRequest, LabOptions
+from server.stops import stop_handler
+from server.streaming import CompletionJob, CompletionText, JSONCompletion, SSECompletion
+
+log = logging.getLogger("server.app")
+
+# Parsing or tokenizing more than this goes to a thread: ~1 MB of JSON or text takes milliseconds,
+# long enough to stall every other stream's next token.
+OFF_LOOP_BYTES = 256 * 1024
+DEFAULT_CONTEXT = 2048
+
+
+class Service:
+    """What the routes need: config, engine, tokenizer, and the per-server preparations."""
+
+    def __init__(self, config: ServerConfig, engine: Engine, tokenizer: Any,
+                 eos_token_ids: frozenset[int] = frozenset(),
+                 context_length: int | None = None) -> None:
+        self.config = config
+        self.engine = engine
+        self.tokenizer = tokenizer
+        self.vocabulary = Vocabulary.from_tokenizer(tokenizer)
+        self.eos_token_ids = eos_token_ids
+        self.context_length = context_length or model_context_length(config.model, tokenizer)
+        self.fingerprint = f"fp_streamlab_{engine.name}"
+        self.started = int(time.time())
+
+    # -- before the first byte ---------------------------------------------------------------
+
+    async def parse(self, body: bytes) -> ChatCompletionRequest:
+        try:
+            if len(body) > OFF_LOOP_BYTES:
+                return await asyncio.to_thread(ChatCompletionRequest.model_validate_json, body)
+            return ChatCompletionRequest.model_validate_json(body)
+        except ValidationError as exc:
+            raise errors.from_validation_errors(exc.errors()) from None
+
+    async def admit(self, request: ChatCompletionRequest, arrived_at: float) -> CompletionJob:
+        config = self.config
+        if not config.accepts_model(request.model):
+            raise APIError(404, f"the model {request.model!r} does not exist: this server serves "
+                           f"{config.model_name!r}", param="model", code="model_not_found")
+        lab = request.lab or LabOptions()
+        settings = config.stream.merged(lab.stream_overrides())
+        prompt_ids, forced_ids = await self._tokenize(request, lab)
+        max_new_tokens = self._token_budget(request, len(prompt_ids), forced_ids)
+        generation_request = GenerationRequest(
+            prompt_ids=prompt_ids,
+            max_new_tokens=max_new_tokens,
+            sampling=SamplingParams(
+                temperature=1.0 if request.temperature is None else request.temperature,
+                top_p=1.0 if request.top_p is None else request.top_p,
+                seed=request.seed),
+            pacing=Pacing(tokens_per_s=lab.tokens_per_s,
+                          first_token_delay_s=lab.first_token_delay_s,
+                          pause_after_tokens=lab.pause_after_tokens, pause_s=lab.pause_s),
+            forced_ids=forced_ids,
+            eos_token_ids=self.eos_token_ids)
+        if lab.headers_delay_s:
+            await asyncio.sleep(lab.headers_delay_s)  # pacing: the lab's silence before headers
+        try:
+            generation = self.engine.submit(generation_request)
+        except QueueFull as exc:
+            raise APIError(429, str(exc), type=errors.OVERLOADED, code="queue_full",
+                           headers={"Retry-After": str(max(1, round(exc.retry_after_s)))}) from None
+        except EngineStopped as exc:
+            raise APIError(503, f"the engine is not running: {exc}", type=errors.SERVER_ERROR,
+                           code="engine_unavailable") from None
+        text = CompletionText(self.vocabulary.detokenizer(settings.detokenizer),
+                              stop_handler(request.stop_sequences, settings.stop_holdback))
+        return CompletionJob(
+            generation=generation, text=text, settings=settings,
+            completion_id=f"chatcmpl-{uuid.uuid4().hex}", created=int(time.time()),
+            model=request.model, system_fingerprint=self.fingerprint, arrived_at=arrived_at,
+            include_usage=request.include_usage, stamp=lab.stamp,
+            error_after_tokens=lab.error_after_tokens, abort_after_tokens=lab.abort_after_tokens)
+
+    async def _tokenize(self, request: ChatCompletionRequest,
+                        lab: LabOptions) -> tuple[list[int], list[int] | None]:
+        messages = [{"role": m.role, "content": m.text()} for m in request.messages]
+        size = sum(len(m["content"]) for m in messages) + len(lab.script or "")
+        if size > OFF_LOOP_BYTES:
+            return await asyncio.to_thread(self._tokenize_now, messages, lab.script)
+        return self._tokenize_now(messages, lab.script)
+
+    def _tokenize_now(self, messages: list[dict[str, str]],
+                      script: str | None) -> tuple[list[int], list[int] | None]:
+        tokenizer = self.tokenizer
+        if getattr(tokenizer, "chat_template", None):
+            prompt = tokenizer.apply_chat_template(messages, add_generation_prompt=True,
+                                                   tokenize=False)
+        else:  # a base model without a template: a plain transcript
+            prompt = "".join(f"{m['role']}: {m['content']}\n" for m in messages) + "assistant: "
+        prompt_ids = list(tokenizer.encode(prompt, add_special_tokens=False))
+        forced = list(tokenizer.encode(script, add_special_tokens=False)) if script is not None else None
+        return prompt_ids, forced
+
+    def _token_budget(self, request: ChatCompletionRequest, prompt_tokens: int,
+                      forced_ids: list[int] | None) -> int:
+        room = self.context_length - prompt_tokens
+        if room < 1:
+            raise APIError(400, f"the prompt is {prompt_tokens} tokens: the model's context is "
+                           f"{self.context_length}", param="messages", code="context_length_exceeded")
+        asked = request.requested_max_tokens
+        name = "max_completion_tokens" if request.max_completion_tokens is not None else "max_tokens"
+        if asked is None:
+            return min(room, len(forced_ids)) if forced_ids is not None else room
+        if asked > room:
+            raise APIError(400, f"{name} is {asked}, but the prompt ({prompt_tokens} tokens) leaves "
+                           f"room for {room} in the model's context of {self.context_length}",
+                           param=name, code="context_length_exceeded")
+        return asked
+
+
+def model_context_length(model: str, tokenizer: Any) -> int:
+    """The model's context: config.json's max_position_embeddings, else the tokenizer's idea."""
+    config_path = Path(model) / "config.json"
+    with contextlib.suppress(OSError, ValueError):
+        value = json.loads(config_path.read_text(encoding="utf-8")).get("max_position_embeddings")
+        if isinstance(value, int) and value > 0:
+            return value
+    value = getattr(tokenizer, "model_max_length", None)
+    # transformers reports "no limit" as a huge sentinel (1e30).
+    return value if isinstance(value, int) and 0 < value < 10_000_000 else DEFAULT_CONTEXT
+
+
+def create_app(config: ServerConfig, engine: Engine, tokenizer: Any,
+               eos_token_ids: frozenset[int] = frozenset()) -> FastAPI:
+    service = Service(config, engine, tokenizer, eos_token_ids)
+
+    @contextlib.asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        await engine.start()
+        log.info("serving %r (%s engine, %d slots, queue %d, context %d) on http://%s:%d",
+                 config.model_name, engine.name, engine.slots, engine.max_queue,
+                 service.context_length, config.host, config.port)
+        try:
+            yield
+        finally:
+            await engine.close()
+
+    app = FastAPI(title="streamlab model server", lifespan=lifespan, docs_url=None,
+                  redoc_url=None, openapi_url=None)
+    app.state.service = service
+    errors.install_error_handlers(app)
+
+    @app.post("/v1/chat/completions")
+    async def chat_completions(request: Request) -> Response:
+        arrived_at = time.monotonic()
+        parsed = await service.parse(await request.body())
+        job = await service.admit(parsed, arrived_at)
+        return SSECompletion(job) if parsed.stream else JSONCompletion(job)
+
+    @app.get("/v1/models")
+    async def list_models() -> dict[str, Any]:
+        return {"object": "list", "data": [{"id": config.model_name, "object": "model",
+                                            "created": service.started, "owned_by": "streamlab"}]}
+
+    @app.get("/healthz")
+    async def healthz() -> JSONResponse:
+        if not engine.healthy:
+            return JSONResponse(errors.error_body("the engine is not running", errors.SERVER_ERROR,
+                                                  code="engine_unavailable"), status_code=503)
+        return JSONResponse({"status": "ok", "engine": engine.name, "model": config.model_name,
+                             "slots": engine.slots, "slots_in_use": engine.slots_in_use,
+                             "queued": engine.queued})
+
+    @app.get("/metrics")
+    async def prometheus_metrics() -> PlainTextResponse:
+        return PlainTextResponse(generate_latest(metrics.REGISTRY), media_type=CONTENT_TYPE_LATEST)
+
+    return app
+
+
+def wrap_middleware(app: Any, config: ServerConfig) -> Any:
+    """The ASGI app uvicorn runs: the body limit outermost, then the gzip failure mode if asked."""
+    if config.gzip_middleware:
+        app = gzip_everything(app, exclude_sse=config.gzip_exclude_sse,
+                              sync_flush=config.gzip_sync_flush)
+    return BodySizeLimit(app, config.max_body_bytes)

@@ -1,0 +1,75 @@
+"""Measure, by hand, what each proxy config does to a stream: TTFT and events per socket read.
+
+    .venv/bin/python -m tests.proxies.measure_stream [--variants fixed defaults] [--runs 3]
+
+20 events 100 ms apart from the test SSE upstream, read with raw asyncio sockets, direct and
+through each proxy. Not part of the test suite (it takes ~2 s per stream).
+--server: the real model server instead (synthetic engine, 20 tokens paced at 10 tokens/s).
+"""
+from __future__ import annotations
+
+import argparse
+import contextlib
+import statistics
+from typing import Any, Callable, Iterator
+
+from proxies import variant
+from proxies.runtime.local import run_proxy
+from proxies.runtime.process import free_port
+from tests.proxies.sse_upstream import sse_upstream
+from tests.proxies.stream_client import StreamResult, stream_sync
+
+PATH = "/v1/chat/completions?n=20&interval=0.1"
+COMPLETION: dict[str, Any] = {
+    "model": "tiny", "stream": True, "max_tokens": 20, "lab": {"tokens_per_s": 10},
+    "messages": [{"role": "user", "content": "Tell me a story."}]}
+
+
+@contextlib.contextmanager
+def upstream_target(real_server: bool) -> Iterator[tuple[int, Callable[[str], StreamResult]]]:
+    """(port, fetch(base_url)) for the SSE test upstream or the real server."""
+    if real_server:
+        from server.launcher import running_server
+        with running_server(["--engine", "synthetic"]) as server:
+            yield server.port, lambda base: stream_sync(base + "/v1/chat/completions", method="POST",
+                                                        body=COMPLETION)
+    else:
+        with sse_upstream() as upstream:
+            yield upstream.port, lambda base: stream_sync(base + PATH, method="POST", body={})
+
+
+def row(label: str, results: list[StreamResult]) -> str:
+    ttft = statistics.median((r.ttft_s or r.e2e_s) * 1000 for r in results)
+    e2e = statistics.median(r.e2e_s * 1000 for r in results)
+    per_read = statistics.median(r.events_per_read for r in results)
+    reads = statistics.median(r.event_reads for r in results)
+    delays = [d * 1000 for r in results for d in r.event_delays()]
+    delay = f"{statistics.median(delays):6.2f} / {max(delays):7.2f}" if delays else "     - /       -"
+    encoding = results[0].headers.get("content-encoding", "-")
+    return (f"{label:18} {ttft:8.2f} {e2e:8.0f} {reads:6.0f} {per_read:9.2f}   {delay}   "
+            f"{results[0].status} {encoding}")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--variants", nargs="+", default=["fixed"])
+    parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--server", action="store_true", help="measure with the real model server")
+    args = parser.parse_args()
+    print(f"{'path':18} {'TTFT ms':>8} {'E2E ms':>8} {'reads':>6} {'ev/read':>9}   "
+          f"delay ms med/max   status enc")
+    with upstream_target(args.server) as (port, fetch):
+        fetch(f"http://127.0.0.1:{port}")  # warm up
+        print(row("direct", [fetch(f"http://127.0.0.1:{port}") for _ in range(args.runs)]))
+        for name in args.variants:
+            for proxy in ("nginx", "haproxy", "envoy"):
+                changes = {"listen_port": free_port(), "upstream_port": port}
+                if proxy == "envoy":
+                    changes["admin_port"] = free_port()
+                with run_proxy(variant(proxy, name).with_(**changes)) as running:
+                    results = [fetch(running.url) for _ in range(args.runs)]
+                print(row(f"{proxy} {name}", results))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,104 @@
+"""proxies/fixed/ equals a fresh export, runs as it is, and streams by construction; the CLI works."""
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from proxies import variant
+from proxies.binaries import binary
+from proxies.export import FIXED_DIR, export, fresh_exports, stale_files
+from proxies.variants import UnknownVariant, register_variant, variant_names
+
+REPO = Path(__file__).resolve().parents[2]
+FILES = ["nginx.conf", "haproxy.cfg", "envoy.yaml"]
+
+
+def cli(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "proxies", *args], cwd=REPO, capture_output=True,
+                          text=True, timeout=60)
+
+
+def test_fixed_files_equal_a_fresh_export() -> None:
+    assert sorted(fresh_exports()) == sorted(FILES)
+    assert stale_files() == [], "run `python -m proxies export`"
+
+
+@pytest.mark.parametrize("name", FILES)
+def test_fixed_file_validates_as_a_user_would_run_it(name: str, tmp_path: Path) -> None:
+    path = FIXED_DIR / name
+    if name == "nginx.conf":
+        # `nginx -p DIR -c FILE`: every path relative to the prefix, no root paths.
+        command = [binary("nginx"), "-t", "-p", f"{tmp_path}/", "-c", str(path), "-e", "stderr"]
+    elif name == "haproxy.cfg":
+        command = [binary("haproxy"), "-c", "-f", str(path)]
+    else:
+        command = [binary("envoy"), "--mode", "validate", "-c", str(path)]
+    result = subprocess.run(command, capture_output=True, text=True, timeout=60)
+    assert result.returncode == 0, result.stderr + result.stdout
+    if name == "nginx.conf":
+        directives = [line.split("#")[0] for line in path.read_text().splitlines()]
+        assert not any("/var/" in line or "/etc/" in line or "/run/" in line for line in directives)
+
+
+@pytest.mark.parametrize("name", FILES)
+def test_fixed_file_listens_on_the_contract_addresses(name: str) -> None:
+    text = (FIXED_DIR / name).read_text()
+    assert "127.0.0.1:8080" in text or "address: 127.0.0.1, port_value: 8080" in text
+    assert "127.0.0.1:8000" in text or "address: 127.0.0.1, port_value: 8000" in text
+    if name == "envoy.yaml":
+        assert "address: 127.0.0.1, port_value: 9901" in text
+
+
+def test_fixed_settings_stream_well() -> None:
+    nginx, haproxy, envoy = (variant(p, "fixed") for p in ("nginx", "haproxy", "envoy"))
+    assert not nginx.proxy_buffering and nginx.proxy_http_version == "1.1"
+    assert nginx.proxy_connection_header == "" and nginx.upstream_keepalive
+    assert "text/event-stream" not in nginx.gzip_types and not nginx.proxy_ignore_client_abort
+    assert nginx.proxy_read_timeout.endswith("s") and int(nginx.proxy_read_timeout[:-1]) >= 60
+    assert nginx.worker_connections // 2 >= 1000 and (nginx.worker_rlimit_nofile or 0) >= 2 * nginx.worker_connections
+    assert haproxy.http_no_delay and haproxy.abortonclose and haproxy.timeout_server
+    assert "text/event-stream" not in haproxy.compression_types and haproxy.compression_types
+    assert (haproxy.maxconn_frontend or 0) >= 1000 and (haproxy.maxconn_global or 0) >= 2000
+    assert envoy.route_timeout == "0s" and envoy.route_idle_timeout
+    assert "text/event-stream" not in envoy.compressor_content_types
+    assert min(envoy.max_connections, envoy.max_pending_requests, envoy.max_requests) >= 1000
+    assert not envoy.body_inspection
+
+
+def test_export_rewrites_only_changed_files(tmp_path: Path) -> None:
+    assert sorted(p.name for p in export(tmp_path)) == sorted(FILES)
+    assert export(tmp_path) == []
+    (tmp_path / "haproxy.cfg").write_text("stale\n")
+    assert stale_files(tmp_path) == [tmp_path / "haproxy.cfg"]
+    assert [p.name for p in export(tmp_path)] == ["haproxy.cfg"]
+
+
+def test_cli_export_check_passes() -> None:
+    result = cli("export", "--check")
+    assert result.returncode == 0, result.stderr
+
+
+@pytest.mark.parametrize("proxy", ["nginx", "haproxy", "envoy"])
+def test_cli_render_prints_the_variant(proxy: str) -> None:
+    result = cli("render", proxy, "--variant", "fixed")
+    assert result.returncode == 0, result.stderr
+    assert result.stdout == (FIXED_DIR / variant(proxy, "fixed").config_name).read_text()
+
+
+def test_cli_render_unknown_variant_lists_the_names() -> None:
+    result = cli("render", "envoy", "--variant", "no-such-variant")
+    assert result.returncode != 0
+    assert "no-such-variant" in result.stderr and "defaults" in result.stderr and "fixed" in result.stderr
+
+
+def test_registry_is_extensible() -> None:
+    name = "test-unbuffered"
+    register_variant("nginx", name, lambda: variant("nginx", "defaults").with_(proxy_buffering=False),
+                     replace=True)
+    assert name in variant_names("nginx")
+    assert variant("nginx", name).proxy_buffering is False
+    with pytest.raises(UnknownVariant, match="known: defaults, fixed"):
+        variant("haproxy", name)

@@ -1,0 +1,184 @@
+"""Every setting renders and validates with the real binary; no setting can inject a directive."""
+from __future__ import annotations
+
+from typing import Any
+
+import jinja2
+import pytest
+from pydantic import ValidationError
+
+from proxies import (ConfigInvalid, EnvoySettings, HaproxySettings, NginxSettings, ProxySettings,
+                     render, validate)
+from proxies.rendering import render_template
+
+ADDRESSING: dict[str, Any] = {
+    "listen_host": "127.0.0.2", "listen_port": 18080, "upstream_host": "localhost",
+    "upstream_port": 18000}
+
+# One non-default value per field (with what it needs to show up in the config).
+NON_DEFAULT: dict[type[ProxySettings], dict[str, dict[str, Any]]] = {
+    NginxSettings: {
+        **{name: {name: value} for name, value in ADDRESSING.items()},
+        "worker_processes": {"worker_processes": "auto"},
+        "worker_connections": {"worker_connections": 4096},
+        "worker_rlimit_nofile": {"worker_rlimit_nofile": 8192},
+        "proxy_buffering": {"proxy_buffering": False},
+        "proxy_request_buffering": {"proxy_request_buffering": False},
+        "proxy_buffer_size": {"proxy_buffer_size": "8k"},
+        "proxy_buffers_count": {"proxy_buffers_count": 16},
+        "proxy_buffers_size": {"proxy_buffers_size": "8k", "proxy_busy_buffers_size": "16k"},
+        "proxy_busy_buffers_size": {"proxy_busy_buffers_size": "12k"},
+        "client_max_body_size": {"client_max_body_size": "8m"},
+        "proxy_http_version": {"proxy_http_version": "1.1"},
+        "proxy_connection_header": {"proxy_connection_header": ""},
+        "upstream_keepalive": {"upstream_keepalive": 16},
+        "upstream_keepalive_timeout": {"upstream_keepalive": 16, "upstream_keepalive_timeout": 4},
+        "proxy_connect_timeout": {"proxy_connect_timeout": "5s"},
+        "proxy_read_timeout": {"proxy_read_timeout": 1.5},
+        "proxy_send_timeout": {"proxy_send_timeout": "2m"},
+        "proxy_ignore_client_abort": {"proxy_ignore_client_abort": True},
+        "gzip": {"gzip": True},
+        "gzip_types": {"gzip_types": ("text/event-stream", "application/json")},
+    },
+    HaproxySettings: {
+        **{name: {name: value} for name, value in ADDRESSING.items()},
+        "maxconn_global": {"maxconn_global": 4096},
+        "maxconn_frontend": {"maxconn_frontend": 32},
+        "maxconn_server": {"maxconn_server": 8},
+        "http_no_delay": {"http_no_delay": True},
+        "abortonclose": {"abortonclose": True},
+        "compression_algo": {"compression_algo": "gzip"},
+        "compression_types": {"compression_algo": "deflate", "compression_types": ("text/event-stream",)},
+        "timeout_connect": {"timeout_connect": "5s"},
+        "timeout_client": {"timeout_client": 0.5},
+        "timeout_server": {"timeout_server": "1500ms"},
+        "timeout_tunnel": {"timeout_tunnel": "1h"},
+        "http_reuse": {"http_reuse": "never"},
+    },
+    EnvoySettings: {
+        **{name: {name: value} for name, value in ADDRESSING.items()},
+        "admin_port": {"admin_port": 19901},
+        "route_timeout": {"route_timeout": 0},
+        "route_idle_timeout": {"route_idle_timeout": "300s"},
+        "stream_idle_timeout": {"stream_idle_timeout": 1.25},
+        "request_timeout": {"request_timeout": "60s"},
+        "delayed_close_timeout": {"delayed_close_timeout": "0.5s"},
+        "connect_timeout": {"connect_timeout": "0.25s"},
+        "upstream_idle_timeout": {"upstream_idle_timeout": 4},
+        "compressor": {"compressor": True},
+        "compressor_content_types": {"compressor": True, "compressor_content_types": ("text/event-stream",)},
+        "max_connections": {"max_connections": 4},
+        "max_pending_requests": {"max_pending_requests": 0},
+        "max_requests": {"max_requests": 2},
+        "max_retries": {"max_retries": 0},
+        "max_downstream_connections": {"max_downstream_connections": 10_000},
+        "listener_buffer_limit_bytes": {"listener_buffer_limit_bytes": 32768},
+        "cluster_buffer_limit_bytes": {"cluster_buffer_limit_bytes": 65536},
+        "body_inspection": {"body_inspection": True},
+        "body_inspection_skip_event_stream": {"body_inspection": True, "body_inspection_skip_event_stream": True},
+    },
+}
+MODELS = list(NON_DEFAULT)
+CASES = [pytest.param(model, changes, id=f"{model.proxy}-{field}")
+         for model, fields in NON_DEFAULT.items() for field, changes in fields.items()]
+
+INJECTIONS = ["1s; include /etc/passwd", "on;\n    include /etc/passwd", 'x" ; evil "y',
+              "1s\n  admin: {}", "text/html; charset=utf-8", "1s}", "$host", "127.0.0.1 # x", ""]
+
+
+@pytest.mark.parametrize("model", MODELS, ids=lambda m: m.proxy)
+def test_every_field_has_a_non_default_case(model: type[ProxySettings]) -> None:
+    assert set(NON_DEFAULT[model]) == set(model.model_fields)
+
+
+@pytest.mark.parametrize("model", MODELS, ids=lambda m: m.proxy)
+def test_defaults_render_and_validate(model: type[ProxySettings]) -> None:
+    validate(model())
+
+
+@pytest.mark.parametrize(("model", "changes"), CASES)
+def test_each_setting_renders_and_validates(model: type[ProxySettings], changes: dict[str, Any]) -> None:
+    settings = model().with_(**changes)
+    text = render(settings)
+    assert text != render(model()), "the setting did not change the config"
+    validate(text, model.proxy)
+
+
+@pytest.mark.parametrize("model", MODELS, ids=lambda m: m.proxy)
+def test_rendered_text_needs_no_clean_up(model: type[ProxySettings]) -> None:
+    for changes in NON_DEFAULT[model].values():
+        text = render(model(**changes))
+        assert text.endswith("\n") and not text.endswith("\n\n")
+        assert "\n\n\n" not in text
+        assert all(line == line.rstrip() for line in text.splitlines()), "trailing whitespace"
+        assert "\t" not in text
+
+
+@pytest.mark.parametrize(("model", "field"), [
+    pytest.param(model, field, id=f"{model.proxy}-{field}")
+    for model in MODELS for field in model.model_fields])
+def test_injection_is_rejected(model: type[ProxySettings], field: str) -> None:
+    current = model.model_fields[field].default
+    for payload in INJECTIONS:
+        value: Any = (payload,) if isinstance(current, tuple) else payload
+        if payload == "" and field == "proxy_connection_header":
+            continue  # "" is the documented way to clear the Connection header
+        with pytest.raises(ValidationError) as caught:
+            model(**{field: value})
+        assert field in str(caught.value), f"the error should name {field}"
+        # ... and through with_() as well: variants are re-validated.
+        with pytest.raises(ValidationError):
+            model().with_(**{field: value})
+
+
+def test_injection_error_is_clear() -> None:
+    with pytest.raises(ValidationError, match=r"proxy_read_timeout\n.*is not an nginx time"):
+        NginxSettings(proxy_read_timeout="1s; include /etc/passwd")
+
+
+def test_unknown_field_is_rejected() -> None:
+    with pytest.raises(ValidationError, match="proxy_bufering"):
+        NginxSettings().with_(proxy_bufering=False)
+
+
+def test_settings_are_immutable() -> None:
+    with pytest.raises(ValidationError):
+        NginxSettings().proxy_buffering = False  # type: ignore[misc]
+
+
+@pytest.mark.parametrize(("model", "field", "seconds", "text"), [
+    (NginxSettings, "proxy_read_timeout", 1.5, "1500ms"),
+    (NginxSettings, "proxy_read_timeout", 300, "300s"),
+    (HaproxySettings, "timeout_server", 0.25, "250ms"),
+    (EnvoySettings, "route_timeout", 0, "0s"),
+    (EnvoySettings, "stream_idle_timeout", 1.25, "1.25s"),
+])
+def test_durations_accept_seconds(model: type[ProxySettings], field: str, seconds: float, text: str) -> None:
+    assert getattr(model(**{field: seconds}), field) == text
+
+
+def test_changed_fields_lists_the_overrides() -> None:
+    assert NginxSettings(proxy_buffering=False).changed_fields() == {"proxy_buffering": False}
+
+
+@pytest.mark.parametrize("model", MODELS, ids=lambda m: m.proxy)
+def test_strict_undefined_catches_a_missing_input(model: type[ProxySettings]) -> None:
+    with pytest.raises(jinja2.UndefinedError):
+        render_template(model.template, {})
+
+
+@pytest.mark.parametrize(("proxy", "text", "message"), [
+    ("nginx", "events {}\nbogus_directive on;\n", 'unknown directive "bogus_directive"'),
+    ("haproxy", "global\n    bogus_keyword 1\n", "unknown keyword 'bogus_keyword'"),
+    ("envoy", "static_resources:\n  listeners:\n  - name: x\n", "address is necessary"),
+])
+def test_config_invalid_carries_the_binary_message(proxy: str, text: str, message: str) -> None:
+    with pytest.raises(ConfigInvalid) as caught:
+        validate(text, proxy)  # type: ignore[arg-type]
+    assert message in str(caught.value)
+    assert caught.value.proxy == proxy and caught.value.config_text == text
+
+
+def test_validate_text_needs_the_proxy() -> None:
+    with pytest.raises(ValueError, match="proxy="):
+        validate("events {}\n")
