@@ -9,7 +9,8 @@ import json
 from pathlib import Path
 from typing import Any, Sequence
 
-from rich.console import Console, Group
+from rich.console import Console
+from rich.markup import escape
 from rich.panel import Panel
 from rich.syntax import Syntax
 from rich.table import Table
@@ -131,17 +132,17 @@ def print_outcome(outcome: ScenarioOutcome, console: Console | None = None, *, d
     for column in ("variant", "expectation", "observed", ""):
         checks.add_column(column)
     for name, label, observed, passed in check_rows(outcome):
-        checks.add_row(name, label, observed, "[green]ok[/]" if passed else "[red]FAIL[/]")
+        checks.add_row(name, escape(label), escape(observed), "[green]ok[/]" if passed else "[red]FAIL[/]")
     console.print(checks)
     if diff:
         text = config_diff(outcome)
         if text:
             console.print(Panel(Syntax(text, "diff", theme="ansi_dark", word_wrap=True),
                                 title="what the fix changes", title_align="left"))
-    console.print(Panel(_explanation_text(scenario), title="why", title_align="left"))
+    console.print(Panel(escape(_explanation_text(scenario)), title="why", title_align="left"))
     evidence = [line for run in outcome.runs.values() for line in _evidence_lines(run)]
     if evidence:
-        console.print(Panel("\n".join(evidence), title="the proxies' own evidence", title_align="left"))
+        console.print(Panel(escape("\n".join(evidence)), title="the proxies' own evidence", title_align="left"))
 
 
 def _explanation_text(scenario: Scenario) -> str:

@@ -60,9 +60,11 @@ def find_envoy() -> str | None:
             return str(path)
     except (ImportError, AttributeError, OSError):
         pass
-    beside = Path(sys.executable).parent / "envoy"
-    if os.access(beside, os.X_OK):
-        return str(beside)
+    # The console script beside this Python, or in the project's .venv when a bare python3 runs us.
+    for candidate in (Path(sys.executable).parent / "envoy",
+                      Path(__file__).resolve().parent.parent / ".venv" / "bin" / "envoy"):
+        if os.access(candidate, os.X_OK):
+            return str(candidate)
     return shutil.which("envoy")
 
 

@@ -41,6 +41,10 @@ def parse_args(argv: Sequence[str] | None = None) -> ServerConfig:
     add("--slots", type=int, default=8, help="sequences decoded together (KV-cache slots)")
     add("--max-queue", type=int, default=64, help="requests waiting for a slot before 429")
     add("--max-body-bytes", type=int, default=8 * 1024 * 1024, help="larger bodies get 413")
+    add("--keep-alive-s", type=float, default=75.0,
+        help="close idle keep-alive connections after this long (above proxies' 60 s)")
+    add("--http", choices=("httptools", "h11"), default="httptools",
+        help="uvicorn's HTTP parser: httptools (fast; chunked even to HTTP/1.0 clients) or h11")
     add("--log-level", choices=LOG_LEVELS, default="info")
     add("--access-log", action="store_true", help="log every request (uvicorn's access log)")
 
@@ -76,8 +80,9 @@ def parse_args(argv: Sequence[str] | None = None) -> ServerConfig:
     modes.add_argument("--keep-fd-limit", action="store_true",
                        help="do not raise the soft open-file limit at start-up")
     ns = parser.parse_args(argv)
-    if ns.slots < 1 or ns.max_queue < 0 or ns.max_body_bytes < 1:
-        parser.error("--slots and --max-body-bytes must be >= 1, --max-queue >= 0")
+    if ns.slots < 1 or ns.max_queue < 0 or ns.max_body_bytes < 1 or ns.keep_alive_s <= 0:
+        parser.error("--slots and --max-body-bytes must be >= 1, --max-queue >= 0, "
+                     "--keep-alive-s > 0")
     if ns.heartbeat_s < 0 or ns.coalesce_ms < 0 or ns.stall_timeout_s < 0:
         parser.error("--heartbeat-s, --coalesce-ms and --stall-timeout-s must be >= 0")
     stream = StreamSettings(
@@ -87,10 +92,11 @@ def parse_args(argv: Sequence[str] | None = None) -> ServerConfig:
     return ServerConfig(
         host=ns.host, port=ns.port, model=ns.model, served_model_name=ns.served_model_name,
         device=ns.device, engine=ns.engine, slots=ns.slots, max_queue=ns.max_queue,
-        max_body_bytes=ns.max_body_bytes, log_level=ns.log_level, access_log=ns.access_log,
+        max_body_bytes=ns.max_body_bytes, keep_alive_s=ns.keep_alive_s, http=ns.http,
+        log_level=ns.log_level, access_log=ns.access_log,
         gzip_middleware=ns.gzip_middleware, gzip_exclude_sse=ns.gzip_exclude_sse,
-        gzip_sync_flush=ns.gzip_sync_flush,
-        blocking_loop=ns.blocking_loop, keep_fd_limit=ns.keep_fd_limit, stream=stream)
+        gzip_sync_flush=ns.gzip_sync_flush, blocking_loop=ns.blocking_loop,
+        keep_fd_limit=ns.keep_fd_limit, stream=stream)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -104,6 +110,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     from server.app import create_app, wrap_middleware
     from server.engine import EngineConfig, create_engine, eos_token_ids, load_tokenizer
+    from server.connections import protocol_class
     from server.limits import raise_fd_limit
 
     raise_fd_limit(keep=config.keep_fd_limit)
@@ -119,8 +126,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         max_queue=config.max_queue, blocking_loop=config.blocking_loop), tokenizer)
     app = create_app(config, engine, tokenizer, eos_token_ids(tokenizer, config.model))
     uvicorn.run(wrap_middleware(app, config), host=config.host, port=config.port,
-                loop="uvloop", http="httptools", log_level=config.log_level,
-                access_log=config.access_log,
+                loop="uvloop", http=protocol_class(config.http), log_level=config.log_level,
+                access_log=config.access_log, timeout_keep_alive=config.keep_alive_s,
                 # Streams are long; a stuck shutdown should still end.
                 timeout_graceful_shutdown=5)
     return 0

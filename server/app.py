@@ -169,9 +169,12 @@ def create_app(config: ServerConfig, engine: Engine, tokenizer: Any,
     @contextlib.asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         await engine.start()
-        log.info("serving %r (%s engine, %d slots, queue %d, context %d) on http://%s:%d",
-                 config.model_name, engine.name, engine.slots, engine.max_queue,
-                 service.context_length, config.host, config.port)
+        describe = getattr(engine, "describe", None)
+        details = describe() if describe else {"engine": engine.name, "slots": engine.slots,
+                                               "max_queue": engine.max_queue}
+        log.info("serving %r on http://%s:%d (context %d, %s)", config.model_name, config.host,
+                 config.port, service.context_length,
+                 ", ".join(f"{key}={value}" for key, value in details.items()))
         try:
             yield
         finally:

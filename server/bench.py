@@ -106,9 +106,18 @@ def bench_stream_path(tokens: int) -> dict[str, float]:
     return {"stream_path_us_per_token": cpu_s / len(ids) * 1e6, "bytes_per_token": sent / len(ids)}
 
 
-def _process_cpu_s(pid: int) -> float:
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / CLOCK_TICKS  # utime + stime (fields 14, 15)
+def _cpu_s(stat_path: Path) -> tuple[float, float]:
+    """(user, system) CPU seconds from a /proc stat file (fields 14 and 15)."""
+    fields = stat_path.read_text().rsplit(")", 1)[1].split()
+    return int(fields[11]) / CLOCK_TICKS, int(fields[12]) / CLOCK_TICKS
+
+
+def _server_cpu(pid: int) -> dict[str, float]:
+    """CPU of the whole server process, and of its main thread (the event loop: HTTP parsing,
+    the stream path, socket writes). The other threads are the engine's decode loop."""
+    user, system = _cpu_s(Path(f"/proc/{pid}/stat"))
+    main_user, main_system = _cpu_s(Path(f"/proc/{pid}/task/{pid}/stat"))
+    return {"user": user, "system": system, "main_thread": main_user + main_system}
 
 
 async def _one_stream(port: int, body: bytes) -> int:
@@ -152,16 +161,22 @@ def bench_whole_path(concurrency: int, tokens_per_stream: int,
         asyncio.run(_streams(server.port, 1, 5, {}))  # warm-up: imports, first-request paths
         before_tokens = server.metrics()["streamlab_tokens_generated_total"]
         before_writes = server.metrics().get("streamlab_stream_writes_total", 0.0)
-        cpu_before = _process_cpu_s(server.process.pid)
+        cpu_before = _server_cpu(server.process.pid)
         started = time.perf_counter()
         received = asyncio.run(_streams(server.port, concurrency, tokens_per_stream, lab or {}))
         wall_s = time.perf_counter() - started
-        cpu_s = _process_cpu_s(server.process.pid) - cpu_before
+        cpu_after = _server_cpu(server.process.pid)
+        cpu = {k: cpu_after[k] - cpu_before[k] for k in cpu_before}
         after = server.metrics()
         tokens = after["streamlab_tokens_generated_total"] - before_tokens
         writes = after.get("streamlab_stream_writes_total", 0.0) - before_writes
+    per_token = 1e6 / tokens
     return {"concurrency": concurrency, "tokens": tokens, "wall_s": wall_s,
-            "server_cpu_s": cpu_s, "server_cpu_us_per_token": cpu_s / tokens * 1e6,
+            "server_cpu_s": cpu["user"] + cpu["system"],
+            "server_cpu_us_per_token": (cpu["user"] + cpu["system"]) * per_token,
+            "user_us_per_token": cpu["user"] * per_token,
+            "system_us_per_token": cpu["system"] * per_token,
+            "event_loop_thread_us_per_token": cpu["main_thread"] * per_token,
             "tokens_per_s": tokens / wall_s, "writes_per_token": writes / tokens,
             "bytes_received": received}
 
@@ -186,9 +201,10 @@ def main(argv: list[str] | None = None) -> int:
           f"(detokenize + stops + frame + ASGI send)")
     for key in ("whole_path_1_stream", "whole_path_100_streams", "whole_path_100_streams_coalesce_25ms"):
         r = results[key]
-        print(f"{key:36s} {r['server_cpu_us_per_token']:6.1f} us server CPU/token, "
-              f"{r['tokens_per_s']:8.0f} tok/s, {r['writes_per_token']:.2f} writes/token "
-              f"({int(r['tokens'])} tokens)")
+        print(f"{key:36s} {r['server_cpu_us_per_token']:5.1f} us server CPU/token "
+              f"(user {r['user_us_per_token']:.1f}, sys {r['system_us_per_token']:.1f}; event-loop "
+              f"thread {r['event_loop_thread_us_per_token']:.1f}), {r['tokens_per_s']:6.0f} tok/s, "
+              f"{r['writes_per_token']:.2f} writes/token")
     if args.json:
         args.json.parent.mkdir(parents=True, exist_ok=True)
         args.json.write_text(json.dumps(results, indent=2) + "\n")

@@ -71,6 +71,13 @@ class ServerConfig:
     slots: int = 8
     max_queue: int = 64
     max_body_bytes: int = 8 * 1024 * 1024
+    # Idle keep-alive connections are closed after this long. Longer than the proxies' upstream
+    # keep-alive timeouts (nginx 60 s), so a proxy never reuses a connection the server is
+    # closing at that moment (a 502 race); uvicorn's own default is 5 s.
+    keep_alive_s: float = 75.0
+    # uvicorn's HTTP implementation. httptools is the fast one, but answers HTTP/1.0 requests
+    # with chunked encoding; h11 answers them close-delimited, as HTTP/1.0 expects.
+    http: Literal["httptools", "h11"] = "httptools"
     log_level: str = "info"
     access_log: bool = False
     # Failure mode `server-gzip-middleware`: gzip every response, SSE included...

@@ -7,11 +7,12 @@
 from __future__ import annotations
 
 import contextlib
+import http.client
 import os
 import sys
 import tempfile
 import urllib.request
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterator, Mapping, Sequence
 
@@ -28,6 +29,9 @@ class ServerHandle:
     host: str
     port: int
     process: ManagedProcess
+    # One kept-alive connection for scrapes, so reading /metrics never shows up in the server's
+    # own count of accepted connections (the upstream-keepalive lab counts those).
+    _scrape: http.client.HTTPConnection | None = field(default=None, init=False, repr=False)
 
     @property
     def url(self) -> str:
@@ -35,8 +39,7 @@ class ServerHandle:
 
     def metrics(self) -> dict[str, float]:
         """Every sample on /metrics, keyed `name{label="v",...}` (labels sorted) or plain `name`."""
-        with urllib.request.urlopen(self.url + "/metrics", timeout=5) as response:
-            text = response.read().decode()
+        text = self._get("/metrics")
         samples: dict[str, float] = {}
         for family in text_string_to_metric_families(text):
             for sample in family.samples:
@@ -46,6 +49,21 @@ class ServerHandle:
 
     def log_tail(self, lines: int = 40) -> str:
         return self.process.log_tail(lines)
+
+    def _get(self, path: str) -> str:
+        for attempt in (1, 2):  # the server may have closed an idle connection: reconnect once
+            if self._scrape is None:
+                self._scrape = http.client.HTTPConnection(self.host, self.port, timeout=5)
+            try:
+                self._scrape.request("GET", path)
+                response = self._scrape.getresponse()
+                return response.read().decode()
+            except (http.client.HTTPException, OSError):
+                self._scrape.close()
+                self._scrape = None
+                if attempt == 2:
+                    raise
+        raise AssertionError("unreachable")
 
 
 def _healthy(url: str) -> bool:

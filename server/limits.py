@@ -36,8 +36,9 @@ def raise_fd_limit(keep: bool = False) -> int | None:
         else:
             log.info("open-file limit raised from %d to %d (hard limit)", soft, target)
             soft = target
-    elif keep:
-        log.info("open-file limit kept at %d (--keep-fd-limit; hard limit %s)", soft,
+    else:
+        log.info("open-file limit %s at %d (hard limit %s)",
+                 "kept (--keep-fd-limit)" if keep else "already", soft,
                  "unlimited" if hard == resource.RLIM_INFINITY else hard)
     if soft < LOW_FD_LIMIT:
         log.warning("open-file limit is %d: fewer than ~%d concurrent streams will fit before "

@@ -4,7 +4,7 @@ One registry per process: labs and tests start a server per process, never two i
 """
 from __future__ import annotations
 
-from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, ProcessCollector
 
 REGISTRY = CollectorRegistry(auto_describe=True)
 
@@ -45,3 +45,11 @@ SSE_FRAMES = Counter(
     "means writes were coalesced", registry=REGISTRY)
 HEARTBEATS = Counter(
     "streamlab_heartbeats", "SSE comment heartbeats (`: ping`) sent after silence", registry=REGISTRY)
+
+# process_cpu_seconds_total, process_open_fds, process_max_fds (the soft RLIMIT_NOFILE in force),
+# process_resident_memory_bytes...: server CPU per token for `server-coalescing`, descriptors
+# for `server-fd-limit`, read from /proc by the collector on each scrape.
+ProcessCollector(registry=REGISTRY)
+HTTP_CONNECTIONS = Counter(
+    "streamlab_http_connections", "TCP connections the server accepted (one per upstream "
+    "connection a proxy opens)", registry=REGISTRY)

@@ -46,7 +46,24 @@ class StreamOptions(BaseModel):
 
 
 class LabOptions(BaseModel):
-    """The `lab` request extension (contract.md), plus per-request overrides of failure modes."""
+    """The `lab` request extension (contract.md), plus per-request overrides of failure modes.
+
+    script               exact text to emit (teacher-forced: one real forward pass per token)
+    tokens_per_s         pacing of emitted tokens (engine side: each token computed when due)
+    headers_delay_s      silence before the response headers (the request waits, then is admitted)
+    first_token_delay_s  silence after the headers and the role chunk, before the first token
+    pause_after_tokens, pause_s   one silence after that many tokens
+    error_after_tokens   fail after that many tokens (in-band error, or per error_mode)
+    abort_after_tokens   drop the connection after that many tokens: no final chunk, no [DONE],
+                         no end of the chunked body (the client sees an incomplete read)
+    stamp                add "sent_at" (wall clock, float seconds, taken at the write) to every
+                         data chunk
+    Overrides of the server's flags, for this request only (null for a timer = off; null for the
+    others = the server's default):
+    detokenizer "incremental"|"naive", stop_holdback bool, disconnect "abort"|"ignore",
+    heartbeat_s float (0 = none), error_mode "inband"|"silent-close"|"fake-done",
+    coalesce_ms float (0 = off), omit_headers [names of streaming headers], stall_timeout_s float.
+    """
 
     model_config = ConfigDict(extra="forbid", strict=True)
 

@@ -29,6 +29,10 @@ class RunningProxy(Protocol):
         """One raw line per finished request (nginx/Envoy key=value, HAProxy httplog)."""
         ...
 
+    def wait_access_log(self, count: int, timeout_s: float = 5.0) -> list[str]:
+        """access_log() once it holds `count` lines (polling; TimeoutError after timeout_s)."""
+        ...
+
     def access_entries(self) -> list[dict[str, str]]:
         """access_log() parsed: nginx keys status, upstream_status, request_time, ...;
         HAProxy status, termination_state, TR/Tw/Tc/Tr/Ta, ...; Envoy status, flags, duration_ms, ..."""

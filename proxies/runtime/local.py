@@ -18,7 +18,7 @@ from proxies.base import ProxySettings
 from proxies.binaries import binary
 from proxies.rendering import render
 from proxies.runtime import logs
-from proxies.runtime.process import ManagedProcess, managed, port_accepts
+from proxies.runtime.process import ManagedProcess, managed, port_accepts, wait_until
 from proxies.validation import validate
 
 PROCESS_LOG = "process.log"  # the binary's stdout and stderr
@@ -70,6 +70,12 @@ class LocalProxy:
             return [line for line in self._process_lines() if logs.parse_httplog(line)]
         return [line for line in self._process_lines() if logs.is_logfmt_access_line(line)]
 
+    def wait_access_log(self, count: int, timeout_s: float = 5.0) -> list[str]:
+        """access_log() once it holds at least `count` lines (lines land when a request ends)."""
+        wait_until(lambda: len(self.access_log()) >= count, timeout_s,
+                   describe=f"{count} access line(s) from {self.name}")
+        return self.access_log()
+
     def access_entries(self) -> list[dict[str, str]]:
         if self.settings.proxy == "haproxy":
             return [entry for line in self.access_log() if (entry := logs.parse_httplog(line))]
@@ -116,8 +122,9 @@ def command(settings: ProxySettings, workdir: Path, config_path: Path) -> list[s
     if settings.proxy == "haproxy":
         return [binary("haproxy"), "-db", "-f", str(config_path)]  # -db: foreground, no daemon
     # No hot restart: two Envoys would otherwise collide on shared memory. One worker thread.
+    # Access lines are flushed every 100 ms instead of Envoy's 10 s, so callers see them soon.
     return [binary("envoy"), "-c", str(config_path), "--disable-hot-restart",
-            "--concurrency", "1", "-l", "warning"]
+            "--concurrency", "1", "-l", "warning", "--file-flush-interval-msec", "100"]
 
 
 @contextlib.contextmanager

@@ -5,8 +5,53 @@ import asyncio
 import json
 import re
 import time
+import zlib
 from dataclasses import dataclass, field
 from urllib.parse import urlsplit
+
+
+class BodyDecoder:
+    """Undo chunked framing and gzip/deflate, incrementally, so events can be counted per read."""
+
+    def __init__(self, headers: dict[str, str]) -> None:
+        self.chunked = "chunked" in headers.get("transfer-encoding", "").lower()
+        encoding = headers.get("content-encoding", "").lower()
+        self.inflate = (zlib.decompressobj(31) if encoding == "gzip"
+                        else zlib.decompressobj() if encoding == "deflate" else None)
+        self.pending = b""  # framed bytes not yet decoded
+        self.remaining = 0  # bytes left in the current chunk
+
+    def feed(self, data: bytes) -> bytes:
+        payload = self._unchunk(data) if self.chunked else data
+        return self.inflate.decompress(payload) if self.inflate else payload
+
+    def _unchunk(self, data: bytes) -> bytes:
+        self.pending += data
+        out = b""
+        while self.pending:
+            if self.remaining:
+                take = self.pending[:self.remaining]
+                out += take
+                self.pending = self.pending[len(take):]
+                self.remaining -= len(take)
+                if self.remaining:
+                    break
+                self.remaining = -2  # the CRLF after the chunk
+            if self.remaining < 0:
+                if len(self.pending) < 2:
+                    break
+                self.pending, self.remaining = self.pending[2:], 0
+                continue
+            line_end = self.pending.find(b"\r\n")
+            if line_end < 0:
+                break
+            size = int(self.pending[:line_end].split(b";")[0], 16)
+            self.pending = self.pending[line_end + 2:]
+            if size == 0:
+                self.pending = b""
+                break
+            self.remaining = size
+        return out
 
 
 @dataclass
@@ -17,7 +62,7 @@ class StreamResult:
     ttft_s: float | None  # request sent -> first `data:` event
     e2e_s: float
     reads: list[tuple[float, int]] = field(default_factory=list)  # (time since send, events in that read)
-    body: bytes = b""
+    body: bytes = b""  # decoded: no chunk framing, no compression
     sent_at: float = 0.0  # wall clock (time.time()) when the request was sent
     closed_at: float | None = None  # time.monotonic() when we hung up early (abort_after_*)
 
@@ -61,11 +106,13 @@ async def stream(url: str, *, method: str = "GET", body: dict | None = None,
     sent, sent_at = time.perf_counter(), time.time()
     writer.write(("\r\n".join(lines) + "\r\n\r\n").encode() + payload)
     await writer.drain()
-    raw = b""
+    raw = body = b""
+    decoder: BodyDecoder | None = None
+    head_lines: list[str] = []
+    response_headers: dict[str, str] = {}
     reads: list[tuple[float, int]] = []
     ttfb = ttft = None
     closed_at = None
-    head_end = -1
     loop = asyncio.get_running_loop()
     hang_up_at = loop.time() + abort_after_s if abort_after_s is not None else None
     try:
@@ -81,13 +128,20 @@ async def stream(url: str, *, method: str = "GET", body: dict | None = None,
                     break
                 now = time.perf_counter() - sent
                 ttfb = now if ttfb is None else ttfb
-                before = raw.count(b"data:") if head_end >= 0 else 0
-                raw += chunk
-                if head_end < 0:
+                if decoder is None:
+                    raw += chunk
                     head_end = raw.find(b"\r\n\r\n")
                     if head_end < 0:
                         continue
-                count = raw[head_end:].count(b"data:") - before
+                    head, chunk = raw[:head_end], raw[head_end + 4:]
+                    head_lines = head.decode("latin-1").split("\r\n")
+                    response_headers = {k.strip().lower(): v.strip() for k, _, v in
+                                        (line.partition(":") for line in head_lines[1:])}
+                    decoder = BodyDecoder(response_headers)
+                before = body.count(b"\n\n")
+                body += decoder.feed(chunk)
+                # An event counts once its blank line has arrived: only then can a client dispatch it.
+                count = body.count(b"\n\n") - before
                 reads.append((now, count))
                 if count and ttft is None:
                     ttft = now
@@ -97,13 +151,9 @@ async def stream(url: str, *, method: str = "GET", body: dict | None = None,
     finally:
         writer.close()
     e2e = time.perf_counter() - sent
-    head, _, rest = raw.partition(b"\r\n\r\n")
-    head_lines = head.decode("latin-1").split("\r\n")
     status = int(head_lines[0].split(" ")[1]) if head_lines and head_lines[0] else 0
-    response_headers = {k.strip().lower(): v.strip() for k, _, v in
-                        (line.partition(":") for line in head_lines[1:])}
     return StreamResult(status=status, headers=response_headers, ttfb_s=ttfb or e2e, ttft_s=ttft,
-                        e2e_s=e2e, reads=reads, body=rest, sent_at=sent_at, closed_at=closed_at)
+                        e2e_s=e2e, reads=reads, body=body, sent_at=sent_at, closed_at=closed_at)
 
 
 def stream_sync(url: str, **kwargs: object) -> StreamResult:

@@ -1,7 +1,9 @@
 """The local runtime: start on free ports, ready by polling, logs captured, stopped by PID, no leftovers."""
 from __future__ import annotations
 
+import http.client
 import os
+import urllib.error
 import urllib.request
 from pathlib import Path
 from typing import Iterator
@@ -75,7 +77,7 @@ def test_starts_serves_logs_and_stops(name: str, upstream: SseUpstream) -> None:
         assert proxy.pid > 0 and os.getpgid(proxy.pid) == proxy.pid
         assert f"Listens on 127.0.0.1:{settings.listen_port}," in proxy.config_text
         assert get(proxy.url + "/healthz") == 200
-        wait_until(lambda: len(proxy.access_log()) == 1, 5, describe="the access line")
+        assert len(proxy.wait_access_log(1, timeout_s=2)) == 1  # Envoy flushes every 10 s unless told
         entry = proxy.access_entries()[0]
         assert ACCESS_FIELDS[name] <= set(entry), entry
         assert entry["status"] == "200"
@@ -158,3 +160,44 @@ def test_fixed_config_passes_a_client_disconnect_upstream(name: str, upstream: S
                    describe="the upstream to see the disconnect")
         delay = upstream.stats.disconnects[-1] - result.closed_at
     assert 0 <= delay < 0.1, f"disconnect reached the upstream after {delay * 1000:.0f} ms"
+
+
+@pytest.mark.parametrize("name", PROXIES)
+def test_fixed_config_reuses_upstream_connections(name: str) -> None:
+    """A keep-alive client (as SDK connection pools are) sends 5 requests: few upstream connections."""
+    with sse_upstream() as fresh:
+        settings = on_free_ports(variant(name, "fixed"), fresh.port)
+        with run_proxy(settings) as proxy:
+            client = http.client.HTTPConnection(settings.listen_host, settings.listen_port, timeout=10)
+            try:
+                for _ in range(5):
+                    client.request("POST", "/v1/chat/completions?n=2&interval=0", body=b"{}",
+                                   headers={"Content-Type": "application/json"})
+                    assert b"[DONE]" in client.getresponse().read()
+            finally:
+                client.close()
+        assert fresh.stats.requests == 5
+        # One pool per nginx worker (worker_processes auto: one per core). HAProxy's `http-reuse
+        # safe` shares a server connection within a client's session, not across clients.
+        assert fresh.stats.connections <= min(2, os.cpu_count() or 1), "no upstream keepalive"
+
+
+@pytest.mark.parametrize(("name", "status", "field", "value"), [
+    ("nginx", 502, "upstream_status", "502"),
+    ("haproxy", 503, "termination_state", "SC--"),
+    ("envoy", 503, "flags", "UF"),
+])
+def test_an_unreachable_upstream_shows_in_the_logs(name: str, status: int, field: str, value: str) -> None:
+    fixed = variant(name, "fixed")
+    if name == "haproxy":
+        fixed = fixed.with_(timeout_connect="100ms")  # HAProxy retries a refused connect 3 times
+    settings = on_free_ports(fixed, free_port())  # nothing listens there
+    with run_proxy(settings) as proxy:
+        with pytest.raises(urllib.error.HTTPError) as caught:
+            get(proxy.url + "/healthz")
+        assert caught.value.code == status
+        proxy.wait_access_log(1, timeout_s=2)
+        entry = proxy.access_entries()[-1]
+        assert entry[field] == value, entry
+        if name == "nginx":
+            assert "connect() failed (111: Connection refused)" in proxy.error_log()

@@ -186,8 +186,14 @@ def test_health_models_and_metrics(api):
     text = api.client.get("/metrics").text
     for name in ("streamlab_active_streams", "streamlab_queued_requests", "streamlab_slots_in_use",
                  "streamlab_tokens_generated_total", "streamlab_tokens_after_disconnect_total",
-                 "streamlab_requests_aborted_total", "streamlab_inband_errors_total"):
+                 "streamlab_requests_aborted_total", "streamlab_inband_errors_total",
+                 "streamlab_stream_writes_total", "streamlab_sse_frames_total",
+                 "streamlab_heartbeats_total", "process_cpu_seconds_total", "process_open_fds"):
         assert name in text
+    # The soft open-file limit in force: raised to the hard limit at start-up.
+    import resource
+
+    assert api.metric("process_max_fds") == resource.getrlimit(resource.RLIMIT_NOFILE)[1]
 
 
 @pytest.fixture(scope="module")
@@ -257,14 +263,50 @@ def test_gzip_middleware_holds_the_stream_back_in_lumps(one_slot_gzip_server):
     assert len(reads) <= 4  # 60 events over 0.2 s, yet only a gzip header and a lump or two
 
 
-def test_gzip_fix_leaves_event_streams_alone():
-    with running_server(["--engine", "synthetic", "--gzip-middleware", "--gzip-exclude-sse"]) as srv:
-        body = {"model": "tiny", "messages": [{"role": "user", "content": "hi"}], "stream": True,
-                "max_tokens": 3}
-        response = httpx.post(srv.url + "/v1/chat/completions", json=body,
-                              headers={"accept-encoding": "gzip"})
-        assert "content-encoding" not in response.headers
-        assert response.content.endswith(b"data: [DONE]\n\n")
+@pytest.fixture(scope="module")
+def flags_server():
+    """Failure modes set server-wide by flags (and the gzip fix), to check flags become defaults
+    and that a request's `lab` overrides them."""
+    with running_server(["--engine", "synthetic", "--gzip-middleware", "--gzip-exclude-sse",
+                         "--omit-header", "X-Accel-Buffering", "--detokenizer", "naive",
+                         "--no-stop-holdback", "--heartbeat-s", "0.1",
+                         "--error-mode", "fake-done"]) as handle:
+        yield handle
+
+
+@pytest.fixture()
+def flags_api(flags_server):
+    from tests.server.conftest import Api
+
+    with httpx.Client(base_url=flags_server.url, timeout=10) as client:
+        yield Api(client, flags_server)
+
+
+def test_gzip_fix_leaves_event_streams_alone(flags_api):
+    response = flags_api.client.post("/v1/chat/completions", headers={"accept-encoding": "gzip"},
+                                     json=flags_api.body(stream=True, max_tokens=3))
+    assert "content-encoding" not in response.headers
+    assert response.content.endswith(b"data: [DONE]\n\n")
+
+
+def test_flags_set_the_defaults_and_lab_overrides_them(flags_api):
+    broken = flags_api.stream(lab={"script": JAPANESE + "<|stop|>", "first_token_delay_s": 0.35},
+                              stop=["<|stop|>"])
+    assert "x-accel-buffering" not in broken.headers
+    assert "\ufffd" in broken.text and broken.comments >= 2
+    assert "<|" in broken.text and broken.finish_reason == "stop"  # the stop leaked in part
+    fixed = flags_api.stream(lab={"script": JAPANESE, "detokenizer": "incremental",
+                                  "omit_headers": [], "heartbeat_s": None,
+                                  "first_token_delay_s": 0.35})
+    assert fixed.headers["x-accel-buffering"] == "no"
+    assert fixed.text == JAPANESE and fixed.comments == 0
+
+
+def test_error_mode_flag_is_the_default(flags_api):
+    faked = flags_api.stream(max_tokens=10, lab={"error_after_tokens": 2})
+    assert faked.done and faked.error is None and faked.finish_reason == "stop"
+    honest = flags_api.stream(max_tokens=10, lab={"error_after_tokens": 2, "error_mode": "inband"})
+    assert honest.done and honest.error is not None
 
 
 FD_PROBE = """

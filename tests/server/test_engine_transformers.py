@@ -266,3 +266,17 @@ def test_bad_prompt_ends_with_error_and_the_engine_keeps_serving(
 
     bad, good = run(main())
     assert bad.finish_reason == "error" and bad.error and len(good) == 5
+
+
+def test_bench_runs_and_writes_json(model_dir: str, tmp_path: Path) -> None:
+    import json
+
+    from server.engine import bench
+
+    out = tmp_path / "engine.json"
+    assert bench.main(["--model", model_dir, "--tokens", "4", "--slots", "2",
+                       "--prompt-tokens", "30", "--json", str(out)]) == 0
+    result = json.loads(out.read_text())
+    assert [r["batch"] for r in result["runs"]] == [1, 2]
+    assert all(r["tokens"] == 4 * r["batch"] and r["tokens_per_s"] > 0 for r in result["runs"])
+    assert result["cancel_to_slot_free_ms_median"] >= 0

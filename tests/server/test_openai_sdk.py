@@ -105,3 +105,13 @@ def test_transformers_engine_streams_a_script_exactly_and_random_text_safely(tra
                                               stream_options={"include_usage": True})
         _, _, finish, usage = collect(sampled)
         assert finish in ("stop", "length") and 1 <= usage.completion_tokens <= 40
+
+
+def test_sdk_ignores_heartbeats_and_reads_stamps(client):
+    stream = client.chat.completions.create(
+        model="tiny", messages=MESSAGES, stream=True,
+        extra_body={"lab": {"script": "after a silence", "first_token_delay_s": 0.3,
+                            "heartbeat_s": 0.05, "stamp": True}})
+    text, chunks, finish, _ = collect(stream)
+    assert text == "after a silence" and finish == "stop"
+    assert all(isinstance(chunk.model_extra["sent_at"], float) for chunk in chunks)

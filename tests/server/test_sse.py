@@ -87,3 +87,12 @@ def test_completion_object_shape():
     assert obj["object"] == "chat.completion"
     assert obj["choices"][0]["message"] == {"role": "assistant", "content": "hi"}
     assert obj["usage"] == {"prompt_tokens": 3, "completion_tokens": 1, "total_tokens": 4}
+
+
+def test_framing_benchmarks_run_and_templates_beat_json_dumps():
+    from server.bench import bench_framing, bench_stream_path
+
+    framing = bench_framing(4000)
+    assert framing["template_us_per_frame"] < framing["json_dumps_us_per_frame"]
+    path = bench_stream_path(600)
+    assert path["stream_path_us_per_token"] > 0 and path["bytes_per_token"] > 100

@@ -1,0 +1,661 @@
+"""The load lab: ramp concurrent streams through each path and name the first limit it hits.
+
+    python -m labs run load                  # every path, the default ramp (a few minutes)
+    python -m labs.load --paths direct,nginx-broken --steps 100,300 --duration 5
+
+A path is a way to the server (direct, or one proxy with its broken limit or its fixed config,
+or a teaching row: httpx's default pool, a server under `ulimit -n 512`, the tiny model at its
+slot limit). Each step opens N streams at once, every stream paced by the server at 20 tok/s for
+`duration_s`, and waits for all of them (bounded: a total deadline per step). Per step: outcomes,
+TTFT and gap percentiles, delivered tok/s against the ideal N x 20 tok/s, CPU and open fds of
+the server, the proxy and the client itself, the proxy's accept queue, and the evidence the
+processes left (log lines, Envoy counters, HTTP statuses counted by the server).
+
+A step is healthy when every stream completed, at least 90% of the ideal rate arrived, TTFT p99
+stayed under 1 s and gap p99 under twice the token interval. The first unhealthy step of a
+path is its first limit; `diagnose` names it from the evidence (rules in the order a reader
+would check them: what the proxy said, what the server answered, what the client did, then
+whose CPU ran out).
+"""
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import json
+import re
+import resource
+import sys
+import time
+import urllib.request
+from collections import Counter
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Iterator, Literal, Mapping, Sequence
+
+from labs import client
+from labs.measurements import Event, StreamResult, aggregate, percentile
+from labs.resources import Sampler, raise_own_fd_limit
+from labs.sse_parser import classify
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+PROMPT = [{"role": "user", "content": "Tell me something, one token at a time."}]
+# The tiny model is teacher-forced on this text (exact tokens, one real forward pass each).
+MODEL_SCRIPT = " ".join(["Every token should reach the reader the moment the model makes it."] * 20)
+
+ClientKind = Literal["lean", "httpx-default"]
+Role = Literal["direct", "broken", "fixed", "teaching"]
+Progress = Callable[[str], None]
+
+# What "healthy" means for a step (module docstring).
+MIN_RATE_PCT = 90.0
+MAX_TTFT_P99_S = 1.0
+MAX_GAP_FACTOR = 2.0
+BUSY_CPU_PCT = 85.0  # of one core: a single-threaded process this busy is the bottleneck
+MACHINE_CORES = 2
+
+
+@dataclass(frozen=True)
+class ServerSpec:
+    """How the server runs for a path. Paths with equal specs share one server."""
+
+    engine: Literal["synthetic", "transformers"] = "synthetic"
+    slots: int = 1100  # more than the largest step: the engine's admission is not under test
+    max_queue: int = 0
+    fd_soft_limit: int | None = None  # start it under this `ulimit -n` (and keep it)
+
+    def args(self) -> list[str]:
+        args = ["--engine", self.engine, "--slots", str(self.slots), "--max-queue",
+                str(self.max_queue), "--log-level", "warning"]
+        return args + (["--keep-fd-limit"] if self.fd_soft_limit else [])
+
+
+@dataclass(frozen=True)
+class LoadPath:
+    """One row group of the lab: where the streams go and which limit it teaches."""
+
+    name: str
+    role: Role
+    limit: str  # the limit this path has, in words (the config line a reader would grep for)
+    proxy: str | None = None  # nginx | haproxy | envoy; None = straight to the server
+    base: str = "fixed"  # the proxy's base settings; `overrides` switch the limit on
+    overrides: Mapping[str, Any] = field(default_factory=dict)
+    server: ServerSpec = ServerSpec()
+    client: ClientKind = "lean"
+    steps: tuple[int, ...] = (100, 300, 1000)
+    duration_s: float | None = None  # None: the lab's duration
+    stop_at_limit: bool = False  # a broken path stops ramping once its limit is shown
+
+
+SYNTHETIC = ServerSpec()
+PATHS: tuple[LoadPath, ...] = (
+    LoadPath("direct", "direct", "none: straight to the server (slots 1100, fd limit raised)",
+             steps=(10, 100, 300, 1000)),
+    LoadPath("client-httpx-pool", "teaching", "httpx.AsyncClient() defaults: a pool of 100 connections",
+             client="httpx-default", steps=(300,), stop_at_limit=True),
+    LoadPath("server-fd-512", "teaching", "server under `ulimit -n 512` (--keep-fd-limit)",
+             server=ServerSpec(fd_soft_limit=512), steps=(300, 1000), stop_at_limit=True),
+    LoadPath("nginx-broken", "broken", "worker_processes 1; worker_connections 512 (nginx's default)",
+             proxy="nginx", overrides={"worker_processes": 1, "worker_connections": 512},
+             stop_at_limit=True),
+    LoadPath("nginx-fixed", "fixed", "proxies/fixed/nginx.conf", proxy="nginx"),
+    LoadPath("haproxy-broken", "broken", "maxconn 256 (global and frontend)", proxy="haproxy",
+             overrides={"maxconn_global": 256, "maxconn_frontend": 256}, stop_at_limit=True),
+    LoadPath("haproxy-fixed", "fixed", "proxies/fixed/haproxy.cfg", proxy="haproxy"),
+    LoadPath("envoy-broken", "broken", "circuit breakers max_requests 256, max_pending_requests 256 "
+             "(defaults: 1024)", proxy="envoy",
+             overrides={"max_requests": 256, "max_pending_requests": 256}, stop_at_limit=True),
+    LoadPath("envoy-fixed", "fixed", "proxies/fixed/envoy.yaml", proxy="envoy"),
+    LoadPath("tiny-model-slots", "teaching", "tiny transformers model: --slots 8 --max-queue 8",
+             server=ServerSpec(engine="transformers", slots=8, max_queue=8), steps=(8, 32),
+             duration_s=2.0),
+)
+
+
+def get_path(name: str) -> LoadPath:
+    for path in PATHS:
+        if path.name == name:
+            return path
+    raise KeyError(f"no load path {name!r}; known: {', '.join(p.name for p in PATHS)}")
+
+
+# ---- results ---------------------------------------------------------------------------------
+
+
+@dataclass
+class Limit:
+    """A limit that was hit, with the evidence that names it."""
+
+    name: str
+    where: Literal["proxy", "server", "client", "cpu", "unknown"]
+    evidence: str
+
+
+@dataclass
+class StepResult:
+    """One step of one path, as plain data (the report's JSON is `asdict` of this)."""
+
+    path: str
+    concurrency: int
+    tokens_per_stream: int
+    tokens_per_s: float
+    duration_s: float
+    outcomes: dict[str, int] = field(default_factory=dict)
+    statuses: dict[str, int] = field(default_factory=dict)
+    errors: dict[str, int] = field(default_factory=dict)  # client-side error text -> count
+    ttft_p50_s: float | None = None
+    ttft_p99_s: float | None = None
+    ttft_max_s: float | None = None
+    gap_p50_s: float | None = None
+    gap_p99_s: float | None = None
+    gap_max_s: float | None = None
+    hop_p50_s: float | None = None
+    hop_p99_s: float | None = None
+    content_events: int = 0
+    wall_s: float = 0.0
+    client_cpu_s: float = 0.0
+    client_cpu_per_event_us: float | None = None
+    server: dict[str, Any] = field(default_factory=dict)  # resources.Usage.to_dict()
+    proxy: dict[str, Any] | None = None
+    accept_queue_peak: int = 0  # at the entry point's listen socket
+    server_statuses: dict[str, int] = field(default_factory=dict)  # the server's own count
+    server_tokens: int = 0
+    proxy_log: dict[str, int] = field(default_factory=dict)  # deduplicated warn/error lines
+    proxy_access: dict[str, int] = field(default_factory=dict)  # status (and flags) counts
+    proxy_counters: dict[str, int] = field(default_factory=dict)  # Envoy counter deltas
+    server_log: dict[str, int] = field(default_factory=dict)
+    limits: list[Limit] = field(default_factory=list)
+
+    # ---- derived -------------------------------------------------------------------------
+
+    @property
+    def completed(self) -> int:
+        return self.outcomes.get("complete", 0)
+
+    @property
+    def failed(self) -> int:
+        return self.concurrency - self.completed
+
+    @property
+    def ideal_tok_s(self) -> float:
+        return self.concurrency * self.tokens_per_s
+
+    @property
+    def tok_s(self) -> float:
+        """Content events delivered per second of the step's wall time (ramp-up included)."""
+        return self.content_events / self.wall_s if self.wall_s > 0 else 0.0
+
+    @property
+    def rate_pct(self) -> float:
+        return 100.0 * self.tok_s / self.ideal_tok_s if self.ideal_tok_s else 0.0
+
+    @property
+    def client_cpu_pct(self) -> float:
+        return 100.0 * self.client_cpu_s / self.wall_s if self.wall_s > 0 else 0.0
+
+    @property
+    def healthy(self) -> bool:
+        interval = 1.0 / self.tokens_per_s
+        return (self.failed == 0 and self.rate_pct >= MIN_RATE_PCT
+                and (self.ttft_p99_s or 0.0) <= MAX_TTFT_P99_S
+                and (self.gap_p99_s or 0.0) <= MAX_GAP_FACTOR * interval)
+
+    def to_dict(self) -> dict[str, Any]:
+        d = asdict(self)
+        d.update(completed=self.completed, failed=self.failed, ideal_tok_s=self.ideal_tok_s,
+                 tok_s=round(self.tok_s, 1), rate_pct=round(self.rate_pct, 1),
+                 client_cpu_pct=round(self.client_cpu_pct, 1), healthy=self.healthy)
+        return d
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> StepResult:
+        known = {k: v for k, v in d.items() if k in cls.__dataclass_fields__}
+        known["limits"] = [Limit(**x) for x in d.get("limits", [])]
+        return cls(**known)
+
+
+@dataclass
+class PathResult:
+    path: LoadPath
+    steps: list[StepResult] = field(default_factory=list)
+    error: str | None = None  # the path could not run (a proxy missing, a server that failed)
+
+    @property
+    def first_limit(self) -> tuple[StepResult, list[Limit]] | None:
+        return first_limit(self.steps)
+
+    def to_dict(self) -> dict[str, Any]:
+        hit = self.first_limit
+        return {"path": {**asdict(self.path), "server": asdict(self.path.server)},
+                "steps": [s.to_dict() for s in self.steps], "error": self.error,
+                "first_limit": None if hit is None else {
+                    "concurrency": hit[0].concurrency, "limits": [asdict(x) for x in hit[1]]}}
+
+
+# ---- the analysis ------------------------------------------------------------------------------
+
+
+def _symptom(step: StepResult) -> str:
+    """The numbers that made the step unhealthy, in one line."""
+    parts = []
+    if step.failed:
+        outcomes = ", ".join(f"{n} {k}" for k, n in sorted(step.outcomes.items()) if k != "complete")
+        parts.append(f"{step.failed} of {step.concurrency} streams failed ({outcomes})")
+    if step.rate_pct < MIN_RATE_PCT:
+        parts.append(f"{step.tok_s:,.0f} tok/s = {step.rate_pct:.0f}% of the ideal {step.ideal_tok_s:,.0f}")
+    if (step.ttft_p99_s or 0.0) > MAX_TTFT_P99_S:
+        parts.append(f"TTFT p99 {step.ttft_p99_s:.2f} s")
+    if (step.gap_p99_s or 0.0) > MAX_GAP_FACTOR / step.tokens_per_s:
+        parts.append(f"gap p99 {1e3 * (step.gap_p99_s or 0):.0f} ms "
+                     f"(the server paces {1e3 / step.tokens_per_s:.0f} ms)")
+    return "; ".join(parts) or "healthy"
+
+
+def _matching(lines: Mapping[str, int], pattern: str) -> str | None:
+    for line, count in lines.items():
+        if re.search(pattern, line, re.IGNORECASE):
+            return f"{line!r}" + (f" (x{count})" if count > 1 else "")
+    return None
+
+
+def diagnose(step: StepResult) -> list[Limit]:
+    """Name the limits an unhealthy step hit, most specific first; [] for a healthy step."""
+    if step.healthy:
+        return []
+    symptom = _symptom(step)
+    found: list[Limit] = []
+
+    def add(name: str, where: Any, evidence: str) -> None:
+        found.append(Limit(name, where, f"{symptom}. Evidence: {evidence}"))
+
+    if line := _matching(step.proxy_log, r"worker_connections are not enough"):
+        add("nginx worker_connections", "proxy", f"nginx error log {line}")
+    if line := _matching(step.proxy_log, r"too many open files"):
+        add("proxy open-file limit (EMFILE)", "proxy", f"proxy log {line}")
+    overflow = {k: v for k, v in step.proxy_counters.items() if "overflow" in k and v}
+    if overflow:
+        counters = ", ".join(f"{k} +{v}" for k, v in sorted(overflow.items()))
+        add("Envoy circuit breaker", "proxy", f"Envoy counters {counters}")
+    if step.proxy is not None and step.accept_queue_peak and (step.ttft_p99_s or 0) > MAX_TTFT_P99_S:
+        add("proxy stops accepting (maxconn): streams wait in the kernel's accept queue", "proxy",
+            f"accept queue of the proxy's listen socket peaked at {step.accept_queue_peak}, nothing "
+            f"in its logs; TTFT p99 {step.ttft_p99_s:.1f} s = one stream's length")
+    if n := step.server_statuses.get("429"):
+        add("engine slots and queue full (429 queue_full)", "server",
+            f"the server answered HTTP 429 to {n} requests (streamlab_requests_total)")
+    emfile = _matching(step.server_log, r"too many open files|EMFILE")
+    if emfile or step.server_statuses.get("500"):
+        fds = step.server.get("fds_peak"), step.server.get("fd_limit")
+        add("server open-file limit (EMFILE)", "server",
+            f"{step.server_statuses.get('500', 0)} HTTP 500 from the server; open fds peaked at "
+            f"{fds[0]} of the soft limit {fds[1]}" + (f"; server log {emfile}" if emfile else ""))
+    if pool := _matching(step.errors, r"PoolTimeout"):
+        add("client connection pool", "client", f"client errors {pool}: the requests never left "
+            f"the client, the server saw {sum(step.server_statuses.values())}")
+    if found:
+        return found
+    # Nothing said "no": whose CPU ran out? (percent of one core; the machine has two)
+    cpu = {"server": step.server.get("cpu_pct") or 0.0, "client": step.client_cpu_pct}
+    if step.proxy is not None:
+        cpu["proxy"] = step.proxy.get("cpu_pct") or 0.0
+    total = sum(cpu.values())
+    shares = ", ".join(f"{k} {v:.0f}%" for k, v in sorted(cpu.items(), key=lambda kv: -kv[1]))
+    busiest = max(cpu, key=lambda k: cpu[k])
+    if cpu[busiest] >= BUSY_CPU_PCT:
+        add(f"{busiest} CPU (one core)", "cpu", f"CPU of one core: {shares}")
+    elif total >= BUSY_CPU_PCT * MACHINE_CORES:
+        add(f"machine CPU ({MACHINE_CORES} cores shared by client, proxy and server)", "cpu",
+            f"CPU of one core: {shares} (total {total:.0f}% of {100 * MACHINE_CORES}%)")
+    else:
+        add("unexplained", "unknown", f"no log line, counter or busy CPU; CPU: {shares}")
+    return found
+
+
+def first_limit(steps: Sequence[StepResult]) -> tuple[StepResult, list[Limit]] | None:
+    """The first unhealthy step in order of concurrency, and what it hit."""
+    for step in sorted(steps, key=lambda s: s.concurrency):
+        if not step.healthy:
+            return step, step.limits or diagnose(step)
+    return None
+
+
+# ---- evidence ------------------------------------------------------------------------------
+
+_NOISE = [
+    (re.compile(r"^\d{4}/\d\d/\d\d \d\d:\d\d:\d\d "), ""),  # nginx timestamp
+    (re.compile(r"^\[[^\]]*\]\s*"), ""),  # Envoy / HAProxy timestamp
+    (re.compile(r"\b\d+#\d+: \*\d+ "), ""),  # nginx pid#tid: *connection
+    (re.compile(r"\b\d+#\d+: "), ""),
+    (re.compile(r"client: [\d.]+, server: [^,]*, "), ""),
+    (re.compile(r"127\.0\.0\.1:\d+"), "127.0.0.1:PORT"),
+    (re.compile(r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d+ "), ""),  # Python logging
+]
+_NOTABLE = re.compile(r"warn|error|crit|alert|emerg|too many|refused|overflow|traceback|exception", re.I)
+
+
+def _dedupe(lines: Sequence[str], limit: int = 8) -> dict[str, int]:
+    counts: Counter[str] = Counter()
+    for line in lines:
+        if not _NOTABLE.search(line):
+            continue
+        for pattern, repl in _NOISE:
+            line = pattern.sub(repl, line)
+        counts[line.strip()[:200]] += 1
+    return dict(counts.most_common(limit))
+
+
+class _Marks:
+    """Where the logs and counters stood before a step, to report what the step added."""
+
+    def __init__(self, server: Any, proxy: Any | None) -> None:
+        self.server, self.proxy = server, proxy
+        self.metrics = server.metrics()
+        self.server_log = _lines(server.process.log_path)
+        self.access = len(proxy.access_log()) if proxy is not None else 0
+        self.errors = len(proxy.error_log().splitlines()) if proxy is not None else 0
+        self.stats = _envoy_stats(proxy)
+
+    def fill(self, step: StepResult) -> None:
+        after = self.server.metrics()
+        for name, value in after.items():
+            if name.startswith("streamlab_requests_total{"):
+                status = name.split('"')[1]
+                if change := int(value - self.metrics.get(name, 0.0)):
+                    step.server_statuses[status] = change
+        tokens = "streamlab_tokens_generated_total"
+        step.server_tokens = int(after.get(tokens, 0.0) - self.metrics.get(tokens, 0.0))
+        step.server_log = _dedupe(_lines(self.server.process.log_path)[len(self.server_log):])
+        if self.proxy is None:
+            return
+        step.proxy_log = _dedupe(self.proxy.error_log().splitlines()[self.errors:])
+        entries = self.proxy.access_entries()[self.access:]
+        keys = Counter(" ".join(filter(None, (e.get("status"), e.get("termination_state"),
+                                               e.get("flags") if e.get("flags") != "-" else None)))
+                       for e in entries)
+        step.proxy_access = dict(keys.most_common(8))
+        after_stats = _envoy_stats(self.proxy)
+        interesting = re.compile(r"overflow|rq_5xx|rq_503|_reset|timeout|connect_fail|cx_destroy_remote")
+        step.proxy_counters = {k: v - self.stats.get(k, 0) for k, v in after_stats.items()
+                               if interesting.search(k) and v - self.stats.get(k, 0) > 0}
+
+
+def _lines(path: Path) -> list[str]:
+    try:
+        return path.read_text(errors="replace").splitlines()
+    except FileNotFoundError:
+        return []
+
+
+def _envoy_stats(proxy: Any | None) -> dict[str, int]:
+    if proxy is None or proxy.settings.proxy != "envoy":
+        return {}
+    try:
+        return proxy.stats()
+    except OSError:
+        return {}
+
+
+# ---- running -----------------------------------------------------------------------------------
+
+
+def _runner() -> asyncio.Runner:
+    """uvloop for the client: ~19 us of client CPU per event at 1,000 streams, against ~34 us on
+    the default loop (measured by the client's author), so the client stays out of the way."""
+    try:
+        import uvloop
+    except ImportError:  # pragma: no cover - uvloop is a dependency on Linux
+        return asyncio.Runner()
+    return asyncio.Runner(loop_factory=uvloop.new_event_loop)
+
+
+async def _httpx_many(url: str, body: Mapping[str, Any], n: int, deadline_s: float) -> client.Batch:
+    """What many load scripts do: one `httpx.AsyncClient()` with its defaults, N streams at once.
+
+    httpx's default pool holds 100 connections and waits 5 s (its default timeout) for a free
+    one, then raises PoolTimeout: the client's own limit, easy to mistake for the server's.
+    Measures only what the lab reports (outcome, TTFT, gaps); reads are not numbered.
+    """
+    import httpx
+
+    started, cpu0 = time.perf_counter(), time.process_time()
+
+    async def one(http: httpx.AsyncClient) -> StreamResult:
+        r = StreamResult(url=url)
+        t0 = time.perf_counter()
+        try:
+            async with http.stream("POST", url, json=body) as response:
+                r.status = response.status_code
+                r.ttfb_s = time.perf_counter() - t0
+                async for line in response.aiter_lines():
+                    if not line.startswith("data:"):
+                        continue
+                    t = time.perf_counter() - t0
+                    kind, text, _, sent_at, _ = classify(line[5:].strip())
+                    r.events.append(Event(t, len(r.events) + 1, kind, text,
+                                          None if sent_at is None else time.time() - sent_at))
+                    if kind == "content" and r.ttft_s is None:
+                        r.ttft_s = t
+                    r.saw_done |= kind == "done"
+                    r.e2e_s = t
+            r.outcome = "complete" if r.saw_done else ("http-error" if (r.status or 0) >= 400 else "truncated")
+        except httpx.TimeoutException as exc:
+            r.outcome, r.error = "timeout", f"httpx.{type(exc).__name__}"
+        except httpx.TransportError as exc:
+            r.outcome, r.error = "reset", f"httpx.{type(exc).__name__}: {exc}"
+        return r
+
+    async with httpx.AsyncClient() as http:  # the defaults are the point of this row
+        results = await asyncio.wait_for(asyncio.gather(*(one(http) for _ in range(n))), deadline_s)
+    return client.Batch(list(results), n, time.perf_counter() - started, time.process_time() - cpu0)
+
+
+def _served_model(url: str) -> str:
+    with urllib.request.urlopen(url + "/v1/models", timeout=5) as response:
+        return json.load(response)["data"][0]["id"]
+
+
+def _wait_idle(server: Any, timeout_s: float = 15.0) -> None:
+    """Let the server finish (or abort) every stream before the next step starts."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        m = server.metrics()
+        if not m.get("streamlab_active_streams") and not m.get("streamlab_slots_in_use"):
+            return
+        time.sleep(0.05)
+
+
+@contextlib.contextmanager
+def _fd_limit_for_children(limit: int | None) -> Iterator[None]:
+    """Children started inside inherit this soft RLIMIT_NOFILE (the lab's `ulimit -n 512`)."""
+    if limit is None:
+        yield
+        return
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    resource.setrlimit(resource.RLIMIT_NOFILE, (min(limit, hard), hard))
+    try:
+        yield
+    finally:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
+
+
+@dataclass
+class LoadLab:
+    """Runs paths; one server per ServerSpec, started when first needed, stopped when the next
+    path needs another (the transformers server should not sit beside 1,000 streams)."""
+
+    duration_s: float = 8.0
+    tokens_per_s: float = 20.0
+    progress: Progress = lambda message: None  # noqa: E731
+    runtime: Any = None
+
+    def __post_init__(self) -> None:
+        if self.runtime is None:
+            from labs.runner import runtime_named
+            self.runtime = runtime_named(None)
+        self._server_spec: ServerSpec | None = None
+        self._server_stack = contextlib.ExitStack()
+        self._server: Any = None
+        self._model = ""
+        raise_own_fd_limit()
+
+    def close(self) -> None:
+        self._server_stack.close()
+        self._server = self._server_spec = None
+
+    def __enter__(self) -> LoadLab:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def server(self, spec: ServerSpec) -> Any:
+        if spec != self._server_spec:
+            from server.launcher import running_server
+
+            self.close()
+            self.progress(f"starting the server ({' '.join(spec.args())})")
+            with _fd_limit_for_children(spec.fd_soft_limit):
+                self._server = self._server_stack.enter_context(running_server(spec.args()))
+            self._server_spec = spec
+            self._model = _served_model(self._server.url)
+        return self._server
+
+    def run(self, paths: Sequence[LoadPath], steps: Sequence[int] | None = None) -> list[PathResult]:
+        return [self.run_path(path, steps) for path in paths]
+
+    def run_path(self, path: LoadPath, steps: Sequence[int] | None = None) -> PathResult:
+        result = PathResult(path)
+        try:
+            server = self.server(path.server)
+            with self._proxy(path, server.port) as proxy:
+                for n in steps or path.steps:
+                    self.progress(f"{path.name}: {n} streams")
+                    step = self.run_step(path, n, server, proxy)
+                    result.steps.append(step)
+                    if path.stop_at_limit and not step.healthy:
+                        break
+        except Exception as exc:  # noqa: BLE001 - one path failing must not lose the others
+            result.error = f"{type(exc).__name__}: {exc}"
+        return result
+
+    @contextlib.contextmanager
+    def _proxy(self, path: LoadPath, server_port: int) -> Iterator[Any]:
+        if path.proxy is None:
+            yield None
+            return
+        from labs.runner import hop_settings
+        from proxies.runtime.process import free_port
+
+        ports: dict[str, int] = {"listen_port": free_port(), "upstream_port": server_port}
+        if path.proxy == "envoy":
+            ports["admin_port"] = free_port()
+        settings = hop_settings(path.proxy, path.overrides, path.base, **ports)
+        self.progress(f"{path.name}: starting {path.proxy}")
+        with self.runtime.run_proxy(settings) as proxy:
+            yield proxy
+
+    def body(self, path: LoadPath, tokens: int) -> dict[str, Any]:
+        lab: dict[str, Any] = {"tokens_per_s": self.tokens_per_s, "stamp": True}
+        if path.server.engine == "transformers":
+            lab["script"] = MODEL_SCRIPT
+        return {"model": self._model, "messages": PROMPT, "stream": True, "max_tokens": tokens,
+                "lab": lab}
+
+    def run_step(self, path: LoadPath, n: int, server: Any, proxy: Any | None) -> StepResult:
+        duration = path.duration_s or self.duration_s
+        tokens = max(2, round(duration * self.tokens_per_s) + 1)  # first token at t~0
+        entry = proxy.url if proxy is not None else server.url
+        url = entry + "/v1/chat/completions"
+        body = self.body(path, tokens)
+        # Bounded: a stream that waited a whole stream in a queue still fits; nothing runs on.
+        deadline = 3 * duration + 15.0
+        pids = {"server": server.process.pid}
+        if proxy is not None:
+            pids["proxy"] = proxy.pid
+        entry_port = int(entry.rsplit(":", 1)[1])
+        marks = _Marks(server, proxy)
+        with Sampler(pids, ports=[entry_port]) as sampler, _runner() as runner:
+            if path.client == "httpx-default":
+                batch = runner.run(_httpx_many(url, body, n, deadline))
+            else:
+                batch = runner.run(client.run_many(url, [body] * n, n, deadline,
+                                                   read_timeout_s=30.0, total_timeout_s=deadline))
+        _wait_idle(server)
+        step = summarize(path.name, batch, tokens, self.tokens_per_s, duration)
+        step.server = sampler.usage["server"].to_dict()
+        step.proxy = sampler.usage["proxy"].to_dict() if proxy is not None else None
+        step.accept_queue_peak = sampler.queue_peak.get(entry_port, 0)
+        marks.fill(step)
+        step.limits = diagnose(step)
+        return step
+
+
+def summarize(path: str, batch: client.Batch, tokens: int, tokens_per_s: float,
+              duration_s: float) -> StepResult:
+    """The client's side of a step (the resources and the evidence are added by the caller)."""
+    agg = aggregate(batch.results, batch.client_cpu_s, batch.wall_s)
+    hops = [h for r in batch.results for h in r.hop_delays]
+    errors = Counter(_error_key(r.error) for r in batch.results if r.outcome != "complete" and r.error)
+    return StepResult(
+        path=path, concurrency=len(batch.results), tokens_per_stream=tokens,
+        tokens_per_s=tokens_per_s, duration_s=duration_s, outcomes=agg["outcomes"],
+        statuses=agg["statuses"], errors=dict(errors.most_common(6)),
+        ttft_p50_s=agg["ttft_p50_s"], ttft_p99_s=agg["ttft_p99_s"], ttft_max_s=agg["ttft_max_s"],
+        gap_p50_s=agg["gap_p50_s"], gap_p99_s=agg["gap_p99_s"], gap_max_s=agg["gap_max_s"],
+        hop_p50_s=percentile(hops, 50), hop_p99_s=percentile(hops, 99),
+        content_events=agg["content_events"], wall_s=batch.wall_s,
+        client_cpu_s=batch.client_cpu_s, client_cpu_per_event_us=agg["client_cpu_per_event_us"])
+
+
+def _error_key(error: str) -> str:
+    return re.sub(r"\d+(\.\d+)?", "N", error)[:120]
+
+
+# ---- command line ------------------------------------------------------------------------------
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m labs.load", description=__doc__.splitlines()[0])
+    parser.add_argument("--paths", default="", help="comma-separated path names (default: all): "
+                        + ", ".join(p.name for p in PATHS))
+    parser.add_argument("--steps", default="", help="comma-separated stream counts, for every path "
+                        "(default: each path's own ramp)")
+    parser.add_argument("--duration", type=float, default=8.0,
+                        help="seconds each stream lasts (default 8: the lab fits in a few minutes)")
+    parser.add_argument("--rate", type=float, default=20.0, help="tokens/s per stream (default 20)")
+    parser.add_argument("--runtime", choices=("local", "docker"), default=None)
+    parser.add_argument("--out", type=Path, default=REPO_ROOT / "reports" / "load")
+    args = parser.parse_args(argv)
+
+    from rich.console import Console
+
+    from labs import load_report
+
+    paths = [get_path(n.strip()) for n in args.paths.split(",") if n.strip()] or list(PATHS)
+    steps = [int(s) for s in args.steps.split(",") if s.strip()] or None
+    console = Console()
+    started = time.monotonic()
+    with console.status("load lab") as status, LoadLab(
+            duration_s=args.duration, tokens_per_s=args.rate, progress=status.update,
+            runtime=_named_runtime(args.runtime)) as lab:
+        results = []
+        for path in paths:
+            results.append(lab.run_path(path, steps))
+            status.stop()
+            load_report.print_path(results[-1], console)
+            status.start()
+    meta = {"duration_s": args.duration, "tokens_per_s": args.rate, "wall_s": time.monotonic() - started,
+            "command": "python -m labs.load " + " ".join(sys.argv[1:] if argv is None else argv)}
+    written = load_report.write_report(results, args.out, meta)
+    load_report.print_summary(results, console)
+    console.print(f"report: {written['md']}  picture: {written['png']}  ({meta['wall_s']:.0f} s)")
+    return 1 if any(r.error for r in results) else 0
+
+
+def _named_runtime(name: str | None) -> Any:
+    from labs.runner import runtime_named
+    return runtime_named(name)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

