@@ -14,7 +14,13 @@ TORCH_PIN    ?= torch==2.13.0
 
 SCENARIOS = $(shell test -x $(PY) && $(PY) -m labs names 2>/dev/null)
 
+# LAB_RUNTIME=docker: the labs' proxies run in containers; make starts an engine and finds (or
+# builds) their images first. Guards the container pass of `.ci/run` runs (see README, Containers).
+DOCKER_READY  = $(if $(filter docker,$(LAB_RUNTIME)),docker-ready)
+DOCKER_GUARDS ?= nginx-buffering or haproxy-nodelay or envoy-route-timeout
+
 .PHONY: setup system-packages test bench labs lab-all clean help
+.PHONY: docker-setup images-offline docker-ready test-docker docker-guards docker-clean
 .DEFAULT_GOAL := help
 
 help:
@@ -24,6 +30,10 @@ help:
 	@echo "make lab-NAME           run one scenario, e.g. make lab-nginx-buffering"
 	@echo "make lab-all            run every scenario and write reports/index.md"
 	@echo "make bench              the benchmarks (not part of make test)"
+	@echo "make docker-setup       start a Docker engine (installs docker.io on Debian as root)"
+	@echo "make images-offline     build stand-in images from this machine's binaries (no registry)"
+	@echo "make test-docker        the container tests and the scenario guards in containers"
+	@echo "LAB_RUNTIME=docker make lab-NAME   run a scenario with the proxies in containers"
 
 setup: system-packages $(STAMPS)/venv $(MODEL_DIR)/config.json
 
@@ -35,6 +45,7 @@ $(STAMPS)/venv: pyproject.toml
 	@test -x $(PY) || $(PYTHON) -m venv --system-site-packages $(VENV)
 	@$(PY) -c "import torch" 2>/dev/null || $(PY) -m pip install -q "$(TORCH_PIN)"
 	$(PY) -m pip install -q -e ".[test]"
+	@$(PY) -m proxies.install --check
 	@touch $@
 
 $(MODEL_DIR)/config.json: $(STAMPS)/venv server/model_builder.py $(wildcard server/corpus/*.txt)
@@ -49,11 +60,34 @@ bench: setup
 labs: setup
 	@$(PY) -m labs list
 
-lab-all: setup
+lab-all: setup $(DOCKER_READY)
 	$(PY) -m labs run-all
 
-lab-%: setup
+lab-%: setup $(DOCKER_READY)
 	$(PY) -m labs run $*
+
+docker-setup:
+	@docker/setup-engine.sh
+
+# FROM scratch + the host's nginx, HAProxy, Envoy and Python (about 2 s each): no registry needed.
+images-offline: setup docker-setup
+	$(PY) -m proxies.runtime.offline_images
+
+# The proxies' images the runtime will use: official ones if here or pullable, else stand-ins.
+docker-ready: setup docker-setup
+	@$(PY) -m proxies.runtime.offline_images --if-missing nginx haproxy envoy
+
+test-docker: setup docker-setup images-offline
+	$(PY) -m pytest tests/docker
+	$(MAKE) --no-print-directory docker-guards
+
+# The scenario guards with every proxy in a container (the server stays a host process).
+docker-guards: setup docker-ready
+	LAB_RUNTIME=docker $(PY) -m pytest tests/test_scenarios.py -k '$(DOCKER_GUARDS)'
+
+# Containers left by a run that was killed (their owner process is gone).
+docker-clean:
+	@$(PY) -c "from proxies.runtime.docker import stop_leftovers; print('removed', len(stop_leftovers()))"
 
 clean:
 	rm -rf reports $(STAMPS) .pytest_cache

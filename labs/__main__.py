@@ -22,6 +22,9 @@ def _parser() -> argparse.ArgumentParser:
     sub.add_parser("list", help="every scenario with its one-line symptom")
     sub.add_parser("names", help="scenario names only, one per line (for the Makefile)")
     sub.add_parser("readme-table", help="the README's scenario table, in Markdown")
+    # The load lab (labs.load) and the benchmarks (labs.bench) take their own options.
+    bench = sub.add_parser("bench", help="every benchmark: reports/bench/*.json and bench.md")
+    bench.add_argument("bench_args", nargs=argparse.REMAINDER, help="options of python -m labs.bench")
     for name, help_text in (("run", "run one scenario"), ("run-all", "run every scenario, write an index")):
         cmd = sub.add_parser(name, help=help_text)
         if name == "run":
@@ -39,10 +42,19 @@ def main(argv: Sequence[str] | None = None) -> int:
     from labs import catalogue
 
     if args.command == "names":
-        print("\n".join(s.name for s in catalogue.SCENARIOS))
+        print("\n".join([*(s.name for s in catalogue.SCENARIOS), "load"]))
         return 0
     if args.command == "list":
-        return _list(catalogue.SCENARIOS)
+        status = _list(catalogue.SCENARIOS)
+        print("load: ramp 10 -> 1,000 concurrent streams per path; what breaks first (python -m labs run load)")
+        return status
+    if args.command == "bench":
+        from labs import bench
+        return bench.main(args.bench_args)
+    if args.command == "run" and args.name == "load":
+        from labs import load
+        return load.main(["--out", str(args.out / "load")]
+                         + (["--runtime", args.runtime] if args.runtime else []))
     if args.command == "readme-table":
         from labs.docs import scenario_table
         print(scenario_table())

@@ -254,3 +254,205 @@ def release_within(intervals: float) -> Check:
         return f"server idle {_ms(run.release_s)} after the client left (<= {_ms(bound)})", (
             run.release_s is not None and run.release_s <= bound)
     return Check(f"the server frees the slot within {intervals:g} token intervals of the departure", measure)
+
+
+# ---- server and client layers (labs/catalogue/server.py, client.py) ----------------------------
+
+def _pooled_gaps(run: Run) -> list[float]:
+    return [gap for result in run.results for gap in result.gaps]
+
+
+def _gap_p(run: Run, p: float) -> float | None:
+    from labs.measurements import percentile
+    return percentile(_pooled_gaps(run), p)
+
+
+def gap_p99_at_least(intervals: float) -> Check:
+    """Every stream's tokens bunch up: the p99 gap (pooled over all streams) is far above pacing."""
+    def measure(run: Run) -> tuple[str, bool]:
+        p50, p99, limit = _gap_p(run, 50), _gap_p(run, 99), intervals * run.workload.interval_s
+        return f"gap p50 {_ms(p50)}, p99 {_ms(p99)} (>= {_ms(limit)})", p99 is not None and p99 >= limit
+    return Check(f"gap p99 over all streams >= {intervals:g} token intervals", measure)
+
+
+def gap_p99_at_most(intervals: float) -> Check:
+    def measure(run: Run) -> tuple[str, bool]:
+        p50, p99, limit = _gap_p(run, 50), _gap_p(run, 99), intervals * run.workload.interval_s
+        return f"gap p50 {_ms(p50)}, p99 {_ms(p99)} (<= {_ms(limit)})", p99 is not None and p99 <= limit
+    return Check(f"gap p99 over all streams <= {intervals:g} token intervals", measure)
+
+
+def replacement_chars_at_least(count: int = 1) -> Check:
+    def measure(run: Run) -> tuple[str, bool]:
+        seen = sum(r.replacement_chars for r in run.results)
+        return f"{seen} U+FFFD in {len(run.first.text)} characters", seen >= count
+    return Check(f"the client renders U+FFFD (>= {count})", measure)
+
+
+def text_is_script(index: int = 0, script: str | None = None, label: str | None = None) -> Check:
+    """Stream `index` delivered exactly `script` (default: the workload's), with no U+FFFD."""
+    def measure(run: Run) -> tuple[str, bool]:
+        result, expected = run.results[index], script if script is not None else run.workload.script
+        shown = f"{result.text!r}" if len(result.text) <= 60 else f"{len(result.text)} characters"
+        return (f"{shown}, {result.replacement_chars} U+FFFD, "
+                f"{'exact' if result.text == expected else 'differs from ' + repr(expected)}"), (
+            result.text == expected)
+    return Check(label or "the text is exactly the script, character for character", measure)
+
+
+def stop_leaked(index: int, stops: str | tuple[str, ...]) -> Check:
+    """Part of a stop sequence reached the client in stream `index`."""
+    def measure(run: Run) -> tuple[str, bool]:
+        result = run.results[index]
+        leak = result.stop_leak(stops)
+        return f"text {result.text!r}: leaked {leak!r}", leak is not None
+    return Check("part of the stop sequence reaches the client", measure)
+
+
+def no_stop_leak(index: int, stops: str | tuple[str, ...]) -> Check:
+    def measure(run: Run) -> tuple[str, bool]:
+        result = run.results[index]
+        leak = result.stop_leak(stops)
+        return f"text {result.text!r}: leaked {leak!r}", leak is None and result.content_events > 0
+    return Check("no part of the stop sequence reaches the client", measure)
+
+
+def finish_reason_is(reason: str) -> Check:
+    def measure(run: Run) -> tuple[str, bool]:
+        seen = sorted({str(r.finish_reason) for r in run.results})
+        return "finish_reason " + ", ".join(seen), all(r.finish_reason == reason for r in run.results)
+    return Check(f"finish_reason {reason!r}", measure)
+
+
+def text_cut_short() -> Check:
+    """Fewer characters than the script arrived: the answer is incomplete whatever the ending said."""
+    def measure(run: Run) -> tuple[str, bool]:
+        result, script = run.first, run.workload.script
+        return f"{len(result.text)} of {len(script)} characters", len(result.text) < len(script)
+    return Check("the answer is cut short (less text than the script)", measure)
+
+
+def error_reported() -> Check:
+    def measure(run: Run) -> tuple[str, bool]:
+        result = run.first
+        return f"{result.outcome}: {result.error!r}, [DONE] {'seen' if result.saw_done else 'missing'}", (
+            result.outcome == "error-in-band" and bool(result.error) and result.saw_done)
+    return Check("the client reports the in-band error, then [DONE]", measure)
+
+
+def heartbeats_at_least(count: int) -> Check:
+    def measure(run: Run) -> tuple[str, bool]:
+        seen = min(r.heartbeats for r in run.results)
+        return f"{seen} `: ping` comments", seen >= count
+    return Check(f"SSE comment heartbeats reach the client (>= {count})", measure)
+
+
+def content_events_at_most(count: int) -> Check:
+    def measure(run: Run) -> tuple[str, bool]:
+        seen = max(r.content_events for r in run.results)
+        return f"{seen} content events", seen <= count
+    return Check(f"at most {count} content events before the end", measure)
+
+
+def socket_reads_spread(share: float = STREAMED_READ_SHARE) -> Check:
+    """The bytes themselves arrived spread over many socket reads: every hop streamed them."""
+    def measure(run: Run) -> tuple[str, bool]:
+        result = run.first
+        return f"{result.reads} socket reads for {result.content_events} events", (
+            result.content_events > 1 and result.reads >= share * result.content_events)
+    return Check(f"the bytes arrived in >= {share:.0%} as many socket reads as events (the hops streamed)",
+                 measure)
+
+
+def _slot_held_mean(run: Run) -> float | None:
+    count = run.metric("streamlab_slot_held_after_disconnect_seconds_count")
+    return run.metric("streamlab_slot_held_after_disconnect_seconds_sum") / count if count else None
+
+
+def slot_held_at_least(intervals: float) -> Check:
+    """After each departure the slot stayed busy for many decode steps (server histogram)."""
+    def measure(run: Run) -> tuple[str, bool]:
+        held, limit = _slot_held_mean(run), intervals * run.workload.interval_s
+        count = run.metric("streamlab_slot_held_after_disconnect_seconds_count")
+        return f"slot held {_ms(held)} on average after {count:g} departures (>= {_ms(limit)})", (
+            held is not None and held >= limit)
+    return Check(f"slots stay held after the client left: >= {intervals:g} token intervals on average",
+                 measure)
+
+
+def slot_held_at_most(intervals: float) -> Check:
+    def measure(run: Run) -> tuple[str, bool]:
+        held, limit = _slot_held_mean(run), intervals * run.workload.interval_s
+        count = run.metric("streamlab_slot_held_after_disconnect_seconds_count")
+        return f"slot held {_ms(held)} on average after {count:g} departures (<= {_ms(limit)})", (
+            held is not None and held <= limit)
+    return Check(f"slots freed within {intervals:g} token intervals of each departure", measure)
+
+
+def _stayed(run: Run) -> list[float | None]:
+    """TTFT of the streams that did not leave on purpose (the requests that came after)."""
+    return [r.ttft_s for r in run.results if r.outcome != "disconnected"]
+
+
+def stayers_ttft_at_least(intervals: float) -> Check:
+    """The requests that arrived after others left waited for a slot: their first token is late."""
+    def measure(run: Run) -> tuple[str, bool]:
+        ttfts, w = _stayed(run), run.workload
+        limit = w.first_due_s + intervals * w.interval_s
+        known = [t for t in ttfts if t is not None]
+        shown = ", ".join(_ms(t) for t in ttfts)
+        return f"TTFT of the later requests: {shown} (>= {_ms(limit)})", (
+            bool(ttfts) and len(known) == len(ttfts) and min(known) >= limit)
+    return Check(f"requests arriving after the departures queue: TTFT >= {intervals:g} token intervals",
+                 measure)
+
+
+def stayers_ttft_within(intervals: float) -> Check:
+    def measure(run: Run) -> tuple[str, bool]:
+        ttfts, w = _stayed(run), run.workload
+        limit = w.first_due_s + intervals * w.interval_s
+        known = [t for t in ttfts if t is not None]
+        shown = ", ".join(_ms(t) for t in ttfts)
+        return f"TTFT of the later requests: {shown} (<= {_ms(limit)})", (
+            bool(ttfts) and len(known) == len(ttfts) and max(known) <= limit)
+    return Check(f"requests arriving after the departures start at once: TTFT <= {intervals:g} token "
+                 "intervals", measure)
+
+
+def _per_token(run: Run, metric: str) -> float | None:
+    tokens = run.metric("streamlab_tokens_generated_total")
+    return run.metric(metric) / tokens if tokens else None
+
+
+def writes_per_token_at_least(bound: float) -> Check:
+    def measure(run: Run) -> tuple[str, bool]:
+        value = _per_token(run, "streamlab_stream_writes_total")
+        frames = _per_token(run, "streamlab_sse_frames_total")
+        return f"{_num(value)} writes and {_num(frames)} SSE frames per token", (
+            value is not None and value >= bound)
+    return Check(f"the server writes once per token (>= {bound:g} writes per token)", measure)
+
+
+def writes_per_token_at_most(bound: float) -> Check:
+    def measure(run: Run) -> tuple[str, bool]:
+        value = _per_token(run, "streamlab_stream_writes_total")
+        frames = _per_token(run, "streamlab_sse_frames_total")
+        return f"{_num(value)} writes and {_num(frames)} SSE frames per token", (
+            value is not None and value <= bound)
+    return Check(f"writes coalesced: <= {bound:g} writes per token", measure)
+
+
+def _num(value: float | None) -> str:
+    return "-" if value is None else f"{value:.3g}"
+
+
+def failed_share_at_least(share: float, outcomes: tuple[str, ...] = ("reset", "http-error")) -> Check:
+    """At least `share` of the streams failed before any content, with one of `outcomes`."""
+    def measure(run: Run) -> tuple[str, bool]:
+        counts = run.outcomes()
+        hits = sum(counts.get(o, 0) for o in outcomes)
+        shown = ", ".join(f"{k} {v}" for k, v in sorted(counts.items()))
+        statuses = sorted({str(r.status) for r in run.results if r.outcome == "http-error"})
+        extra = f" (HTTP {', '.join(statuses)})" if statuses else ""
+        return f"{shown}{extra}", hits >= share * len(run.results)
+    return Check(f">= {share:.0%} of the streams fail ({' or '.join(outcomes)})", measure)

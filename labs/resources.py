@@ -84,6 +84,16 @@ def fd_limit(pid: int) -> int | None:
     return None
 
 
+def machine_cpu() -> tuple[float, float]:
+    """(busy, total) jiffies of every CPU since boot, from the first line of /proc/stat.
+    Busy is everything but idle and iowait; steal counts as busy (the core was not ours)."""
+    with open("/proc/stat") as stat:
+        values = [int(v) for v in stat.readline().split()[1:]]
+    idle = values[3] + (values[4] if len(values) > 4 else 0)
+    total = sum(values[:8])  # guest time is already inside user
+    return total - idle, total
+
+
 def accept_queues(ports: Iterable[int]) -> dict[int, int]:
     """Connections waiting to be accept()ed on the loopback LISTEN sockets of `ports` (IPv4)."""
     wanted = {f"{port:04X}": port for port in ports}
@@ -140,6 +150,7 @@ class Sampler:
     usage: dict[str, Usage] = field(default_factory=dict)
     queue_peak: dict[int, int] = field(default_factory=dict)
     samples: int = 0
+    machine_busy_pct: float = 0.0  # of ONE core, all processes on the machine (200% = 2 cores)
 
     def __post_init__(self) -> None:
         self._stop = threading.Event()
@@ -164,6 +175,7 @@ class Sampler:
             self.usage[name] = Usage(name, pid, fds_start=fds, fds_peak=fds,
                                      fd_limit=_min_limit(self._trees[name]))
         self.queue_peak = {port: 0 for port in self.ports}
+        self._machine0 = machine_cpu()
         self._thread.start()
 
     def _sample(self) -> None:
@@ -186,6 +198,8 @@ class Sampler:
         self._thread.join()
         self._sample()
         wall = time.perf_counter() - self._t0
+        busy, total = (a - b for a, b in zip(machine_cpu(), self._machine0))
+        self.machine_busy_pct = 100.0 * (os.cpu_count() or 1) * busy / total if total else 0.0
         for name, pids in self._trees.items():
             usage = self.usage[name]
             usage.cpu_s = sum(cpu_s(p) for p in pids) - self._cpu0[name]

@@ -90,18 +90,24 @@ class Lab:
 
     # ---- servers -------------------------------------------------------------------------
 
-    def server(self, args: Sequence[str] = ()) -> ServerHandle:
+    def server(self, args: Sequence[str] = (), nofile: int | None = None) -> ServerHandle:
+        """The server for these flags (started on first use); `nofile`: its soft open-file limit."""
         key = ("--engine", self.engine, *args)
-        if key not in self._servers:
-            self.progress(f"starting the model server ({' '.join(key)})")
-            handle = self._stack.enter_context(running_server(key, env=self.server_env))
-            self._servers[key] = handle
-            self._models[key] = _served_model(handle.url)
-        return self._servers[key]
+        # A server under another fd limit is another server; the key of the usual one is unchanged.
+        handle_key = key if nofile is None else (*key, f"<ulimit -Sn {nofile}>")
+        if handle_key not in self._servers:
+            shown = " ".join(key) + ("" if nofile is None else f" under ulimit -Sn {nofile}")
+            self.progress(f"starting the model server ({shown})")
+            handle = self._stack.enter_context(running_server(key, env=self.server_env,
+                                                              nofile_soft=nofile))
+            self._servers[handle_key] = handle
+            self._models[handle_key] = _served_model(handle.url)
+        return self._servers[handle_key]
 
-    def model_name(self, args: Sequence[str] = ()) -> str:
-        self.server(args)
-        return self._models[("--engine", self.engine, *args)]
+    def model_name(self, args: Sequence[str] = (), nofile: int | None = None) -> str:
+        key = ("--engine", self.engine, *args)
+        self.server(args, nofile)
+        return self._models[key if nofile is None else (*key, f"<ulimit -Sn {nofile}>")]
 
     # ---- one scenario --------------------------------------------------------------------
 
@@ -116,7 +122,7 @@ class Lab:
 
     def run_variant(self, scenario: Scenario, name: VariantName) -> Run:
         variant = scenario.variant(name)
-        server = self.server(variant.server_args)
+        server = self.server(variant.server_args, variant.server_nofile)
         started = time.monotonic()
         with self.path(scenario.path, variant, server.port, scenario.base) as hops:
             entry = hops[0].url if hops else server.url
@@ -139,7 +145,8 @@ class Lab:
     def request_body(self, workload: Workload, variant: Variant) -> dict[str, Any]:
         lab = {"script": workload.script, "tokens_per_s": workload.tokens_per_s,
                **workload.lab, **variant.lab}
-        return {"model": self.model_name(variant.server_args), "messages": PROMPT, "stream": True,
+        return {"model": self.model_name(variant.server_args, variant.server_nofile),
+                "messages": PROMPT, "stream": True,
                 "max_tokens": 1024, **workload.request, **variant.request, "lab": lab}
 
     @contextlib.contextmanager
@@ -183,6 +190,8 @@ async def drive(url: str, body: dict[str, Any], workload: Workload,
     opts = dict(options)
     if workload.disconnect_after_events is not None:
         opts["disconnect_after_events"] = workload.disconnect_after_events
+    if workload.driver is not None:
+        return await workload.driver(url, body, workload, opts)
     if workload.streams == 1:
         return [await client.measure_stream(url, body, **opts)]
     if workload.sequential:

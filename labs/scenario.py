@@ -8,7 +8,7 @@ whose margins come from the workload's own pacing, never from tight absolute num
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Callable, Literal, Mapping, Sequence
+from typing import Any, Awaitable, Callable, Literal, Mapping, Sequence
 
 from labs.measurements import StreamResult
 
@@ -30,6 +30,9 @@ class Variant:
     server_args: flags for `python -m server` (a variant with other flags gets its own server).
     client: measuring-client options (labs.client.measure_stream keyword arguments).
     request: other chat-completion body fields (stop, max_tokens, ...).
+    server_nofile: the soft open-file limit the server process starts under (`ulimit -Sn N` in
+        the shell that launches it; the hard limit is kept); None = inherited. Like server_args,
+        a variant with another value gets its own server.
     """
 
     proxy: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
@@ -37,6 +40,7 @@ class Variant:
     server_args: Sequence[str] = ()
     client: Mapping[str, Any] = field(default_factory=dict)
     request: Mapping[str, Any] = field(default_factory=dict)
+    server_nofile: int | None = None
 
     def then(self, fix: "Variant") -> "Variant":
         """This variant with `fix` applied on top (dicts merged, server args replaced when given)."""
@@ -48,6 +52,7 @@ class Variant:
             server_args=tuple(fix.server_args) if fix.server_args else tuple(self.server_args),
             client={**self.client, **fix.client},
             request={**self.request, **fix.request},
+            server_nofile=fix.server_nofile if fix.server_nofile is not None else self.server_nofile,
         )
 
 
@@ -58,6 +63,9 @@ class Workload:
     streams / concurrency: how many requests in all, and how many at once.
     sequential: one after another on fresh client connections (upstream keepalive shows).
     disconnect_after_events: the client closes the socket after that many content events.
+    driver: a custom client sequence instead of the above, for workloads no count describes
+        (e.g. some clients leave early while others arrive): called as
+        `await driver(url, body, workload, client_options)`, returns every stream's result.
     """
 
     script: str = DEFAULT_SCRIPT
@@ -71,6 +79,7 @@ class Workload:
     request: Mapping[str, Any] = field(default_factory=dict)
     # Wait this long for the server to finish work after the clients are done (disconnects).
     settle_s: float = 10.0
+    driver: "Driver | None" = None
 
     @property
     def interval_s(self) -> float:
@@ -81,6 +90,10 @@ class Workload:
     def first_due_s(self) -> float:
         """When the first token is due after the request is sent (silences before it included)."""
         return float(self.lab.get("headers_delay_s", 0.0)) + float(self.lab.get("first_token_delay_s", 0.0))
+
+
+# A workload's own client sequence: (entry URL, request body, workload, client options) -> results.
+Driver = Callable[[str, dict[str, Any], Workload, Mapping[str, Any]], Awaitable[list[StreamResult]]]
 
 
 @dataclass

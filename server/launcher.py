@@ -74,18 +74,35 @@ def _healthy(url: str) -> bool:
         return False
 
 
+_NOFILE_SHIM = (
+    "import os, resource, sys; "
+    "hard = resource.getrlimit(resource.RLIMIT_NOFILE)[1]; "
+    "resource.setrlimit(resource.RLIMIT_NOFILE, ({soft}, hard)); "
+    "os.execv(sys.executable, [sys.executable, '-m', 'server', *sys.argv[1:]])")
+
+
 @contextlib.contextmanager
 def running_server(args: Sequence[str] = (), *, host: str = "127.0.0.1", port: int | None = None,
                    env: Mapping[str, str] | None = None, workdir: Path | None = None,
-                   ready_timeout_s: float = 90.0) -> Iterator[ServerHandle]:
-    """Start `python -m server ARGS` and wait until /healthz says the engine runs."""
+                   ready_timeout_s: float = 90.0,
+                   nofile_soft: int | None = None) -> Iterator[ServerHandle]:
+    """Start `python -m server ARGS` and wait until /healthz says the engine runs.
+
+    `nofile_soft`: start it under that soft open-file limit (as `ulimit -Sn N` would), keeping
+    the hard limit, so the server's own start-up raise (or `--keep-fd-limit`) is what decides.
+    """
     port = port or free_port(host)
     child_env = {**os.environ, "HF_HUB_OFFLINE": "1", **(env or {})}
+    launch = [sys.executable, "-m", "server"]
+    if nofile_soft is not None:
+        # A shim that lowers its own soft limit, then execs the server: same pid (stop() still
+        # reaches it), and nothing else in this process or its threads is touched.
+        launch = [sys.executable, "-c", _NOFILE_SHIM.format(soft=int(nofile_soft))]
     with contextlib.ExitStack() as stack:
         folder = workdir or Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="streamlab-server-")))
         process = ManagedProcess(
             name=f"server:{port}",
-            argv=[sys.executable, "-m", "server", "--host", host, "--port", str(port), *args],
+            argv=[*launch, "--host", host, "--port", str(port), *args],
             log_path=folder / "server.log", cwd=REPO_ROOT, env=child_env)
         url = f"http://{host}:{port}"
         with managed(process, lambda: _healthy(url), ready_timeout_s) as started:

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 from labs import checks
+from labs.catalogue.common import MANY_STREAMS_SERVER
 from labs.scenario import Scaled, Scenario, Variant, Workload
 
 ROUTE = "https://www.envoyproxy.io/docs/envoy/v1.40.0/api-v3/config/route/v3/route_components.proto"
@@ -66,7 +67,7 @@ SCENARIOS = [
         workload=Workload(streams=20, concurrency=20, tokens_per_s=10.0,
                           script="A token stream should reach the reader one token at a time."),
         broken=Variant(proxy={"envoy": {"max_requests": 8, "max_pending_requests": 4}},
-                       server_args=("--slots", "32", "--max-queue", "64")),
+                       server_args=MANY_STREAMS_SERVER),
         fix=Variant(proxy={"envoy": {"max_requests": 4096, "max_pending_requests": 4096}}),
         symptom_checks=(checks.status_seen(503),
                         checks.proxy_stat_at_least("upstream_rq_pending_overflow", 1,

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 from labs import checks
+from labs.catalogue.common import MANY_STREAMS_SERVER
 from labs.scenario import Scaled, Scenario, Variant, Workload
 
 DOCS = "https://docs.haproxy.org/2.6/configuration.html"
@@ -99,7 +100,7 @@ SCENARIOS = [
                           script="A token stream should reach the reader one token at a time."),
         broken=Variant(proxy={"haproxy": {"http_no_delay": True, "maxconn_frontend": 32,
                                           "maxconn_global": 32}},
-                       server_args=("--slots", "64", "--max-queue", "256")),
+                       server_args=MANY_STREAMS_SERVER),
         fix=Variant(proxy={"haproxy": {"maxconn_frontend": 4096, "maxconn_global": 8192}}),
         symptom_checks=(checks.complete_with_done(), checks.ttft_spread_at_least(0.8)),
         cure_checks=(checks.complete_with_done(), checks.ttft_p99_within(5.0)),

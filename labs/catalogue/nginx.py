@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 from labs import checks
+from labs.catalogue.common import MANY_STREAMS_SERVER
 from labs.scenario import Scaled, Scenario, Variant, Workload
 
 DOCS = "https://nginx.org/en/docs/http/ngx_http_proxy_module.html"
@@ -141,7 +142,7 @@ SCENARIOS = [
                           script="A token stream should reach the reader one token at a time."),
         broken=Variant(proxy={"nginx": {"proxy_buffering": False, **STREAMING_UPSTREAM,
                                         "worker_processes": 1, "worker_connections": 64}},
-                       server_args=("--slots", "64", "--max-queue", "256")),
+                       server_args=MANY_STREAMS_SERVER),
         fix=Variant(proxy={"nginx": {"worker_connections": 4096, "worker_rlimit_nofile": 16384}}),
         symptom_checks=(checks.outcome_not_only("complete"),),
         cure_checks=(checks.complete_with_done(),),

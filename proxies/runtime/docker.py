@@ -31,7 +31,7 @@ from proxies.base import ProxyName, ProxySettings
 from proxies.rendering import render
 from proxies.runtime.dockercli import DockerError, docker, docker_bin, host_user, require_engine
 from proxies.runtime.images import Choice, image_for
-from proxies.runtime.local import PROCESS_LOG, LocalProxy
+from proxies.runtime.local import PROCESS_LOG, LocalProxy, foreground_args
 from proxies.runtime.process import ManagedProcess, ProcessFailed, free_port
 from proxies.validation import CONFIG_NAMES, ConfigInvalid, validate
 
@@ -45,16 +45,13 @@ STOP_TIMEOUT_S = 5  # SIGTERM through --init, SIGKILL after this
 
 
 def proxy_args(proxy: ProxyName) -> list[str]:
-    """Arguments after `--entrypoint PROXY`; the same lines docker/compose.yaml runs."""
-    config = f"{CONFIG_DIR}/{CONFIG_NAMES[proxy]}"
-    if proxy == "nginx":
-        # -p: pid, logs and temp folders land in the bind-mounted work folder (readable from the
-        # host like a local run); -e stderr: start-up errors reach `docker logs`.
-        return ["-p", f"{PREFIX}/", "-c", config, "-e", "stderr"]
-    if proxy == "haproxy":
-        return ["-db", "-f", config]  # -db: foreground; the official image's entrypoint adds -W
-    # No hot restart: no shared memory to collide on. One worker thread, as locally.
-    return ["-c", config, "--disable-hot-restart", "--concurrency", "1", "-l", "warning"]
+    """Arguments after `--entrypoint PROXY`: the local runtime's foreground command, pointed at
+    the mounted config and prefix (docker/compose.yaml runs the same lines; a test keeps them so).
+
+    nginx's prefix is the bind-mounted work folder, so its pid, logs and temp folders land where
+    the host reads them; HAProxy and Envoy log to stdout, which `docker run` streams to process.log.
+    """
+    return foreground_args(proxy, f"{CONFIG_DIR}/{CONFIG_NAMES[proxy]}", f"{PREFIX}/")
 
 
 def check_args(proxy: ProxyName) -> list[str]:

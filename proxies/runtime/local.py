@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterator
 
-from proxies.base import ProxySettings
+from proxies.base import ProxyName, ProxySettings
 from proxies.binaries import binary
 from proxies.rendering import render
 from proxies.runtime import logs
@@ -113,18 +113,26 @@ def _http_ok(url: str) -> bool:
         return False
 
 
-def command(settings: ProxySettings, workdir: Path, config_path: Path) -> list[str]:
-    """The foreground command line for a config file inside `workdir`."""
-    if settings.proxy == "nginx":
-        # -p: the config's relative paths (pid, logs, temp folders) resolve inside workdir;
+def foreground_args(proxy: ProxyName, config: str, prefix: str) -> list[str]:
+    """Arguments after the binary that run `config` in the foreground (any runtime may reuse them).
+
+    `prefix` is nginx's folder for its pid, logs and temp files (ends with "/").
+    """
+    if proxy == "nginx":
+        # -p: the config's relative paths (pid, logs, temp folders) resolve inside the prefix;
         # -e stderr: start-up errors land in process.log, not in /var/log/nginx.
-        return [binary("nginx"), "-p", f"{workdir}/", "-c", config_path.name, "-e", "stderr"]
-    if settings.proxy == "haproxy":
-        return [binary("haproxy"), "-db", "-f", str(config_path)]  # -db: foreground, no daemon
+        return ["-p", prefix, "-c", config, "-e", "stderr"]
+    if proxy == "haproxy":
+        return ["-db", "-f", config]  # -db: foreground, no daemon
     # No hot restart: two Envoys would otherwise collide on shared memory. One worker thread.
     # Access lines are flushed every 100 ms instead of Envoy's 10 s, so callers see them soon.
-    return [binary("envoy"), "-c", str(config_path), "--disable-hot-restart",
-            "--concurrency", "1", "-l", "warning", "--file-flush-interval-msec", "100"]
+    return ["-c", config, "--disable-hot-restart", "--concurrency", "1", "-l", "warning",
+            "--file-flush-interval-msec", "100"]
+
+
+def command(settings: ProxySettings, workdir: Path, config_path: Path) -> list[str]:
+    """The foreground command line for a config file inside `workdir`."""
+    return [binary(settings.proxy), *foreground_args(settings.proxy, str(config_path), f"{workdir}/")]
 
 
 @contextlib.contextmanager

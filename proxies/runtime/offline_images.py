@@ -26,7 +26,7 @@ from typing import Iterable, Sequence
 
 from proxies.install import check_binary, find_envoy
 from proxies.runtime.dockercli import docker, require_engine
-from proxies.runtime.images import OFFLINE, Service, forget_choices
+from proxies.runtime.images import OFFLINE, ImageMissing, Service, forget_choices, image_for, mode, override_variable
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 DOCKERFILE = REPO_ROOT / "docker" / "offline.Dockerfile"
@@ -198,6 +198,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("services", nargs="*", metavar="SERVICE",
                         help=f"any of {', '.join(SERVICES)} (default: all)")
+    parser.add_argument("--if-missing", action="store_true",
+                        help="build only where the runtime finds no image (none local, none pullable)")
     args = parser.parse_args(argv)
     unknown = set(args.services) - set(SERVICES)
     if unknown:
@@ -207,9 +209,23 @@ def main(argv: Sequence[str] | None = None) -> int:
     # `FROM scratch` without touching a registry.
     os.environ.setdefault("DOCKER_BUILDKIT", "0")
     for service in args.services or SERVICES:
+        if args.if_missing and _usable(service):
+            continue
         build(service)
     forget_choices()
     return 0
+
+
+def _usable(service: Service) -> bool:
+    """Whether the runtime finds an image for `service` as things stand (pulling if it may)."""
+    try:
+        image_for(service)
+        return True
+    except ImageMissing as exc:
+        if os.environ.get(override_variable(service)) or mode() == "official":
+            raise SystemExit(str(exc)) from None  # a stand-in would not be used anyway
+        print(f"{service}: {str(exc).split(';')[0]}; building the stand-in")
+        return False
 
 
 if __name__ == "__main__":

@@ -190,7 +190,7 @@ def test_fixed_config_reuses_upstream_connections(name: str) -> None:
 def test_an_unreachable_upstream_shows_in_the_logs(name: str, status: int, field: str, value: str) -> None:
     fixed = variant(name, "fixed")
     if name == "haproxy":
-        fixed = fixed.with_(timeout_connect="100ms")  # HAProxy retries a refused connect 3 times
+        fixed = fixed.with_(timeout_connect="100ms")  # refused connects are retried 3 times, this long apart
     settings = on_free_ports(fixed, free_port())  # nothing listens there
     with run_proxy(settings) as proxy:
         with pytest.raises(urllib.error.HTTPError) as caught:

@@ -1,0 +1,196 @@
+"""pytest-docker, set up for this project.
+
+pytest-docker 3.x calls `docker compose` and starts with `up --build --wait`; Debian has only
+Compose v1 (`docker-compose`, no `--wait`) and this machine cannot build images that need a
+registry. So: the compose command is detected (v2 plugin, else v1), `up -d --no-build` starts the
+stack, readiness is polled with `docker_services.wait_until_responsive` (v1 and v2 alike), the
+project name is unique per run, and the stack is taken down even when `up` itself fails.
+
+Every test here needs a Docker engine: without one they skip, saying why, except under CI
+(`CI=true`), where a missing engine is a failure.
+"""
+from __future__ import annotations
+
+import os
+import secrets
+import shlex
+import urllib.request
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Iterator
+
+import pytest
+from pytest_docker.plugin import DockerComposeExecutor, Services, get_docker_services
+
+from proxies import ProxySettings, variant
+from proxies.rendering import render
+from proxies.runtime.compose import (ComposeUnavailable, compose_command, compose_env, compose_files,
+                                     is_v1, write_env_file)
+from proxies.runtime.dockercli import engine_problem
+from proxies.runtime.images import ImageMissing, image_for
+from proxies.runtime.process import free_port, port_accepts
+
+PROXIES = ("nginx", "haproxy", "envoy")
+PROFILES = " ".join(f"--profile {name}" for name in PROXIES)
+HERE = Path(__file__).resolve().parent
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        if HERE in Path(str(item.fspath)).resolve().parents:
+            item.add_marker(pytest.mark.docker)
+
+
+def unavailable(reason: str) -> None:
+    """Skip with the reason; under CI the container pass is required, so fail instead."""
+    if os.environ.get("CI", "").lower() in ("true", "1", "yes"):
+        pytest.fail(f"CI=true requires the container tests, but {reason}", pytrace=False)
+    pytest.skip(reason)
+
+
+@pytest.fixture(scope="session")
+def docker_engine() -> None:
+    problem = engine_problem()
+    if problem:
+        unavailable(problem)
+
+
+@pytest.fixture(scope="session")
+def images(docker_engine: None) -> dict[str, str]:
+    """The image of every service (offline stand-ins here, official ones where present)."""
+    try:
+        return {service: image_for(service).image for service in ("server", *PROXIES)}  # type: ignore[misc]
+    except ImageMissing as exc:
+        unavailable(str(exc))
+        raise
+
+
+@dataclass
+class Stack:
+    """Where the compose stack's services listen (free ports) and the configs they run."""
+
+    folder: Path
+    server_port: int = field(default_factory=free_port)
+    settings: dict[str, ProxySettings] = field(default_factory=dict)
+
+    def url(self, proxy: str) -> str:
+        return f"http://127.0.0.1:{self.settings[proxy].listen_port}"
+
+    @property
+    def server_url(self) -> str:
+        return f"http://127.0.0.1:{self.server_port}"
+
+    @property
+    def nginx_prefix(self) -> Path:
+        return self.folder / "nginx"
+
+
+@pytest.fixture(scope="session")
+def stack(tmp_path_factory: pytest.TempPathFactory, images: dict[str, str]) -> Stack:
+    """proxies/fixed/ configs (the fixed variants, rendered) moved onto free ports."""
+    folder = tmp_path_factory.mktemp("compose")
+    result = Stack(folder)
+    for proxy in PROXIES:
+        ports = {"listen_port": free_port(), "upstream_port": result.server_port}
+        if proxy == "envoy":
+            ports["admin_port"] = free_port()
+        settings = variant(proxy, "fixed").with_(**ports)
+        result.settings[proxy] = settings
+        path = folder / settings.config_name
+        path.write_text(render(settings))
+        path.chmod(0o644)
+    result.nginx_prefix.mkdir(mode=0o755)
+    folder.chmod(0o755)
+    return result
+
+
+@pytest.fixture(scope="session")
+def docker_compose_command(docker_engine: None, stack: Stack) -> str:
+    """v2 or v1, with this session's env file and every proxy's profile (global options)."""
+    try:
+        command = compose_command()
+    except ComposeUnavailable as exc:
+        unavailable(str(exc))
+        raise
+    env = compose_env({
+        "SERVER_PORT": str(stack.server_port),
+        "NGINX_CONFIG": str(stack.folder / "nginx.conf"),
+        "HAPROXY_CONFIG": str(stack.folder / "haproxy.cfg"),
+        "ENVOY_CONFIG": str(stack.folder / "envoy.yaml"),
+        "NGINX_PREFIX": str(stack.nginx_prefix),
+    })
+    env_file = write_env_file(stack.folder / "compose.env", env)
+    return f"{shlex.join(command)} --env-file {shlex.quote(str(env_file))} {PROFILES}"
+
+
+@pytest.fixture(scope="session")
+def docker_compose_file(images: dict[str, str]) -> list[str]:
+    return [str(path) for path in compose_files(offline=image_for("server").offline)]
+
+
+@pytest.fixture(scope="session")
+def docker_compose_project_name() -> str:
+    """Unique per run, so parallel sessions (and other engineers) never share containers."""
+    return f"streamlab-test-{os.getpid()}-{secrets.token_hex(3)}"
+
+
+@pytest.fixture(scope="session")
+def docker_setup() -> list[str]:
+    # --no-build: never reach for a registry; v1 has no --wait, so readiness is polled below.
+    wait = "" if is_v1(compose_command()) else " --wait"
+    return [f"up -d --no-build{wait}"]
+
+
+@pytest.fixture(scope="session")
+def docker_cleanup() -> list[str]:
+    return ["down --volumes --remove-orphans --timeout 5"]
+
+
+@pytest.fixture(scope="session")
+def docker_services(docker_compose_command: str, docker_compose_file: list[str],
+                    docker_compose_project_name: str, docker_setup: list[str],
+                    docker_cleanup: list[str]) -> Iterator[Services]:
+    """pytest-docker's fixture, plus: if `up` fails, dump the logs and take the stack down (the
+    plugin runs its clean-up only after a successful setup)."""
+    executor = DockerComposeExecutor(docker_compose_command, docker_compose_file,
+                                     docker_compose_project_name)
+    started = False
+    try:
+        with get_docker_services(docker_compose_command, docker_compose_file,
+                                 docker_compose_project_name, docker_setup, docker_cleanup) as services:
+            started = True
+            yield services
+    except Exception as exc:
+        if started:
+            raise
+        logs = executor.execute("logs --no-color --tail 40", success_codes=range(256)).decode(errors="replace")
+        for command in docker_cleanup:
+            executor.execute(command, success_codes=range(256))
+        raise RuntimeError(f"compose up failed: {exc}\n--- logs ---\n{logs}") from None
+
+
+def _http_ok(url: str) -> bool:
+    try:
+        with urllib.request.urlopen(url, timeout=1) as response:
+            return response.status == 200
+    except OSError:
+        return False
+
+
+@pytest.fixture(scope="session")
+def compose_stack(docker_services: Services, stack: Stack, docker_compose_command: str,
+                  docker_compose_file: list[str], docker_compose_project_name: str) -> Stack:
+    """The stack, ready: the server's /healthz, each proxy's port, Envoy's admin /ready."""
+    checks = {"server": lambda: _http_ok(stack.server_url + "/healthz"),
+              "envoy admin": lambda: _http_ok(f"http://127.0.0.1:{stack.settings['envoy'].admin_port}/ready")}
+    for proxy in PROXIES:
+        checks[proxy] = lambda port=stack.settings[proxy].listen_port: port_accepts(port)
+    for name, check in checks.items():
+        try:
+            docker_services.wait_until_responsive(check=check, timeout=120.0, pause=0.05)
+        except Exception:
+            executor = DockerComposeExecutor(docker_compose_command, docker_compose_file,
+                                             docker_compose_project_name)
+            logs = executor.execute("logs --no-color --tail 40", success_codes=range(256))
+            pytest.fail(f"{name} did not become ready in its container:\n{logs.decode(errors='replace')}")
+    return stack

@@ -1,0 +1,71 @@
+"""docker/compose.yaml under pytest-docker: the model server and each proxy's fixed config, each in
+its own container, stream a completion; logs and stats are readable from the host."""
+from __future__ import annotations
+
+import urllib.request
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from proxies import variant
+from proxies.export import FIXED_DIR
+from proxies.rendering import render
+from proxies.runtime.docker import CONFIG_DIR, PREFIX, proxy_args
+from tests.docker.conftest import PROXIES, Stack
+from tests.proxies.stream_client import StreamResult, stream_sync
+
+REPO = Path(__file__).resolve().parents[2]
+REQUEST: dict[str, Any] = {
+    "model": "tiny", "stream": True, "max_tokens": 20,
+    "messages": [{"role": "user", "content": "Tell me a story."}],
+    # A script makes the text (and so the event count) exact; each token is still a real forward pass.
+    "lab": {"tokens_per_s": 50, "script": "Streaming through a container, one token at a time."},
+}
+
+
+def completion(url: str) -> StreamResult:
+    return stream_sync(url + "/v1/chat/completions", method="POST", body=REQUEST)
+
+
+def test_compose_runs_what_the_runtime_runs() -> None:
+    """The compose file's command lines and mounts are the Docker runtime's, and the configs it
+    mounts by default are proxies/fixed/ (the test stack only moves them to free ports)."""
+    services = yaml.safe_load((REPO / "docker" / "compose.yaml").read_text())["services"]
+    for proxy in PROXIES:
+        service = services[proxy]
+        assert service["entrypoint"] == [proxy]
+        assert service["command"] == proxy_args(proxy)  # type: ignore[arg-type]
+        assert service["network_mode"] == "host" and service["init"] is True
+        name = variant(proxy, "fixed").config_name
+        assert f"../proxies/fixed/{name}}}:{CONFIG_DIR}/{name}:ro" in service["volumes"][0]
+        assert (FIXED_DIR / name).read_text() == render(variant(proxy, "fixed"))
+    assert services["nginx"]["volumes"][1].endswith(f":{PREFIX}")
+
+
+@pytest.mark.parametrize("proxy", PROXIES)
+def test_fixed_config_streams_a_completion_in_containers(proxy: str, compose_stack: Stack) -> None:
+    direct = completion(compose_stack.server_url)
+    assert direct.status == 200 and direct.done
+    through = completion(compose_stack.url(proxy))
+    assert through.status == 200 and through.done
+    assert through.headers["content-type"].startswith("text/event-stream")
+    assert "content-encoding" not in through.headers
+    assert through.events == direct.events
+    # 50 tokens/s, 20 ms apart: an unbuffered hop delivers them in many reads, not one lump.
+    assert through.event_reads >= through.events // 2, through.reads
+
+
+def test_nginx_logs_land_in_the_mounted_prefix(compose_stack: Stack) -> None:
+    completion(compose_stack.url("nginx"))
+    access = (compose_stack.nginx_prefix / "access.log").read_text()
+    assert 'uri="/v1/chat/completions" status=200' in access
+
+
+def test_envoy_stats_through_its_admin_port(compose_stack: Stack) -> None:
+    completion(compose_stack.url("envoy"))
+    admin = f"http://127.0.0.1:{compose_stack.settings['envoy'].admin_port}"
+    with urllib.request.urlopen(admin + "/stats?filter=cluster.upstream.upstream_rq_total") as response:
+        line = response.read().decode().strip()
+    assert int(line.rsplit(": ", 1)[1]) >= 1, line
