@@ -21,10 +21,11 @@ def _parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True)
     sub.add_parser("list", help="every scenario with its one-line symptom")
     sub.add_parser("names", help="scenario names only, one per line (for the Makefile)")
-    sub.add_parser("readme-table", help="the README's scenario table, in Markdown")
+    table = sub.add_parser("readme-table", help="the README's scenario table, in Markdown")
+    table.add_argument("--write", action="store_true", help="update README.md in place")
     # The load lab (labs.load) and the benchmarks (labs.bench) take their own options.
-    bench = sub.add_parser("bench", help="every benchmark: reports/bench/*.json and bench.md")
-    bench.add_argument("bench_args", nargs=argparse.REMAINDER, help="options of python -m labs.bench")
+    sub.add_parser("bench", help="every benchmark: reports/bench/*.json and bench.md "
+                   "(options: python -m labs bench --help)", add_help=False)
     for name, help_text in (("run", "run one scenario"), ("run-all", "run every scenario, write an index")):
         cmd = sub.add_parser(name, help=help_text)
         if name == "run":
@@ -38,6 +39,10 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv[:1] == ["bench"]:  # labs.bench parses its own options
+        from labs import bench
+        return bench.main(argv[1:])
     args = _parser().parse_args(argv)
     from labs import catalogue
 
@@ -48,16 +53,17 @@ def main(argv: Sequence[str] | None = None) -> int:
         status = _list(catalogue.SCENARIOS)
         print("load: ramp 10 -> 1,000 concurrent streams per path; what breaks first (python -m labs run load)")
         return status
-    if args.command == "bench":
-        from labs import bench
-        return bench.main(args.bench_args)
     if args.command == "run" and args.name == "load":
         from labs import load
         return load.main(["--out", str(args.out / "load")]
                          + (["--runtime", args.runtime] if args.runtime else []))
     if args.command == "readme-table":
-        from labs.docs import scenario_table
-        print(scenario_table())
+        from labs.docs import scenario_table, update_readme
+        if args.write:
+            changed = update_readme(REPO_ROOT / "README.md")
+            print("README.md updated" if changed else "README.md already up to date")
+        else:
+            print(scenario_table())
         return 0
     if args.command == "run":
         try:

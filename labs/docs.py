@@ -13,3 +13,17 @@ def scenario_table() -> str:
         path = " → ".join((*s.path, "server")) if s.path else "client → server"
         lines.append(f"| `{s.name}` | {path} | {s.symptom} | {s.fix_summary.replace('|', '&#124;')} |")
     return "\n".join(lines + ["", END])
+
+
+def update_readme(path) -> bool:
+    """Replace the table between the markers in README.md; True when the file changed."""
+    from pathlib import Path
+
+    readme = Path(path)
+    text = readme.read_text()
+    if BEGIN not in text or END not in text:
+        raise ValueError(f"{readme} lacks the scenario-table markers {BEGIN!r} ... {END!r}")
+    updated = text[:text.index(BEGIN)] + scenario_table() + text[text.index(END) + len(END):]
+    if updated != text:
+        readme.write_text(updated)
+    return updated != text

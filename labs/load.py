@@ -168,6 +168,7 @@ class StepResult:
     accept_queue_peak: int = 0  # at the entry point's listen socket
     server_statuses: dict[str, int] = field(default_factory=dict)  # the server's own count
     server_tokens: int = 0
+    server_writes: int = 0  # body writes of streaming responses (streamlab_stream_writes_total)
     proxy_log: dict[str, int] = field(default_factory=dict)  # deduplicated warn/error lines
     proxy_access: dict[str, int] = field(default_factory=dict)  # status (and flags) counts
     proxy_counters: dict[str, int] = field(default_factory=dict)  # Envoy counter deltas
@@ -408,6 +409,8 @@ class _Marks:
                     step.server_statuses[status] = change
         tokens = "streamlab_tokens_generated_total"
         step.server_tokens = int(after.get(tokens, 0.0) - self.metrics.get(tokens, 0.0))
+        writes = "streamlab_stream_writes_total"
+        step.server_writes = int(after.get(writes, 0.0) - self.metrics.get(writes, 0.0))
         step.server_log = _dedupe(_lines(self.server.process.log_path)[len(self.server_log):])
         if self.proxy is None:
             return
@@ -594,7 +597,7 @@ class LoadLab:
         result = PathResult(path)
         try:
             server = self.server(path.server)
-            with self._proxy(path, server.port) as proxy:
+            with self.proxy(path, server.port) as proxy:
                 for n in steps or path.steps:
                     self.progress(f"{path.name}: {n} streams")
                     step = self.run_step(path, n, server, proxy)
@@ -606,7 +609,7 @@ class LoadLab:
         return result
 
     @contextlib.contextmanager
-    def _proxy(self, path: LoadPath, server_port: int) -> Iterator[Any]:
+    def proxy(self, path: LoadPath, server_port: int) -> Iterator[Any]:
         if path.proxy is None:
             yield None
             return
@@ -621,19 +624,22 @@ class LoadLab:
         with self.runtime.run_proxy(settings) as proxy:
             yield proxy
 
-    def body(self, path: LoadPath, tokens: int) -> dict[str, Any]:
-        lab: dict[str, Any] = {"tokens_per_s": self.tokens_per_s, "stamp": True}
+    def body(self, path: LoadPath, tokens: int, extra_lab: Mapping[str, Any] | None = None) -> dict[str, Any]:
+        lab: dict[str, Any] = {"tokens_per_s": self.tokens_per_s, "stamp": True, **(extra_lab or {})}
         if path.server.engine == "transformers":
             lab["script"] = MODEL_SCRIPT
         return {"model": self._model, "messages": PROMPT, "stream": True, "max_tokens": tokens,
                 "lab": lab}
 
-    def run_step(self, path: LoadPath, n: int, server: Any, proxy: Any | None) -> StepResult:
+    def run_step(self, path: LoadPath, n: int, server: Any, proxy: Any | None,
+                 extra_lab: Mapping[str, Any] | None = None) -> StepResult:
+        """N streams at once through `proxy` (or straight to `server`); `extra_lab` adds `lab`
+        request fields (the benchmark's coalesce_ms)."""
         duration = path.duration_s or self.duration_s
         tokens = max(2, round(duration * self.tokens_per_s))
         entry = proxy.url if proxy is not None else server.url
         url = entry + "/v1/chat/completions"
-        body = self.body(path, tokens)
+        body = self.body(path, tokens, extra_lab)
         # Bounded: a stream that waited a whole stream in a queue still fits; nothing runs on.
         deadline = 3 * duration + 15.0
         pids = {"server": server.process.pid}

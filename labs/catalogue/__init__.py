@@ -7,10 +7,12 @@ nginx-buffering:broken` prints exactly what the lab runs.
 from __future__ import annotations
 
 from labs.catalogue import chain, envoy, haproxy, nginx
+from labs.catalogue import client, server
 from labs.scenario import VARIANTS, Scenario
 
 SCENARIOS: tuple[Scenario, ...] = (
     *nginx.SCENARIOS, *haproxy.SCENARIOS, *envoy.SCENARIOS, *chain.SCENARIOS,
+    *server.SCENARIOS, *client.SCENARIOS,
 )
 BY_NAME: dict[str, Scenario] = {s.name: s for s in SCENARIOS}
 

@@ -186,10 +186,6 @@ class DockerProxy(LocalProxy):
     container_pid: int = 0
 
     @property
-    def name(self) -> str:
-        return f"{self.settings.proxy}:{self.settings.listen_port}"
-
-    @property
     def pid(self) -> int:
         """The container's init process as the host sees it (0 once it is gone)."""
         return self.container_pid
@@ -226,6 +222,7 @@ def run_proxy(settings: ProxySettings, workdir: Path | None = None,
         config_path.write_text(text)
         config_path.chmod(0o644)
         name = container_name(settings.proxy, settings.listen_port)
+        # `process` is the attached client, known once started; readiness needs only the settings.
         running = DockerProxy(settings=settings, config_text=text, workdir=workdir,
                               process=None, image=choice.image)  # type: ignore[arg-type]
         args = proxy_run_args(settings, workdir, config_path, name, choice.image)

@@ -55,14 +55,24 @@ def docker_engine() -> None:
         unavailable(problem)
 
 
-@pytest.fixture(scope="session")
-def images(docker_engine: None) -> dict[str, str]:
-    """The image of every service (offline stand-ins here, official ones where present)."""
+def _images(services: tuple[str, ...]) -> dict[str, str]:
     try:
-        return {service: image_for(service).image for service in ("server", *PROXIES)}  # type: ignore[misc]
+        return {service: image_for(service).image for service in services}  # type: ignore[arg-type]
     except ImageMissing as exc:
         unavailable(str(exc))
         raise
+
+
+@pytest.fixture(scope="session")
+def images(docker_engine: None) -> dict[str, str]:
+    """The proxies' images (offline stand-ins here, official ones where present or pullable)."""
+    return _images(PROXIES)
+
+
+@pytest.fixture(scope="session")
+def server_image(docker_engine: None) -> str:
+    """The model server's image: built from docker/server.Dockerfile, or the offline stand-in."""
+    return _images(("server",))["server"]
 
 
 @dataclass
@@ -86,7 +96,7 @@ class Stack:
 
 
 @pytest.fixture(scope="session")
-def stack(tmp_path_factory: pytest.TempPathFactory, images: dict[str, str]) -> Stack:
+def stack(tmp_path_factory: pytest.TempPathFactory, images: dict[str, str], server_image: str) -> Stack:
     """proxies/fixed/ configs (the fixed variants, rendered) moved onto free ports."""
     folder = tmp_path_factory.mktemp("compose")
     result = Stack(folder)
@@ -124,7 +134,7 @@ def docker_compose_command(docker_engine: None, stack: Stack) -> str:
 
 
 @pytest.fixture(scope="session")
-def docker_compose_file(images: dict[str, str]) -> list[str]:
+def docker_compose_file(server_image: str) -> list[str]:
     return [str(path) for path in compose_files(offline=image_for("server").offline)]
 
 

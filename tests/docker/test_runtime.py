@@ -157,3 +157,17 @@ def test_fixed_config_passes_a_client_disconnect_upstream(name: str, upstream: S
                    describe="the upstream to see the disconnect")
         delay = upstream.stats.disconnects[-1] - result.closed_at
     assert 0 <= delay < 0.1, f"disconnect reached the upstream after {delay * 1000:.0f} ms"
+
+
+def test_model_server_runs_in_a_container(server_image: str) -> None:
+    """The same ServerHandle as server.launcher's, from a container (offline: the host's
+    interpreter and .venv mounted read-only)."""
+    from proxies.runtime.docker import running_server
+
+    with running_server(["--engine", "synthetic"]) as server:
+        with urllib.request.urlopen(server.url + "/v1/models", timeout=5) as response:
+            assert response.status == 200
+        assert server.metrics()["streamlab_active_streams"] == 0
+        assert server.process.process is not None and server.process.process.poll() is None
+    assert server.process.process.poll() is not None
+    assert not port_accepts(server.port)

@@ -1,0 +1,55 @@
+"""Client-layer scenarios: every hop streams, and the client still spoils it."""
+from __future__ import annotations
+
+from labs import checks
+from labs.scenario import Scaled, Scenario, Variant, Workload
+
+HTTPX_TIMEOUTS = "https://www.python-httpx.org/advanced/timeouts/"
+OPENAI_STREAMING = "https://github.com/openai/openai-python#streaming-responses"
+
+SCENARIOS = [
+    Scenario(
+        name="client-read-body",
+        layer="client",
+        symptom="every proxy streams, yet the app shows the answer all at once",
+        # Behind nginx with its production settings: the hop streams, as the socket reads show.
+        path=("nginx",),
+        base="fixed",
+        workload=Workload(),
+        broken=Variant(client={"mode": "read-body"}),
+        fix=Variant(client={"mode": "stream"}),
+        symptom_checks=(checks.held_to_end(), checks.socket_reads_spread()),
+        cure_checks=(checks.streamed(), checks.complete_with_done()),
+        explanation=(
+            "A client that reads the whole response body before looking at it (a non-streaming call, "
+            "`response.text`, `requests.post(...).json()`, `await response.aread()`) makes TTFT equal "
+            "E2E however well every hop streams: the bytes arrive token by token (one socket read per "
+            "event here) and wait in the client's buffer until the last one. Iterate the stream "
+            "instead: `stream=True` and `for chunk in stream` with the OpenAI SDK, "
+            "`client.stream(...)` + `iter_lines()` with httpx, `curl -N`."),
+        fix_summary="iterate the stream: `for chunk in client.chat.completions.create(..., stream=True)`",
+        sources=(OPENAI_STREAMING, "https://www.python-httpx.org/quickstart/#streaming-responses"),
+    ),
+    Scenario(
+        name="client-read-timeout",
+        layer="client",
+        symptom="answers that pause to think fail with ReadTimeout in the client",
+        path=(),
+        workload=Workload(lab={"pause_after_tokens": 5, "pause_s": 3.0, "heartbeat_s": 0}),
+        broken=Variant(client={"read_timeout_s": 1.0}),
+        fix=Variant(client={"read_timeout_s": 10.0}),
+        symptom_checks=(checks.outcome_is("timeout"), checks.status_is(200), checks.content_events_at_most(5)),
+        cure_checks=(checks.complete_with_done(),),
+        explanation=(
+            "A client's read timeout bounds the silence between two reads, like a proxy's idle "
+            "timeout. httpx's default is 5 s (and the OpenAI SDK's 600 s, but many apps pass "
+            "`timeout=5`): a model that goes quiet for longer (a tool call, a long reasoning step, a "
+            "queue) makes the client give up mid-stream with ReadTimeout, although the server is fine. "
+            "Set the read timeout above the longest silence you expect, and have the server send "
+            "heartbeats (`: ping`), which reset it."),
+        fix_summary="httpx.Timeout(connect=5, read=<longest silence + margin>), plus server heartbeats",
+        scaled=(Scaled("client read timeout", "1s", "5s (httpx's default)"),
+                Scaled("silence mid-stream", "3s", "a tool call or a long reasoning step")),
+        sources=(HTTPX_TIMEOUTS,),
+    ),
+]
