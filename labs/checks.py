@@ -456,3 +456,15 @@ def failed_share_at_least(share: float, outcomes: tuple[str, ...] = ("reset", "h
         extra = f" (HTTP {', '.join(statuses)})" if statuses else ""
         return f"{shown}{extra}", hits >= share * len(run.results)
     return Check(f">= {share:.0%} of the streams fail ({' or '.join(outcomes)})", measure)
+
+
+def ttft_max_at_least(intervals: float) -> Check:
+    """Some stream's first token left at least `intervals` token intervals after it was due."""
+    def measure(run: Run) -> tuple[str, bool]:
+        ttfts, w = _ttfts(run), run.workload
+        limit = w.first_due_s + intervals * w.interval_s
+        if not ttfts:
+            return "no content", False
+        return f"TTFT min {_ms(ttfts[0])}, max {_ms(ttfts[-1])} (>= {_ms(limit)})", ttfts[-1] >= limit
+    return Check(f"tokens leave late: the latest first token >= {intervals:g} token intervals after due",
+                 measure)

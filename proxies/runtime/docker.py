@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, Callable, Iterator, Mapping, Sequence
 from proxies.base import ProxyName, ProxySettings
 from proxies.rendering import render
 from proxies.runtime.dockercli import DockerError, docker, docker_bin, host_user, require_engine
-from proxies.runtime.images import Choice, image_for
+from proxies.runtime.images import Choice, ImageMissing, image_for
 from proxies.runtime.local import PROCESS_LOG, LocalProxy, foreground_args
 from proxies.runtime.process import ManagedProcess, ProcessFailed, free_port
 from proxies.validation import CONFIG_NAMES, ConfigInvalid, validate
@@ -266,9 +266,13 @@ def server_run_args(choice: Choice, name: str, args: Sequence[str], host: str, p
         return [*run, "--entrypoint", "python", choice.image, *server]
     labels = docker(["image", "inspect", "--format", "{{json .Config.Labels}}", choice.image]).stdout
     meta = json.loads(labels) or {}
-    for folder in filter(None, meta.get("streamlab.mounts", "").split(":")):
-        run += bind(folder, folder)
+    mounts = [folder for folder in meta.get("streamlab.mounts", "").split(":") if folder]
     repo = Path(__file__).resolve().parents[2]
+    if str(repo) not in mounts:  # it would run another checkout's code and packages
+        raise ImageMissing(f"{choice.image} was built for {':'.join(mounts) or 'another machine'}, "
+                           f"not {repo}: run `make images-offline` here")
+    for folder in mounts:
+        run += bind(folder, folder)
     return [*run, "--workdir", str(repo), "--entrypoint", meta["streamlab.python"], choice.image, *server]
 
 
