@@ -126,21 +126,33 @@ SCENARIOS = [
         layer="server",
         symptom="with a few users at once, everyone's tokens stutter",
         path=(),
-        workload=Workload(streams=8, concurrency=8, tokens_per_s=5.0),
+        workload=Workload(streams=8, concurrency=8, tokens_per_s=4.0),
         broken=Variant(server_args=("--blocking-loop", "--slots", "16")),
         fix=Variant(server_args=("--slots", "16")),
-        symptom_checks=(checks.ttft_max_at_least(0.6), checks.complete_with_done()),
-        cure_checks=(checks.ttft_p99_within(0.4), checks.gap_p99_at_most(1.3), checks.complete_with_done()),
+        symptom_checks=(checks.ttft_max_at_least(0.7), checks.complete_with_done()),
+        cure_checks=(checks.ttft_p99_within(0.45), checks.gap_p99_at_most(1.3), checks.complete_with_done()),
         explanation=(
             "An async handler that calls the model synchronously (a forward pass, or a `time.sleep` "
             "while waiting for the next token) blocks the event loop: while it runs, no other "
-            "stream's bytes are written, no disconnect is read, /metrics does not answer. Each stream "
-            "looks fine alone; with several at once every token waits for the others' work, and the "
-            "inter-token gap p99 of every stream grows with concurrency. Run generation off the loop "
-            "(a thread or process, `await asyncio.to_thread(...)`, or an engine with its own loop) "
-            "and hand tokens to the loop with `call_soon_threadsafe`."),
-        fix_summary="generation off the event loop: `await asyncio.to_thread(step)` / an engine thread",
-        scaled=(Scaled("concurrent streams", "8", "tens to hundreds per server process"),),
+            "stream's bytes are written, no disconnect is read, no new request is parsed, /metrics "
+            "and health checks do not answer. Here the decode loop runs on the event loop and waits "
+            "for the next due token with time.sleep: a token that is ready leaves only when the loop "
+            "next wakes up, so streams whose tokens fall due just after another stream's lag behind "
+            "by up to a whole token interval, from their first token on. Run generation off the loop "
+            "(an engine thread or process, `await asyncio.to_thread(step)`) and hand tokens to the "
+            "loop with `loop.call_soon_threadsafe`."),
+        fix_summary="generation off the event loop: an engine thread + `loop.call_soon_threadsafe`",
+        finding=(
+            "Measured here, the gap p99 does NOT explode: the tiny model's decode step costs about a "
+            "millisecond, so what blocks the loop is the sleep until the next due token, and a stream "
+            "that lags keeps the same lag (gap p99 rose from ~1.05 to ~1.5-1.9 token intervals at 8 "
+            "streams, and only in some runs, depending on how the streams' due times interleave). "
+            "What every run shows is the lag: the latest first token of 8 streams leaves a whole "
+            "interval late (~250 ms at 4 tok/s, against ~25 ms off the loop). With a real model's "
+            "20-50 ms forward passes on the loop, each pass delays every stream, and the gaps grow "
+            "with concurrency."),
+        scaled=(Scaled("concurrent streams", "8", "tens to hundreds per server process"),
+                Scaled("token rate", "4 tok/s", "20-100 tok/s (the lag is one interval at any rate)")),
         sources=("https://docs.python.org/3/library/asyncio-dev.html#running-blocking-code",),
     ),
     Scenario(

@@ -9,34 +9,26 @@ import json
 import os
 import time
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any, Iterator
 
 import httpx
 import pytest
 
-from server.launcher import DEFAULT_MODEL_DIR, ServerHandle, running_server
+from server.launcher import ServerHandle, running_server
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 
-def _need_model() -> None:
-    if not (Path(DEFAULT_MODEL_DIR) / "config.json").is_file():
-        pytest.skip("the tiny model is not built: run `make setup`")
-
-
 @pytest.fixture(scope="session")
-def tiny_tokenizer() -> Any:
-    _need_model()
+def tokenizer(model_dir: str) -> Any:
     from server.engine import load_tokenizer
 
-    return load_tokenizer(str(DEFAULT_MODEL_DIR))
+    return load_tokenizer(model_dir)
 
 
 @pytest.fixture(scope="session")
-def server() -> Iterator[ServerHandle]:
+def server(model_dir: str) -> Iterator[ServerHandle]:
     """The synthetic engine with small limits; failure modes chosen per request via `lab`."""
-    _need_model()
     with running_server(["--engine", "synthetic", "--slots", "4", "--max-queue", "8",
                          "--max-body-bytes", "65536"]) as handle:
         yield handle

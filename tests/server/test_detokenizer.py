@@ -30,8 +30,8 @@ def stream(detokenizer, ids: list[int]) -> tuple[list[str], str]:
 
 
 @pytest.fixture(scope="module")
-def byte_level(tiny_tokenizer):
-    return Vocabulary.from_tokenizer(tiny_tokenizer)
+def byte_level(tokenizer):
+    return Vocabulary.from_tokenizer(tokenizer)
 
 
 @pytest.fixture(scope="module")
@@ -52,37 +52,37 @@ def sentencepiece_like():
     return PreTrainedTokenizerFast(tokenizer_object=tok)
 
 
-def test_the_tiny_tokenizer_takes_the_byte_level_fast_path(byte_level):
+def test_the_tokenizer_takes_the_byte_level_fast_path(byte_level):
     assert byte_level.byte_level
     assert isinstance(byte_level.detokenizer("incremental"), ByteLevelDetokenizer)
     assert isinstance(byte_level.detokenizer("naive"), NaiveDetokenizer)
 
 
 @pytest.mark.parametrize("text", TEXTS)
-def test_incremental_byte_level_is_exact(tiny_tokenizer, byte_level, text):
-    ids = tiny_tokenizer.encode(text, add_special_tokens=False)
+def test_incremental_byte_level_is_exact(tokenizer, byte_level, text):
+    ids = tokenizer.encode(text, add_special_tokens=False)
     pieces, out = stream(byte_level.detokenizer("incremental"), ids)
     assert out == text
     assert not any("\ufffd" in piece for piece in pieces)
 
 
-def test_a_character_split_across_tokens_is_held_until_complete(tiny_tokenizer, byte_level):
-    ids = tiny_tokenizer.encode("🧑🏿‍🚀", add_special_tokens=False)
+def test_a_character_split_across_tokens_is_held_until_complete(tokenizer, byte_level):
+    ids = tokenizer.encode("🧑🏿‍🚀", add_special_tokens=False)
     assert len(ids) > 1, "the test needs an emoji the tokenizer splits"
     pieces, out = stream(byte_level.detokenizer("incremental"), ids)
     assert "" in pieces  # something was held back
     assert out == "🧑🏿‍🚀"
 
 
-def test_naive_shows_replacement_characters_where_incremental_is_exact(tiny_tokenizer, byte_level):
-    ids = tiny_tokenizer.encode(JAPANESE, add_special_tokens=False)
+def test_naive_shows_replacement_characters_where_incremental_is_exact(tokenizer, byte_level):
+    ids = tokenizer.encode(JAPANESE, add_special_tokens=False)
     _, naive = stream(byte_level.detokenizer("naive"), ids)
     _, incremental = stream(byte_level.detokenizer("incremental"), ids)
     assert incremental == JAPANESE
     assert naive.count("\ufffd") > 0
 
 
-def test_invalid_bytes_become_replacement_characters_never_an_error(tiny_tokenizer, byte_level):
+def test_invalid_bytes_become_replacement_characters_never_an_error(tokenizer, byte_level):
     """A random model emits byte tokens that are not UTF-8: replaced as a full decode would."""
     table = byte_level.byte_table
     single = {table[i][0]: i for i in range(len(table)) if len(table[i]) == 1}
@@ -91,13 +91,13 @@ def test_invalid_bytes_become_replacement_characters_never_an_error(tiny_tokeniz
     ids = [single[b] for b in raw]
     _, out = stream(byte_level.detokenizer("incremental"), ids)
     assert out == bytes(raw).decode("utf-8", "replace")
-    assert out == tiny_tokenizer.decode(ids)
+    assert out == tokenizer.decode(ids)
     assert out.startswith("\ufffda") and out.endswith("c\ufffd")
 
 
-def test_special_tokens_and_out_of_range_ids_produce_no_text(tiny_tokenizer, byte_level):
-    ids = tiny_tokenizer.encode("hi", add_special_tokens=False)
-    special = tiny_tokenizer.all_special_ids[0]
+def test_special_tokens_and_out_of_range_ids_produce_no_text(tokenizer, byte_level):
+    ids = tokenizer.encode("hi", add_special_tokens=False)
+    special = tokenizer.all_special_ids[0]
     _, out = stream(byte_level.detokenizer("incremental"), [*ids, special, 10**6])
     assert out == "hi"
 

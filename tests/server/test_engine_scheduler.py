@@ -6,7 +6,6 @@ import asyncio
 import os
 import threading
 import time
-from pathlib import Path
 from typing import Any, Awaitable, TypeVar
 
 import pytest
@@ -22,32 +21,14 @@ from server.engine import (  # noqa: E402
     QueueFull,
     SamplingParams,
     create_engine,
-    load_tokenizer,
 )
 from server.engine.scheduler import BATCH_TOLERANCE_S, Scheduler  # noqa: E402
 
 T = TypeVar("T")
-REPO = Path(__file__).resolve().parents[2]
 
 
 def run(coro: Awaitable[T], timeout: float = 20.0) -> T:
     return asyncio.run(asyncio.wait_for(coro, timeout))  # type: ignore[arg-type]
-
-
-@pytest.fixture(scope="module")
-def model_dir(tmp_path_factory: pytest.TempPathFactory) -> str:
-    """The tiny model of `make setup` when present, else a fresh build (~3 s)."""
-    built = REPO / ".models" / "tiny"
-    if (built / "config.json").is_file():
-        return str(built)
-    from server.model_builder import build
-
-    return str(build(tmp_path_factory.mktemp("model") / "tiny"))
-
-
-@pytest.fixture(scope="module")
-def tokenizer(model_dir: str) -> Any:
-    return load_tokenizer(model_dir)
 
 
 def synthetic(tokenizer: Any, **kw: Any) -> Scheduler:

@@ -20,12 +20,10 @@ from server.engine import (  # noqa: E402
     SamplingParams,
     create_engine,
     eos_token_ids,
-    load_tokenizer,
 )
 from server.engine.scheduler import Scheduler  # noqa: E402
 
 T = TypeVar("T")
-REPO = Path(__file__).resolve().parents[2]
 GREEDY = SamplingParams(temperature=0.0)
 # Split across tokens by the byte-level BPE: CJK extension B, skin tone, ZWJ, text never seen.
 SCRIPT = "鬱蒼とした森で𠮷野家の🦩と🧑🏿‍🚀が踊る。Streaming works 👩🏽‍🚒 — Ωμέγα ✅"
@@ -33,22 +31,6 @@ SCRIPT = "鬱蒼とした森で𠮷野家の🦩と🧑🏿‍🚀が踊る。St
 
 def run(coro: Awaitable[T], timeout: float = 30.0) -> T:
     return asyncio.run(asyncio.wait_for(coro, timeout))  # type: ignore[arg-type]
-
-
-@pytest.fixture(scope="module")
-def model_dir(tmp_path_factory: pytest.TempPathFactory) -> str:
-    """The tiny model of `make setup` when present, else a fresh build (~3 s)."""
-    built = REPO / ".models" / "tiny"
-    if (built / "config.json").is_file():
-        return str(built)
-    from server.model_builder import build
-
-    return str(build(tmp_path_factory.mktemp("model") / "tiny"))
-
-
-@pytest.fixture(scope="module")
-def tokenizer(model_dir: str) -> Any:
-    return load_tokenizer(model_dir)
 
 
 @pytest.fixture(scope="module")

@@ -86,7 +86,7 @@ def test_models_list(client):
 
 
 @pytest.fixture(scope="module")
-def transformers_server(tiny_tokenizer):
+def transformers_server(tokenizer):
     with running_server(["--device", "cpu", "--slots", "2"]) as handle:
         yield handle
 

@@ -1,0 +1,22 @@
+"""Fixtures every test package shares."""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from server.launcher import DEFAULT_MODEL_DIR
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+
+
+@pytest.fixture(scope="session")
+def model_dir() -> str:
+    """The tiny model `make setup` builds; built here (~3 s) when a test run starts without it,
+    so a missing build step fails loudly elsewhere instead of skipping tests here."""
+    if not (Path(DEFAULT_MODEL_DIR) / "config.json").is_file():
+        from server.model_builder import build
+
+        build(Path(DEFAULT_MODEL_DIR))
+    return str(DEFAULT_MODEL_DIR)
