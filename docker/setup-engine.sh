@@ -37,16 +37,22 @@ if [ "$(id -u)" != 0 ]; then
     echo "docker-setup: no engine answers and only root can start dockerd here" >&2
     exit 1
 fi
-if ! pgrep -x dockerd >/dev/null; then
-    # Pid files left by an engine that died with the machine make dockerd and containerd refuse.
-    rm -f /var/run/docker.pid /run/docker/containerd/containerd.pid /var/run/docker/containerd/containerd.pid
-    echo "docker-setup: starting dockerd (log: $LOG)"
-    setsid nohup dockerd --bridge=none --iptables=false --ip-masq=false >>"$LOG" 2>&1 </dev/null &
-fi
+# A live dockerd (not a zombie left by one that was killed) is given time to answer; otherwise one
+# is started. Checked on every poll, so an engine that dies while we wait is replaced once.
+dockerd_alive() { ps -C dockerd -o stat= 2>/dev/null | grep -qv '^Z'; }
+started=0
 for _ in $(seq 300); do  # answers in < 0.5 s on these machines; allow 30 s
     if docker info >/dev/null 2>&1; then
         echo "docker-setup: engine $(docker info --format '{{.ServerVersion}}') answers"
         exit 0
+    fi
+    if ! dockerd_alive && ((started < 2)); then
+        # Pid files left by an engine that died make dockerd and containerd refuse to start.
+        rm -f /var/run/docker.pid /run/docker/containerd/containerd.pid \
+              /var/run/docker/containerd/containerd.pid
+        echo "docker-setup: starting dockerd (log: $LOG)"
+        setsid nohup dockerd --bridge=none --iptables=false --ip-masq=false >>"$LOG" 2>&1 </dev/null &
+        started=$((started + 1))
     fi
     sleep 0.1
 done

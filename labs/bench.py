@@ -34,7 +34,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterator, Mapping, Sequence
 
 from labs import client
-from labs.load import SYNTHETIC, LoadLab, LoadPath, StepResult, _runner
+from labs.load import SYNTHETIC, LoadLab, LoadPath, StepResult, _no_gc_pauses, _runner
 from labs.measurements import percentile
 from labs.resources import raise_own_fd_limit
 
@@ -96,8 +96,8 @@ def bench_proxies(streams: int, duration_s: float, rounds: int, progress: Progre
         urls = {"direct": server.url + "/v1/chat/completions",
                 **{p: proxy.url + "/v1/chat/completions" for p, proxy in proxies.items()}}
         progress(f"one stream at a time, {rounds} rounds over {len(urls)} paths")
-        with _runner() as runner:
-            result["one_stream"] = runner.run(_single(urls, lab._model, rounds))
+        with _runner() as runner, _no_gc_pauses():
+            result["one_stream"] = runner.run(_single(urls, lab.model, rounds))
         steps: dict[str, StepResult] = {}
         for name in ("direct", *PROXIES):
             progress(f"{streams} streams: {name}")
@@ -129,6 +129,7 @@ def compare(one: Mapping[str, Mapping[str, Any]], many: Mapping[str, Mapping[str
             "many_ttft_p50_ratio": _ratio(pn.get("ttft_p50_s"), dn.get("ttft_p50_s")),
             "many_ttft_p99_ratio": _ratio(pn.get("ttft_p99_s"), dn.get("ttft_p99_s")),
             "many_gap_p99_ratio": gap_ratio,
+            "many_steady_gap_p99_ratio": _ratio(pn.get("steady_gap_p99_s"), dn.get("steady_gap_p99_s")),
             "many_hop_p50_s": pn.get("hop_p50_s"), "many_hop_p99_s": pn.get("hop_p99_s"),
             "many_failed": pn.get("failed"), "many_rate_pct": pn.get("rate_pct"),
             "many_proxy_cpu_pct": (pn.get("proxy") or {}).get("cpu_pct"),
@@ -182,7 +183,7 @@ def _module_exists(name: str) -> bool:
         return False
 
 
-def run_module(module: str, out: Path, args: Sequence[str] = (), timeout_s: float = 600) -> dict[str, Any]:
+def run_module(module: str, out: Path, args: Sequence[str] = (), timeout_s: float = 300) -> dict[str, Any]:
     """`python -m MODULE --json OUT ARGS`, bounded; its JSON, or why there is none."""
     if not _module_exists(module):
         return {"missing": f"{module} does not exist in this checkout"}
@@ -257,7 +258,7 @@ def _client_case(url: str, streams: int, n: int, interval: float, loop: str) -> 
     if loop == "uvloop":
         import uvloop
         factory = uvloop.new_event_loop
-    with asyncio.Runner(loop_factory=factory) as runner:
+    with asyncio.Runner(loop_factory=factory) as runner, _no_gc_pauses():
         batch = runner.run(client.run_many(url, [body] * streams, streams, 60.0))
     hops = [h for r in batch.results for h in r.hop_delays]
     events = sum(len(r.events) for r in batch.results)
@@ -304,7 +305,7 @@ def markdown(results: Mapping[str, Any], command: str) -> str:
         lines += [f"## Fixed proxy configs against direct (1 stream, and {n:,} streams x 20 tok/s "
                   f"for {proxies['duration_s']:g} s)", "",
                   "| path | TTFT p50 1 stream (ms) | added | TTFT p99 ratio | hop p50/p99 1 stream (ms) "
-                  f"| {n:,}: complete | tok/s % ideal | TTFT p50/p99 (ms) | gap p99 (ms) | gap p99 ratio "
+                  f"| {n:,}: complete | tok/s % ideal | TTFT p50/p99 (ms) | gap p99 (steady) (ms) | gap p99 ratio "
                   "| hop p99 (ms) | proxy CPU | targets |",
                   "| --- |" + " ---: |" * 12 + " --- |"]
         for name in ("direct", *PROXIES):
@@ -317,7 +318,8 @@ def markdown(results: Mapping[str, Any], command: str) -> str:
                 f"| {name} | {_ms(o['ttft_p50_s'])} | {added} | "
                 f"{'-' if name == 'direct' else _x(c.get('one_ttft_p99_ratio'))} | "
                 f"{_ms(o['hop_p50_s'])} / {_ms(o['hop_p99_s'])} | {m['completed']:,} | {m['rate_pct']:.0f}% | "
-                f"{_ms(m['ttft_p50_s'], 0)} / {_ms(m['ttft_p99_s'], 0)} | {_ms(m['gap_p99_s'], 1)} | "
+                f"{_ms(m['ttft_p50_s'], 0)} / {_ms(m['ttft_p99_s'], 0)} | {_ms(m['gap_p99_s'], 1)} "
+                f"({_ms(m.get('steady_gap_p99_s'), 1)}) | "
                 f"{'-' if name == 'direct' else _x(c.get('many_gap_p99_ratio'))} | {_ms(m['hop_p99_s'], 1)} | "
                 f"{'-' if not m.get('proxy') else str(round(m['proxy']['cpu_pct'])) + '%'} | {verdict} |")
         lines += ["", "CPU at the many-streams step, % of one core (server / proxy / client / whole machine):", ""]

@@ -424,21 +424,26 @@ def _per_token(run: Run, metric: str) -> float | None:
     return run.metric(metric) / tokens if tokens else None
 
 
+def _writes_text(run: Run) -> tuple[float | None, str]:
+    """Writes per token, and (shown, not judged: it depends on the machine) server CPU per token."""
+    value = _per_token(run, "streamlab_stream_writes_total")
+    frames = _per_token(run, "streamlab_sse_frames_total")
+    cpu = _per_token(run, "process_cpu_seconds_total")
+    cpu_text = "-" if cpu is None else f"{cpu * 1e6:.0f} us"
+    return value, f"{_num(value)} writes and {_num(frames)} SSE frames per token; server CPU {cpu_text} per token"
+
+
 def writes_per_token_at_least(bound: float) -> Check:
     def measure(run: Run) -> tuple[str, bool]:
-        value = _per_token(run, "streamlab_stream_writes_total")
-        frames = _per_token(run, "streamlab_sse_frames_total")
-        return f"{_num(value)} writes and {_num(frames)} SSE frames per token", (
-            value is not None and value >= bound)
+        value, text = _writes_text(run)
+        return text, value is not None and value >= bound
     return Check(f"the server writes once per token (>= {bound:g} writes per token)", measure)
 
 
 def writes_per_token_at_most(bound: float) -> Check:
     def measure(run: Run) -> tuple[str, bool]:
-        value = _per_token(run, "streamlab_stream_writes_total")
-        frames = _per_token(run, "streamlab_sse_frames_total")
-        return f"{_num(value)} writes and {_num(frames)} SSE frames per token", (
-            value is not None and value <= bound)
+        value, text = _writes_text(run)
+        return text, value is not None and value <= bound
     return Check(f"writes coalesced: <= {bound:g} writes per token", measure)
 
 

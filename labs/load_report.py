@@ -21,6 +21,7 @@ from rich.table import Table  # noqa: E402
 from labs.load import MAX_GAP_FACTOR, MAX_TTFT_P99_S, MIN_RATE_PCT, PathResult, StepResult  # noqa: E402
 
 COLOURS = {"nginx": "#009639", "haproxy": "#1f77b4", "envoy": "#ac3bd3", None: "#222222"}
+TEACHING_COLOURS = ("#e66101", "#8c510a", "#7f7f7f", "#d01c8b")  # rows that are not a proxy
 
 
 def _ms(seconds: float | None) -> str:
@@ -42,7 +43,7 @@ def _fds(usage: Mapping[str, Any] | None) -> str:
     return "-" if not usage else f"{usage['fds_peak']}"
 
 
-STEP_COLUMNS = ("streams", "complete", "failed", "TTFT p50/p99 ms", "gap p50/p99 ms",
+STEP_COLUMNS = ("streams", "complete", "failed", "TTFT p50/p99 ms", "gap p50/p99 (steady p99) ms",
                 "tok/s (% ideal)", "CPU srv/proxy/client (machine)", "fds srv/proxy",
                 "acceptq entry/srv")
 
@@ -51,7 +52,7 @@ def step_row(step: StepResult) -> list[str]:
     return [
         f"{step.concurrency:,}", f"{step.completed:,}", _failed(step),
         f"{_ms(step.ttft_p50_s)} / {_ms(step.ttft_p99_s)}",
-        f"{_ms(step.gap_p50_s)} / {_ms(step.gap_p99_s)}",
+        f"{_ms(step.gap_p50_s)} / {_ms(step.gap_p99_s)} ({_ms(step.steady_gap_p99_s)})",
         f"{step.tok_s:,.0f} ({step.rate_pct:.0f}%)",
         f"{_cpu(step.server)} / {_cpu(step.proxy)} / {step.client_cpu_pct:.0f}% "
         f"({step.machine_busy_pct:.0f}%)",
@@ -116,7 +117,8 @@ def markdown(results: Sequence[PathResult], meta: Mapping[str, Any]) -> str:
         f"without a model) paces each at {rate:g} tok/s for {duration:g} s (the tiny-model row: "
         f"2 s). Ideal aggregate = N x {rate:g} tok/s; delivered = content events received per "
         f"second while every stream was open (from the last first token to the first end), so "
-        f"the connect burst is judged by TTFT and not twice. A step is healthy when every stream completed, "
+        f"the connect burst is judged by TTFT and not twice; steady gap p99 is the gap p99 inside that "
+        f"window (the load once every stream is open, without the admission burst). A step is healthy when every stream completed, "
         f">= {MIN_RATE_PCT:.0f}% of the ideal arrived, TTFT p99 <= {MAX_TTFT_P99_S:g} s and gap "
         f"p99 <= {MAX_GAP_FACTOR:g} x the token interval. CPU is % of one core (the machine has "
         f"2, shared by client, proxy, server and whatever else runs: machine is all of it); fds "
@@ -151,7 +153,9 @@ def markdown(results: Sequence[PathResult], meta: Mapping[str, Any]) -> str:
                                 ("proxy access", step.proxy_access),
                                 ("proxy counters", step.proxy_counters),
                                 ("server statuses", step.server_statuses),
-                                ("server log", step.server_log)):
+                                ("server log", step.server_log),
+                                ("TCP counters (machine)", step.tcp_counters),
+                                ("TTFT histogram", step.ttft_histogram)):
                 if data:
                     shown = "; ".join(f"`{k}` x{v}" for k, v in list(data.items())[:5])
                     lines.append(f"  - {label}: {shown}")
@@ -168,6 +172,7 @@ def plot(results: Sequence[PathResult], path: Path) -> Path:
     panels = (("completed streams, % of opened", lambda s: 100.0 * s.completed / s.concurrency),
               ("delivered tok/s, % of ideal", lambda s: s.rate_pct),
               ("TTFT p99 (s)", lambda s: s.ttft_p99_s or float("nan")))
+    teaching = [r.path.name for r in results if r.path.role == "teaching"]
     for ax, (title, value) in zip(axes, panels):
         for r in results:
             if not r.steps:
@@ -175,8 +180,9 @@ def plot(results: Sequence[PathResult], path: Path) -> Path:
             xs = [s.concurrency for s in r.steps]
             ys = [value(s) for s in r.steps]
             style = {"broken": "--", "teaching": ":"}.get(r.path.role, "-")
-            ax.plot(xs, ys, style, marker="o", color=COLOURS.get(r.path.proxy, "#777777"),
-                    label=r.path.name, alpha=0.9)
+            colour = (TEACHING_COLOURS[teaching.index(r.path.name) % len(TEACHING_COLOURS)]
+                      if r.path.role == "teaching" else COLOURS.get(r.path.proxy, "#777777"))
+            ax.plot(xs, ys, style, marker="o", color=colour, label=r.path.name, alpha=0.9)
         ax.set_xscale("log")
         ax.set_xlabel("concurrent streams")
         ax.set_title(title)

@@ -21,6 +21,7 @@ from labs import client
 from labs.measurements import StreamResult
 from labs.scenario import VARIANTS, CheckResult, Run, Scenario, Variant, VariantName, Workload
 from proxies.base import ProxySettings
+from proxies.runtime import get_runtime
 from proxies.runtime.base import RunningProxy, Runtime
 from proxies.runtime.process import free_port, wait_until
 from proxies.variants import variant as named_settings
@@ -33,15 +34,8 @@ Progress = Callable[[str], None]
 
 
 def runtime_named(name: str | None = None) -> Runtime:
-    """The proxies' runtime: `local` host processes (default) or `docker` containers."""
-    name = name or os.environ.get("LAB_RUNTIME", "local")
-    if name == "local":
-        from proxies.runtime.local import LocalRuntime
-        return LocalRuntime()
-    if name == "docker":
-        from proxies.runtime.docker import DockerRuntime  # type: ignore[import-not-found]
-        return DockerRuntime()
-    raise ValueError(f"unknown runtime {name!r}: use local or docker")
+    """Where the server and proxies run: `local` host processes (default) or `docker` containers."""
+    return get_runtime(name or os.environ.get("LAB_RUNTIME", "local"))
 
 
 @dataclass

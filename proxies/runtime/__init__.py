@@ -1,4 +1,4 @@
-"""How proxies run: `local` (host processes) now; a Docker runtime with the same interface later.
+"""How the proxies and the model server run: `local` host processes or `docker` containers.
 
 Kept free of imports at package level: `server.launcher` imports `proxies.runtime.process`.
 """
@@ -20,9 +20,13 @@ def register_runtime(name: str, factory: Callable[[], "Runtime"]) -> None:
 
 
 def get_runtime(name: str = "local") -> "Runtime":
+    # Imported on first use: the Docker runtime is only needed when asked for.
     if name == "local" and name not in _factories:
         from proxies.runtime.local import LocalRuntime
         register_runtime("local", LocalRuntime)
+    if name == "docker" and name not in _factories:
+        from proxies.runtime.docker import DockerRuntime
+        register_runtime("docker", DockerRuntime)
     if name not in _factories:
         raise ValueError(f"unknown runtime {name!r}; known: {', '.join(sorted(_factories)) or 'local'}")
     return _factories[name]()

@@ -2,9 +2,12 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import ContextManager, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, ContextManager, Mapping, Protocol, Sequence, runtime_checkable
 
 from proxies.base import ProxySettings
+
+if TYPE_CHECKING:
+    from server.launcher import ServerHandle
 
 
 @runtime_checkable
@@ -49,6 +52,11 @@ class RunningProxy(Protocol):
 
 class Runtime(Protocol):
     name: str
+
+    def run_server(self, args: Sequence[str] = (), *,
+                   env: Mapping[str, str] | None = None) -> ContextManager["ServerHandle"]:
+        """The model server (`python -m server ARGS`) in this runtime, ready; stopped on exit."""
+        ...
 
     def run_proxy(self, settings: ProxySettings,
                   workdir: Path | None = None) -> ContextManager[RunningProxy]:

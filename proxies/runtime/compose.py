@@ -101,7 +101,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     elif what[0] == "env":
         sys.stdout.write("".join(f"{key}={value}\n" for key, value in compose_env().items()))
     else:
-        print(f"usage: python -m proxies.runtime.compose command|files|env", file=sys.stderr)
+        print("usage: python -m proxies.runtime.compose command|files|env", file=sys.stderr)
         return 2
     return 0
 

@@ -240,6 +240,10 @@ class DockerRuntime:
 
     name = "docker"
 
+    def run_server(self, args: Sequence[str] = (), *,
+                   env: Mapping[str, str] | None = None) -> contextlib.AbstractContextManager[ServerHandle]:
+        return running_server(args, env=env)
+
     def run_proxy(self, settings: ProxySettings,
                   workdir: Path | None = None) -> contextlib.AbstractContextManager[DockerProxy]:
         return run_proxy(settings, workdir)
@@ -296,13 +300,16 @@ def running_server(args: Sequence[str] = (), *, host: str = "127.0.0.1", port: i
 
 
 def stop_leftovers() -> list[str]:
-    """Remove streamlab containers whose owner process is gone (a run killed with SIGKILL)."""
-    listed = docker(["ps", "--all", "--filter", f"label={LABEL}", "--format",
+    """Remove the runtime's containers whose owner process is gone (a run killed with SIGKILL).
+
+    Compose stacks carry the label but no owner PID: `docker compose down` is theirs to run.
+    """
+    listed = docker(["ps", "--all", "--filter", f"label={LABEL}.pid", "--format",
                      f'{{{{.ID}}}} {{{{.Label "{LABEL}.pid"}}}}'], check=False).stdout
     removed = []
     for line in listed.splitlines():
         cid, _, pid = line.partition(" ")
-        if pid.isdigit() and Path(f"/proc/{pid}").exists():
+        if not pid.isdigit() or Path(f"/proc/{pid}").exists():
             continue
         docker(["rm", "--force", cid], check=False)
         removed.append(cid)

@@ -12,7 +12,7 @@ import tempfile
 import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterator
+from typing import TYPE_CHECKING, Iterator, Mapping, Sequence
 
 from proxies.base import ProxyName, ProxySettings
 from proxies.binaries import binary
@@ -20,6 +20,9 @@ from proxies.rendering import render
 from proxies.runtime import logs
 from proxies.runtime.process import ManagedProcess, managed, port_accepts, wait_until
 from proxies.validation import validate
+
+if TYPE_CHECKING:
+    from server.launcher import ServerHandle
 
 PROCESS_LOG = "process.log"  # the binary's stdout and stderr
 
@@ -161,6 +164,12 @@ class LocalRuntime:
     """runtime.base.Runtime for host processes."""
 
     name = "local"
+
+    def run_server(self, args: Sequence[str] = (), *,
+                   env: Mapping[str, str] | None = None) -> contextlib.AbstractContextManager[ServerHandle]:
+        from server.launcher import running_server  # server.launcher imports this package
+
+        return running_server(args, env=env)
 
     def run_proxy(self, settings: ProxySettings,
                   workdir: Path | None = None) -> contextlib.AbstractContextManager[LocalProxy]:

@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Iterable, Sequence
 
 from proxies.install import check_binary, find_envoy
-from proxies.runtime.dockercli import docker, require_engine
+from proxies.runtime.dockercli import docker, image_inspect, require_engine
 from proxies.runtime.images import OFFLINE, ImageMissing, Service, forget_choices, image_for, mode, override_variable
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -122,8 +122,9 @@ def ldd(paths: Sequence[str]) -> set[str]:
                     needed.add(target)
             elif line.startswith("/") and "(" in line:
                 needed.add(line.split("(")[0].strip())  # the loader itself
-    if missing:
-        print(f"warning: ldd found no {', '.join(sorted(set(missing)))}", file=sys.stderr)
+    if missing:  # the host lacks them too, so whatever needs them fails there as well
+        names = sorted({line.split()[0] for line in missing})
+        print(f"note: ldd finds no {', '.join(names)} on this machine either; skipped", file=sys.stderr)
     return needed
 
 
@@ -180,6 +181,7 @@ def build(service: Service, quiet: bool = False) -> str:
     """Build OFFLINE[service] from this machine's files; returns the tag."""
     tag = OFFLINE[service]
     started = time.monotonic()
+    previous = image_inspect(tag)
     with tempfile.TemporaryDirectory(prefix=f"streamlab-image-{service}-") as tmp:
         context = Path(tmp)
         fs, labels = (server_rootfs if service == "server" else
@@ -188,6 +190,8 @@ def build(service: Service, quiet: bool = False) -> str:
         label_args = [arg for key, value in {"streamlab.offline": "1", **labels}.items()
                       for arg in ("--label", f"{key}={value}")]
         docker(["build", "--quiet", "--tag", tag, *label_args, str(context)], timeout=600)
+    if previous and previous["Id"] != (image_inspect(tag) or {}).get("Id"):
+        docker(["image", "rm", previous["Id"]], check=False)  # the replaced build, now untagged
     if not quiet:
         print(f"built {tag} from {labels.get('streamlab.source') or labels['streamlab.python']} "
               f"({labels['streamlab.version']}) in {time.monotonic() - started:.1f}s")

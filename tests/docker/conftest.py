@@ -11,18 +11,20 @@ Every test here needs a Docker engine: without one they skip, saying why, except
 """
 from __future__ import annotations
 
+import functools
 import os
 import secrets
 import shlex
 import urllib.request
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterator
+from typing import Callable, Iterator
 
 import pytest
 from pytest_docker.plugin import DockerComposeExecutor, Services, get_docker_services
 
-from proxies import ProxySettings, variant
+from proxies import EnvoySettings, ProxySettings, variant
+from proxies.base import ProxyName
 from proxies.rendering import render
 from proxies.runtime.compose import (ComposeUnavailable, compose_command, compose_env, compose_files,
                                      is_v1, write_env_file)
@@ -30,14 +32,15 @@ from proxies.runtime.dockercli import engine_problem
 from proxies.runtime.images import ImageMissing, image_for
 from proxies.runtime.process import free_port, port_accepts
 
-PROXIES = ("nginx", "haproxy", "envoy")
+PROXIES: tuple[ProxyName, ...] = ("nginx", "haproxy", "envoy")
 PROFILES = " ".join(f"--profile {name}" for name in PROXIES)
 HERE = Path(__file__).resolve().parent
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """`-m docker` / `-m "not docker"` select the tests here that need an engine."""
     for item in items:
-        if HERE in Path(str(item.fspath)).resolve().parents:
+        if HERE in Path(str(item.fspath)).resolve().parents and "docker_engine" in getattr(item, "fixturenames", ()):
             item.add_marker(pytest.mark.docker)
 
 
@@ -81,14 +84,20 @@ class Stack:
 
     folder: Path
     server_port: int = field(default_factory=free_port)
-    settings: dict[str, ProxySettings] = field(default_factory=dict)
+    settings: dict[ProxyName, ProxySettings] = field(default_factory=dict)
 
-    def url(self, proxy: str) -> str:
+    def url(self, proxy: ProxyName) -> str:
         return f"http://127.0.0.1:{self.settings[proxy].listen_port}"
 
     @property
     def server_url(self) -> str:
         return f"http://127.0.0.1:{self.server_port}"
+
+    @property
+    def admin_url(self) -> str:
+        """Envoy's admin endpoint."""
+        envoy: EnvoySettings = self.settings["envoy"]  # type: ignore[assignment]
+        return f"http://127.0.0.1:{envoy.admin_port}"
 
     @property
     def nginx_prefix(self) -> Path:
@@ -191,10 +200,12 @@ def _http_ok(url: str) -> bool:
 def compose_stack(docker_services: Services, stack: Stack, docker_compose_command: str,
                   docker_compose_file: list[str], docker_compose_project_name: str) -> Stack:
     """The stack, ready: the server's /healthz, each proxy's port, Envoy's admin /ready."""
-    checks = {"server": lambda: _http_ok(stack.server_url + "/healthz"),
-              "envoy admin": lambda: _http_ok(f"http://127.0.0.1:{stack.settings['envoy'].admin_port}/ready")}
+    admin = stack.admin_url
+    checks: dict[str, Callable[[], bool]] = {
+        "server": lambda: _http_ok(stack.server_url + "/healthz"),
+        "envoy admin": lambda: _http_ok(admin + "/ready")}
     for proxy in PROXIES:
-        checks[proxy] = lambda port=stack.settings[proxy].listen_port: port_accepts(port)
+        checks[proxy] = functools.partial(port_accepts, stack.settings[proxy].listen_port)
     for name, check in checks.items():
         try:
             docker_services.wait_until_responsive(check=check, timeout=120.0, pause=0.05)

@@ -10,6 +10,7 @@ import pytest
 import yaml
 
 from proxies import variant
+from proxies.base import ProxyName
 from proxies.export import FIXED_DIR
 from proxies.rendering import render
 from proxies.runtime.docker import CONFIG_DIR, PREFIX, proxy_args
@@ -45,7 +46,7 @@ def test_compose_runs_what_the_runtime_runs() -> None:
 
 
 @pytest.mark.parametrize("proxy", PROXIES)
-def test_fixed_config_streams_a_completion_in_containers(proxy: str, compose_stack: Stack) -> None:
+def test_fixed_config_streams_a_completion_in_containers(proxy: ProxyName, compose_stack: Stack) -> None:
     direct = completion(compose_stack.server_url)
     assert direct.status == 200 and direct.done
     through = completion(compose_stack.url(proxy))
@@ -65,7 +66,7 @@ def test_nginx_logs_land_in_the_mounted_prefix(compose_stack: Stack) -> None:
 
 def test_envoy_stats_through_its_admin_port(compose_stack: Stack) -> None:
     completion(compose_stack.url("envoy"))
-    admin = f"http://127.0.0.1:{compose_stack.settings['envoy'].admin_port}"
-    with urllib.request.urlopen(admin + "/stats?filter=cluster.upstream.upstream_rq_total") as response:
+    stats = compose_stack.admin_url + "/stats?filter=cluster.upstream.upstream_rq_total"
+    with urllib.request.urlopen(stats) as response:
         line = response.read().decode().strip()
     assert int(line.rsplit(": ", 1)[1]) >= 1, line

@@ -13,6 +13,7 @@ import pytest
 
 from labs.runner import runtime_named
 from proxies import ConfigInvalid, NginxSettings, ProxySettings, variant
+from proxies.base import ProxyName
 from proxies.runtime.base import RunningProxy
 from proxies.runtime.docker import DockerProxy, DockerRuntime, run_proxy
 from proxies.runtime.dockercli import docker
@@ -35,7 +36,7 @@ def upstream(images: dict[str, str]) -> Iterator[SseUpstream]:
 
 
 def on_free_ports(settings: ProxySettings, upstream_port: int) -> ProxySettings:
-    changes = {"listen_port": free_port(), "upstream_port": upstream_port}
+    changes: dict[str, int] = {"listen_port": free_port(), "upstream_port": upstream_port}
     if settings.proxy == "envoy":
         changes["admin_port"] = free_port()
     return settings.with_(**changes)
@@ -64,7 +65,7 @@ def test_labs_select_it_by_name() -> None:
 
 
 @pytest.mark.parametrize("name", PROXIES)
-def test_starts_serves_logs_and_stops(name: str, upstream: SseUpstream) -> None:
+def test_starts_serves_logs_and_stops(name: ProxyName, upstream: SseUpstream) -> None:
     settings = on_free_ports(variant(name, "defaults"), upstream.port)
     started = time.monotonic()
     with DockerRuntime().run_proxy(settings) as proxy:
@@ -87,7 +88,7 @@ def test_starts_serves_logs_and_stops(name: str, upstream: SseUpstream) -> None:
 
 
 @pytest.mark.parametrize("name", PROXIES)
-def test_stops_when_the_body_raises(name: str, upstream: SseUpstream) -> None:
+def test_stops_when_the_body_raises(name: ProxyName, upstream: SseUpstream) -> None:
     settings = on_free_ports(variant(name, "fixed"), upstream.port)
     with pytest.raises(RuntimeError, match="boom"):
         with run_proxy(settings) as proxy:
@@ -133,7 +134,7 @@ def test_parallel_runs_never_collide(upstream: SseUpstream) -> None:
 
 
 @pytest.mark.parametrize("name", PROXIES)
-def test_fixed_config_streams_every_event_at_once(name: str, upstream: SseUpstream) -> None:
+def test_fixed_config_streams_every_event_at_once(name: ProxyName, upstream: SseUpstream) -> None:
     settings = on_free_ports(variant(name, "fixed"), upstream.port)
     with run_proxy(settings) as proxy:
         result = stream_sync(proxy.url + "/v1/chat/completions?n=20&interval=0.05", method="POST",
@@ -146,7 +147,7 @@ def test_fixed_config_streams_every_event_at_once(name: str, upstream: SseUpstre
 
 
 @pytest.mark.parametrize("name", PROXIES)
-def test_fixed_config_passes_a_client_disconnect_upstream(name: str, upstream: SseUpstream) -> None:
+def test_fixed_config_passes_a_client_disconnect_upstream(name: ProxyName, upstream: SseUpstream) -> None:
     settings = on_free_ports(variant(name, "fixed"), upstream.port)
     with run_proxy(settings) as proxy:
         before = len(upstream.stats.disconnects)

@@ -10,7 +10,8 @@ from typing import Any, Iterator
 
 import pytest
 
-from labs.load import SYNTHETIC, LoadLab, LoadPath, StepResult, diagnose, first_limit, steady_rate
+from labs.load import (SYNTHETIC, LoadLab, LoadPath, StepResult, diagnose, first_limit, steady_rate,
+                       ttft_histogram)
 from labs.measurements import Event, StreamResult
 from labs.resources import Sampler, accept_queues, cpu_s, machine_cpu, open_fds
 
@@ -63,6 +64,9 @@ def test_nginx_worker_connections_named_from_its_log_line() -> None:
     pytest.param({"ttft_p99_s": 8.2, "accept_queue_peak": 44, "delivered_tok_s": 3000.0},
                  "proxy stops accepting (maxconn): streams wait in the kernel's accept queue",
                  id="haproxy-maxconn-waves"),
+    pytest.param({"ttft_p99_s": 3.1, "tcp_counters": {"ListenOverflows": 12, "TCPSynRetrans": 12},
+                  "ttft_histogram": {"<0.5 s": 988, "<2 s": 8, "<4 s": 4}},
+                 "a listen queue overflowed", id="listen-overflow"),
     pytest.param({"ttft_p50_s": 0.9, "ttft_p99_s": 1.3, "server_accept_queue_peak": 100},
                  "server admission of a burst (CPU per request)", id="admission-burst"),
     pytest.param({"gap_p99_s": 0.4, "delivered_tok_s": 4000.0,
@@ -99,6 +103,11 @@ def test_steady_rate_falls_back_to_wall_time_for_waves() -> None:
     results = [_stream(0.0, 0.0, 20, 0.05), _stream(0.0, 1.0, 20, 0.05)]
     rate, window = steady_rate(results, wall_s=2.0)
     assert window is None and rate == pytest.approx(20.0)
+
+
+def test_ttft_histogram_shows_the_retransmit_ladder() -> None:
+    assert ttft_histogram([0.01, 0.02, 0.3, 1.2, 3.1, 7.2, 9.0]) == {
+        "<0.1 s": 2, "<0.5 s": 1, "<2 s": 1, "<4 s": 1, "<8 s": 1, ">=8 s": 1}
 
 
 def test_sampler_reads_cpu_fds_and_the_accept_queue() -> None:
