@@ -12,7 +12,7 @@ the server, the proxy and the client itself, the proxy's accept queue, and the e
 processes left (log lines, Envoy counters, HTTP statuses counted by the server).
 
 A step is healthy when every stream completed, at least 90% of the ideal rate arrived, TTFT p99
-stayed under 1 s and gap p99 under three token intervals. The first unhealthy step of a
+stayed under 1 s and gap p99 under two token intervals. The first unhealthy step of a
 path is its first limit; `diagnose` names it from the evidence (rules in the order a reader
 would check them: what the proxy said, what the server answered, what the client did, then
 whose CPU ran out).
@@ -41,8 +41,17 @@ from labs.sse_parser import classify
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 PROMPT = [{"role": "user", "content": "Tell me something, one token at a time."}]
-# The tiny model is teacher-forced on this text (exact tokens, one real forward pass each).
-MODEL_SCRIPT = " ".join(["Every token should reach the reader the moment the model makes it."] * 20)
+# Every stream is scripted with short ASCII words: with the lab's byte-level BPE each token then
+# decodes to text on its own, so one token is one SSE event and gaps are pure pacing. Unscripted,
+# the synthetic engine cycles through the corpus, whose Japanese and emoji span several tokens:
+# the detokenizer holds those back, and gap p99 reads 2 intervals (100 ms) with nothing wrong.
+# The tiny model is teacher-forced on the same text (one real forward pass per token).
+SCRIPT_SENTENCE = "Every token should reach the reader the moment the model makes it. "
+
+
+def script(tokens: int) -> str:
+    """A script of at least `tokens` tokens (each sentence is more than 8)."""
+    return (SCRIPT_SENTENCE * (tokens // 8 + 2)).strip()
 
 ClientKind = Literal["lean", "httpx-default"]
 Role = Literal["direct", "broken", "fixed", "teaching"]
@@ -51,9 +60,7 @@ Progress = Callable[[str], None]
 # What "healthy" means for a step (module docstring).
 MIN_RATE_PCT = 90.0
 MAX_TTFT_P99_S = 1.0
-# 3 intervals, not 2: the server alone shows gap p99 = 2 intervals (one missed tick) already at
-# 10 streams, so a 2x rule would call every path broken at its first step.
-MAX_GAP_FACTOR = 3.0
+MAX_GAP_FACTOR = 2.0  # gap p99 over 2 token intervals: a token waited as long as a whole tick
 BUSY_CPU_PCT = 85.0  # of one core: a single-threaded process this busy is the bottleneck
 MACHINE_CORES = 2
 
@@ -305,7 +312,7 @@ def diagnose(step: StepResult) -> list[Limit]:
     if overflow:
         counters = ", ".join(f"{k} +{v}" for k, v in sorted(overflow.items()))
         add("Envoy circuit breaker", "proxy", f"Envoy counters {counters}")
-    waves = (step.ttft_p99_s or 0.0) >= 0.5 * step.duration_s  # waited for a whole stream
+    waves = (step.ttft_p99_s or 0.0) >= 0.9 * step.duration_s  # waited for a whole stream
     if step.proxy is not None and step.accept_queue_peak and waves:
         add("proxy stops accepting (maxconn): streams wait in the kernel's accept queue", "proxy",
             f"accept queue of the proxy's listen socket peaked at {step.accept_queue_peak}, nothing "
@@ -666,9 +673,8 @@ class LoadLab:
             yield proxy
 
     def body(self, path: LoadPath, tokens: int, extra_lab: Mapping[str, Any] | None = None) -> dict[str, Any]:
-        lab: dict[str, Any] = {"tokens_per_s": self.tokens_per_s, "stamp": True, **(extra_lab or {})}
-        if path.server.engine == "transformers":
-            lab["script"] = MODEL_SCRIPT
+        lab: dict[str, Any] = {"tokens_per_s": self.tokens_per_s, "stamp": True,
+                               "script": script(tokens), **(extra_lab or {})}
         return {"model": self._model, "messages": PROMPT, "stream": True, "max_tokens": tokens,
                 "lab": lab}
 
@@ -818,7 +824,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--rate", type=float, default=20.0, help="tokens/s per stream (default 20)")
     parser.add_argument("--runtime", choices=("local", "docker"), default=None)
     parser.add_argument("--out", type=Path, default=REPO_ROOT / "reports" / "load")
+    parser.add_argument("--reanalyse", type=Path, metavar="REPORT_JSON",
+                        help="run nothing: diagnose the steps of an earlier report.json again "
+                             "and rewrite the report (after a change to the rules)")
     args = parser.parse_args(argv)
+    if args.reanalyse:
+        return reanalyse(args.reanalyse, args.out)
 
     from rich.console import Console
 
@@ -843,6 +854,28 @@ def main(argv: Sequence[str] | None = None) -> int:
     load_report.print_summary(results, console)
     console.print(f"report: {written['md']}  picture: {written['png']}  ({meta['wall_s']:.0f} s)")
     return 1 if any(r.error for r in results) else 0
+
+
+def reanalyse(report_json: Path, out: Path) -> int:
+    """Rebuild the results of an earlier run from its report.json, diagnose every step again
+    with the current rules, and write the report anew."""
+    from rich.console import Console
+
+    from labs import load_report
+
+    data = json.loads(report_json.read_text())
+    results = []
+    for entry in data["paths"]:
+        result = PathResult(get_path(entry["path"]["name"]), error=entry.get("error"))
+        for d in entry["steps"]:
+            step = StepResult.from_dict(d)
+            step.limits = diagnose(step)
+            result.steps.append(step)
+        results.append(result)
+    written = load_report.write_report(results, out, data.get("meta", {}))
+    load_report.print_summary(results, Console())
+    print(f"report: {written['md']}")
+    return 0
 
 
 def _named_runtime(name: str | None) -> Any:

@@ -25,7 +25,7 @@ from proxies.runtime import get_runtime
 from proxies.runtime.base import RunningProxy, Runtime
 from proxies.runtime.process import free_port, wait_until
 from proxies.variants import variant as named_settings
-from server.launcher import ServerHandle, running_server
+from server.launcher import ServerHandle
 
 PROMPT = [{"role": "user", "content": "Tell me something, one token at a time."}]
 # Gauges that say the server still works on something (a generation for a client that left).
@@ -92,8 +92,8 @@ class Lab:
         if handle_key not in self._servers:
             shown = " ".join(key) + ("" if nofile is None else f" under ulimit -Sn {nofile}")
             self.progress(f"starting the model server ({shown})")
-            handle = self._stack.enter_context(running_server(key, env=self.server_env,
-                                                              nofile_soft=nofile))
+            handle = self._stack.enter_context(self.runtime.run_server(key, env=self.server_env,
+                                                                       nofile_soft=nofile))
             self._servers[handle_key] = handle
             self._models[handle_key] = _served_model(handle.url)
         return self._servers[handle_key]

@@ -53,9 +53,11 @@ class RunningProxy(Protocol):
 class Runtime(Protocol):
     name: str
 
-    def run_server(self, args: Sequence[str] = (), *,
-                   env: Mapping[str, str] | None = None) -> ContextManager["ServerHandle"]:
-        """The model server (`python -m server ARGS`) in this runtime, ready; stopped on exit."""
+    def run_server(self, args: Sequence[str] = (), *, env: Mapping[str, str] | None = None,
+                   nofile_soft: int | None = None) -> ContextManager["ServerHandle"]:
+        """The model server (`python -m server ARGS`) in this runtime, ready; stopped on exit.
+
+        `nofile_soft`: start it under that soft open-file limit (the fd-limit lab)."""
         ...
 
     def run_proxy(self, settings: ProxySettings,

@@ -20,6 +20,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import json
+import resource
 import os
 import secrets
 import tempfile
@@ -240,9 +241,9 @@ class DockerRuntime:
 
     name = "docker"
 
-    def run_server(self, args: Sequence[str] = (), *,
-                   env: Mapping[str, str] | None = None) -> contextlib.AbstractContextManager[ServerHandle]:
-        return running_server(args, env=env)
+    def run_server(self, args: Sequence[str] = (), *, env: Mapping[str, str] | None = None,
+                   nofile_soft: int | None = None) -> contextlib.AbstractContextManager[ServerHandle]:
+        return running_server(args, env=env, nofile_soft=nofile_soft)
 
     def run_proxy(self, settings: ProxySettings,
                   workdir: Path | None = None) -> contextlib.AbstractContextManager[DockerProxy]:
@@ -252,7 +253,7 @@ class DockerRuntime:
 # ---- the model server ------------------------------------------------------------------------
 
 def server_run_args(choice: Choice, name: str, args: Sequence[str], host: str, port: int,
-                    env: Mapping[str, str]) -> list[str]:
+                    env: Mapping[str, str], nofile_soft: int | None = None) -> list[str]:
     """`docker run` arguments for `python -m server --host HOST --port PORT ARGS`.
 
     Offline image: the host's interpreter prefix and the repository (code, .venv, .models) are
@@ -265,6 +266,10 @@ def server_run_args(choice: Choice, name: str, args: Sequence[str], host: str, p
            "--env", "PYTHONUNBUFFERED=1"]
     for key, value in env.items():
         run += ["--env", f"{key}={value}"]
+    if nofile_soft is not None:
+        # As `ulimit -Sn N` before a host process: the soft limit lowered, the hard one kept.
+        hard = resource.getrlimit(resource.RLIMIT_NOFILE)[1]
+        run += ["--ulimit", f"nofile={nofile_soft}:{hard}"]
     server = ["-m", "server", "--host", host, "--port", str(port), *args]
     if not choice.offline:
         return [*run, "--entrypoint", "python", choice.image, *server]
@@ -283,7 +288,7 @@ def server_run_args(choice: Choice, name: str, args: Sequence[str], host: str, p
 @contextlib.contextmanager
 def running_server(args: Sequence[str] = (), *, host: str = "127.0.0.1", port: int | None = None,
                    env: Mapping[str, str] | None = None, workdir: Path | None = None,
-                   ready_timeout_s: float = 120.0) -> Iterator["ServerHandle"]:
+                   ready_timeout_s: float = 120.0, nofile_soft: int | None = None) -> Iterator["ServerHandle"]:
     """server.launcher.running_server, in a container: yields the same ServerHandle."""
     from server.launcher import ServerHandle, _healthy
 
@@ -294,7 +299,7 @@ def running_server(args: Sequence[str] = (), *, host: str = "127.0.0.1", port: i
         folder = workdir or Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="streamlab-server-docker-")))
         name = container_name("server", port)
         url = f"http://{host}:{port}"
-        run = server_run_args(choice, name, args, host, port, env or {})
+        run = server_run_args(choice, name, args, host, port, env or {}, nofile_soft)
         with container(name, run, folder, lambda: _healthy(url), ready_timeout_s) as started:
             yield ServerHandle(host=host, port=port, process=started.process)
 

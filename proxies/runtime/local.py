@@ -165,11 +165,11 @@ class LocalRuntime:
 
     name = "local"
 
-    def run_server(self, args: Sequence[str] = (), *,
-                   env: Mapping[str, str] | None = None) -> contextlib.AbstractContextManager[ServerHandle]:
+    def run_server(self, args: Sequence[str] = (), *, env: Mapping[str, str] | None = None,
+                   nofile_soft: int | None = None) -> contextlib.AbstractContextManager[ServerHandle]:
         from server.launcher import running_server  # server.launcher imports this package
 
-        return running_server(args, env=env)
+        return running_server(args, env=env, nofile_soft=nofile_soft)
 
     def run_proxy(self, settings: ProxySettings,
                   workdir: Path | None = None) -> contextlib.AbstractContextManager[LocalProxy]:
