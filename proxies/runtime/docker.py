@@ -20,8 +20,8 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import json
-import resource
 import os
+import resource
 import secrets
 import tempfile
 from dataclasses import dataclass
