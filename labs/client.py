@@ -164,8 +164,17 @@ class _Exchange(asyncio.Protocol):
 
     def send(self, request: bytes) -> None:
         assert self.transport is not None
-        self.transport.write(request)
+        # t = 0 is taken before the write: if another thread holds the GIL while the write
+        # returns, a clock read after it could land after the response had already arrived.
         self.t0 = self.last = time.perf_counter()
+        try:
+            self.transport.write(request)
+        except (OSError, RuntimeError) as exc:
+            # The server closed the connection before we could write (uvloop raises
+            # RuntimeError on a closed transport): the stream never started, like a reset.
+            self.r.error = f"{type(exc).__name__}: {exc}"
+            self._finish("reset")
+            return
         self._arm()
 
     def data_received(self, data: bytes) -> None:

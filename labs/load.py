@@ -351,11 +351,24 @@ def diagnose(step: StepResult) -> list[Limit]:
         add("server admission of a burst (CPU per request)", "server",
             f"all {step.concurrency} requests arrive at once and the server admits them one after "
             f"another (parse, validate, chat template, tokenize): TTFT p50 "
-            f"{_ms_text(step.ttft_p50_s)}, p99 {_ms_text(step.ttft_p99_s)} = {per_request:.2f} ms per "
-            f"request queued ahead; the server's accept queue peaked at "
+            f"{_ms_text(step.ttft_p50_s)}, p99 {_ms_text(step.ttft_p99_s)} (p99 / N = {per_request:.1f} "
+            f"ms per request ahead); the server's accept queue peaked at "
             f"{step.server_accept_queue_peak}, server CPU {step.server.get('cpu_pct', 0):.0f}%")
         if step.healthy_but_ttft:
             return found
+    interval = 1.0 / step.tokens_per_s
+    gap, hop = step.gap_p99_s or 0.0, step.hop_p99_s
+    if gap > MAX_GAP_FACTOR * interval and hop is not None:
+        # The server stamps each event as it writes it: a late token with a small hop delay
+        # left the server late; a large hop delay was held up on the way (proxy, kernel, client).
+        if hop < (gap - interval) / 2:
+            add("the server sends late (a stall inside the server: event loop, GC pauses)", "server",
+                f"gap p99 {gap * 1e3:.0f} ms but hop delay p99 (server stamp -> client) only "
+                f"{hop * 1e3:.0f} ms: the tokens left the server late, the path did not hold them")
+        else:
+            add("delivery late after the server (proxy, kernel or client)", "unknown",
+                f"hop delay p99 (server stamp -> client) {hop * 1e3:.0f} ms of a gap p99 of "
+                f"{gap * 1e3:.0f} ms")
     # Nothing said "no": whose CPU ran out? (percent of one core; the machine has two)
     cpu = {"server": step.server.get("cpu_pct") or 0.0, "client": step.client_cpu_pct}
     if step.proxy is not None:
@@ -839,17 +852,25 @@ def main(argv: Sequence[str] | None = None) -> int:
     steps = [int(s) for s in args.steps.split(",") if s.strip()] or None
     console = Console()
     started = time.monotonic()
-    with console.status("load lab") as status, LoadLab(
-            duration_s=args.duration, tokens_per_s=args.rate, progress=status.update,
-            runtime=_named_runtime(args.runtime)) as lab:
+
+    def progress(message: str) -> None:
+        # Plain lines, no spinner: a spinner's thread competes with the client for the GIL
+        # and delays its clock readings.
+        console.print(f"[dim]{message}[/]")
+
+    with LoadLab(duration_s=args.duration, tokens_per_s=args.rate, progress=progress,
+                 runtime=_named_runtime(args.runtime)) as lab:
         results = []
         for path in paths:
             results.append(lab.run_path(path, steps))
-            status.stop()
             load_report.print_path(results[-1], console)
-            status.start()
-    meta = {"duration_s": args.duration, "tokens_per_s": args.rate, "wall_s": time.monotonic() - started,
-            "command": "python -m labs.load " + " ".join(sys.argv[1:] if argv is None else argv)}
+    given = [a for a in (sys.argv[1:] if argv is None else argv)]
+    if given[:1] == ["--out"] and len(given) <= 4:  # what `python -m labs run load` passes
+        command = "make lab-load (python -m labs run load)"
+    else:
+        command = "python -m labs.load " + " ".join(given)
+    meta = {"duration_s": args.duration, "tokens_per_s": args.rate,
+            "wall_s": time.monotonic() - started, "command": command}
     written = load_report.write_report(results, args.out, meta)
     load_report.print_summary(results, console)
     console.print(f"report: {written['md']}  picture: {written['png']}  ({meta['wall_s']:.0f} s)")

@@ -72,7 +72,10 @@ def limit_text(result: PathResult) -> tuple[str, str, str]:
         return "-", f"none up to {top:,} streams", "every step healthy"
     step, limits = hit
     names = "; ".join(limit.name for limit in limits)
-    return f"{step.concurrency:,}", names, limits[0].evidence if limits else ""
+    # Every limit's evidence, the step's symptom once (each evidence starts with it).
+    evidence = [limits[0].evidence] if limits else []
+    evidence += [limit.evidence.split("Evidence: ", 1)[-1] for limit in limits[1:]]
+    return f"{step.concurrency:,}", names, " Also: ".join(evidence)
 
 
 def print_path(result: PathResult, console: Console) -> None:

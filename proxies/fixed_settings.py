@@ -20,6 +20,7 @@ COMPRESSIBLE = ("application/json", "text/plain")  # never text/event-stream
 def nginx() -> NginxSettings:
     return NginxSettings(
         worker_processes="auto", worker_connections=4096, worker_rlimit_nofile=16384,
+        listen_backlog=4096,
         proxy_buffering=False, proxy_http_version="1.1", proxy_connection_header="",
         upstream_keepalive=64, upstream_keepalive_timeout="4s",
         proxy_connect_timeout="5s", proxy_read_timeout=SILENCE, proxy_send_timeout="60s",

@@ -10,6 +10,7 @@ body's `lab` object (contract.md).
 from __future__ import annotations
 
 import argparse
+import gc
 import logging
 import os
 import sys
@@ -125,6 +126,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         kind=config.engine, model=config.model, device=config.device, slots=config.slots,
         max_queue=config.max_queue, blocking_loop=config.blocking_loop), tokenizer)
     app = create_app(config, engine, tokenizer, eos_token_ids(tokenizer, config.model))
+    # Everything loaded so far (torch, the model, the tokenizer, the app) lives as long as the
+    # process: freeze it out of the cyclic collector's reach. At 1,000 streams each full collection
+    # otherwise scanned it all and paused the event loop 230-270 ms (gap p99 311 ms; 98 ms frozen).
+    gc.collect()
+    gc.freeze()
     uvicorn.run(wrap_middleware(app, config), host=config.host, port=config.port,
                 loop="uvloop", http=protocol_class(config.http), log_level=config.log_level,
                 access_log=config.access_log, timeout_keep_alive=config.keep_alive_s,

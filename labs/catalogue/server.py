@@ -143,7 +143,9 @@ SCENARIOS = [
         broken=Variant(server_args=("--blocking-loop", "--slots", "16")),
         fix=Variant(server_args=("--slots", "16")),
         symptom_checks=(checks.ttft_max_at_least(0.7), checks.complete_with_done()),
-        cure_checks=(checks.ttft_p99_within(0.45), checks.gap_p99_at_most(1.3), checks.complete_with_done()),
+        # The symptom is the first-token lag (asserted on the broken side); the cure's gap bound only
+        # says tokens keep their pace, allowing one token late to the noise of a shared machine.
+        cure_checks=(checks.ttft_p99_within(0.45), checks.gap_p99_at_most(2.5), checks.complete_with_done()),
         explanation=(
             "An async handler that calls the model synchronously (a forward pass, or a `time.sleep` "
             "while waiting for the next token) blocks the event loop: while it runs, no other "

@@ -31,6 +31,11 @@ class NginxSettings(ProxySettings):
         None, "open-file limit for workers (None: inherit the shell's `ulimit -n`)",
         f"{CORE}#worker_rlimit_nofile")
 
+    listen_backlog: int | None = Field(
+        None, ge=1, le=65535, description="accept queue of the listening socket (None: nginx's "
+        f"511); a burst of new streams beyond it waits for SYN retransmits (1 s, 3 s, 7 s) "
+        f"({HTTP_CORE}#listen)")
+
     # How the response body travels.
     proxy_buffering: bool = setting(
         True, "buffer upstream responses (on: events wait until a buffer fills or the response ends)",

@@ -275,3 +275,32 @@ def test_classify_kinds() -> None:
     assert classify('{"error":{"message":"m"}}')[:2] == ("error", "m")
     assert classify('{"choices":[{"text":"y"}],"sent_at":1.5}')[::3] == ("content", 1.5)
     assert classify("not json")[0] == "other"
+
+
+def test_a_write_to_a_connection_the_server_already_closed_is_a_reset() -> None:
+    """uvloop raises RuntimeError when writing to a closed transport: one stream is a reset,
+    never an exception that sinks a whole batch."""
+    from labs.client import Options, _Exchange
+    from labs.measurements import StreamResult
+
+    class ClosedTransport:
+        def write(self, data: bytes) -> None:
+            raise RuntimeError("unable to perform operation on <TCPTransport closed=True>")
+
+        def close(self) -> None:
+            pass
+
+        def is_closing(self) -> bool:
+            return True
+
+    async def scenario() -> StreamResult:
+        result = StreamResult()
+        exchange = _Exchange(result, Options(), deadline=float("inf"))
+        exchange.connection_made(ClosedTransport())  # type: ignore[arg-type]
+        exchange.send(b"POST / HTTP/1.1\r\n\r\n")
+        await asyncio.wait_for(exchange.done, 1)
+        return result
+
+    result = asyncio.run(scenario())
+    assert result.outcome == "reset"
+    assert "RuntimeError" in (result.error or "")

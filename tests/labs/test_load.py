@@ -73,6 +73,8 @@ def test_nginx_worker_connections_named_from_its_log_line() -> None:
                   "server": {"cpu_pct": 97.0, "fds_peak": 315, "fd_limit": 20000}},
                  "server CPU (one core)", id="server-cpu"),
     pytest.param({"gap_p99_s": 0.3, "machine_busy_pct": 196.0}, "machine CPU", id="machine-cpu"),
+    pytest.param({"gap_p99_s": 0.31, "hop_p99_s": 0.038}, "the server sends late", id="server-late"),
+    pytest.param({"gap_p99_s": 0.31, "hop_p99_s": 0.26}, "delivery late after the server", id="path-late"),
 ])
 def test_each_limit_is_named_from_its_evidence(changes: dict[str, Any], name: str) -> None:
     limits = diagnose(step(300, **changes))
@@ -123,10 +125,12 @@ def test_sampler_reads_cpu_fds_and_the_accept_queue() -> None:
             while time.process_time() < deadline:  # burn a little CPU
                 pass
             extra = [socket.socket() for _ in range(5)]
-            time.sleep(0.06)
+            # Other fds of this test process come and go (earlier tests' sockets are collected),
+            # so compare with what is open now, not with the count at the start.
+            open_now = open_fds(os.getpid())
         me = sampler.usage["me"]
         assert me.cpu_s >= 0.05 and me.cpu_pct > 0
-        assert me.fds_peak >= me.fds_start + 5
+        assert me.fds_peak >= open_now
         assert me.fd_limit and me.fd_limit > 0
         assert sampler.queue_peak[port] == 3
         assert 0 < sampler.machine_busy_pct <= 100 * (os.cpu_count() or 1) + 1

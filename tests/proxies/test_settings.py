@@ -22,6 +22,7 @@ NON_DEFAULT: dict[type[ProxySettings], dict[str, dict[str, Any]]] = {
         "worker_processes": {"worker_processes": "auto"},
         "worker_connections": {"worker_connections": 4096},
         "worker_rlimit_nofile": {"worker_rlimit_nofile": 8192},
+        "listen_backlog": {"listen_backlog": 4096},
         "proxy_buffering": {"proxy_buffering": False},
         "proxy_request_buffering": {"proxy_request_buffering": False},
         "proxy_buffer_size": {"proxy_buffer_size": "8k"},
