@@ -95,7 +95,7 @@ class Lab:
             handle = self._stack.enter_context(self.runtime.run_server(key, env=self.server_env,
                                                                        nofile_soft=nofile))
             self._servers[handle_key] = handle
-            self._models[handle_key] = _served_model(handle.url)
+            self._models[handle_key] = served_model(handle.url)
         return self._servers[handle_key]
 
     def model_name(self, args: Sequence[str] = (), nofile: int | None = None) -> str:
@@ -125,7 +125,7 @@ class Lab:
             before = server.metrics()
             results = asyncio.run(drive(entry + "/v1/chat/completions", body, scenario.workload, options))
             # The clients are done (or left on purpose): how long until the server stops working?
-            release_s = _wait_idle(server, scenario.workload.settle_s)
+            release_s = wait_idle(server, scenario.workload.settle_s)
             delta = _counter_delta(before, server.metrics())
             run = Run(variant=name, workload=scenario.workload, results=results, server_delta=delta,
                       configs={hop.name: hop.config_text for hop in hops}, release_s=release_s)
@@ -193,12 +193,12 @@ async def drive(url: str, body: dict[str, Any], workload: Workload,
     return await client.measure_many(url, [body] * workload.streams, workload.concurrency, **opts)
 
 
-def _served_model(url: str) -> str:
+def served_model(url: str) -> str:
     with urllib.request.urlopen(url + "/v1/models", timeout=5) as response:
         return json.load(response)["data"][0]["id"]
 
 
-def _wait_idle(server: ServerHandle, timeout_s: float) -> float | None:
+def wait_idle(server: ServerHandle, timeout_s: float) -> float | None:
     """Poll until the server has finished everything, including work for clients that left.
 
     Returns the seconds it took (None if it was still busy after `timeout_s`): right after a

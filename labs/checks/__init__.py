@@ -1,0 +1,23 @@
+"""Reusable symptom and cure checks, by what they look at. Every margin is a multiple of the
+workload's token interval (see `base`), never a tight absolute number.
+
+    from labs import checks
+    symptom_checks=(checks.held_to_end(), checks.content_encoded("gzip"))
+"""
+from __future__ import annotations
+
+from labs.checks.base import HELD_SLACK_INTERVALS, STREAM_SLACK_INTERVALS, STREAMED_READ_SHARE, threshold
+from labs.checks.many import (gap_p99_at_most, stayers_ttft_at_least, stayers_ttft_within,
+                              ttft_max_at_least, ttft_p99_within, ttft_spread_at_least)
+from labs.checks.outcome import (complete_with_done, error_reported, failed_share_at_least,
+                                 finish_reason_is, outcome_is, outcome_not_only, status_is, status_seen)
+from labs.checks.proxy import culprit_hop, proxy_stat_at_least
+from labs.checks.server import (release_at_least, release_within, server_metric_at_least,
+                                server_metric_at_most, slot_held_at_least, slot_held_at_most,
+                                tokens_for_nobody_at_least, tokens_for_nobody_at_most,
+                                writes_per_token_at_least, writes_per_token_at_most)
+from labs.checks.stream import (coalesced, content_encoded, content_events_at_most, heartbeats_at_least,
+                                held_to_end, hop_delay_at_least, hop_delay_at_most, socket_reads_spread,
+                                streamed, ttft_late)
+from labs.checks.text import (no_stop_leak, replacement_chars_at_least, stop_leaked, text_cut_short,
+                              text_is_script)

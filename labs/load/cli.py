@@ -1,0 +1,95 @@
+"""The load lab: ramp concurrent streams through each path and name the first limit it hits.
+
+    python -m labs run load                  # every path, the default ramp (a few minutes)
+    python -m labs.load --paths direct,nginx-broken --steps 100,300 --duration 5
+    python -m labs.load --reanalyse reports/load/report.json   # the current rules, no run
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+from typing import Sequence
+
+from labs.load.analysis import diagnose
+from labs.load.paths import PATHS, get_path
+from labs.load.results import PathResult, StepResult
+from labs.load.run import LoadLab
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m labs.load", description=__doc__.splitlines()[0])
+    parser.add_argument("--paths", default="", help="comma-separated path names (default: all): "
+                        + ", ".join(p.name for p in PATHS))
+    parser.add_argument("--steps", default="", help="comma-separated stream counts, for every path "
+                        "(default: each path's own ramp)")
+    parser.add_argument("--duration", type=float, default=8.0,
+                        help="seconds each stream lasts (default 8: the lab fits in a few minutes)")
+    parser.add_argument("--rate", type=float, default=20.0, help="tokens/s per stream (default 20)")
+    parser.add_argument("--runtime", choices=("local", "docker"), default=None)
+    parser.add_argument("--out", type=Path, default=REPO_ROOT / "reports" / "load")
+    parser.add_argument("--reanalyse", type=Path, metavar="REPORT_JSON",
+                        help="run nothing: diagnose the steps of an earlier report.json again "
+                             "and rewrite the report (after a change to the rules)")
+    args = parser.parse_args(argv)
+    if args.reanalyse:
+        return reanalyse(args.reanalyse, args.out)
+
+    from rich.console import Console
+
+    from labs.load import report
+    from labs.runner import runtime_named
+
+    paths = [get_path(n.strip()) for n in args.paths.split(",") if n.strip()] or list(PATHS)
+    steps = [int(s) for s in args.steps.split(",") if s.strip()] or None
+    console = Console()
+    started = time.monotonic()
+
+    def progress(message: str) -> None:
+        # Plain lines, no spinner: a spinner's thread competes with the client for the GIL
+        # and delays its clock readings.
+        console.print(f"[dim]{message}[/]")
+
+    with LoadLab(duration_s=args.duration, tokens_per_s=args.rate, progress=progress,
+                 runtime=runtime_named(args.runtime)) as lab:
+        results = []
+        for path in paths:
+            results.append(lab.run_path(path, steps))
+            report.print_path(results[-1], console)
+    given = [a for a in (sys.argv[1:] if argv is None else argv)]
+    if given[:1] == ["--out"] and len(given) <= 4:  # what `python -m labs run load` passes
+        command = "make lab-load (python -m labs run load)"
+    else:
+        command = "python -m labs.load " + " ".join(given)
+    meta = {"duration_s": args.duration, "tokens_per_s": args.rate,
+            "wall_s": time.monotonic() - started, "command": command}
+    written = report.write_report(results, args.out, meta)
+    report.print_summary(results, console)
+    console.print(f"report: {written['md']}  picture: {written['png']}  ({meta['wall_s']:.0f} s)")
+    return 1 if any(r.error for r in results) else 0
+
+
+def reanalyse(report_json: Path, out: Path) -> int:
+    """Rebuild the results of an earlier run from its report.json, diagnose every step again
+    with the current rules, and write the report anew."""
+    from rich.console import Console
+
+    from labs.load import report
+
+    data = json.loads(report_json.read_text())
+    results = []
+    for entry in data["paths"]:
+        result = PathResult(get_path(entry["path"]["name"]), error=entry.get("error"))
+        for d in entry["steps"]:
+            step = StepResult.from_dict(d)
+            step.limits = diagnose(step)
+            result.steps.append(step)
+        results.append(result)
+    written = report.write_report(results, out, data.get("meta", {}))
+    report.print_summary(results, Console())
+    print(f"report: {written['md']}")
+    return 0

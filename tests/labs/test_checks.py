@@ -1,0 +1,55 @@
+"""The checks on hand-made runs: margins follow the workload's pacing, and missing data fails."""
+from __future__ import annotations
+
+from labs import checks
+from labs.measurements import Event, StreamResult
+from labs.scenario import Run, Workload
+
+
+def stream(times: list[float], reads: list[int], **fields) -> StreamResult:
+    events = [Event(t=t, read=r, kind="content", text="x") for t, r in zip(times, reads)]
+    return StreamResult(outcome="complete", saw_done=True, status=200, events=events,
+                        ttft_s=times[0] if times else None, e2e_s=times[-1] if times else None, **fields)
+
+
+def run_of(*results: StreamResult, workload: Workload | None = None, **fields) -> Run:
+    return Run(variant="broken", workload=workload or Workload(tokens_per_s=10.0), results=list(results), **fields)
+
+
+PACED = stream([0.01 + 0.1 * i for i in range(20)], list(range(1, 21)))
+LUMP = stream([2.0] * 20, [1] * 20)
+
+
+def test_a_paced_stream_streams_and_a_lump_is_held() -> None:
+    assert checks.streamed()(run_of(PACED)).passed
+    assert not checks.held_to_end()(run_of(PACED)).passed
+    assert checks.held_to_end()(run_of(LUMP)).passed
+    assert not checks.streamed()(run_of(LUMP)).passed
+
+
+def test_margins_scale_with_the_token_interval() -> None:
+    late = stream([0.5 + 0.1 * i for i in range(20)], list(range(1, 21)))
+    assert checks.ttft_late(4)(run_of(late)).passed  # 500 ms > 4 x 100 ms
+    slow = Workload(tokens_per_s=1.0)  # the same 500 ms is half an interval at 1 tok/s
+    assert not checks.ttft_late(4)(run_of(late, workload=slow)).passed
+    assert checks.streamed()(run_of(late, workload=slow)).passed
+
+
+def test_threshold_fails_when_the_value_cannot_be_measured() -> None:
+    nothing = run_of(stream([], []))
+    assert not checks.release_within(4)(nothing).passed  # release_s is None: still busy
+    assert not checks.ttft_p99_within(3)(nothing).passed
+    assert not checks.writes_per_token_at_most(0.2)(nothing).passed  # no tokens counted
+
+
+def test_threshold_directions_and_the_observed_text() -> None:
+    run = run_of(PACED, server_delta={"streamlab_tokens_generated_total": 20.0,
+                                      "streamlab_stream_writes_total": 20.0})
+    result = checks.writes_per_token_at_least(0.9)(run)
+    assert result.passed and result.observed.startswith("1 writes")
+    assert not checks.writes_per_token_at_most(0.2)(run).passed
+
+
+def test_a_check_that_raises_fails_visibly() -> None:
+    result = checks.text_is_script(index=3)(run_of(PACED))  # there is no fourth stream
+    assert not result.passed and result.observed.startswith("could not measure")

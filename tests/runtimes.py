@@ -1,0 +1,111 @@
+"""The runtimes the tests run proxies in, and what tests in both tests/proxies and tests/docker need.
+
+`RUNTIMES` parametrizes a fixture over `local` (host processes) and `docker` (containers). The
+docker case is marked `docker`, and `require_docker` skips it saying why when no engine (or no
+image) can be had, except under CI (`CI=true`), where the container pass is required and a
+missing engine is a failure instead.
+"""
+from __future__ import annotations
+
+import os
+import urllib.request
+from pathlib import Path
+from typing import Iterable
+
+import pytest
+
+from proxies import ProxySettings
+from proxies.base import ProxyName
+from proxies.runtime.docker import DockerProxy
+from proxies.runtime.dockercli import docker, engine_problem
+from proxies.runtime.images import ImageMissing, image_for
+from proxies.runtime.local import LocalProxy
+from proxies.runtime.process import free_port, port_accepts
+
+PROXIES: tuple[ProxyName, ...] = ("nginx", "haproxy", "envoy")
+
+RUNTIMES = [
+    pytest.param("local", id="local"),
+    # `-m docker` / `-m "not docker"` select the container pass, as for the tests in tests/docker.
+    pytest.param("docker", id="docker", marks=pytest.mark.docker),
+]
+
+
+def unavailable(reason: str) -> None:
+    """Skip with the reason; under CI the container pass is required, so fail instead."""
+    if os.environ.get("CI", "").lower() in ("true", "1", "yes"):
+        pytest.fail(f"CI=true requires the container tests, but {reason}", pytrace=False)
+    pytest.skip(reason)
+
+
+def require_engine() -> None:
+    problem = engine_problem()
+    if problem:
+        unavailable(problem)
+
+
+def require_images(services: Iterable[str]) -> dict[str, str]:
+    """The image each service runs in (official where present or pullable, else the offline
+    stand-in); a missing one skips, or fails under CI, with the line that says what to run."""
+    require_engine()
+    try:
+        return {service: image_for(service).image for service in services}  # type: ignore[arg-type]
+    except ImageMissing as exc:
+        unavailable(str(exc))
+        raise
+
+
+# ---- helpers for the proxies' runtime checks -----------------------------------------------------
+
+def on_free_ports(settings: ProxySettings, upstream_port: int) -> ProxySettings:
+    changes: dict[str, int] = {"listen_port": free_port(), "upstream_port": upstream_port}
+    if settings.proxy == "envoy":
+        changes["admin_port"] = free_port()
+    return settings.with_(**changes)
+
+
+def get(url: str) -> int:
+    with urllib.request.urlopen(url, timeout=5) as response:
+        response.read()
+        return response.status
+
+
+def group_members(pgid: int) -> list[int]:
+    """PIDs whose process group is `pgid` (nginx workers, anything the proxy forked)."""
+    members = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                stat = (entry / "stat").read_text()
+            except OSError:
+                continue
+            fields = stat.rsplit(")", 1)[1].split()
+            if int(fields[2]) == pgid and fields[0] != "Z":
+                members.append(int(entry.name))
+    return members
+
+
+def container_exists(proxy: DockerProxy) -> bool:
+    assert proxy.container is not None
+    listed = docker(["ps", "--all", "--quiet", "--no-trunc", "--filter", f"name={proxy.container.name}"])
+    return bool(listed.stdout.strip())
+
+
+def assert_running(proxy: LocalProxy) -> None:
+    """What each runtime hands back while the proxy runs: its own process group, or a container."""
+    # DockerProxy is a LocalProxy (it reads the same log files), so it is asked about first.
+    if isinstance(proxy, DockerProxy):
+        assert proxy.pid > 0 and len(proxy.container_id) == 64 and container_exists(proxy)
+    else:
+        assert proxy.pid > 0 and os.getpgid(proxy.pid) == proxy.pid  # stopped as one group
+
+
+def assert_gone(proxy: LocalProxy) -> None:
+    """Nothing left behind: the process (the attached `docker run` client) reaped, its process
+    group or container gone, the port free."""
+    assert proxy.process.process is not None and proxy.process.process.poll() is not None
+    if isinstance(proxy, DockerProxy):
+        assert not container_exists(proxy)
+    else:
+        assert group_members(proxy.pid) == []
+    assert not port_accepts(proxy.settings.listen_port)
