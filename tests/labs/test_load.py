@@ -126,11 +126,12 @@ def test_sampler_reads_cpu_fds_and_the_accept_queue() -> None:
                 pass
             extra = [socket.socket() for _ in range(5)]
             # Other fds of this test process come and go (earlier tests' sockets are collected),
-            # so compare with what is open now, not with the count at the start.
+            # so compare with what is open now, not with the count at the start; the sampler
+            # thread may hold one /proc file open while we count, hence the one fd of slack.
             open_now = open_fds(os.getpid())
         me = sampler.usage["me"]
         assert me.cpu_s >= 0.05 and me.cpu_pct > 0
-        assert me.fds_peak >= open_now
+        assert me.fds_peak >= open_now - 1
         assert me.fd_limit and me.fd_limit > 0
         assert sampler.queue_peak[port] == 3
         assert 0 < sampler.machine_busy_pct <= 100 * (os.cpu_count() or 1) + 1
