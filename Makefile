@@ -79,7 +79,7 @@ docker-ready: setup docker-setup
 	@$(PY) -m proxies.runtime.offline_images --if-missing nginx haproxy envoy
 
 test-docker: setup docker-setup images-offline
-	$(PY) -m pytest tests/docker
+	$(PY) -m pytest tests/docker tests/proxies/test_runtime.py -k docker
 	$(MAKE) --no-print-directory docker-guards
 
 # The scenario guards with every proxy in a container (the server stays a host process).

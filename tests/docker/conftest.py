@@ -6,16 +6,15 @@ registry. So: the compose command is detected (v2 plugin, else v1), `up -d --no-
 stack, readiness is polled with `docker_services.wait_until_responsive` (v1 and v2 alike), the
 project name is unique per run, and the stack is taken down even when `up` itself fails.
 
-Every test here needs a Docker engine: without one they skip, saying why, except under CI
-(`CI=true`), where a missing engine is a failure.
+Every test here that needs a Docker engine skips without one, saying why, except under CI
+(`CI=true`), where a missing engine is a failure (tests/runtimes.py decides, for the runtime
+suite's `docker` case too).
 """
 from __future__ import annotations
 
-import functools
 import os
 import secrets
 import shlex
-import urllib.request
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Iterator
@@ -23,16 +22,17 @@ from typing import Callable, Iterator
 import pytest
 from pytest_docker.plugin import DockerComposeExecutor, Services, get_docker_services
 
-from proxies import EnvoySettings, ProxySettings, variant
+from proxies import variant
 from proxies.base import ProxyName
 from proxies.rendering import render
 from proxies.runtime.compose import (ComposeUnavailable, compose_command, compose_env, compose_files,
                                      is_v1, write_env_file)
-from proxies.runtime.dockercli import engine_problem
-from proxies.runtime.images import ImageMissing, image_for
-from proxies.runtime.process import free_port, port_accepts
+from proxies.runtime.images import image_for
+from proxies.runtime.local import LocalProxy
+from proxies.runtime.process import free_port
+from server.launcher import _healthy
+from tests.runtimes import PROXIES, on_free_ports, require_engine, require_images, unavailable
 
-PROXIES: tuple[ProxyName, ...] = ("nginx", "haproxy", "envoy")
 PROFILES = " ".join(f"--profile {name}" for name in PROXIES)
 HERE = Path(__file__).resolve().parent
 
@@ -44,60 +44,39 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
             item.add_marker(pytest.mark.docker)
 
 
-def unavailable(reason: str) -> None:
-    """Skip with the reason; under CI the container pass is required, so fail instead."""
-    if os.environ.get("CI", "").lower() in ("true", "1", "yes"):
-        pytest.fail(f"CI=true requires the container tests, but {reason}", pytrace=False)
-    pytest.skip(reason)
-
-
 @pytest.fixture(scope="session")
 def docker_engine() -> None:
-    problem = engine_problem()
-    if problem:
-        unavailable(problem)
-
-
-def _images(services: tuple[str, ...]) -> dict[str, str]:
-    try:
-        return {service: image_for(service).image for service in services}  # type: ignore[arg-type]
-    except ImageMissing as exc:
-        unavailable(str(exc))
-        raise
+    require_engine()
 
 
 @pytest.fixture(scope="session")
 def images(docker_engine: None) -> dict[str, str]:
     """The proxies' images (offline stand-ins here, official ones where present or pullable)."""
-    return _images(PROXIES)
+    return require_images(PROXIES)
 
 
 @pytest.fixture(scope="session")
 def server_image(docker_engine: None) -> str:
     """The model server's image: built from docker/server.Dockerfile, or the offline stand-in."""
-    return _images(("server",))["server"]
+    return require_images(("server",))["server"]
 
 
 @dataclass
 class Stack:
-    """Where the compose stack's services listen (free ports) and the configs they run."""
+    """Where the compose stack's services listen (free ports) and the configs they run.
+
+    Each proxy is the runtime's own LocalProxy, pointed at the files compose mounts: its `url`,
+    `admin_url`, `ready()` and `stats()` are the ones every runtime test uses, not copies. Compose
+    owns the processes, so there is none to hand it.
+    """
 
     folder: Path
     server_port: int = field(default_factory=free_port)
-    settings: dict[ProxyName, ProxySettings] = field(default_factory=dict)
-
-    def url(self, proxy: ProxyName) -> str:
-        return f"http://127.0.0.1:{self.settings[proxy].listen_port}"
+    proxies: dict[ProxyName, LocalProxy] = field(default_factory=dict)
 
     @property
     def server_url(self) -> str:
         return f"http://127.0.0.1:{self.server_port}"
-
-    @property
-    def admin_url(self) -> str:
-        """Envoy's admin endpoint."""
-        envoy: EnvoySettings = self.settings["envoy"]  # type: ignore[assignment]
-        return f"http://127.0.0.1:{envoy.admin_port}"
 
     @property
     def nginx_prefix(self) -> Path:
@@ -110,14 +89,15 @@ def stack(tmp_path_factory: pytest.TempPathFactory, images: dict[str, str], serv
     folder = tmp_path_factory.mktemp("compose")
     result = Stack(folder)
     for proxy in PROXIES:
-        ports = {"listen_port": free_port(), "upstream_port": result.server_port}
-        if proxy == "envoy":
-            ports["admin_port"] = free_port()
-        settings = variant(proxy, "fixed").with_(**ports)
-        result.settings[proxy] = settings
+        settings = on_free_ports(variant(proxy, "fixed"), result.server_port)
+        text = render(settings)
         path = folder / settings.config_name
-        path.write_text(render(settings))
+        path.write_text(text)
         path.chmod(0o644)
+        # nginx's logs land in its mounted prefix; HAProxy and Envoy log to compose, not to files.
+        workdir = result.nginx_prefix if proxy == "nginx" else folder
+        result.proxies[proxy] = LocalProxy(settings=settings, config_text=text, workdir=workdir,
+                                           process=None)  # type: ignore[arg-type]
     result.nginx_prefix.mkdir(mode=0o755)
     folder.chmod(0o755)
     return result
@@ -188,24 +168,14 @@ def docker_services(docker_compose_command: str, docker_compose_file: list[str],
         raise RuntimeError(f"compose up failed: {exc}\n--- logs ---\n{logs}") from None
 
 
-def _http_ok(url: str) -> bool:
-    try:
-        with urllib.request.urlopen(url, timeout=1) as response:
-            return response.status == 200
-    except OSError:
-        return False
-
-
 @pytest.fixture(scope="session")
 def compose_stack(docker_services: Services, stack: Stack, docker_compose_command: str,
                   docker_compose_file: list[str], docker_compose_project_name: str) -> Stack:
-    """The stack, ready: the server's /healthz, each proxy's port, Envoy's admin /ready."""
-    admin = stack.admin_url
-    checks: dict[str, Callable[[], bool]] = {
-        "server": lambda: _http_ok(stack.server_url + "/healthz"),
-        "envoy admin": lambda: _http_ok(admin + "/ready")}
+    """The stack, ready: the server's /healthz, then each proxy as the runtime judges it (its
+    port; Envoy's admin /ready too)."""
+    checks: dict[str, Callable[[], bool]] = {"server": lambda: _healthy(stack.server_url)}
     for proxy in PROXIES:
-        checks[proxy] = functools.partial(port_accepts, stack.settings[proxy].listen_port)
+        checks[proxy] = stack.proxies[proxy].ready
     for name, check in checks.items():
         try:
             docker_services.wait_until_responsive(check=check, timeout=120.0, pause=0.05)

@@ -2,7 +2,6 @@
 its own container, stream a completion; logs and stats are readable from the host."""
 from __future__ import annotations
 
-import urllib.request
 from pathlib import Path
 from typing import Any
 
@@ -14,8 +13,9 @@ from proxies.base import ProxyName
 from proxies.export import FIXED_DIR
 from proxies.rendering import render
 from proxies.runtime.docker import CONFIG_DIR, PREFIX, proxy_args
-from tests.docker.conftest import PROXIES, Stack
+from tests.docker.conftest import Stack
 from tests.proxies.stream_client import StreamResult, stream_sync
+from tests.runtimes import PROXIES
 
 REPO = Path(__file__).resolve().parents[2]
 REQUEST: dict[str, Any] = {
@@ -49,7 +49,7 @@ def test_compose_runs_what_the_runtime_runs() -> None:
 def test_fixed_config_streams_a_completion_in_containers(proxy: ProxyName, compose_stack: Stack) -> None:
     direct = completion(compose_stack.server_url)
     assert direct.status == 200 and direct.done
-    through = completion(compose_stack.url(proxy))
+    through = completion(compose_stack.proxies[proxy].url)
     assert through.status == 200 and through.done
     assert through.headers["content-type"].startswith("text/event-stream")
     assert "content-encoding" not in through.headers
@@ -59,14 +59,13 @@ def test_fixed_config_streams_a_completion_in_containers(proxy: ProxyName, compo
 
 
 def test_nginx_logs_land_in_the_mounted_prefix(compose_stack: Stack) -> None:
-    completion(compose_stack.url("nginx"))
+    completion(compose_stack.proxies["nginx"].url)
     access = (compose_stack.nginx_prefix / "access.log").read_text()
     assert 'uri="/v1/chat/completions" status=200' in access
 
 
 def test_envoy_stats_through_its_admin_port(compose_stack: Stack) -> None:
-    completion(compose_stack.url("envoy"))
-    stats = compose_stack.admin_url + "/stats?filter=cluster.upstream.upstream_rq_total"
-    with urllib.request.urlopen(stats) as response:
-        line = response.read().decode().strip()
-    assert int(line.rsplit(": ", 1)[1]) >= 1, line
+    envoy = compose_stack.proxies["envoy"]
+    completion(envoy.url)
+    counters = envoy.stats("cluster.upstream.upstream_rq_total")  # read from its admin port
+    assert counters["cluster.upstream.upstream_rq_total"] >= 1, counters
