@@ -74,15 +74,16 @@ docker-setup:
 images-offline: setup docker-setup
 	$(PY) -m proxies.runtime.offline_images
 
-# The proxies' images the runtime will use: official ones if here or pullable, else stand-ins.
+# The images the docker runtime will use: official ones if here or pullable, else stand-ins
+# (the server's stand-in rebuilt when it was built for another checkout).
 docker-ready: setup docker-setup
-	@$(PY) -m proxies.runtime.offline_images --if-missing nginx haproxy envoy
+	@$(PY) -m proxies.runtime.offline_images --if-missing nginx haproxy envoy server
 
 test-docker: setup docker-setup images-offline
 	$(PY) -m pytest tests/docker tests/proxies/test_runtime.py -k docker
 	$(MAKE) --no-print-directory docker-guards
 
-# The scenario guards with every proxy in a container (the server stays a host process).
+# The scenario guards with the server and every proxy in containers.
 docker-guards: setup docker-ready
 	LAB_RUNTIME=docker $(PY) -m pytest tests/test_scenarios.py $(if $(DOCKER_GUARDS),-k '$(DOCKER_GUARDS)')
 

@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
-import json
 import os
 import resource
 import secrets
@@ -31,7 +30,8 @@ from typing import TYPE_CHECKING, Callable, Iterator, Mapping, Sequence
 from proxies.base import ProxyName, ProxySettings
 from proxies.rendering import render
 from proxies.runtime.dockercli import DockerError, docker, docker_bin, host_user, require_engine
-from proxies.runtime.images import Choice, ImageMissing, image_for
+from proxies.runtime.images import (Choice, ImageMissing, image_for, offline_server_built_here,
+                                    offline_server_labels)
 from proxies.runtime.local import PROCESS_LOG, LocalProxy, foreground_args
 from proxies.runtime.process import ManagedProcess, ProcessFailed, free_port
 from proxies.validation import CONFIG_NAMES, ConfigInvalid, validate
@@ -273,11 +273,10 @@ def server_run_args(choice: Choice, name: str, args: Sequence[str], host: str, p
     server = ["-m", "server", "--host", host, "--port", str(port), *args]
     if not choice.offline:
         return [*run, "--entrypoint", "python", choice.image, *server]
-    labels = docker(["image", "inspect", "--format", "{{json .Config.Labels}}", choice.image]).stdout
-    meta = json.loads(labels) or {}
+    meta = offline_server_labels(choice.image)
     mounts = [folder for folder in meta.get("streamlab.mounts", "").split(":") if folder]
     repo = Path(__file__).resolve().parents[2]
-    if str(repo) not in mounts:  # it would run another checkout's code and packages
+    if not offline_server_built_here(choice.image):  # it would run another checkout's code
         raise ImageMissing(f"{choice.image} was built for {':'.join(mounts) or 'another machine'}, "
                            f"not {repo}: run `make images-offline` here")
     for folder in mounts:

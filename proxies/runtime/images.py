@@ -12,12 +12,16 @@ container and a host process run the same proxy version and the labs measure the
 """
 from __future__ import annotations
 
+import json
 import os
 import sys
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Literal
 
 from proxies.runtime.dockercli import DockerError, docker, image_present
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
 
 Service = Literal["nginx", "haproxy", "envoy", "server"]
 Mode = Literal["auto", "official", "offline"]
@@ -121,6 +125,19 @@ def _ensure(image: str, what: str) -> None:
 
 
 _said: set[str] = set()
+
+
+def offline_server_labels(image: str) -> dict[str, str]:
+    """The labels an offline server image carries: the interpreter and the host folders it mounts."""
+    labels = docker(["image", "inspect", "--format", "{{json .Config.Labels}}", image]).stdout
+    return json.loads(labels) or {}
+
+
+def offline_server_built_here(image: str) -> bool:
+    """Whether an offline server image mounts this checkout (it runs the working tree's code and
+    .venv at their host paths, so one built for another folder would run that folder's code)."""
+    mounts = [f for f in offline_server_labels(image).get("streamlab.mounts", "").split(":") if f]
+    return str(REPO_ROOT) in mounts
 
 
 def _notice(line: str) -> None:

@@ -26,7 +26,8 @@ from typing import Iterable, Sequence
 
 from proxies.install import check_binary, find_envoy
 from proxies.runtime.dockercli import docker, image_inspect, require_engine
-from proxies.runtime.images import OFFLINE, ImageMissing, Service, forget_choices, image_for, mode, override_variable
+from proxies.runtime.images import (OFFLINE, ImageMissing, Service, forget_choices, image_for, mode,
+                                    offline_server_built_here, override_variable)
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 DOCKERFILE = REPO_ROOT / "docker" / "offline.Dockerfile"
@@ -223,7 +224,10 @@ def main(argv: Sequence[str] | None = None) -> int:
 def _usable(service: Service) -> bool:
     """Whether the runtime finds an image for `service` as things stand (pulling if it may)."""
     try:
-        image_for(service)
+        choice = image_for(service)
+        if service == "server" and choice.offline and not offline_server_built_here(choice.image):
+            print(f"server: {choice.image} was built for another checkout; building it for this one")
+            return False
         return True
     except ImageMissing as exc:
         if os.environ.get(override_variable(service)) or mode() == "official":
