@@ -177,7 +177,7 @@ def test_fixed_config_reuses_upstream_connections(name: ProxyName) -> None:
     """A keep-alive client (as SDK connection pools are) sends 5 requests: few upstream connections."""
     with sse_upstream() as fresh:
         settings = on_free_ports(variant(name, "fixed"), fresh.port)
-        with run_proxy(settings) as proxy:
+        with run_proxy(settings):
             client = http.client.HTTPConnection(settings.listen_host, settings.listen_port, timeout=10)
             try:
                 for _ in range(5):
