@@ -109,7 +109,8 @@ def _run(scenarios, variants, runtime, out: Path, *, as_json: bool = False, inde
             else:
                 status.stop()
                 report.print_outcome(outcome, console)
-                console.print(f"report: {paths['md']}  picture: {paths['png']}")
+                pictures = "  ".join(str(paths[k]) for k in ("png", "hops") if k in paths)
+                console.print(f"report: {paths['md']}  pictures: {pictures}")
                 status.start()
             failed |= not all(outcome.passed(v) for v in outcome.runs)
     if index:

@@ -165,7 +165,7 @@ def _evidence_lines(run: Run, limit: int = 8) -> list[str]:
 # ---- files ------------------------------------------------------------------------------------
 
 def write_report(outcome: ScenarioOutcome, folder: Path) -> dict[str, Path]:
-    """reports/<scenario>/report.json, report.md and timeline.png."""
+    """reports/<scenario>/report.json, report.md and timeline.png (and hops.png for a bisected chain)."""
     from labs.timeline import plot_timeline
 
     folder.mkdir(parents=True, exist_ok=True)
@@ -175,6 +175,12 @@ def write_report(outcome: ScenarioOutcome, folder: Path) -> dict[str, Path]:
     series = {f"{name}: {outcome.verdict[name]}": run.results for name, run in outcome.runs.items()}
     plot_timeline(series, paths["png"], title=f"{outcome.scenario.name}: {outcome.scenario.symptom}",
                   subtitle=f"fix: {outcome.scenario.fix_summary}")
+    broken = outcome.runs.get("broken")
+    if outcome.scenario.bisect and broken is not None and broken.hops:
+        # The same stream entering at each hop in turn, then direct: where the lump first appears.
+        paths["hops"] = folder / "hops.png"
+        plot_timeline(broken.hops, paths["hops"], title=f"{outcome.scenario.name}: bisecting the chain",
+                      subtitle="broken variant; the innermost entry that still shows the lump is the culprit")
     return paths
 
 
@@ -218,6 +224,8 @@ def report_markdown(outcome: ScenarioOutcome) -> str:
     if diff:
         lines += ["", "## What the fix changes", "", "```diff", diff, "```"]
     lines += ["", "## Why", "", _explanation_text(scenario), "", "![timeline](timeline.png)"]
+    if scenario.bisect:
+        lines += ["", "The broken stream entering at each hop in turn:", "", "![hops](hops.png)"]
     evidence = [line for run in outcome.runs.values() for line in _evidence_lines(run)]
     if evidence:
         lines += ["", "## The proxies' own evidence", "", "```", *evidence, "```"]
