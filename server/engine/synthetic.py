@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from server.engine.scheduler import Backend, Sequence
+from server.engine.backend import Backend, Sequence
 
 
 def corpus_token_ids(tokenizer: Any) -> list[int]:

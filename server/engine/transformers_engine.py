@@ -42,7 +42,7 @@ import secrets
 from dataclasses import dataclass, field
 from typing import Any
 
-from server.engine.scheduler import Backend, Sequence
+from server.engine.backend import Backend, Sequence
 
 log = logging.getLogger(__name__)
 

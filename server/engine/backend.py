@@ -1,0 +1,71 @@
+"""The seam between the scheduler and an engine: a sequence as the decode loop sees it, and the
+Backend that prepares it and computes its tokens (a model forward pass, or a table look-up)."""
+from __future__ import annotations
+
+import abc
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from server.engine.base import GenerationRequest
+
+if TYPE_CHECKING:
+    from server.engine.scheduler import ScheduledGeneration
+
+
+@dataclass(eq=False)
+class Sequence:
+    """One admitted or queued request, as the decode loop sees it. Touched by the loop thread only,
+    except `cancelled`, `cancel_reason` and `client_gone_at` (set from the event loop)."""
+
+    id: int
+    request: GenerationRequest
+    generation: "ScheduledGeneration"
+    # Set when the sequence gets a slot; pacing is relative to this moment.
+    started_at: float = 0.0
+    due: float = 0.0
+    generated: int = 0
+    cancelled: bool = False
+    cancel_reason: str = ""
+    client_gone_at: float | None = None
+    finished: bool = False
+    # Backend-private state (KV cache, position, RNG, ...).
+    state: Any = None
+    # The request's max_new_tokens, lowered by the backend when the model has fewer positions.
+    max_new_tokens: int = -1
+
+    def __post_init__(self) -> None:
+        if self.max_new_tokens < 0:
+            self.max_new_tokens = self.request.max_new_tokens
+
+    @property
+    def next_forced_id(self) -> int | None:
+        forced = self.request.forced_ids
+        if forced is None:
+            return None
+        return forced[self.generated]
+
+
+class Backend(abc.ABC):
+    """What differs between engines: how a sequence is prepared and how tokens are computed.
+    Called from the decode loop thread only (or the event loop thread in blocking mode)."""
+
+    def load(self) -> None:
+        """Load weights etc. Runs once, off the event loop, before the first step."""
+
+    def enter_thread(self) -> None:
+        """Called on the decode loop thread before the first step (e.g. torch inference mode)."""
+
+    @abc.abstractmethod
+    def prefill(self, seq: Sequence) -> None:
+        """Prepare `seq.state` from the prompt. May raise: the request then ends with 'error'."""
+
+    @abc.abstractmethod
+    def step(self, seqs: list[Sequence]) -> list[int]:
+        """Compute the next token of every sequence, together. Forced sequences must return
+        `seq.next_forced_id`. May raise: every sequence of the batch then ends with 'error'."""
+
+    def release(self, seq: Sequence) -> None:
+        """Free what `prefill` allocated (the slot's KV cache)."""
+
+    def describe(self) -> dict[str, Any]:
+        return {}
