@@ -7,6 +7,7 @@ import time
 import httpx
 import pytest
 
+from proxies.runtime.process import wait_until
 from server.launcher import running_server
 
 JAPANESE = "鬱蒼とした森で𠮷野家の🦩と🧑🏿‍🚀が踊る"
@@ -205,10 +206,8 @@ def one_slot_gzip_server():
 
 
 def wait_for_metric(server, name: str, value: float, timeout_s: float = 5.0) -> None:
-    deadline = time.monotonic() + timeout_s
-    while server.metrics().get(name) != value:
-        assert time.monotonic() < deadline, f"{name} never reached {value}"
-        time.sleep(0.01)
+    wait_until(lambda: server.metrics().get(name) == value, timeout_s, interval_s=0.01,
+               describe=f"{name} to reach {value}")
 
 
 def slow_body(**lab):

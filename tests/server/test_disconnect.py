@@ -6,6 +6,8 @@ import time
 
 import httpx
 
+from proxies.runtime.process import wait_until
+
 AFTER = "streamlab_tokens_after_disconnect_total"
 ABORTED = 'streamlab_requests_aborted_total{reason="disconnect"}'
 GENERATED = "streamlab_tokens_generated_total"
@@ -14,13 +16,14 @@ HELD_SUM = "streamlab_slot_held_after_disconnect_seconds_sum"
 
 
 def wait_for_slots_free(server, timeout_s: float = 5.0) -> float:
+    """Poll /metrics until no slot and no stream is busy; returns how long it took."""
     started = time.monotonic()
-    while True:
+
+    def free() -> bool:
         metrics = server.metrics()
-        if metrics.get("streamlab_slots_in_use") == 0 and metrics.get("streamlab_active_streams") == 0:
-            return time.monotonic() - started
-        assert time.monotonic() - started < timeout_s, "the slot was never freed"
-        time.sleep(0.01)
+        return metrics.get("streamlab_slots_in_use") == 0 and metrics.get("streamlab_active_streams") == 0
+    wait_until(free, timeout_s, interval_s=0.01, describe="the slot to be freed")
+    return time.monotonic() - started
 
 
 def read_then_leave(server, events: int, **lab) -> None:
