@@ -139,6 +139,7 @@ class Upstream:
         """One event per write, `interval` apart: n bursts, TTFT about one interval."""
         n, interval, stamp = int(q.get("n", 20)), float(q.get("interval", 0.02)), "stamp" in q
         beat = int(q.get("heartbeat_every", 0))
+        # The stub's silence before the headers: what the test measures.
         await asyncio.sleep(float(q.get("headers_delay_s", 0)))
         w.write(HEAD_CHUNKED + b"\r\n" + chunked(chunk(delta("", role="assistant"), stamp)))
         for i in range(n):
@@ -172,7 +173,7 @@ class Upstream:
 
     async def do_gateway_timeout(self, w: asyncio.StreamWriter, q: dict[str, str]) -> None:
         """nginx's 504 page after its proxy_read_timeout, before any header from upstream."""
-        await asyncio.sleep(float(q.get("delay", 0.05)))
+        await asyncio.sleep(float(q.get("delay", 0.05)))  # pacing between events
         w.write(b"HTTP/1.1 504 Gateway Time-out\r\nServer: nginx/1.22.1\r\nContent-Type: text/html\r\n"
                 b"Content-Length: %d\r\nConnection: close\r\n\r\n%s" % (len(NGINX_504), NGINX_504))
         await w.drain()
@@ -212,7 +213,7 @@ class Upstream:
         k = int(q.get("k", 3))
         w.write(HEAD_CHUNKED + b"\r\n" + b"".join(chunked(chunk(delta(token(i)))) for i in range(k)))
         await w.drain()
-        await asyncio.sleep(float(q.get("delay", 0.05)))
+        await asyncio.sleep(float(q.get("delay", 0.05)))  # pacing between events
         sock = w.get_extra_info("socket")
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
         w.transport.abort()
@@ -221,10 +222,10 @@ class Upstream:
         """k events, then a long silence (against the client's read timeout)."""
         k, silence = int(q.get("k", 2)), float(q.get("silence", 3.0))
         if q.get("before_headers"):
-            await asyncio.sleep(silence)
+            await asyncio.sleep(silence)  # the silence under test
         w.write(HEAD_CHUNKED + b"\r\n" + b"".join(chunked(chunk(delta(token(i)))) for i in range(k)))
         await w.drain()
-        await asyncio.sleep(silence)
+        await asyncio.sleep(silence)  # the silence under test
 
     async def do_http10(self, w: asyncio.StreamWriter, q: dict[str, str]) -> None:
         """A close-delimited body (HTTP/1.0, no length): the body ends with the connection."""
@@ -262,7 +263,7 @@ class Upstream:
         """CRLF line endings, with a CR and its LF split across two writes."""
         w.write(HEAD_CHUNKED + b"\r\n" + chunked(b": hi\r\ndata: {\"choices\": [{\"delta\": {\"content\": \"a\"}}]}\r"))
         await w.drain()
-        await asyncio.sleep(0.02)
+        await asyncio.sleep(0.02)  # a gap between two writes (what is tested)
         w.write(chunked(b"\n\r\ndata: [DONE]\r\n\r\n") + LAST_CHUNK)
         await w.drain()
 

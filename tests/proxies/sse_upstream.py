@@ -80,7 +80,7 @@ async def _serve(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, sta
             count, interval = int(query.get("n", 20)), float(query.get("interval", 0.1))
             size, delay = int(query.get("size", 0)), float(query.get("delay", 0))
             if delay:
-                await asyncio.sleep(delay)
+                await asyncio.sleep(delay)  # the upstream's silence before headers (what is tested)
             chunked = version == "HTTP/1.1"
             head = ["HTTP/1.1 200 OK", "Content-Type: text/event-stream", "Cache-Control: no-cache"]
             if query.get("accel") == "1":

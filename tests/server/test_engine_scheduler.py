@@ -47,7 +47,7 @@ async def wait_for(predicate: Any, timeout: float = 2.0) -> float:
     while not predicate():
         if time.monotonic() - t0 > timeout:
             raise AssertionError("condition not reached in time")
-        await asyncio.sleep(0.0005)
+        await asyncio.sleep(0.0005)  # poll interval
     return time.monotonic() - t0
 
 
@@ -171,7 +171,7 @@ def test_batching_shares_steps_and_never_exceeds_slots(tokenizer: Any) -> None:
             while not all(g.finish_reason for g in gens):
                 seen.append(engine.slots_in_use)
                 assert metrics.SLOTS_IN_USE._value.get() <= 4
-                await asyncio.sleep(0.0005)
+                await asyncio.sleep(0.0005)  # sampling interval of the watcher
 
         outs = await asyncio.gather(*[collect(g) for g in gens], watch())
         await engine.close()
@@ -253,7 +253,7 @@ def test_where_the_decode_loop_runs(tokenizer: Any, blocking: bool) -> None:
         worst = 0.0
         while not gen.finish_reason:
             t0 = time.monotonic()
-            await asyncio.sleep(0.001)
+            await asyncio.sleep(0.001)  # the 1 ms timer whose lateness is measured
             worst = max(worst, time.monotonic() - t0)
         await collect(gen)
         await engine.close()

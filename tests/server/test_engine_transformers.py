@@ -110,7 +110,7 @@ def test_batched_greedy_equals_one_at_a_time(model_dir: str, tokenizer: Any,
             nonlocal peak
             while not all(g.finish_reason for g in gens):
                 peak = max(peak, engine.slots_in_use)
-                await asyncio.sleep(0.0005)
+                await asyncio.sleep(0.0005)  # sampling interval of the watcher
 
         together = await asyncio.gather(*[collect(g) for g in gens], watch())
         sizes = [b for b, _ in engine.step_times]
@@ -135,7 +135,7 @@ def test_more_requests_than_slots_wait_and_all_complete(model_dir: str, tokenize
             nonlocal peak
             while not all(g.finish_reason for g in gens):
                 peak = max(peak, engine.slots_in_use)
-                await asyncio.sleep(0.0005)
+                await asyncio.sleep(0.0005)  # sampling interval of the watcher
 
         await asyncio.gather(*[collect(g) for g in gens], watch())
         await engine.close()
@@ -201,7 +201,7 @@ def test_cancel_frees_the_slot_within_one_step(model_dir: str, tokenizer: Any,
         gen.cancel("disconnect")
         deadline = time.monotonic() + 2.0
         while engine.slots_in_use and time.monotonic() < deadline:  # poll, never sleep a guess
-            await asyncio.sleep(0.0002)
+            await asyncio.sleep(0.0002)  # poll interval
         assert engine.slots_in_use == 0
         assert metrics.SLOTS_IN_USE._value.get() == 0
         extra_steps = engine.steps - steps
