@@ -140,7 +140,7 @@ class Upstream:
         n, interval, stamp = int(q.get("n", 20)), float(q.get("interval", 0.02)), "stamp" in q
         beat = int(q.get("heartbeat_every", 0))
         # The stub's silence before the headers: what the test measures.
-        await asyncio.sleep(float(q.get("headers_delay_s", 0)))
+        await asyncio.sleep(float(q.get("headers_delay_s", 0)))  # paced, not a readiness wait
         w.write(HEAD_CHUNKED + b"\r\n" + chunked(chunk(delta("", role="assistant"), stamp)))
         for i in range(n):
             await asyncio.sleep(interval)
