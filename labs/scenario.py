@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Awaitable, Callable, Literal, Mapping, Sequence
 
+from labs.findings import FindingKind
 from labs.measurements import StreamResult
 
 Layer = Literal["proxy", "chain", "server", "client", "load"]
@@ -191,6 +192,9 @@ class Scenario:
     proxy_stats: tuple[str, ...] = ()
     # Text a measurement on this machine taught that the folklore gets wrong.
     finding: str | None = None
+    # The finding kind (labs.findings) that `labs verify` / `labs probe` report for this failure
+    # on a user's own path; None for failures a path check cannot see (text, client code).
+    kind: FindingKind | None = None
 
     def variant(self, name: VariantName) -> Variant:
         return self.broken if name == "broken" else self.broken.then(self.fix)

@@ -9,6 +9,7 @@ SCENARIOS = [
     Scenario(
         name="chain-buffering",
         layer="chain",
+        kind="buffering",
         symptom="the stream is a lump at the client, and each team says their proxy streams",
         path=("envoy", "haproxy", "nginx"),
         base="fixed",

@@ -15,6 +15,7 @@ SCENARIOS = [
     Scenario(
         name="envoy-route-timeout",
         layer="proxy",
+        kind="total-timeout",
         symptom="every answer longer than 15 s is cut off, with a 200 in the access log",
         path=("envoy",),
         workload=Workload(tokens_per_s=10.0, lab={"heartbeat_s": 0.25},
@@ -41,6 +42,7 @@ SCENARIOS = [
     Scenario(
         name="envoy-stream-idle",
         layer="proxy",
+        kind="idle-timeout",
         symptom="answers that pause to think are cut off",
         path=("envoy",),
         workload=Workload(lab={"pause_after_tokens": 5, "pause_s": 3.0}),
@@ -62,6 +64,7 @@ SCENARIOS = [
     Scenario(
         name="envoy-circuit-breaker",
         layer="proxy",
+        kind="connection-limit",
         symptom="instant 503s under load, while the server is idle",
         path=("envoy",),
         workload=Workload(streams=20, concurrency=20, tokens_per_s=10.0,
@@ -88,6 +91,7 @@ SCENARIOS = [
     Scenario(
         name="envoy-body-inspection",
         layer="proxy",
+        kind="buffering",
         symptom="the WAF turned streaming into a 10 s blank screen",
         path=("envoy",),
         workload=Workload(),

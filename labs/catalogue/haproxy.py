@@ -13,6 +13,7 @@ SCENARIOS = [
     Scenario(
         name="haproxy-nodelay",
         layer="proxy",
+        kind="coalescing",
         symptom="tokens arrive in stutters of two or three",
         path=("haproxy",),
         workload=Workload(lab={"stamp": True}),
@@ -31,6 +32,7 @@ SCENARIOS = [
     Scenario(
         name="haproxy-compression",
         layer="proxy",
+        kind="compression-delay",
         symptom="every token shows up one token late",
         path=("haproxy",),
         workload=Workload(lab={"stamp": True}),
@@ -51,6 +53,7 @@ SCENARIOS = [
     Scenario(
         name="haproxy-timeout-server",
         layer="proxy",
+        kind="idle-timeout",
         symptom="long answers end mid-sentence, with a 200 already sent",
         path=("haproxy",),
         workload=Workload(lab={"pause_after_tokens": 5, "pause_s": 3.0}),
@@ -72,6 +75,7 @@ SCENARIOS = [
     Scenario(
         name="haproxy-abortonclose",
         layer="proxy",
+        kind="disconnect-not-propagated",
         symptom="slots stay busy after users leave, for as long as the model is silent",
         path=("haproxy",),
         workload=Workload(tokens_per_s=20.0, disconnect_after_events=3,
@@ -94,6 +98,7 @@ SCENARIOS = [
     Scenario(
         name="haproxy-maxconn",
         layer="proxy",
+        kind="connection-limit",
         symptom="no errors, but under load the first token comes in waves",
         path=("haproxy",),
         workload=Workload(streams=50, concurrency=50, tokens_per_s=10.0,

@@ -16,6 +16,7 @@ SCENARIOS = [
     Scenario(
         name="nginx-buffering",
         layer="proxy",
+        kind="buffering",
         symptom="blank screen, then the whole answer at once",
         path=("nginx",),
         workload=Workload(),
@@ -43,6 +44,7 @@ SCENARIOS = [
     Scenario(
         name="nginx-accel-header",
         layer="proxy",
+        kind="buffering",
         symptom="streams directly, stalls behind a proxy you do not control",
         path=("nginx",),
         workload=Workload(),
@@ -60,6 +62,7 @@ SCENARIOS = [
     Scenario(
         name="nginx-gzip",
         layer="proxy",
+        kind="compression-delay",
         symptom="streams until someone turns on gzip for text/event-stream",
         path=("nginx",),
         workload=Workload(lab={"stamp": True}),
@@ -84,6 +87,7 @@ SCENARIOS = [
     Scenario(
         name="nginx-read-timeout",
         layer="proxy",
+        kind="idle-timeout",
         symptom="long answers end mid-sentence, with a 200 already sent",
         path=("nginx",),
         workload=Workload(lab={"pause_after_tokens": 5, "pause_s": 3.0}),
@@ -109,6 +113,7 @@ SCENARIOS = [
     Scenario(
         name="nginx-client-abort",
         layer="proxy",
+        kind="disconnect-not-propagated",
         symptom="the GPU keeps generating for users who closed the tab",
         path=("nginx",),
         workload=Workload(tokens_per_s=20.0, disconnect_after_events=3,
@@ -136,6 +141,7 @@ SCENARIOS = [
     Scenario(
         name="nginx-worker-connections",
         layer="proxy",
+        kind="connection-limit",
         symptom="under load some users get instant errors, and the access log shows nothing",
         path=("nginx",),
         workload=Workload(streams=60, concurrency=60, tokens_per_s=10.0,

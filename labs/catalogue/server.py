@@ -94,6 +94,7 @@ SCENARIOS = [
     Scenario(
         name="server-disconnect",
         layer="server",
+        kind="disconnect-not-propagated",
         symptom="users who closed the tab still hold the GPU, and new users wait for them",
         path=(),
         workload=Workload(
@@ -174,6 +175,7 @@ SCENARIOS = [
     Scenario(
         name="server-gzip-middleware",
         layer="server",
+        kind="compression-delay",
         symptom="the app streams in development, and in lumps once compression is switched on",
         path=(),
         workload=Workload(),
@@ -249,6 +251,7 @@ SCENARIOS = [
     Scenario(
         name="server-heartbeat",
         layer="server",
+        kind="idle-timeout",
         symptom="long prompts die before the first token, behind a proxy",
         path=("nginx",),
         base="fixed",
@@ -352,6 +355,7 @@ SCENARIOS = [
     Scenario(
         name="server-fd-limit",
         layer="server",
+        kind="connection-limit",
         symptom="under load some requests fail at once, and the server logs nothing useful",
         path=(),
         workload=Workload(streams=160, concurrency=160, tokens_per_s=10.0,

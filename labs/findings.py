@@ -1,0 +1,92 @@
+"""What `labs verify`, `labs probe` and `labs load` report about a user's own path, defined once.
+
+A finding names a fault by one of a fixed list of kinds (the same words in every command, the
+JSON output and the pytest plugin), how sure the lab is (`failure`: a measurement showed it;
+`warning`: only the config reading suggests it), where it comes from, the evidence, the catalogue
+scenario that demonstrates it and the fix to write. A report is the list of findings plus the
+checks that ran, so a test runner can turn every check into a test of its own.
+"""
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any, Literal
+
+FindingKind = Literal[
+    "buffering",                  # events held: TTFT near E2E, many events per read
+    "coalescing",                 # events grouped into fewer reads than the server sent
+    "compression-delay",          # compression holds each event back
+    "idle-timeout",               # a silence longer than the limit ends the stream
+    "total-timeout",              # a whole-response limit cuts long answers
+    "disconnect-not-propagated",  # the server keeps generating after the client left
+    "connection-limit",           # streams refused, reset or queued beyond a count
+]
+FINDING_KINDS: tuple[FindingKind, ...] = (
+    "buffering", "coalescing", "compression-delay", "idle-timeout", "total-timeout",
+    "disconnect-not-propagated", "connection-limit")
+Severity = Literal["failure", "warning"]
+
+# Exit statuses shared by verify, probe and load.
+EXIT_OK, EXIT_FAILURE, EXIT_UNUSABLE = 0, 1, 2
+
+
+@dataclass
+class Finding:
+    kind: FindingKind
+    severity: Severity
+    evidence: str
+    where: str | None = None      # file:line of the directive in effect, or "default"
+    scenario: str | None = None   # the catalogue scenario that demonstrates it (make lab-NAME)
+    fix: str | None = None        # the directive (or change) to write
+    limit_s: float | None = None  # for timeouts: the limit measured or read
+    hop: int | None = None        # probe: 0-based index of the innermost URL that shows it
+    reason: str | None = None     # for a warning: why the measurement did not show it
+
+    def __post_init__(self) -> None:
+        if self.kind not in FINDING_KINDS:
+            raise ValueError(f"unknown finding kind {self.kind!r}; known: {', '.join(FINDING_KINDS)}")
+        if self.severity not in ("failure", "warning"):
+            raise ValueError(f"unknown severity {self.severity!r}")
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass
+class CheckOutcome:
+    """One check that ran: its name (a pytest id), whether it passed, what it observed."""
+
+    name: str
+    passed: bool
+    observed: str
+    kind: FindingKind | None = None  # the finding kind this check looks for, when it has one
+
+    def to_json(self) -> dict[str, Any]:
+        return {"name": self.name, "passed": self.passed, "observed": self.observed}
+
+
+@dataclass
+class PathReport:
+    """Findings and checks of one verify or probe run."""
+
+    findings: list[Finding] = field(default_factory=list)
+    checks: list[CheckOutcome] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return not any(f.severity == "failure" for f in self.findings)
+
+    @property
+    def exit_status(self) -> int:
+        return EXIT_OK if self.ok else EXIT_FAILURE
+
+    def failures(self) -> list[Finding]:
+        return [f for f in self.findings if f.severity == "failure"]
+
+
+class UnusableInput(Exception):
+    """The input cannot be used (exit status 2): the message names the file and line when known."""
+
+    def __init__(self, message: str, *, file: str | None = None, line: int | None = None) -> None:
+        self.file, self.line = file, line
+        where = f"{file}:{line}: " if file and line else (f"{file}: " if file else "")
+        super().__init__(f"{where}{message}")
