@@ -1,6 +1,6 @@
 """`python -m labs`: list the scenarios, run one (broken, then fixed) or all of them.
 
-    python -m labs list
+    python -m labs list [--json]
     python -m labs run nginx-buffering [--variant broken|fixed|both] [--runtime local|docker] [--json]
     python -m labs run-all
 """
@@ -19,7 +19,8 @@ DEFAULT_REPORTS = REPO_ROOT / "reports"
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m labs", description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="command", required=True)
-    sub.add_parser("list", help="every scenario with its one-line symptom")
+    listing = sub.add_parser("list", help="every scenario with its one-line symptom")
+    listing.add_argument("--json", action="store_true", help="the list as JSON (name, layer, path, symptom, command)")
     sub.add_parser("names", help="scenario names only, one per line (for the Makefile)")
     table = sub.add_parser("readme-table", help="the README's scenario table, in Markdown")
     table.add_argument("--write", action="store_true", help="update README.md in place")
@@ -50,9 +51,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         print("\n".join([*(s.name for s in catalogue.SCENARIOS), "load"]))
         return 0
     if args.command == "list":
-        status = _list(catalogue.SCENARIOS)
-        print("load: ramp 10 -> 1,000 concurrent streams per path; what breaks first (python -m labs run load)")
-        return status
+        from labs.listing import print_list
+        return print_list(catalogue.SCENARIOS, json_output=args.json)
     if args.command == "run" and args.name == "load":
         from labs import load
         return load.main(["--out", str(args.out / "load")]
@@ -74,19 +74,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         variants = ("broken", "fixed") if args.variant == "both" else (args.variant,)
         return _run([scenario], variants, args.runtime, args.out, as_json=args.json)
     return _run(list(catalogue.SCENARIOS), ("broken", "fixed"), args.runtime, args.out, index=True)
-
-
-def _list(scenarios) -> int:
-    from rich.console import Console
-    from rich.table import Table
-
-    table = Table(show_header=True, header_style="bold")
-    for column in ("scenario", "layer", "path", "symptom"):
-        table.add_column(column)
-    for s in scenarios:
-        table.add_row(s.name, s.layer, " -> ".join((*s.path, "server")), s.symptom)
-    Console().print(table)
-    return 0
 
 
 def _run(scenarios, variants, runtime, out: Path, *, as_json: bool = False, index: bool = False) -> int:
