@@ -73,22 +73,22 @@ def main(argv: Sequence[str] | None = None) -> int:
             return 2
         variants = ("broken", "fixed") if args.variant == "both" else (args.variant,)
         return _run([scenario], variants, args.runtime, args.out, as_json=args.json)
-    return _run(list(catalogue.SCENARIOS), ("broken", "fixed"), args.runtime, args.out, index=True)
+    from labs.run_all import run_all
+    return run_all(list(catalogue.SCENARIOS), args.runtime, args.out)
 
 
-def _run(scenarios, variants, runtime, out: Path, *, as_json: bool = False, index: bool = False) -> int:
+def _run(scenarios, variants, runtime, out: Path, *, as_json: bool = False) -> int:
     from rich.console import Console
+    from rich.markup import escape
 
-    from labs import report
+    from labs import provenance, report
     from labs.runner import Lab
 
     console = Console(stderr=as_json)
-    outcomes = []
     failed = False
     with console.status("starting") as status, Lab(runtime=runtime, progress=status.update) as lab:
         for scenario in scenarios:
             outcome = lab.run(scenario, variants)
-            outcomes.append(outcome)
             status.update(f"{scenario.name}: writing the report")
             paths = report.write_report(outcome, out / scenario.name)
             if as_json:
@@ -98,10 +98,9 @@ def _run(scenarios, variants, runtime, out: Path, *, as_json: bool = False, inde
                 report.print_outcome(outcome, console)
                 pictures = "  ".join(str(paths[k]) for k in ("png", "hops") if k in paths)
                 console.print(f"report: {paths['md']}  pictures: {pictures}")
+                console.print(f"[dim]{escape(provenance.one_line(outcome.provenance))}[/]")
                 status.start()
             failed |= not all(outcome.passed(v) for v in outcome.runs)
-    if index:
-        console.print(f"index: {report.write_index(outcomes, out)}")
     return 1 if failed else 0
 
 
