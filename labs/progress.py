@@ -45,7 +45,7 @@ class WorkBar:
     def __init__(self, console: Console, planned_s: float, title: str) -> None:
         self.title = title
         self.progress = Progress(
-            TextColumn("[bold]{task.fields[title]}[/]"), BarColumn(), TaskProgressColumn(),
+            TextColumn("[bold]{task.fields[title]}[/]"), BarColumn(bar_width=30), TaskProgressColumn(),
             TimeElapsedColumn(), TimeLeft(), TextColumn("{task.description}"),
             console=console, auto_refresh=False, transient=False)
         self.task = self.progress.add_task("starting", total=max(planned_s, 1e-9), title=title)
