@@ -12,12 +12,13 @@ import asyncio
 import contextlib
 import json
 import os
+import shlex
 import time
 import urllib.request
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterator, Mapping, Sequence
 
-from labs import client
+from labs import client, provenance
 from labs.measurements import StreamResult
 from labs.scenario import VARIANTS, CheckResult, Run, Scenario, Variant, VariantName, Workload
 from proxies.base import ProxySettings
@@ -45,6 +46,13 @@ class ScenarioOutcome:
     scenario: Scenario
     runs: dict[VariantName, Run] = field(default_factory=dict)
     checks: dict[VariantName, list[CheckResult]] = field(default_factory=dict)
+    # How it was made (labs.provenance): runtime, proxy versions or images, server command
+    # lines, commit, CPUs, start time.
+    provenance: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def wall_s(self) -> float:
+        return sum(run.wall_s for run in self.runs.values())
 
     def passed(self, variant: VariantName) -> bool:
         return all(c.passed for c in self.checks.get(variant, []))
@@ -98,6 +106,11 @@ class Lab:
             self._models[handle_key] = served_model(handle.url)
         return self._servers[handle_key]
 
+    def server_command(self, args: Sequence[str] = (), nofile: int | None = None) -> str:
+        """The command line of the server these flags get (its host and port aside)."""
+        command = shlex.join(("python", "-m", "server", "--engine", self.engine, *args))
+        return command if nofile is None else f"ulimit -Sn {nofile}; {command}"
+
     def model_name(self, args: Sequence[str] = (), nofile: int | None = None) -> str:
         key = ("--engine", self.engine, *args)
         self.server(args, nofile)
@@ -107,11 +120,15 @@ class Lab:
 
     def run(self, scenario: Scenario, variants: Sequence[VariantName] = VARIANTS) -> ScenarioOutcome:
         outcome = ScenarioOutcome(scenario)
+        started_at = provenance.started_now()
         for name in variants:
             self.progress(f"{scenario.name}: {name} variant")
             run = self.run_variant(scenario, name)
             outcome.runs[name] = run
             outcome.checks[name] = [check(run) for check in scenario.checks(name)]
+        commands = {name: self.server_command(scenario.variant(name).server_args,
+                                              scenario.variant(name).server_nofile) for name in variants}
+        outcome.provenance = provenance.collect(self.runtime.name, scenario.path, commands, started_at)
         return outcome
 
     def run_variant(self, scenario: Scenario, name: VariantName) -> Run:

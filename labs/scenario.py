@@ -27,7 +27,7 @@ class Variant:
     """One side of a scenario. For `fix`, every field is applied on top of the broken variant.
 
     proxy: settings overrides per proxy name (on that proxy's own defaults, then broken's).
-    lab: `lab` request fields (contract.md), merged over the workload's.
+    lab: `lab` request fields (docs/contract.md), merged over the workload's.
     server_args: flags for `python -m server` (a variant with other flags gets its own server).
     client: measuring-client options (labs.client.measure_stream keyword arguments).
     request: other chat-completion body fields (stop, max_tokens, ...).
