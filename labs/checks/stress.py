@@ -17,8 +17,11 @@ from labs.scenario import Check, Run
 
 # A silence or a stream must beat the timeout it proves by this many token intervals.
 STRESS_MARGIN_INTERVALS = 2.0
-# A cut that a timeout made comes no earlier than this many intervals before it (timer slack).
-CUT_SLACK_INTERVALS = 1.0
+# A cut that a timeout made comes after at least this share of it. Timers fire early: nginx
+# re-arms a read timer only when it moves by more than 300 ms (NGX_TIMER_LAZY_DELAY), so its
+# 1 s proxy_read_timeout was measured here cutting 903 ms after the last token. An unrelated
+# failure comes at once; half the timeout tells the two apart with room for timer slack.
+CUT_SHARE = 0.5
 DISCONNECTS = 'streamlab_requests_aborted_total{reason="disconnect"}'
 
 
@@ -54,12 +57,12 @@ def silence_outlasted(timeout_s: float, what: str) -> Check:
 
 
 def cut_after_silence(timeout_s: float, what: str) -> Check:
-    """The stream ended only after a silence as long as `timeout_s`: the silence reached the
-    timeout, and the timeout (not an earlier failure) ended the stream."""
+    """The stream ended only after a long silence: the silence reached the timeout, and the
+    timeout (not an earlier failure, which comes at once) ended the stream."""
     return threshold(
-        f"the stream is cut after a silence as long as {what} ({timeout_s:g} s)",
+        f"the stream is cut after a long silence: >= {CUT_SHARE:.0%} of {what} ({timeout_s:g} s)",
         lambda run: _shortest(run, longest_silence),
-        lambda run: timeout_s - CUT_SLACK_INTERVALS * run.interval_s, at_least=True,
+        lambda run: CUT_SHARE * timeout_s, at_least=True,
         shown=lambda run, s: f"silence before the end {ms(s)}")
 
 
@@ -79,9 +82,9 @@ def outlived(timeout_s: float, what: str) -> Check:
 def cut_at_deadline(timeout_s: float, what: str) -> Check:
     """The stream ran until `timeout_s` after the request: the whole-response timeout cut it."""
     return threshold(
-        f"the stream runs until {what} ({timeout_s:g} s) cuts it",
+        f"the stream runs until {what} cuts it: >= {CUT_SHARE:.0%} of {timeout_s:g} s",
         lambda run: _shortest(run, _lasted),
-        lambda run: timeout_s - CUT_SLACK_INTERVALS * run.interval_s, at_least=True,
+        lambda run: CUT_SHARE * timeout_s, at_least=True,
         shown=lambda run, end: f"stream ended at {ms(end)}")
 
 
@@ -125,8 +128,8 @@ def departed(count: int | None = None) -> Check:
         events = sorted({r.content_events for r in gone})
         return (f"{len(gone)} of {len(run.results)} streams left after {events or '-'} content events "
                 f"(>= {expected})"), bool(gone) and len(gone) >= expected
-    shown = "every client" if count is None else f"{count} clients"
-    return Check(f"{shown} leave mid-stream (outcome disconnected)", measure)
+    who = "every client leaves" if count is None else f"{count} clients leave"
+    return Check(f"{who} mid-stream (outcome disconnected)", measure)
 
 
 def server_heard_departures(count: int | None = None) -> Check:
