@@ -43,7 +43,7 @@ def longest_silence(result: StreamResult) -> float | None:
 def _shortest(run: Run, value: Callable[[StreamResult], float | None]) -> float | None:
     """The smallest value over every stream (None when any stream has none): all must pass."""
     seen = [value(r) for r in run.results]
-    return None if not seen or any(v is None for v in seen) else min(seen)
+    return None if not seen or any(v is None for v in seen) else min(v for v in seen if v is not None)
 
 
 def silence_outlasted(timeout_s: float, what: str) -> Check:
