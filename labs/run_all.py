@@ -12,14 +12,14 @@ import json
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Sequence
+from typing import Any, Mapping, Sequence
 
 from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
 from labs.progress import WorkBar, clock
-from labs.scenario import Scenario, Workload
+from labs.scenario import VARIANTS, Scenario, Workload
 
 # Per scenario, beyond its streams: proxies to start, the server to drain, the report to draw.
 OVERHEAD_S = 2.0
@@ -48,14 +48,17 @@ def planned_s(scenario: Scenario, reports: Path) -> float:
             return float(sum(walls)) + OVERHEAD_S
     except (OSError, ValueError, KeyError, TypeError, AttributeError):
         pass
-    return 2 * stream_s(scenario.workload) + OVERHEAD_S
+    return sum(stream_s(scenario.workload, scenario.variant(v).lab) for v in VARIANTS) + OVERHEAD_S
 
 
-def stream_s(workload: Workload) -> float:
-    """The workload's own timing: silences, then its script's words at its pace, per wave."""
-    tokens = max(1, len(workload.script.split()))
+def stream_s(workload: Workload, variant_lab: Mapping[str, Any] | None = None) -> float:
+    """The workload's own timing under a variant's knobs: silences, then its script's words at
+    its pace, per wave."""
+    knobs = workload.knobs(variant_lab)
+    tokens = max(1, len(str(knobs["script"]).split()))
+    rate = float(knobs["tokens_per_s"])
     waves = 1 if workload.streams <= 1 else -(-workload.streams // max(1, workload.concurrency))
-    return waves * (workload.first_due_s + tokens / workload.tokens_per_s)
+    return waves * (workload.first_due_s(variant_lab) + tokens / rate)
 
 
 def summary_table(rows: Sequence[SummaryRow], total_s: float) -> Table:

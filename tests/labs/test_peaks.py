@@ -8,7 +8,7 @@ from typing import Iterator
 import pytest
 
 from labs.peaks import GaugePeaks
-from proxies.runtime.process import wait_until
+from server.processes import wait_until
 
 
 class Metrics(BaseHTTPRequestHandler):
