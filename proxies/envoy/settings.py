@@ -35,7 +35,8 @@ def _admin_path(value: str) -> str:
 # Statuses Envoy answers on its own, each with its entry in proxies/errors.py; any other local
 # reply gets the generic client or server entry by its class.
 ENVOY_OWN_ERRORS = (400, 403, 408, 413, 431, 500, 501, 502, 503, 504)
-# An admin path as Envoy matches it (exact, no query).
+# An admin path, served with any query string; letters, `_` and `/` only, so it needs no
+# escaping in the regex the template builds from it.
 AdminPath = Annotated[str, AfterValidator(_admin_path)]
 
 # What the compressor compresses when content_type is left empty.

@@ -142,7 +142,13 @@ def test_envoy_admin_ignores_a_cross_site_post_mid_stream(server: Any) -> None:
         assert proxy.process.process is not None and proxy.process.process.poll() is None
         assert httpx.get(proxy.admin_url + "/ready", timeout=5).status_code == 200
         assert "cluster.upstream.upstream_rq_total" in proxy.stats("cluster.upstream.")
+        read = httpx.get(proxy.admin_url + "/stats?filter=upstream_rq_total", timeout=5)
+        changes = {path: httpx.post(proxy.admin_url + path, headers=CROSS_SITE, timeout=5).status_code
+                   for path in ("/healthcheck/fail", "/drain_listeners", "/logging?level=trace",
+                                "/runtime_modify?a=b", "/reset_counters")}
     assert forged.status_code == 403 and "not allowed" in forged.text, (forged.status_code, forged.text)
+    assert set(changes.values()) == {403}, changes
+    assert read.status_code == 200 and "upstream_rq_total" in read.text  # reading still works
     # The stream was not cut: more tokens came after the POST, then the end.
     assert sum(map(content_event, lines)) > events_before and "data: [DONE]" in lines, lines[-3:]
 
