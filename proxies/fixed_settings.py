@@ -49,7 +49,7 @@ def haproxy() -> HaproxySettings:
         maxconn_global=8192, maxconn_frontend=4096,
         http_no_delay=True, abortonclose=True,
         compression_algo="gzip", compression_types=COMPRESSIBLE,
-        # timeout client bounds a client that stops reading or pauses its upload, never a silence
+        # timeout client bounds a client that pauses its upload or stops reading, never a silence
         # of the server's (measured: a 1 s timeout client did not cut a stream silent for 3 s).
         timeout_connect="5s", timeout_client=BODY, timeout_server=SILENCE, timeout_tunnel="1h",
         timeout_http_request=HEADERS, timeout_http_keep_alive=IDLE,
