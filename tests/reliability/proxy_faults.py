@@ -17,7 +17,8 @@ from typing import Any, Iterator
 from proxies import ProxySettings, variant
 from proxies.base import ProxyName
 from proxies.runtime.local import LocalProxy, LocalRuntime, run_proxy
-from proxies.runtime.process import free_port, wait_until
+from proxies.runtime.process import wait_until
+from tests.runtimes import on_free_ports
 
 PROXIES: tuple[ProxyName, ...] = ("nginx", "haproxy", "envoy")
 HEADER_TIMEOUT_S = 1.0
@@ -47,10 +48,7 @@ ERROR_KEYS = {"message", "type", "param", "code"}
 
 def fixed(proxy: ProxyName, upstream_port: int, **changes: Any) -> ProxySettings:
     """The exported fixed variant on free ports, its client timeouts scaled, plus `changes`."""
-    ports: dict[str, Any] = {"listen_port": free_port(), "upstream_port": upstream_port}
-    if proxy == "envoy":
-        ports["admin_port"] = free_port()
-    return variant(proxy, "fixed").with_(**{**ports, **SCALED[proxy], **changes})
+    return on_free_ports(variant(proxy, "fixed"), upstream_port).with_(**{**SCALED[proxy], **changes})
 
 
 def running_server(args: list[str] | None = None) -> contextlib.AbstractContextManager[Any]:

@@ -100,16 +100,18 @@ def test_client_disconnect_frees_the_slot(proxy_name: ProxyName, server: Any) ->
 async def _leave_at(client: httpx.AsyncClient, url: str, leave_after_s: float,
                     events: list[int]) -> None:
     """Start a 20 s stream and hang up after `leave_after_s`, wherever the stream is then."""
-    seen = 0
+    seen = [0]
+
+    async def read() -> None:
+        body = chat(max_tokens=400, tokens_per_s=TOKENS_PER_S)
+        async with client.stream("POST", url + "/v1/chat/completions", json=body) as response:
+            async for line in response.aiter_lines():
+                seen[0] += content_event(line)
     try:
-        async with asyncio.timeout(leave_after_s):
-            body = chat(max_tokens=400, tokens_per_s=TOKENS_PER_S)
-            async with client.stream("POST", url + "/v1/chat/completions", json=body) as response:
-                async for line in response.aiter_lines():
-                    seen += content_event(line)
-    except TimeoutError:
+        await asyncio.wait_for(read(), leave_after_s)  # cancelled there: the connection closes
+    except asyncio.TimeoutError:
         pass
-    events.append(seen)
+    events.append(seen[0])
 
 
 def _peak_slots(server: Any, stop: threading.Event, peak: list[float]) -> None:

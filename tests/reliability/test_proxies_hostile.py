@@ -19,8 +19,9 @@ from proxies.runtime.local import run_proxy
 from proxies.runtime.process import free_port, wait_until
 from tests.reliability.proxy_faults import (HEADER_TIMEOUT_S, IDLE_CLOSE_S, LATE_S, PROXIES,
                                             SILENT_BOUND_S, assert_openai_error, chat, connect,
-                                            content_event, exchange, fixed, fixed_proxy, running_server,
+                                            content_event, exchange, fixed_proxy, running_server,
                                             seconds_until_closed)
+from tests.runtimes import on_free_ports
 
 pytestmark = pytest.mark.slow
 TRICKLE = b"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nX-Pad: " + b"a" * 150  # 20 s at 0.1 s/byte
@@ -77,7 +78,8 @@ def test_too_large_prompt_gets_a_413_the_sdk_reads_once(proxy_name: ProxyName, s
         sdk = openai.OpenAI(base_url=proxy.url + "/v1", api_key="unused", max_retries=2, timeout=30)
         with pytest.raises(openai.APIStatusError) as raised:
             sdk.chat.completions.create(model="tiny", messages=prompt, stream=True)
-        entries = proxy.wait_access_log(2, timeout_s=10) and proxy.access_entries()
+        proxy.wait_access_log(2, timeout_s=10)
+        entries = proxy.access_entries()
     assert raised.value.status_code == 413 and raised.value.code == "request_too_large"
     assert "larger than the proxy accepts" in raised.value.message
     assert [entry["status"] for entry in entries] == ["413", "413"], entries  # no retry, no 503
@@ -97,10 +99,7 @@ def test_proxy_own_error_is_openai_shaped_and_the_defaults_are_not(proxy_name: P
     assert error["type"] == "server_error"
     # The SDK found the fields it parses: its message quotes ours ("Error code: 503 - ...").
     assert raised.value.code == "upstream_unavailable" and error["message"] in raised.value.message
-    defaults = variant(proxy_name, "defaults").with_(**{
-        name: value for name, value in fixed(proxy_name, nobody).model_dump().items()
-        if name in ("listen_port", "upstream_port", "admin_port")})
-    with run_proxy(defaults) as bare:
+    with run_proxy(on_free_ports(variant(proxy_name, "defaults"), nobody)) as bare:
         page = httpx.post(bare.url + "/v1/chat/completions", json=chat(), timeout=30)
     assert page.status_code in (502, 503)
     assert not page.headers.get("content-type", "").startswith("application/json"), page.text[:200]
@@ -114,7 +113,7 @@ def test_nginx_does_not_announce_its_version(server: Any) -> None:
     assert ok.status_code == 200 and ok.headers["server"] == "nginx"
     assert error.status_code == 502 and error.headers["server"] == "nginx"
     assert "1." not in error.text and "nginx" not in error.text
-    with run_proxy(variant("nginx", "defaults").with_(listen_port=free_port(), upstream_port=server.port)) as bare:
+    with run_proxy(on_free_ports(variant("nginx", "defaults"), server.port)) as bare:
         announced = httpx.get(bare.url + "/healthz", timeout=10).headers["server"]
     assert announced.startswith("nginx/1."), announced  # what server_tokens off hides
 
@@ -155,9 +154,7 @@ def test_envoy_admin_ignores_a_cross_site_post_mid_stream(server: Any) -> None:
 
 def test_envoy_defaults_admin_is_stopped_by_that_post(server: Any) -> None:
     """The other direction: without the allow list the same form POST stops Envoy."""
-    settings = variant("envoy", "defaults").with_(listen_port=free_port(), upstream_port=server.port,
-                                                  admin_port=free_port())
-    with run_proxy(settings) as proxy:
+    with run_proxy(on_free_ports(variant("envoy", "defaults"), server.port)) as proxy:
         forged = httpx.post(proxy.admin_url + "/quitquitquit", headers=CROSS_SITE, content=b"x=1", timeout=5)
         assert proxy.process.process is not None
         wait_until(lambda: proxy.process.process.poll() is not None, 10, describe="Envoy to exit")
