@@ -92,13 +92,12 @@ def seconds_until_closed(sock: socket.socket, limit_s: float, trickle: bytes = b
     return None
 
 
-def exchange(sock: socket.socket, request: bytes) -> http.client.HTTPResponse:
-    """Send one raw request on `sock` and read its whole response (the connection stays open)."""
+def exchange(sock: socket.socket, request: bytes) -> tuple[http.client.HTTPResponse, bytes]:
+    """Send one raw request on `sock`, read its whole response (the connection stays open)."""
     sock.sendall(request)
     response = http.client.HTTPResponse(sock)
     response.begin()
-    response.read()
-    return response
+    return response, response.read()
 
 
 def assert_openai_error(response: Any, status: int | tuple[int, ...], code: str | None = None) -> dict:

@@ -35,8 +35,9 @@ def server() -> Iterator[Any]:
 
 
 def _read_events(lines: Iterator[str], count: int) -> int:
-    """Read from one `response.iter_lines()` until `count` tokens arrived (breaking out of a
-    fresh iter_lines() loop would close the response: the client would leave right there)."""
+    """Read from one `response.iter_lines()` until `count` tokens arrived. The caller keeps the
+    iterator: breaking out of it, or letting it be collected, closes the response (the client
+    would leave right there)."""
     seen = 0
     while seen < count and (line := next(lines, None)) is not None:
         seen += content_event(line)
@@ -88,7 +89,8 @@ def test_client_disconnect_frees_the_slot(proxy_name: ProxyName, server: Any) ->
     with fixed_proxy(proxy_name, server.port) as proxy:
         body = chat(max_tokens=400, tokens_per_s=TOKENS_PER_S)
         with httpx.stream("POST", proxy.url + "/v1/chat/completions", json=body, timeout=10) as response:
-            assert _read_events(response.iter_lines(), 3) == 3
+            stream = response.iter_lines()  # kept: a collected iter_lines() closes the response
+            assert _read_events(stream, 3) == 3
             assert gauges(server)["streamlab_slots_in_use"] >= 1  # the stream held a slot
         left_at = time.monotonic()
         wait_all_freed(server, FREED_WITHIN_S)

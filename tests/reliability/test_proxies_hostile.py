@@ -5,6 +5,7 @@ web page's cross-site POST. Each test also shows what it depends on really happe
 trickle went on, the server never saw the prompt, the defaults really misbehave)."""
 from __future__ import annotations
 
+import json
 import threading
 from typing import Any, Iterator
 
@@ -57,7 +58,7 @@ def test_silent_connection_is_closed(proxy_name: ProxyName, server: Any) -> None
 @pytest.mark.parametrize("proxy_name", PROXIES)
 def test_idle_keep_alive_connection_is_closed(proxy_name: ProxyName, server: Any) -> None:
     with fixed_proxy(proxy_name, server.port) as proxy, connect(proxy) as sock:
-        response = exchange(sock, b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
+        response, _ = exchange(sock, b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
         assert response.status == 200 and not response.will_close  # kept alive, then left idle
         open_for = seconds_until_closed(sock, limit_s=IDLE_CLOSE_S[proxy_name] + 10)
     assert open_for is not None, f"{proxy_name} kept an idle keep-alive connection open"
@@ -85,6 +86,34 @@ def test_too_large_prompt_gets_a_413_the_sdk_reads_once(proxy_name: ProxyName, s
     assert [entry["status"] for entry in entries] == ["413", "413"], entries  # no retry, no 503
     # The proxy answered: the server never saw the prompt.
     assert server.metrics().get('streamlab_requests_total{status="413"}', 0) == seen_by_server
+
+
+@pytest.mark.parametrize("proxy_name", PROXIES)
+def test_too_large_chunked_prompt_gets_a_413_too(proxy_name: ProxyName, server: Any) -> None:
+    """No Content-Length to judge by: nginx and Envoy count the body; HAProxy passes it on and
+    the server's own limit answers, in the same shape."""
+    body = b'{"model": "tiny", "messages": [{"role": "user", "content": "' + b"x" * TOO_LARGE + b'"}]}'
+    chunks = (body[start:start + 65536] for start in range(0, len(body), 65536))
+    with fixed_proxy(proxy_name, server.port) as proxy:
+        response = httpx.post(proxy.url + "/v1/chat/completions", content=chunks, timeout=30,
+                              headers={"content-type": "application/json"})
+    assert response.request.headers.get("transfer-encoding") == "chunked"
+    assert_openai_error(response, 413, "request_too_large")
+
+
+@pytest.mark.parametrize("proxy_name", PROXIES)
+def test_unparsable_request_answer(proxy_name: ProxyName, server: Any) -> None:
+    """nginx and Envoy answer 400 in the OpenAI shape. HAProxy 2.6 answers a request it cannot
+    parse from its connection layer, which only knows its built-in page (the config says so)."""
+    with fixed_proxy(proxy_name, server.port) as proxy, connect(proxy) as sock:
+        response, body = exchange(sock, b"GARBAGE\r\n\r\n")
+        content_type, text = response.getheader("content-type", ""), body.decode()
+    assert response.status == 400
+    if proxy_name == "haproxy":
+        assert content_type == "text/html" and "400 Bad request" in text
+    else:
+        assert content_type.startswith("application/json"), (content_type, text)
+        assert json.loads(text)["error"]["code"] == "bad_request"
 
 
 @pytest.mark.parametrize("proxy_name", PROXIES)
