@@ -29,7 +29,6 @@ class _Edits:
     def __init__(self, text: str) -> None:
         self.text = text
         self.spans: list[tuple[int, int, str]] = []
-        self.commented: set[int] = set()
 
     def scalar(self, node: yaml.Node, new: str) -> None:
         self.spans.append((node.start_mark.index, node.end_mark.index, new))
@@ -42,10 +41,17 @@ class _Edits:
         self.spans.append((start, end, new))
 
     def comment(self, owner: YamlMap, key: str) -> None:
-        first = owner.key_nodes[key].start_mark.line
-        end = owner.value_nodes[key].end_mark
-        last = end.line - 1 if end.column == 0 else end.line
-        self.commented.update(range(first, last + 1))
+        """Drop `key: value` (up to the next key, so a list item's `- ` stays with that key)."""
+        keys = list(owner.key_nodes)
+        start = owner.key_nodes[key].start_mark.index
+        following = keys[keys.index(key) + 1:]
+        if following:
+            end = owner.key_nodes[following[0]].start_mark.index
+        else:
+            end = owner.value_nodes[key].end_mark.index
+            while end > start and self.text[end - 1].isspace():
+                end -= 1
+        self.spans.append((start, end, ""))
 
     def top(self, lines: list[str]) -> None:
         self.spans.append((0, 0, "".join(line + "\n" for line in lines)))
@@ -54,16 +60,7 @@ class _Edits:
         text = self.text
         for start, end, new in sorted(self.spans, reverse=True):
             text = text[:start] + new + text[end:]
-        # Lines to comment out are counted in the original text; spans never add lines above
-        # them except at the very top, so shift by what the top inserts added.
-        added = sum(new.count("\n") for start, end, new in self.spans if start == 0 and end == 0)
-        lines = text.split("\n")
-        for number in sorted(self.commented):
-            index = number + added
-            if index < len(lines) and lines[index].strip():
-                stripped = lines[index].lstrip()
-                lines[index] = lines[index][:len(lines[index]) - len(stripped)] + f"# {stripped}"
-        return "\n".join(lines)
+        return text
 
 
 def rewrite(path: Path, listener_name: Any, lab_port: int, folder: Path) -> Rewritten:

@@ -48,6 +48,10 @@ def rewrite(config: HaproxyConfig, frontend: Section, lab_port: int, folder: Pat
                     edit.remove(line, key, "not root here")
             elif key in ("chroot", "daemon", "ca-base", "crt-base", "master-worker"):
                 edit.remove(line, key, "the run stays in its own folder, in the foreground")
+            elif key == "maxconn" and section.kind == "global" and int(words[1]) > _fd_allowed():
+                edit.replace(line, key, f"maxconn {_fd_allowed()}")
+                note(f"global maxconn {words[1]} needs about {2 * int(words[1])} open files; this machine "
+                     f"allows {_fd_hard_limit()}, so it runs with maxconn {_fd_allowed()} here")
             elif key == "pidfile":
                 edit.replace(line, key, f"pidfile {folder / 'haproxy.pid'}")
             elif key == "log" and words[1:2] != ["global"] and not words[1:2] == ["stdout"]:
@@ -73,6 +77,17 @@ def rewrite(config: HaproxyConfig, frontend: Section, lab_port: int, folder: Pat
     rewritten = edit.apply()
     result.files[str(config.file)] = (config.text, rewritten, result.main)
     return result
+
+
+def _fd_hard_limit() -> int:
+    import resource
+    hard = resource.getrlimit(resource.RLIMIT_NOFILE)[1]
+    return hard if hard != resource.RLIM_INFINITY else 1 << 20
+
+
+def _fd_allowed() -> int:
+    """The largest maxconn HAProxy can raise its open-file limit for here (two fds a connection)."""
+    return max(256, (_fd_hard_limit() - 200) // 2)
 
 
 def _server(statement: Statement, lab_port: int) -> str:

@@ -59,7 +59,7 @@ def findings(proxy: str, suspicions: list[Suspicion], measured: list[Measured],
                 out.append(Finding(kind=m.kind, severity="failure", where=s.where,
                                    evidence=f"{m.name}: {m.observed}. Read: {s.evidence}",
                                    scenario=scenario_for(m.kind, proxy), fix=s.fix,
-                                   limit_s=m.limit_s if m.limit_s is not None else s.limit_s))
+                                   limit_s=s.limit_s if s.limit_s is not None else m.limit_s))
         else:
             setting, fix = FALLBACK[proxy][m.kind]
             out.append(Finding(kind=m.kind, severity="failure", where=where_of.get(setting, DEFAULT),
