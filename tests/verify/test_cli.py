@@ -1,0 +1,49 @@
+"""`python -m labs verify`: exit statuses, the JSON document, errors with the file and line."""
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def verify(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "labs", "verify", *args], cwd=REPO, capture_output=True,
+                          text=True, timeout=120)
+
+
+def test_missing_file_and_unknown_proxy_are_unusable(tmp_path):
+    result = verify(str(tmp_path / "nope.conf"))
+    assert result.returncode == 2 and "no such file" in result.stdout + result.stderr
+    result = verify(str(tmp_path), "--proxy", "traefik")
+    assert result.returncode == 2 and "traefik" in result.stderr
+
+
+def test_the_proxys_own_error_names_the_users_file_and_line(tmp_path):
+    (tmp_path / "nginx.conf").write_text(
+        "events {}\nhttp {\n  server {\n    listen 80;\n    location /v1/ {\n      proxy_pass http://a:1;\n"
+        "      proxy_bufering off;\n    }\n  }\n}\n")
+    result = verify(str(tmp_path / "nginx.conf"), "--json", "--quick")
+    assert result.returncode == 2, result.stdout + result.stderr
+    document = json.loads(result.stdout)
+    assert 'unknown directive "proxy_bufering"' in document["error"]
+    assert document["error_file"].endswith("nginx.conf") and document["error_line"] == 7
+
+
+@pytest.mark.slow
+def test_json_document_and_exit_status_of_a_failure():
+    config = REPO / "tests" / "data" / "user-configs" / "nginx-location-override" / "nginx.conf"
+    result = verify(str(config), "--json", "--quick")
+    assert result.returncode == 1, result.stderr
+    document = json.loads(result.stdout)
+    assert set(document) >= {"proxy", "file", "ok", "findings", "checks", "rewrites"}
+    assert document["proxy"] == "nginx" and document["ok"] is False
+    finding = next(f for f in document["findings"] if f["severity"] == "failure")
+    assert finding["kind"] == "buffering" and finding["where"].endswith("nginx.conf:38")
+    assert finding["scenario"] == "make lab-nginx-buffering" and "proxy_buffering off" in finding["fix"]
+    assert {"name", "passed", "observed"} == set(document["checks"][0])
+    assert "+    listen 127.0.0.1:" in document["rewrites"] or "+        listen 127.0.0.1:" in document["rewrites"]
