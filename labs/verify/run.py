@@ -23,6 +23,7 @@ from labs.verify.detect import PROXIES, detect
 from labs.verify.launch import RunningConfig, running, validate
 from labs.verify.model import Options, Reading, VerifyReport, display_path
 from labs.verify.rewrite import Rewritten, assert_loopback
+from proxies.runtime.process import free_port
 from server.launcher import ServerHandle, running_server
 
 Progress = Callable[[str], None]
@@ -96,15 +97,17 @@ def verify_config(path: Path, *, proxy: str | None = None, max_silence_s: float 
     report = VerifyReport(proxy=proxy, file=display_path(path), route=reading.route,
                           settings=reading.settings, notes=list(reading.notes))
     with contextlib.ExitStack() as stack:
-        if server is None:
-            say("starting the lab's server")
-            server = stack.enter_context(lab_server(streams))
+        # Rewrite and validate before any server starts, so a config the proxy rejects fails fast.
+        lab_port = server.port if server is not None else free_port()
         folder = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix=f"streamlab-verify-{proxy}-")))
-        rewritten = rewrite_config(path, proxy, server.port, folder)
+        rewritten = rewrite_config(path, proxy, lab_port, folder)
         report.rewrites = rewritten.diff
         report.notes += rewritten.notes
         say(f"checking it with {proxy}'s own validator")
         validate(rewritten)
+        if server is None:
+            say("starting the lab's server")
+            server = stack.enter_context(running_server(server_args(streams), port=lab_port))
         say(f"starting {proxy} on 127.0.0.1:{rewritten.listen_port}")
         proxy_run = stack.enter_context(running(rewritten))
         measured = _measure(proxy_run, server, options, selected, say)

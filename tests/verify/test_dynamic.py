@@ -80,4 +80,4 @@ def test_user_config(verify_server, name, expected):
     assert loopback.passed, loopback.observed
     served = verify_server.metrics().get("streamlab_tokens_generated_total", 0)
     assert served > before.get("streamlab_tokens_generated_total", 0)
-    assert report.rewrites and not re.search(r"^\+.*\b(10\.\d+\.\d+\.\d+|0\.0\.0\.0)\b", report.rewrites, re.M)
+    assert report.rewrites and not re.search(r"^\+(?!\s*#).*\b(10\.\d+\.\d+\.\d+|0\.0\.0\.0)\b", report.rewrites, re.M)
