@@ -31,7 +31,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--streams", type=int, default=defaults.streams, metavar="N",
                         help=f"concurrent streams the path must carry (default {defaults.streams})")
     parser.add_argument("--runtime", choices=("local", "docker"), default="local",
-                        help="how the proxy runs (verify supports local processes)")
+                        help="the proxy as a host process (local) or in its container (docker)")
     parser.add_argument("--quick", action="store_true",
                         help="only the checks the static reading calls for (plus streaming)")
     parser.add_argument("--check", action="append", choices=CHECK_NAMES, dest="checks",

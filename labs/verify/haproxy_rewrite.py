@@ -12,7 +12,7 @@ import re
 from pathlib import Path
 
 from labs.verify.edits import TextEdits
-from labs.verify.haproxy_config import HaproxyConfig, Section, Statement
+from labs.verify.haproxy_config import HaproxyConfig, Section, Statement, words_of
 from labs.verify.rewrite import Rewritten
 from proxies.runtime.process import free_port
 
@@ -26,10 +26,11 @@ REMOVED_SECTIONS = {"resolvers": "names DNS servers of the user's network", "pee
 STDOUT_LOG = "log stdout format raw local0 info"
 
 
-def rewrite(config: HaproxyConfig, frontend: Section, lab_port: int, folder: Path) -> Rewritten:
+def rewrite(config: HaproxyConfig, frontend: Section, lab_port: int, folder: Path, *,
+            drop_user: bool = False) -> Rewritten:
     edit = TextEdits(config.text, terminator="\n")
     result = Rewritten("haproxy", folder, folder / "conf" / "haproxy.cfg", listen_port=0)
-    not_root = os.geteuid() != 0
+    not_root = drop_user or os.geteuid() != 0
 
     def note(text: str) -> None:
         if text not in result.notes:
@@ -45,7 +46,7 @@ def rewrite(config: HaproxyConfig, frontend: Section, lab_port: int, folder: Pat
             words, line, key = statement.words, statement.line, statement.keyword
             if key in ("user", "group", "uid", "gid") and section.kind == "global":
                 if not_root:
-                    edit.remove(line, key, "not root here")
+                    edit.remove(line, key, "runs as the invoking user in a container" if drop_user else "not root here")
             elif key in ("chroot", "daemon", "ca-base", "crt-base", "master-worker"):
                 edit.remove(line, key, "the run stays in its own folder, in the foreground")
             elif key == "maxconn" and section.kind == "global" and int(words[1]) > _fd_allowed():
@@ -130,7 +131,6 @@ _ADDRESS = re.compile(r"^(?:ipv4@|ipv6@)?(\[[^\]]+\]|[^:]*):?(\d*)$")
 
 def addresses(text: str) -> list[tuple[str, str]]:
     """Every network address the rewritten config names (bind, server, log, nameserver, peer)."""
-    from labs.verify.haproxy_config import words_of
     found = []
     for number, raw in enumerate(text.splitlines(), start=1):
         words = words_of(raw)

@@ -11,6 +11,7 @@ import urllib.request
 from typing import Iterator
 
 from labs.findings import UnusableInput
+from labs.verify import containers
 from labs.verify.rewrite import Rewritten
 from proxies.binaries import binary
 from proxies.runtime.local import PROCESS_LOG, foreground_args
@@ -28,13 +29,16 @@ def check_command(rewritten: Rewritten) -> list[str]:
     return [binary("envoy"), "--mode", "validate", "-c", main, "-l", "error"]
 
 
-def validate(rewritten: Rewritten) -> None:
+def validate(rewritten: Rewritten, runtime: str = "local") -> None:
     """The proxy's own check; UnusableInput carries its message with the user's file and line."""
-    result = subprocess.run(check_command(rewritten), cwd=rewritten.folder, capture_output=True,
-                            text=True, timeout=CHECK_TIMEOUT_S)
-    if result.returncode != 0:
-        message, file, line = rewritten.explain_error((result.stderr + result.stdout).strip()
-                                                      or f"exit status {result.returncode}")
+    if runtime == "docker" and not (choice := containers.image(rewritten)).offline:
+        status, output = containers.check_in_container(rewritten, choice, check_command(rewritten)[1:])
+    else:
+        result = subprocess.run(check_command(rewritten), cwd=rewritten.folder, capture_output=True,
+                                text=True, timeout=CHECK_TIMEOUT_S)
+        status, output = result.returncode, result.stderr + result.stdout
+    if status != 0:
+        message, file, line = rewritten.explain_error(output.strip() or f"exit status {status}")
         raise UnusableInput(f"{rewritten.proxy} rejected the config:\n{message}", file=file, line=line)
 
 
@@ -64,8 +68,10 @@ class RunningConfig:
 
 
 @contextlib.contextmanager
-def running(rewritten: Rewritten, ready_timeout_s: float = 20.0) -> Iterator[RunningConfig]:
-    """Start the rewritten config in the foreground; stopped by its PID when the block ends."""
+def running(rewritten: Rewritten, runtime: str = "local",
+            ready_timeout_s: float = 20.0) -> Iterator[RunningConfig]:
+    """Start the rewritten config in the foreground (a host process, or its container); stopped by
+    its PID (or container id) when the block ends."""
     argv = [binary(rewritten.proxy), *foreground_args(rewritten.proxy, str(rewritten.main),
                                                       f"{rewritten.folder}/")]
     process = ManagedProcess(name=f"{rewritten.proxy} (verify)", argv=argv,
@@ -76,6 +82,10 @@ def running(rewritten: Rewritten, ready_timeout_s: float = 20.0) -> Iterator[Run
             return False
         return port_accepts(rewritten.listen_port)
     try:
+        if runtime == "docker":
+            with containers.started(rewritten, containers.image(rewritten), ready, ready_timeout_s * 2) as started:
+                yield RunningConfig(rewritten, started)
+            return
         with managed(process, ready, ready_timeout_s) as started:
             yield RunningConfig(rewritten, started)
     except ProcessFailed as exc:

@@ -168,16 +168,11 @@ def _default(name: str, default: str) -> Setting:
 
 
 def _short(directive: Directive, main: Path) -> str:
-    return f"{_rel(directive.file, main)}:{directive.line}"
-
-
-def _rel(file: str, main: Path) -> str:
-    """A file as the user can open it: relative to the working folder when inside it."""
-    return display_path(file)
+    return f"{display_path(directive.file)}:{directive.line}"
 
 
 def _relative(setting: Setting, main: Path) -> Setting:
     if setting.is_default:
         return setting
     file, _, line = setting.where.rpartition(":")
-    return Setting(setting.name, setting.value, setting.text, f"{_rel(file, main)}:{line}")
+    return Setting(setting.name, setting.value, setting.text, f"{display_path(file)}:{line}")

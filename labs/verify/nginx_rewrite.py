@@ -29,7 +29,8 @@ KEPT_UPSTREAM_PARAMS = ("weight=", "max_fails=", "fail_timeout=", "backup", "dow
 NO_TLS = "TLS is off here: the lab speaks plain HTTP to this server block"
 
 
-def rewrite(config: NginxConfig, server: Directive, lab_port: int, folder: Path) -> Rewritten:
+def rewrite(config: NginxConfig, server: Directive, lab_port: int, folder: Path, *,
+            drop_user: bool = False) -> Rewritten:
     conf = folder / "conf"
 
     def mirror(file: str) -> Path:
@@ -51,8 +52,9 @@ def rewrite(config: NginxConfig, server: Directive, lab_port: int, folder: Path)
         context = d.parent.name if d.parent else "main"
         if d.name == "include" and d.args and os.path.isabs(d.args[0]):
             edit.replace(d.line, "include", f"include {mirror(d.args[0])}")
-        elif d.name == "user" and (os.geteuid() != 0 or not _user_exists(d.args[0])):
-            edit.remove(d.line, "user", "not root here" if os.geteuid() != 0 else "no such user here")
+        elif d.name == "user" and (drop_user or os.geteuid() != 0 or not _user_exists(d.args[0])):
+            edit.remove(d.line, "user", "runs as the invoking user in a container" if drop_user else
+                        "not root here" if os.geteuid() != 0 else "no such user here")
         elif d.name == "pid":
             edit.replace(d.line, "pid", f"pid {folder / 'nginx.pid'}")
         elif d.name == "daemon":

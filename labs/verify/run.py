@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import re
 import tempfile
 import time
 from pathlib import Path
@@ -22,7 +23,7 @@ from labs.verify import judge, rules
 from labs.verify.detect import PROXIES, detect
 from labs.verify.launch import RunningConfig, running, validate
 from labs.verify.model import Options, Reading, VerifyReport, display_path
-from labs.verify.rewrite import Rewritten, assert_loopback
+from labs.verify.rewrite import Rewritten, assert_loopback, is_loopback
 from proxies.runtime.process import free_port
 from server.launcher import ServerHandle, running_server
 
@@ -51,12 +52,14 @@ def read_config(path: Path, proxy: str | None = None) -> Reading:
     return reader.read(path)
 
 
-def rewrite_config(path: Path, proxy: str, lab_port: int, folder: Path) -> Rewritten:
+def rewrite_config(path: Path, proxy: str, lab_port: int, folder: Path, *,
+                   in_container: bool = False) -> Rewritten:
+    """The config as it runs here; `in_container`: it runs as the invoking user in a container."""
     if proxy == "nginx":
         from labs.verify import nginx_config, nginx_read, nginx_rewrite
         config = nginx_config.parse(path)
         server, _ = nginx_read.select_route(config)
-        rewritten = nginx_rewrite.rewrite(config, server, lab_port, folder)
+        rewritten = nginx_rewrite.rewrite(config, server, lab_port, folder, drop_user=in_container)
         rewritten.write()
         assert_loopback(nginx_rewrite.addresses(rewritten.main))
         return rewritten
@@ -64,7 +67,7 @@ def rewrite_config(path: Path, proxy: str, lab_port: int, folder: Path) -> Rewri
         from labs.verify import haproxy_config, haproxy_read, haproxy_rewrite
         config = haproxy_config.parse(path)
         frontend, _, _ = haproxy_read.select_route(config)
-        rewritten = haproxy_rewrite.rewrite(config, frontend, lab_port, folder)
+        rewritten = haproxy_rewrite.rewrite(config, frontend, lab_port, folder, drop_user=in_container)
         assert_loopback(haproxy_rewrite.addresses(rewritten.files[str(path)][1]))
     else:
         from labs.verify import envoy_config, envoy_read, envoy_rewrite
@@ -85,9 +88,8 @@ def verify_config(path: Path, *, proxy: str | None = None, max_silence_s: float 
     started = time.monotonic()
     say = progress or (lambda message: None)
     path = Path(path)
-    if runtime != "local":
-        raise UnusableInput(f"--runtime {runtime}: verify runs a user's config as a local process "
-                            "(the docker runtime runs the lab's own rendered configs)")
+    if runtime not in ("local", "docker"):
+        raise UnusableInput(f"unknown runtime {runtime!r}; known: local, docker")
     options = Options(max_silence_s, max_stream_s, streams)
     proxy = _proxy(path, proxy)
     say(f"reading {display_path(path)} ({proxy})")
@@ -100,16 +102,16 @@ def verify_config(path: Path, *, proxy: str | None = None, max_silence_s: float 
         # Rewrite and validate before any server starts, so a config the proxy rejects fails fast.
         lab_port = server.port if server is not None else free_port()
         folder = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix=f"streamlab-verify-{proxy}-")))
-        rewritten = rewrite_config(path, proxy, lab_port, folder)
+        rewritten = rewrite_config(path, proxy, lab_port, folder, in_container=runtime == "docker")
         report.rewrites = rewritten.diff
         report.notes += rewritten.notes
         say(f"checking it with {proxy}'s own validator")
-        validate(rewritten)
+        validate(rewritten, runtime)
         if server is None:
             say("starting the lab's server")
             server = stack.enter_context(running_server(server_args(streams), port=lab_port))
         say(f"starting {proxy} on 127.0.0.1:{rewritten.listen_port}")
-        proxy_run = stack.enter_context(running(rewritten))
+        proxy_run = stack.enter_context(running(rewritten, runtime))
         measured = _measure(proxy_run, server, options, selected, say)
         report.checks = [CheckOutcome(m.name, m.passed, m.observed, kind=m.kind) for m in measured]
         report.checks.append(_loopback_check(proxy_run))
@@ -166,9 +168,6 @@ def _measure(proxy_run: RunningConfig, server: ServerHandle, options: Options, s
 
 def _loopback_check(proxy_run: RunningConfig) -> CheckOutcome:
     """What the proxy itself says it talked to: Envoy's upstream hosts, nginx's and HAProxy's logs."""
-    import re
-
-    from labs.verify.rewrite import is_loopback
     seen: set[str] = set()
     if proxy_run.rewritten.admin_port is not None:
         for line in proxy_run.admin("/clusters").splitlines():
