@@ -21,8 +21,8 @@ def suspicions(reading: Reading, options: Options) -> list[Suspicion]:
 
 
 def _timeout_fix(limit: float, options: Options) -> int:
-    """A limit with room above the longest silence (or stream) the user expects."""
-    return int(math.ceil(max(limit, options.max_silence_s, options.max_stream_s) * 1.5 / 10) * 10)
+    """An idle limit with room (x1.5, in tens of seconds) above the longest silence expected."""
+    return int(math.ceil(max(limit, options.max_silence_s) * 1.5 / 10) * 10)
 
 
 def _nginx(r: Reading, o: Options) -> list[Suspicion]:
