@@ -90,6 +90,15 @@ def read(path: Path) -> Reading:
     return reading
 
 
+def host_from_notes(notes: list[str]) -> str | None:
+    """The Host a host ACL on the chat route asks for (noted while the ACLs were evaluated)."""
+    for note in notes:
+        match = re.match(r"the route needs Host '([^']+)'", note)
+        if match:
+            return match[1]
+    return None
+
+
 def _option(chain: list[Section | None], option: str) -> tuple[bool, Statement | None]:
     for section in chain:
         if section is None:
@@ -184,5 +193,9 @@ def _criterion(words: list[str], notes: list[str]) -> bool:
     }
     if fetch in tests:
         return any(tests[fetch](v) for v in values)
+    if re.fullmatch(r"(req\.)?hdr(_beg|_dom|_end)?\(host\)", fetch, re.I) and values:
+        # The chat route is reached with the Host the rule names: verify's requests carry it.
+        notes.append(f"the route needs Host {values[0]!r} ({fetch}): verify's requests carry it")
+        return True
     notes.append(f"ACL on {fetch} is not evaluated; taken as true (the chat route is assumed to match)")
     return True

@@ -8,12 +8,9 @@ from __future__ import annotations
 
 import math
 import os
-from typing import Callable
-
 from labs.verify.model import Options, Reading, Suspicion
 
 SSE = "text/event-stream"
-Rule = Callable[[Reading, Options], list[Suspicion]]
 
 
 def suspicions(reading: Reading, options: Options) -> list[Suspicion]:

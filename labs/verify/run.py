@@ -66,8 +66,9 @@ def rewrite_config(path: Path, proxy: str, lab_port: int, folder: Path, *,
     if proxy == "haproxy":
         from labs.verify import haproxy_config, haproxy_read, haproxy_rewrite
         config = haproxy_config.parse(path)
-        frontend, _, _ = haproxy_read.select_route(config)
+        frontend, _, notes = haproxy_read.select_route(config)
         rewritten = haproxy_rewrite.rewrite(config, frontend, lab_port, folder, drop_user=in_container)
+        rewritten.host_header = haproxy_read.host_from_notes(notes)
         assert_loopback(haproxy_rewrite.addresses(rewritten.files[str(path)][1]))
     else:
         from labs.verify import envoy_config, envoy_read, envoy_rewrite

@@ -220,3 +220,19 @@ def test_user_configs_rewritten_name_loopback_only(tmp_path, name, expected):
     assert rewritten.listen_port
     if os.geteuid() != 0:
         assert all("user www-data" not in t.replace("# user", "") for t in texts)
+
+
+def test_haproxy_host_acl_gives_the_host_verify_sends(tmp_path):
+    path = write(tmp_path, "haproxy.cfg", """defaults
+    mode http
+frontend fe
+    bind :443
+    acl api hdr(host) -i api.example.com
+    use_backend llm if api { path_beg /v1/ }
+backend llm
+    server m 10.0.0.2:8000
+""")
+    from labs.verify.haproxy_config import parse
+    from labs.verify.haproxy_read import host_from_notes, select_route
+    _, backend, notes = select_route(parse(path))
+    assert backend.name == "llm" and host_from_notes(notes) == "api.example.com"
