@@ -41,6 +41,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from rich.console import Console
+    from rich.markup import escape
 
     from labs.verify import output
     from labs.verify.run import verify_config
@@ -57,7 +58,7 @@ def run(args: argparse.Namespace) -> int:
             import json
             print(json.dumps({"file": str(args.file), "ok": False, "error": str(exc),
                               "error_file": exc.file, "error_line": exc.line}, indent=2))
-        console.print(f"[red]error[/red]: {exc}", highlight=False)
+        console.print(f"[red]error[/red]: {escape(str(exc))}", highlight=False)
         return EXIT_UNUSABLE
     if args.json:
         print(output.to_json(report))

@@ -64,7 +64,7 @@ def read(path: Path) -> Reading:
         chain = fe_chain if name == "client" else be_chain
         found = lookup(chain, "timeout", name)
         reading.settings[f"timeout {name}"] = (
-            Setting(f"timeout {name}", parse_time(found.words[2]), " ".join(found.words), where(found))
+            Setting(f"timeout {name}", _time_at(found, path), " ".join(found.words), where(found))
             if found else Setting(f"timeout {name}", None, f"timeout {name} (none: no limit)", DEFAULT))
     for key in ("algo", "type"):
         found = lookup(be_chain, "compression", key) or lookup(fe_chain, "compression", key)
@@ -88,6 +88,13 @@ def read(path: Path) -> Reading:
         reading.settings["server maxconn"] = Setting("server maxconn", total, " ".join(limits[0][1].words),
                                                      where(limits[0][1]))
     return reading
+
+
+def _time_at(statement: Statement, path: Path) -> float:
+    try:
+        return parse_time(statement.words[2] if len(statement.words) > 2 else "")
+    except ValueError as exc:
+        raise UnusableInput(str(exc), file=display_path(path), line=statement.line) from None
 
 
 def host_from_notes(notes: list[str]) -> str | None:

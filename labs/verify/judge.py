@@ -12,7 +12,8 @@ from labs.verify.model import DEFAULT, Suspicion
 
 # When a measurement shows a fault no setting explains: the setting to look at, and the fix.
 FALLBACK: dict[str, dict[str, tuple[str, str]]] = {
-    "nginx": {"buffering": ("proxy_buffering", 'proxy_buffering off; proxy_http_version 1.1; proxy_set_header Connection "";'),
+    "nginx": {"buffering": ("proxy_buffering",
+                            'proxy_buffering off; proxy_http_version 1.1; proxy_set_header Connection "";'),
               "coalescing": ("proxy_buffering", "proxy_buffering off;"),
               "compression-delay": ("gzip_types", "gzip_types without text/event-stream"),
               "idle-timeout": ("proxy_read_timeout", "proxy_read_timeout above the longest silence"),

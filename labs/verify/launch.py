@@ -25,7 +25,7 @@ def check_command(rewritten: Rewritten) -> list[str]:
     if rewritten.proxy == "nginx":
         return [binary("nginx"), "-t", "-q", "-p", prefix, "-c", main, "-e", "stderr"]
     if rewritten.proxy == "haproxy":
-        return [binary("haproxy"), "-c", "-q", "-f", main]
+        return [binary("haproxy"), "-c", "-f", main]  # no -q: it would hide the message
     return [binary("envoy"), "--mode", "validate", "-c", main, "-l", "error"]
 
 

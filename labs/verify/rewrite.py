@@ -60,7 +60,20 @@ class Rewritten:
                 number = found.group(1) or found.group(2)
                 file, line = self.user_location(str(path), int(number) if number else None)
                 message = pattern.sub(f"{file}:{line}" if line else file, message)
+        if line is None:
+            file, line = self._field_line(message, file)
         return message, file, line
+
+    def _field_line(self, message: str, file: str | None) -> tuple[str | None, int | None]:
+        """Envoy names an unknown field but no line: find the field in the user's file."""
+        found = re.search(r"no\s+such\s+field:\s*'([\w.]+)'", message)
+        if not found:
+            return file, None
+        for name, (old, _, _) in self.files.items():
+            for number, text in enumerate(old.splitlines(), start=1):
+                if re.search(rf"(^|[\s{{,]){re.escape(found[1])}\s*:", text):
+                    return display_path(name), number
+        return file, None
 
 
 class NotLoopback(RuntimeError):

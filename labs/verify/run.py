@@ -95,8 +95,6 @@ def verify_config(path: Path, *, proxy: str | None = None, max_silence_s: float 
     proxy = _proxy(path, proxy)
     say(f"reading {display_path(path)} ({proxy})")
     reading = read_config(path, proxy)
-    suspected = rules.suspicions(reading, options)
-    selected = _selected(checks, quick, suspected)
     report = VerifyReport(proxy=proxy, file=display_path(path), route=reading.route,
                           settings=reading.settings, notes=list(reading.notes))
     with contextlib.ExitStack() as stack:
@@ -108,6 +106,9 @@ def verify_config(path: Path, *, proxy: str | None = None, max_silence_s: float 
         report.notes += rewritten.notes
         say(f"checking it with {proxy}'s own validator")
         validate(rewritten, runtime)
+        # After the proxy's own check, so a bad value gets the proxy's own message first.
+        suspected = rules.suspicions(reading, options)
+        selected = _selected(checks, quick, suspected)
         if server is None:
             say("starting the lab's server")
             server = stack.enter_context(running_server(server_args(streams), port=lab_port))

@@ -47,3 +47,20 @@ def test_json_document_and_exit_status_of_a_failure():
     assert finding["scenario"] == "make lab-nginx-buffering" and "proxy_buffering off" in finding["fix"]
     assert {"name", "passed", "observed"} == set(document["checks"][0])
     assert "+    listen 127.0.0.1:" in document["rewrites"] or "+        listen 127.0.0.1:" in document["rewrites"]
+
+
+@pytest.mark.parametrize("name, text, line, said", [
+    ("haproxy.cfg", "defaults\n    mode http\nfrontend fe\n    bind :80\n    default_backend b\nbackend b\n"
+     "    server s 10.0.0.1:80\n    option http-no-dely\n", 8, "unknown option 'http-no-dely'"),
+    ("envoy.yaml", (REPO / "proxies" / "fixed" / "envoy.yaml").read_text().replace(
+        "stream_idle_timeout:", "stream_idle_timout:"), None, "stream_idle_timout"),
+])
+def test_haproxy_and_envoy_errors_name_the_line(tmp_path, name, text, line, said):
+    path = tmp_path / name
+    path.write_text(text)
+    result = verify(str(path), "--json")
+    assert result.returncode == 2, result.stdout + result.stderr
+    document = json.loads(result.stdout)
+    assert said in document["error"] and document["error_file"].endswith(name)
+    expected = line or next(i for i, t in enumerate(text.splitlines(), 1) if "stream_idle_timout" in t)
+    assert document["error_line"] == expected

@@ -81,3 +81,41 @@ def test_user_config(verify_server, name, expected):
     served = verify_server.metrics().get("streamlab_tokens_generated_total", 0)
     assert served > before.get("streamlab_tokens_generated_total", 0)
     assert report.rewrites and not re.search(r"^\+(?!\s*#).*\b(10\.\d+\.\d+\.\d+|0\.0\.0\.0)\b", report.rewrites, re.M)
+
+
+SENTINEL_CONFIGS = {
+    "nginx": ("nginx.conf", "events {{}}\nhttp {{\n  upstream named {{ server 127.0.0.1:{port}; }}\n"
+              "  server {{\n    listen 127.0.0.1:{port};\n    location / {{ proxy_pass http://127.0.0.1:{port}; }}\n"
+              "    location /v1/ {{ proxy_pass http://named; proxy_buffering off; proxy_http_version 1.1;"
+              " proxy_set_header Connection \"\"; }}\n  }}\n}}\n"),
+    "haproxy": ("haproxy.cfg", "defaults\n    mode http\n    timeout connect 5s\n    timeout client 1m\n"
+                "    timeout server 1m\n    option http-no-delay\n    option abortonclose\nfrontend fe\n"
+                "    bind 127.0.0.1:{port}\n    default_backend b\nbackend b\n    server s 127.0.0.1:{port}\n"),
+}
+
+
+@pytest.mark.parametrize("proxy", ["envoy", "haproxy", "nginx"])
+def test_every_upstream_is_the_lab_server_even_a_loopback_one(verify_server, tmp_path, proxy):
+    """A listener stands where the config's upstreams point: verify must never reach it."""
+    import socket
+    sentinel = socket.socket()
+    sentinel.bind(("127.0.0.1", 0))
+    sentinel.listen(16)
+    sentinel.setblocking(False)
+    try:
+        port = sentinel.getsockname()[1]
+        if proxy == "envoy":  # the exported config, its upstream (and listener) at the sentinel
+            name, text = "envoy.yaml", (REPO / "proxies" / "fixed" / "envoy.yaml").read_text()
+            for fixed_port in ("8000", "8080"):
+                text = text.replace(f"port_value: {fixed_port}", f"port_value: {port}")
+        else:
+            name, template = SENTINEL_CONFIGS[proxy]
+            text = template.format(port=port)
+        path = tmp_path / name
+        path.write_text(text)
+        report = verify_config(path, checks=["streaming", "disconnect"], server=verify_server)
+        assert report.ok, [(c.name, c.observed) for c in report.checks]
+        with pytest.raises(BlockingIOError):
+            sentinel.accept()  # nobody connected to where the user's config pointed
+    finally:
+        sentinel.close()
