@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any, Awaitable, Callable
 
 from labs import client
-from labs.findings import FindingKind
+from labs.findings import FindingKind, UnusableInput
 from labs.measurements import StreamResult, percentile
 from labs.scenario import DEFAULT_SCRIPT
 from labs.verify.model import Options
@@ -110,7 +110,12 @@ async def streaming(target: Target) -> Measured:
     direct = await direct_baseline(target)
     result = await target.measure(target.body(max_tokens=STREAM_TOKENS))
     if result.outcome != "complete":
-        return Measured("streaming", False, f"the stream did not complete: {_broken(result)}", results=[result])
+        # The lab's server is up and the stream is short: the config does not serve the chat
+        # route here (a redirect to HTTPS, an IP allow-list, a route the reading got wrong).
+        snippet = f": {result.body_snippet[:200]}" if result.body_snippet else ""
+        location = result.headers.get("location")
+        raise UnusableInput(f"the config does not serve POST /v1/chat/completions here: {_broken(result)}"
+                            + (f" (Location: {location})" if location else "") + snippet)
     late = (result.ttft_s or 0) > (direct.ttft_s or 0) + LATE_INTERVALS * INTERVAL_S
     per_read, direct_per_read = _per_read(result), _per_read(direct)
     observed = f"{_shape(result)}; direct: TTFT {_ms(direct.ttft_s)}, {direct_per_read:.1f} per read"
@@ -127,7 +132,7 @@ async def gzip(target: Target) -> Measured:
                                   accept_encoding="gzip, deflate")
     if result.outcome != "complete":
         return Measured("gzip", False, f"with Accept-Encoding gzip the stream did not complete: {_broken(result)}",
-                        results=[result])
+                        "compression-delay", results=[result])
     hop = percentile(result.hop_delays, 50)
     encoding = result.content_encoding or "none"
     observed = f"Content-Encoding {encoding}, {_shape(result)}, hop delay p50 {_ms(hop)}"

@@ -64,3 +64,14 @@ def test_haproxy_and_envoy_errors_name_the_line(tmp_path, name, text, line, said
     assert said in document["error"] and document["error_file"].endswith(name)
     expected = line or next(i for i, t in enumerate(text.splitlines(), 1) if "stream_idle_timout" in t)
     assert document["error_line"] == expected
+
+
+@pytest.mark.slow
+def test_a_config_that_does_not_serve_the_route_here_is_unusable(tmp_path):
+    """A location that answers 403 to everyone (an allow-list) cannot be measured: exit 2, saying so."""
+    (tmp_path / "nginx.conf").write_text(
+        "events {}\nhttp {\n  server {\n    listen 80;\n    location /v1/ {\n      deny all;\n"
+        "      proxy_pass http://10.0.0.1:8000;\n    }\n  }\n}\n")
+    result = verify(str(tmp_path / "nginx.conf"), "--json", "--quick")
+    assert result.returncode == 2, result.stdout + result.stderr
+    assert "does not serve POST /v1/chat/completions here: HTTP 403" in json.loads(result.stdout)["error"]
