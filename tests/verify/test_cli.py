@@ -16,6 +16,14 @@ def verify(*args: str) -> subprocess.CompletedProcess:
                           text=True, timeout=120)
 
 
+def unusable(path: Path, text: str, *args: str) -> dict:
+    """Write `text` to `path`, verify it: exit status 2 and the JSON error document."""
+    path.write_text(text)
+    result = verify(str(path), "--json", *args)
+    assert result.returncode == 2, result.stdout + result.stderr
+    return json.loads(result.stdout)
+
+
 def test_missing_file_and_unknown_proxy_are_unusable(tmp_path):
     result = verify(str(tmp_path / "nope.conf"))
     assert result.returncode == 2 and "no such file" in result.stdout + result.stderr
@@ -24,12 +32,9 @@ def test_missing_file_and_unknown_proxy_are_unusable(tmp_path):
 
 
 def test_the_proxys_own_error_names_the_users_file_and_line(tmp_path):
-    (tmp_path / "nginx.conf").write_text(
-        "events {}\nhttp {\n  server {\n    listen 80;\n    location /v1/ {\n      proxy_pass http://a:1;\n"
-        "      proxy_bufering off;\n    }\n  }\n}\n")
-    result = verify(str(tmp_path / "nginx.conf"), "--json", "--quick")
-    assert result.returncode == 2, result.stdout + result.stderr
-    document = json.loads(result.stdout)
+    document = unusable(tmp_path / "nginx.conf", "events {}\nhttp {\n  server {\n    listen 80;\n"
+                        "    location /v1/ {\n      proxy_pass http://a:1;\n      proxy_bufering off;\n"
+                        "    }\n  }\n}\n", "--quick")
     assert 'unknown directive "proxy_bufering"' in document["error"]
     assert document["error_file"].endswith("nginx.conf") and document["error_line"] == 7
 
@@ -56,11 +61,7 @@ def test_json_document_and_exit_status_of_a_failure():
         "stream_idle_timeout:", "stream_idle_timout:"), None, "stream_idle_timout"),
 ])
 def test_haproxy_and_envoy_errors_name_the_line(tmp_path, name, text, line, said):
-    path = tmp_path / name
-    path.write_text(text)
-    result = verify(str(path), "--json")
-    assert result.returncode == 2, result.stdout + result.stderr
-    document = json.loads(result.stdout)
+    document = unusable(tmp_path / name, text)
     assert said in document["error"] and document["error_file"].endswith(name)
     expected = line or next(i for i, t in enumerate(text.splitlines(), 1) if "stream_idle_timout" in t)
     assert document["error_line"] == expected
@@ -69,9 +70,7 @@ def test_haproxy_and_envoy_errors_name_the_line(tmp_path, name, text, line, said
 @pytest.mark.slow
 def test_a_config_that_does_not_serve_the_route_here_is_unusable(tmp_path):
     """A location that answers 403 to everyone (an allow-list) cannot be measured: exit 2, saying so."""
-    (tmp_path / "nginx.conf").write_text(
-        "events {}\nhttp {\n  server {\n    listen 80;\n    location /v1/ {\n      deny all;\n"
-        "      proxy_pass http://10.0.0.1:8000;\n    }\n  }\n}\n")
-    result = verify(str(tmp_path / "nginx.conf"), "--json", "--quick")
-    assert result.returncode == 2, result.stdout + result.stderr
-    assert "does not serve POST /v1/chat/completions here: HTTP 403" in json.loads(result.stdout)["error"]
+    document = unusable(tmp_path / "nginx.conf", "events {}\nhttp {\n  server {\n    listen 80;\n"
+                        "    location /v1/ {\n      deny all;\n      proxy_pass http://10.0.0.1:8000;\n"
+                        "    }\n  }\n}\n", "--quick")
+    assert "does not serve POST /v1/chat/completions here: HTTP 403" in document["error"]
