@@ -7,7 +7,8 @@
 Modules, one job each: `detect` (which proxy), `*_config` (parse), `*_read` (the route and the
 settings in effect), `rules` (what the settings suggest), `*_rewrite` + `rewrite` (run it here,
 loopback only), `launch` (the proxy's own validator, the process), `checks` (the measurements),
-`judge` (findings), `output` + `cli` (tables, JSON, exit status), `run` (all of it).
+`containers` (the same in the proxy's container), `judge` (findings), `output` + `cli` (tables,
+JSON, exit status), `run` (all of it).
 """
 from __future__ import annotations
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import math
 import os
+import re
 from labs.verify.model import Options, Reading, Suspicion
 
 SSE = "text/event-stream"
@@ -116,6 +117,16 @@ def _haproxy(r: Reading, o: Options) -> list[Suspicion]:
     return found
 
 
+def _compresses_sse(compressor: dict) -> bool:
+    """Envoy's default content types leave text/event-stream out; a list or a regex may add it."""
+    common = (compressor.get("typed_config", {}).get("response_direction_config", {}) or {}).get("common_config", {})
+    types = common.get("content_type") or []
+    regex = ((common.get("content_type_matcher") or {}).get("safe_regex") or {}).get("regex")
+    if regex:
+        return re.fullmatch(regex, SSE) is not None
+    return SSE in types
+
+
 def _envoy(r: Reading, o: Options) -> list[Suspicion]:
     found: list[Suspicion] = []
     for name in ("route timeout", "max_stream_duration", "route max_stream_duration"):
@@ -147,7 +158,7 @@ def _envoy(r: Reading, o: Options) -> list[Suspicion]:
             found.append(Suspicion("buffering", filters.where,
                                    f"{item.get('name')} asks for the response body BUFFERED",
                                    "response_body_mode: STREAMED (or NONE) for text/event-stream", ("streaming",)))
-        if "compressor" in str(item.get("name", "")) and (SSE in source or "event-stream" in source):
+        if "compressor" in str(item.get("name", "")) and _compresses_sse(item):
             found.append(Suspicion("compression-delay", filters.where,
                                    f"the compressor {item.get('name')} compresses {SSE}",
                                    "content_type without text/event-stream", ("gzip",)))

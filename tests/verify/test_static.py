@@ -236,3 +236,14 @@ backend llm
     from labs.verify.haproxy_read import host_from_notes, select_route
     _, backend, notes = select_route(parse(path))
     assert backend.name == "llm" and host_from_notes(notes) == "api.example.com"
+
+
+@pytest.mark.parametrize("types, suspected", [(("application/json", "text/event-stream"), True),
+                                              (("application/json", "text/plain"), False)])
+def test_envoy_compressor_matching_event_stream_is_suspected(tmp_path, types, suspected):
+    from proxies.envoy.settings import EnvoySettings
+    from proxies.rendering import render
+    settings = EnvoySettings(compressor=True, compressor_content_types=types, route_timeout=0)
+    path = write(tmp_path, "envoy.yaml", render(settings))
+    kinds = {s.kind for s in suspicions(read_config(path), Options(streams=10))}
+    assert ("compression-delay" in kinds) is suspected
