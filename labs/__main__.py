@@ -4,6 +4,7 @@
     python -m labs run nginx-buffering [--variant broken|fixed|both] [--runtime local|docker] [--json]
     python -m labs run-all
     python -m labs render nginx-buffering [--variant broken|fixed] [--proxy PROXY]
+    python -m labs verify nginx.conf [--proxy nginx|haproxy|envoy] [--quick] [--json]
 """
 from __future__ import annotations
 
@@ -34,6 +35,8 @@ def _parser() -> argparse.ArgumentParser:
     # The load lab (labs.load) and the benchmarks (labs.bench) take their own options.
     sub.add_parser("bench", help="every benchmark: reports/bench/*.json and bench.md "
                    "(options: python -m labs bench --help)", add_help=False)
+    sub.add_parser("verify", help="your own proxy config: settings in effect, measured in front of the "
+                   "lab's server (options: python -m labs verify --help)", add_help=False)
     for name, help_text in (("run", "run one scenario"), ("run-all", "run every scenario, write an index")):
         cmd = sub.add_parser(name, help=help_text)
         if name == "run":
@@ -51,6 +54,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     if argv[:1] == ["bench"]:  # labs.bench parses its own options
         from labs import bench
         return bench.main(argv[1:])
+    if argv[:1] == ["verify"]:  # labs.verify.cli parses its own options
+        from labs.verify import cli
+        return cli.main(argv[1:])
     args = _parser().parse_args(argv)
     from labs import catalogue
 
