@@ -26,6 +26,8 @@ def _parser() -> argparse.ArgumentParser:
     # The load lab (labs.load) and the benchmarks (labs.bench) take their own options.
     sub.add_parser("bench", help="every benchmark: reports/bench/*.json and bench.md "
                    "(options: python -m labs bench --help)", add_help=False)
+    sub.add_parser("probe", help="probe a deployed path: python -m labs probe URL [URL ...] "
+                   "(options: python -m labs probe --help)", add_help=False)
     for name, help_text in (("run", "run one scenario"), ("run-all", "run every scenario, write an index")):
         cmd = sub.add_parser(name, help=help_text)
         if name == "run":
@@ -43,6 +45,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     if argv[:1] == ["bench"]:  # labs.bench parses its own options
         from labs import bench
         return bench.main(argv[1:])
+    if argv[:1] == ["probe"]:  # labs.probe parses its own options
+        from labs.probe.cli import main as probe
+        return probe(argv[1:])
     args = _parser().parse_args(argv)
     from labs import catalogue
 

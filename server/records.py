@@ -47,6 +47,7 @@ class RequestRecord:
     tokens_after_disconnect: int = 0  # tokens the engine produced after the server saw the client go
     client_gone_after_s: float | None = None  # when the server saw the client leave (None: never)
     headers_after_s: float | None = None  # when the response headers left
+    first_token_after_s: float | None = None  # when the first token's bytes left (after any queue)
     ended_after_s: float | None = None
 
     def to_json(self) -> dict[str, Any]:
@@ -118,8 +119,11 @@ class _Tracked(Response):
                 headers = list(message.get("headers", []))
                 headers.append((b"x-request-id", record.id.encode()))
                 message = {**message, "headers": headers}
-            elif message["type"] == "http.response.body" and not message.get("more_body", False):
-                self._complete = True
+            elif message["type"] == "http.response.body":
+                if record.first_token_after_s is None and self._tokens() > 0:
+                    record.first_token_after_s = time.monotonic() - self._started
+                if not message.get("more_body", False):
+                    self._complete = True
             await send(message)
 
         try:
