@@ -32,9 +32,10 @@ SILENCE_SCRIPT = "One two three four five six."
 MID_STREAM_AFTER_TOKENS = 2
 
 # The long stream: slow tokens, and heartbeats often enough to keep any idle timer of a second
-# or more quiet, so only a limit on the whole response can end it.
+# or more quiet, so only a limit on the whole response can end it. A byte every 0.1 s also
+# bounds the error of the limit read from the last byte.
 LONG_TOKENS_PER_S = 4.0
-LONG_HEARTBEAT_S = 0.25
+LONG_HEARTBEAT_S = 0.1
 
 # The departure: leave after a few events; the server pauses one token later, because some
 # proxies notice a client that left only when their next write to it fails.

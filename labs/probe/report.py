@@ -22,16 +22,22 @@ class ProbeReport(PathReport):
     urls: list[str] = field(default_factory=list)
     origin: str = "other"
     measurements: dict[str, Any] = field(default_factory=dict)
+    _by_check: dict[str, Finding] = field(default_factory=dict, repr=False)
 
     def add(self, seen: Any, scenario: str | None, fix: str | None) -> None:
         """One check's observation: its check line, and its finding when it saw the fault."""
         self.checks.append(CheckOutcome(name=seen.check, passed=not seen.fault, observed=seen.observed,
                                         kind=seen.kind, skipped=seen.skipped))
         if seen.fault:
-            self.findings.append(Finding(
-                kind=seen.kind, severity="warning" if seen.reason else "failure",
-                evidence=seen.evidence, scenario=scenario, fix=fix, limit_s=seen.limit_s,
-                hop=seen.hop, reason=seen.reason))
+            finding = Finding(kind=seen.kind, severity="warning" if seen.reason else "failure",
+                              evidence=seen.evidence, scenario=scenario, fix=fix,
+                              limit_s=seen.limit_s, hop=seen.hop, reason=seen.reason)
+            self.findings.append(finding)
+            self._by_check[seen.check] = finding
+
+    def finding_for(self, check: str) -> Finding | None:
+        """The finding a check produced (None when it found nothing)."""
+        return self._by_check.get(check)
 
     def hop_name(self, hop: int | None) -> str:
         return "?" if hop is None else f"{hop} ({self.urls[hop]})"

@@ -57,6 +57,18 @@ async def try_silence(ctx: Context, hop: int, position: str, silence_s: float) -
     return Try(round(silence_s, 3), passed, how_it_ended(result), cut)
 
 
+def cut_time(result: StreamResult) -> float | None:
+    """When a stream that is never silent was cut: the close, when it came within one byte
+    interval of the last byte; else (a hop held the connection open after the cut, as Envoy's
+    delayed_close_timeout does for a second) half a byte interval after the last byte."""
+    last, closed = result.e2e_s, result.end_s
+    if last is None:
+        return closed
+    if closed is not None and closed - last <= knobs.LONG_HEARTBEAT_S * 1.5:
+        return closed
+    return last + knobs.LONG_HEARTBEAT_S / 2
+
+
 def _bracketed(lo: float, hi: float) -> bool:
     return lo > 0 and (hi - lo) <= 2 * TOLERANCE * (hi + lo) / 2
 
@@ -148,17 +160,19 @@ class TotalTimeout:
             return Observation(self.name, self.kind, False,
                                f"a {duration:.1f} s stream completed ({result.content_events} events)",
                                measurements=numbers)
-        limit = result.end_s
+        limit = cut_time(result)
         if result.outcome == "timeout" or limit is None:
             return Observation(self.name, self.kind, False,
                                f"the {duration:.1f} s stream went silent ({how_it_ended(result)}): "
                                f"no limit could be read", measurements=numbers)
         ctx.notes["total_limit_s"] = limit
         expected = knobs.long_tokens(duration)
+        late_close = result.end_s is not None and result.end_s - limit > 2 * knobs.LONG_HEARTBEAT_S
+        closed = f"; the connection closed only at {result.end_s:.2f} s" if late_close else ""
         evidence = (f"a {duration:.1f} s stream that was never silent (heartbeats every "
                     f"{knobs.LONG_HEARTBEAT_S:g} s) was cut {limit:.2f} s after the request "
-                    f"({how_it_ended(result)} of {expected}): a limit on the whole response of "
-                    f"about {limit:.2f} s")
+                    f"({how_it_ended(result)} of {expected}{closed}): a limit on the whole "
+                    f"response of about {limit:.2f} s")
         return Observation(self.name, self.kind, True, f"cut after {limit:.2f} s ({how_it_ended(result)})",
                            evidence, limit_s=round(limit, 3), measurements=numbers)
 
@@ -166,8 +180,9 @@ class TotalTimeout:
         if first.limit_s is None:
             return False
         result = await self._long(ctx, hop, first.limit_s * 1.5 + 0.5)
-        return (result.outcome not in ("complete", "timeout") and result.end_s is not None
-                and abs(result.end_s - first.limit_s) <= SAME_LIMIT * first.limit_s)
+        cut = cut_time(result)
+        return (result.outcome not in ("complete", "timeout") and cut is not None
+                and abs(cut - first.limit_s) <= SAME_LIMIT * first.limit_s)
 
 
 def time_checks() -> list[object]:
