@@ -23,6 +23,10 @@ DEFAULT_BUDGET_S = 300.0
 DEFAULT_STREAMS = 20
 
 
+class OutOfBudget(Exception):
+    """The run's budget cannot fit what a check still has to measure (the check is skipped)."""
+
+
 class Budget:
     """The whole run's time: checks ask before they start, and streams are cut at the deadline."""
 
@@ -35,6 +39,11 @@ class Budget:
 
     def allows(self, seconds: float) -> bool:
         return self.left() >= seconds
+
+    def need(self, seconds: float, what: str) -> None:
+        """Raise OutOfBudget unless `seconds` are left for `what`."""
+        if not self.allows(seconds):
+            raise OutOfBudget(f"the budget has {self.left():.0f} s left, {what} needs {seconds:.0f} s")
 
     def cap(self, seconds: float) -> float:
         """A timeout of `seconds`, but never past the deadline."""
@@ -73,6 +82,13 @@ class Observation:
     # Set when the fault is only suspected (a warning): why the measurement cannot be sure.
     reason: str | None = None
     hop: int | None = 0
+
+
+def spent(ctx: Context, result: StreamResult) -> StreamResult:
+    """The result, unless the budget's deadline (not the path) ended it: then OutOfBudget."""
+    if result.outcome == "timeout" and ctx.budget.left() <= 0.05:
+        raise OutOfBudget("the budget ran out in the middle of a measurement")
+    return result
 
 
 def skipped(check: str, kind: FindingKind, reason: str) -> Observation:

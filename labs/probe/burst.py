@@ -17,7 +17,7 @@ from typing import Any
 from labs import client
 from labs.measurements import StreamResult
 from labs.probe import knobs
-from labs.probe.base import Context, Observation, ms, skipped
+from labs.probe.base import Context, Observation, ms, skipped, spent
 
 WAVE_SHARE = 0.8  # a wave: the last first token waits >= 80 % of a stream (labs.checks.many)
 STREAM_TIMEOUT_S = 30.0
@@ -50,6 +50,8 @@ class ConnectionLimit:
         if not ctx.budget.allows(STREAM_TIMEOUT_S / 3):
             return skipped(self.name, self.kind, f"the budget has {ctx.budget.left():.0f} s left")
         results, ids = await self._burst(ctx, hop, n)
+        for result in results:
+            spent(ctx, result)
         origin = await self._origin_first_tokens(ctx, hop, ids)
         return self.judge(results, origin, note)
 

@@ -13,7 +13,7 @@ from labs.checks import stream as shape
 from labs.findings import FindingKind, UnusableInput
 from labs.measurements import StreamResult, percentile
 from labs.probe import knobs
-from labs.probe.base import Context, Observation, brief, hop_spread_p50, how_it_ended, ms, skipped
+from labs.probe.base import Context, Observation, spent, brief, hop_spread_p50, how_it_ended, ms, skipped
 from labs.scenario import Run
 
 GZIP = "gzip, deflate"
@@ -25,6 +25,7 @@ PLAIN_REASON = ("without a canary origin the probe cannot tell a hop that holds 
 # A hop holds an event this many token intervals (the catalogue's haproxy guards use the same).
 HELD_INTERVALS = 0.5
 STREAM_TIMEOUT_S = 60.0
+FLOW_NEEDS_S = 5.0  # the stamped stream lasts about 2 s
 
 
 async def measure(ctx: Context, hop: int, *, gzip: bool) -> StreamResult:
@@ -33,12 +34,14 @@ async def measure(ctx: Context, hop: int, *, gzip: bool) -> StreamResult:
     if key not in ctx.notes:
         ctx.progress(f"stream through {ctx.path.urls[hop]} "
                      f"({'Accept-Encoding: gzip' if gzip else 'no Accept-Encoding'})")
+        ctx.budget.need(FLOW_NEEDS_S, "a short stream")
         model = ctx.path.model or ""
         body = knobs.stream_body(model) if ctx.path.origin == "streamlab" else knobs.plain_body(model)
         result = await client.measure_stream(
             ctx.path.completions(hop), body,
             headers=ctx.path.headers(), accept_encoding=GZIP if gzip else None,
             total_timeout_s=ctx.budget.cap(STREAM_TIMEOUT_S))
+        spent(ctx, result)
         if result.outcome != "complete":
             detail = f": {result.error}" if result.error else ""
             raise UnusableInput(f"a short stream through {ctx.path.urls[hop]} did not complete "

@@ -16,7 +16,8 @@ import asyncio
 from typing import Any, Sequence
 
 from labs.findings import FindingKind, UnusableInput
-from labs.probe.base import DEFAULT_BUDGET_S, Budget, Context, Observation, Progress, Settings
+from labs.probe.base import (DEFAULT_BUDGET_S, Budget, Context, Observation, OutOfBudget, Progress,
+                             Settings, skipped)
 from labs.probe.burst import ConnectionLimit
 from labs.probe.departure import Disconnect
 from labs.probe.flow import Buffering, Coalescing, Compression, not_for_plain
@@ -60,6 +61,14 @@ def references(kind: FindingKind) -> tuple[str | None, str | None]:
     return on_paths[0].name, " | ".join(f"{s.name}: {s.fix_summary}" for s in on_paths)
 
 
+async def observe(check: Any, ctx: Context) -> Observation:
+    """The check through the outermost entry; skipped when the budget cannot fit it."""
+    try:
+        return await check.observe(ctx, 0)
+    except OutOfBudget as exc:
+        return skipped(check.name, check.kind, str(exc))
+
+
 async def attribute(ctx: Context, check: Any, first: Observation) -> tuple[int | None, dict[int, bool]]:
     """The innermost entry that still shows the fault (None when the probe cannot tell)."""
     asked: dict[int, bool] = {0: True}
@@ -69,8 +78,8 @@ async def attribute(ctx: Context, check: Any, first: Observation) -> tuple[int |
         ctx.progress(f"{check.name}: does {ctx.path.urls[hop]} still show it?")
         try:
             asked[hop] = await check.shows(ctx, hop, first)
-        except UnusableInput:
-            return None, asked  # that entry cannot carry a stream: no verdict for it
+        except (UnusableInput, OutOfBudget):
+            return None, asked  # that entry cannot carry a stream, or no time left: no verdict
         if asked[hop]:
             return hop, asked
     return 0, asked
@@ -91,13 +100,13 @@ async def probe_async(path: Path, settings: Settings, budget: Budget, checks: Se
     for phase, together in PHASES:
         todo = [c for c in phase if c.name in chosen]
         plain = path.origin != "streamlab"
-        skipped = [(c, not_for_plain(c.kind, c.name)) for c in todo if plain and c.canary_only]
+        for_canary = [(c, not_for_plain(c.kind, c.name)) for c in todo if plain and c.canary_only]
         todo = [c for c in todo if not (plain and c.canary_only)]
         if together:
-            results = await asyncio.gather(*(c.observe(ctx, 0) for c in todo))
+            results = await asyncio.gather(*(observe(c, ctx) for c in todo))
         else:
-            results = [await c.observe(ctx, 0) for c in todo]
-        observed += [*zip(todo, results), *skipped]
+            results = [await observe(c, ctx) for c in todo]
+        observed += [*zip(todo, results), *for_canary]
     hops: dict[str, dict[int, bool]] = {}
     for check, seen in observed:
         if seen.fault:

@@ -16,7 +16,7 @@ from dataclasses import asdict, dataclass
 
 from labs import client
 from labs.probe import knobs
-from labs.probe.base import Context, Observation, how_it_ended, secs, skipped
+from labs.probe.base import Context, Observation, OutOfBudget, how_it_ended, secs, skipped, spent
 from labs.measurements import StreamResult
 
 POSITIONS = ("before-headers", "after-headers", "mid-stream")
@@ -46,10 +46,10 @@ def _silence_start(position: str, result: StreamResult) -> float:
 
 async def try_silence(ctx: Context, hop: int, position: str, silence_s: float) -> Try:
     ctx.progress(f"{silence_s:.2f} s of silence {PLACE[position]} through {ctx.path.urls[hop]}")
-    result = await client.measure_stream(
+    result = spent(ctx, await client.measure_stream(
         ctx.path.completions(hop), knobs.silence_body(ctx.path.model or "", position, silence_s),
         headers=ctx.path.headers(), accept_encoding=None, read_timeout_s=silence_s + CLIENT_SLACK_S,
-        total_timeout_s=ctx.budget.cap(silence_s + 2 * CLIENT_SLACK_S))
+        total_timeout_s=ctx.budget.cap(silence_s + 2 * CLIENT_SLACK_S)))
     passed = result.outcome == "complete"
     cut = None
     if not passed and result.outcome != "timeout" and result.end_s is not None:
@@ -106,7 +106,10 @@ class IdleTimeout:
                 continue
             if silence < 0.02 or not ctx.budget.allows(silence + 1):
                 break
-            attempt = await try_silence(ctx, hop, self.position, silence)
+            try:
+                attempt = await try_silence(ctx, hop, self.position, silence)
+            except OutOfBudget:
+                break  # report the bracket found so far
             tries.append(attempt)
             if attempt.passed:
                 lo = silence
@@ -141,10 +144,10 @@ class TotalTimeout:
 
     async def _long(self, ctx: Context, hop: int, duration_s: float) -> StreamResult:
         ctx.progress(f"a {duration_s:.1f} s stream (heartbeats on) through {ctx.path.urls[hop]}")
-        return await client.measure_stream(
+        return spent(ctx, await client.measure_stream(
             ctx.path.completions(hop), knobs.long_body(ctx.path.model or "", duration_s),
             headers=ctx.path.headers(), accept_encoding=None, read_timeout_s=CLIENT_SLACK_S,
-            total_timeout_s=ctx.budget.cap(duration_s + 3 * CLIENT_SLACK_S))
+            total_timeout_s=ctx.budget.cap(duration_s + 3 * CLIENT_SLACK_S)))
 
     async def observe(self, ctx: Context, hop: int) -> Observation:
         # A little past --max-stream, so a limit of exactly that length still shows.

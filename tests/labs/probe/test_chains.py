@@ -143,3 +143,14 @@ def test_a_chain_of_fixed_configs_gives_no_finding(origin):
 def test_unusable_input_exits_2_with_the_reason(args, message, capsys):
     assert cli.main(args) == 2
     assert message in capsys.readouterr().err
+
+
+def test_the_budget_bounds_the_run_and_skips_what_does_not_fit(origin):
+    budget_s = 6.0
+    with chain([("nginx", "fixed", {})], origin.port) as hops:
+        report, wall = probe(urls(hops), None, budget_s=budget_s)
+    assert wall <= budget_s + 2.0  # + asking who the origin is, and the last stream's end
+    skipped = [c for c in report.checks if c.skipped]
+    assert skipped and all("budget" in c.skipped for c in skipped)
+    # Running out of time is no finding: a cut the probe made itself must not count as the path's.
+    assert report.findings == [] and report.ok
