@@ -40,7 +40,7 @@ class ProbeReport(PathReport):
         return self._by_check.get(check)
 
     def hop_name(self, hop: int | None) -> str:
-        return "?" if hop is None else f"{hop} ({self.urls[hop]})"
+        return "? (the probe could not tell)" if hop is None else f"{hop} ({self.urls[hop]})"
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -74,17 +74,18 @@ def print_report(report: ProbeReport, console: Console) -> None:
                    "[green]pass[/green]" if check.passed else "[red]FAIL[/red]")
         checks.add_row(check.name, verdict, check.observed)
     console.print(checks)
-    if report.findings:
-        findings = Table(title="findings", show_header=True, header_style="bold")
-        for column in ("kind", "severity", "hop", "limit", "evidence", "fix"):
-            findings.add_column(column, overflow="fold")
-        for f in report.findings:
-            limit = "-" if f.limit_s is None else f"{f.limit_s:.2f} s"
-            fix = f.fix or ""
-            if f.scenario:
-                fix = f"{fix}\n(see: make lab-{f.scenario})"
-            evidence = f.evidence + (f"\n(warning: {f.reason})" if f.reason else "")
-            findings.add_row(f.kind, f.severity, report.hop_name(f.hop), limit, evidence, fix)
-        console.print(findings)
+    for f in report.findings:
+        style = "red" if f.severity == "failure" else "yellow"
+        limit = "" if f.limit_s is None else f", limit {f.limit_s:.2f} s"
+        console.print(f"[{style}]{f.severity}[/{style}] [bold]{f.kind}[/bold] at hop "
+                      f"{report.hop_name(f.hop)}{limit}", highlight=False)
+        console.print(f"  evidence: {f.evidence}", highlight=False)
+        if f.reason:
+            console.print(f"  only a warning: {f.reason}", highlight=False)
+        for fix in (f.fix or "").split(" | "):
+            if fix:
+                console.print(f"  fix: {fix}", highlight=False)
+        if f.scenario:
+            console.print(f"  see it in the lab: make lab-{f.scenario}", highlight=False)
     verdict = "[green]no failure found[/green]" if report.ok else "[red]failures found[/red]"
     console.print(f"{verdict} ({len(report.findings)} findings, {len(report.checks)} checks)")
