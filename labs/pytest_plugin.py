@@ -57,17 +57,21 @@ def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config
         return
     config.stash[_RESULTS] = {}
     guards = StreamGuards.from_parent(session, name="streamlab", nodeid="streamlab")
+    added: list[pytest.Item] = []
     if urls:
         from labs.probe import CHECK_NAMES
 
-        items += [PathCheck.from_parent(guards, name=f"{PATH_TEST}[{check}]", check=check)
+        added += [PathCheck.from_parent(guards, name=f"{PATH_TEST}[{check}]", check=check)
                   for check in CHECK_NAMES]
     if files:
         from labs.findings import FINDING_KINDS
 
         for file in files:
-            items += [ConfigCheck.from_parent(guards, name=f"{CONFIG_TEST}[{Path(file).name}-{kind}]",
+            added += [ConfigCheck.from_parent(guards, name=f"{CONFIG_TEST}[{Path(file).name}-{kind}]",
                                               file=file, kind=kind) for kind in FINDING_KINDS]
+    # Reported like any collected node, so that the counts pytest prints include these tests.
+    config.hook.pytest_collectreport(report=pytest.CollectReport(guards.nodeid, "passed", None, added))
+    items += added
 
 
 class StreamGuards(pytest.Collector):
@@ -112,8 +116,7 @@ def _failure(title: str, findings: list[Any], observed: str, urls: list[str] | N
         lines.append(f"{title}{where}: {finding.evidence}")
         if finding.limit_s is not None:
             lines.append(f"limit: {finding.limit_s:.2f} s")
-        if finding.fix:
-            lines.append(f"fix: {finding.fix}")
+        lines += [f"fix: {fix}" for fix in (finding.fix or "").split(" | ") if fix]
         if finding.scenario:
             lines.append(f"see: make lab-{finding.scenario}")
     return "\n".join(lines)
