@@ -197,7 +197,8 @@ class ConfigCheck(_Guard):
                                                 f"{f' ({finding.reason})' if finding.reason else ''}"))
         failed_checks = [c for c in checks if not c.passed and not getattr(c, "skipped", None)]
         if failures or failed_checks:
-            observed = "; ".join(f"{c.name}: {c.observed}" for c in failed_checks) or "a dynamic check showed it"
+            observed = ("; ".join(f"{c.name}: {c.observed}" for c in failed_checks)
+                        or "a dynamic check showed it")
             raise GuardFailure(_failure(f"{Path(self.file).name}: {self.kind}", failures, observed))
         if not findings and not checks:
             pytest.skip(f"verify ran no check for {self.kind} on {self.file}")

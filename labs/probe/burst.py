@@ -63,7 +63,8 @@ class ConnectionLimit:
         failed = n - outcomes.get("complete", 0)
         if failed:
             shown = ", ".join(f"{k} {v}" for k, v in sorted(outcomes.items()))
-            codes = f" (HTTP {', '.join(f'{k} x{v}' for k, v in sorted(statuses.items()))})" if statuses else ""
+            listed = ", ".join(f"{k} x{v}" for k, v in sorted(statuses.items()))
+            codes = f" (HTTP {listed})" if statuses else ""
             evidence = (f"of {n} concurrent streams{note}, {failed} did not complete: {shown}{codes}")
             return Observation(self.name, self.kind, True, f"{failed} of {n} streams failed{codes}",
                                evidence, measurements=numbers)

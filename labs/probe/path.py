@@ -115,7 +115,8 @@ class Path:
                                 f"{', '.join(str(m.get('id')) for m in data if isinstance(m, dict))}")
         for hop in range(1, len(self.urls)):  # inner entries must lead to the same origin
             inner = await self._get_json(hop, self.urls[hop] + "/models", "list the models")
-            owners = {str(m.get("owned_by", "")) for m in (inner or {}).get("data", []) if isinstance(m, dict)}
+            listed = (inner or {}).get("data", []) if isinstance(inner, dict) else []
+            owners = {str(m.get("owned_by", "")) for m in listed if isinstance(m, dict)}
             if self.owner not in owners:
                 raise UnusableInput(f"{self.urls[hop]} does not lead to the origin behind {self.urls[0]} "
                                     f"(its models are owned by {', '.join(sorted(owners)) or 'nobody'}): "

@@ -117,8 +117,10 @@ async def probe_async(path: Path, settings: Settings, budget: Budget, checks: Se
         if seen.measurements:
             report.measurements[check.name] = seen.measurements
     if hops:
-        report.measurements["hops"] = {name: {str(h): v for h, v in asked.items()} for name, asked in hops.items()}
-    report.measurements["budget"] = {"budget_s": budget.seconds, "used_s": round(budget.seconds - budget.left(), 2)}
+        report.measurements["hops"] = {name: {str(hop): shown for hop, shown in asked.items()}
+                                       for name, asked in hops.items()}
+    report.measurements["budget"] = {"budget_s": budget.seconds,
+                                     "used_s": round(budget.seconds - budget.left(), 2)}
     return report
 
 

@@ -136,7 +136,8 @@ class IdleTimeout:
         attempt = await try_silence(ctx, hop, self.position, silence)
         if attempt.passed:
             return False
-        return attempt.cut_after_s is None or abs(attempt.cut_after_s - first.limit_s) <= SAME_LIMIT * first.limit_s
+        cut = attempt.cut_after_s
+        return cut is None or abs(cut - first.limit_s) <= SAME_LIMIT * first.limit_s
 
 
 class TotalTimeout:

@@ -33,7 +33,8 @@ class Stub(BaseHTTPRequestHandler):
 
     def do_GET(self) -> None:
         if self.path == "/v1/models":
-            models = [{"id": name, "object": "model", "owned_by": "someone-else"} for name in ("streams", "lumps")]
+            models = [{"id": name, "object": "model", "owned_by": "someone-else"}
+                      for name in ("streams", "lumps")]
             self._send(200, json.dumps({"object": "list", "data": models}).encode(), "application/json")
         else:
             self._send(404, b'{"error": {"message": "not found"}}', "application/json")

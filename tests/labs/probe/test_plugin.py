@@ -59,7 +59,8 @@ def test_a_clean_path_passes_the_selected_checks(pytester, origin):
 def test_an_unusable_path_fails_the_selected_tests_with_the_reason(pytester):
     result = pytester.runpytest_subprocess("--stream-url=http://127.0.0.1:1/v1", "-k", "buffering")
     result.assert_outcomes(failed=1, deselected=len(CHECK_NAMES) - 1)
-    result.stdout.fnmatch_lines(["*the path cannot be probed: cannot list the models at http://127.0.0.1:1/v1/models*"])
+    result.stdout.fnmatch_lines(
+        ["*the path cannot be probed: cannot list the models at http://127.0.0.1:1/v1/models*"])
 
 
 # A stand-in for the verify package, answering per file name, installed before any test runs.
@@ -102,7 +103,8 @@ def test_config_checks_fail_with_the_directive_and_the_fix(pytester, fake_verify
     for name in ("broken.conf", "clean.conf", "unusable.conf"):
         pytester.makefile(".conf", **{name[:-len(".conf")]: "events {}\n"})
     args = [f"--stream-config={name}" for name in ("broken.conf", "clean.conf", "unusable.conf")]
-    result = pytester.runpytest_subprocess(*args, "--stream-proxy=nginx", "-v", "-k", "buffering or idle-timeout")
+    result = pytester.runpytest_subprocess(*args, "--stream-proxy=nginx", "-v",
+                                           "-k", "buffering or idle-timeout")
     result.assert_outcomes(passed=3, failed=3, skipped=0, warnings=1, deselected=3 * 7 - 6)
     result.stdout.fnmatch_lines([
         "*test_stream_config[[]broken.conf-buffering[]] FAILED*",
