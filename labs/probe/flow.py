@@ -13,15 +13,16 @@ from labs.checks import stream as shape
 from labs.findings import FindingKind, UnusableInput
 from labs.measurements import StreamResult, percentile
 from labs.probe import knobs
-from labs.probe.base import Context, Observation, spent, brief, hop_spread_p50, how_it_ended, ms, skipped
+from labs.probe.base import (Context, Observation, brief, hop_spread_p50, how_it_ended, ms, skipped,
+                             spent)
 from labs.scenario import Run
 
-GZIP = "gzip, deflate"
+GZIP = "gzip, deflate"  # what httpx (and so the OpenAI SDK) sends
 # Without a canary the origin's pacing is unknown: a lump counts only in a stream this long.
 PLAIN_MIN_E2E_S = 1.0
 PLAIN_MIN_EVENTS = 8
 PLAIN_REASON = ("without a canary origin the probe cannot tell a hop that holds events from an "
-                "origin that sends them together")  # what httpx (and so the OpenAI SDK) sends
+                "origin that sends them together")
 # A hop holds an event this many token intervals (the catalogue's haproxy guards use the same).
 HELD_INTERVALS = 0.5
 STREAM_TIMEOUT_S = 60.0
@@ -44,6 +45,8 @@ async def measure(ctx: Context, hop: int, *, gzip: bool) -> StreamResult:
         spent(ctx, result)
         if result.outcome != "complete":
             detail = f": {result.error}" if result.error else ""
+            if result.body_snippet:
+                detail += f" {result.body_snippet[:300]!r}"
             raise UnusableInput(f"a short stream through {ctx.path.urls[hop]} did not complete "
                                 f"({how_it_ended(result)}{detail}); nothing else can be judged")
         ctx.notes[key] = result
@@ -71,7 +74,6 @@ def _interval() -> float:
 
 class Buffering:
     name, kind, canary_only = "buffering", "buffering", False
-    fault_text = "the events were held and arrived late, in lumps"
 
     async def observe(self, ctx: Context, hop: int) -> Observation:
         result = await measure(ctx, hop, gzip=False)
