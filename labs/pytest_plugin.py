@@ -67,7 +67,7 @@ def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config
         from labs.findings import FINDING_KINDS
 
         for file in files:
-            added += [ConfigCheck.from_parent(guards, name=f"{CONFIG_TEST}[{Path(file).name}-{kind}]",
+            added += [ConfigCheck.from_parent(guards, name=f"{CONFIG_TEST}[{file}-{kind}]",
                                               file=file, kind=kind) for kind in FINDING_KINDS]
     # Reported like any collected node, so that the counts pytest prints include these tests.
     config.hook.pytest_collectreport(report=pytest.CollectReport(guards.nodeid, "passed", None, added))

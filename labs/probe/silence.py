@@ -93,8 +93,11 @@ class IdleTimeout:
                                                  f"a silence of {longest:g} s does not fit")
         tries = [await try_silence(ctx, hop, self.position, longest)]
         if tries[0].passed:
+            total = ctx.notes.get("total_limit_s")
+            capped = (f" (kept under the {total:.2f} s total limit)"
+                      if total and longest < ctx.settings.max_silence_s else "")
             return Observation(self.name, self.kind, False,
-                               f"a silence of {longest:g} s {PLACE[self.position]} passed",
+                               f"a silence of {longest:.3g} s {PLACE[self.position]} passed{capped}",
                                measurements={"tries": [asdict(t) for t in tries]})
         first = tries[0]
         estimate = first.cut_after_s if first.cut_after_s and first.cut_after_s <= longest * 1.05 else None
