@@ -123,7 +123,7 @@ def test_connection_limit_at_the_inner_hop(origin):
 def test_a_chain_of_fixed_configs_gives_no_finding(origin):
     fixed = [("envoy", "fixed", {}), ("haproxy", "fixed", {}), ("nginx", "fixed", {})]
     with chain(fixed, origin.port) as hops:
-        report, wall = probe(urls(hops), None, streams=20)
+        report, _ = probe(urls(hops), None, streams=20)
     assert report.findings == [], [f.to_json() for f in report.findings]
     assert report.ok and report.exit_status == 0
     # Every check ran (none skipped): a clean verdict that measured nothing would prove nothing.
@@ -131,7 +131,6 @@ def test_a_chain_of_fixed_configs_gives_no_finding(origin):
     assert all(c.passed and not c.skipped for c in report.checks), [c.to_json() for c in report.checks]
     departure = report.measurements["disconnect-not-propagated"]
     assert departure["origin_saw_departure_after_s"] < 0.5 * departure["pause_s"]
-    assert wall < 60
 
 
 @pytest.mark.parametrize("args, message", [
