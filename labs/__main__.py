@@ -1,8 +1,9 @@
 """`python -m labs`: list the scenarios, run one (broken, then fixed) or all of them.
 
-    python -m labs list
+    python -m labs list [--json]
     python -m labs run nginx-buffering [--variant broken|fixed|both] [--runtime local|docker] [--json]
     python -m labs run-all
+    python -m labs render nginx-buffering [--variant broken|fixed] [--proxy PROXY]
 """
 from __future__ import annotations
 
@@ -19,10 +20,17 @@ DEFAULT_REPORTS = REPO_ROOT / "reports"
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m labs", description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="command", required=True)
-    sub.add_parser("list", help="every scenario with its one-line symptom")
+    listing = sub.add_parser("list", help="every scenario with its one-line symptom")
+    listing.add_argument("--json", action="store_true", help="the list as JSON (name, layer, path, symptom, command)")
     sub.add_parser("names", help="scenario names only, one per line (for the Makefile)")
     table = sub.add_parser("readme-table", help="the README's scenario table, in Markdown")
     table.add_argument("--write", action="store_true", help="update README.md in place")
+    render = sub.add_parser("render", help="print the proxy config a scenario's variant runs")
+    render.add_argument("name", help="scenario name, e.g. nginx-buffering")
+    render.add_argument("--variant", choices=("broken", "fixed"), default="broken",
+                        help="which variant's settings (default: broken)")
+    render.add_argument("--proxy", help="which hop, when the scenario's path has several proxies")
+    render.add_argument("--no-validate", action="store_true", help="skip the binary's check")
     # The load lab (labs.load) and the benchmarks (labs.bench) take their own options.
     sub.add_parser("bench", help="every benchmark: reports/bench/*.json and bench.md "
                    "(options: python -m labs bench --help)", add_help=False)
@@ -55,13 +63,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         print("\n".join([*(s.name for s in catalogue.SCENARIOS), "load"]))
         return 0
     if args.command == "list":
-        status = _list(catalogue.SCENARIOS)
-        print("load: ramp 10 -> 1,000 concurrent streams per path; what breaks first (python -m labs run load)")
-        return status
+        from labs.listing import print_list
+        return print_list(catalogue.SCENARIOS, json_output=args.json)
     if args.command == "run" and args.name == "load":
         from labs import load
         return load.main(["--out", str(args.out / "load")]
                          + (["--runtime", args.runtime] if args.runtime else []))
+    if args.command == "render":
+        from labs import render
+        return render.main(args.name, args.variant, args.proxy, check=not args.no_validate)
     if args.command == "readme-table":
         from labs.docs import scenario_table, update_readme
         if args.write:
@@ -78,35 +88,22 @@ def main(argv: Sequence[str] | None = None) -> int:
             return 2
         variants = ("broken", "fixed") if args.variant == "both" else (args.variant,)
         return _run([scenario], variants, args.runtime, args.out, as_json=args.json)
-    return _run(list(catalogue.SCENARIOS), ("broken", "fixed"), args.runtime, args.out, index=True)
+    from labs.run_all import run_all
+    return run_all(list(catalogue.SCENARIOS), args.runtime, args.out)
 
 
-def _list(scenarios) -> int:
+def _run(scenarios, variants, runtime, out: Path, *, as_json: bool = False) -> int:
     from rich.console import Console
-    from rich.table import Table
+    from rich.markup import escape
 
-    table = Table(show_header=True, header_style="bold")
-    for column in ("scenario", "layer", "path", "symptom"):
-        table.add_column(column)
-    for s in scenarios:
-        table.add_row(s.name, s.layer, " -> ".join((*s.path, "server")), s.symptom)
-    Console().print(table)
-    return 0
-
-
-def _run(scenarios, variants, runtime, out: Path, *, as_json: bool = False, index: bool = False) -> int:
-    from rich.console import Console
-
-    from labs import report
+    from labs import provenance, report
     from labs.runner import Lab
 
     console = Console(stderr=as_json)
-    outcomes = []
     failed = False
     with console.status("starting") as status, Lab(runtime=runtime, progress=status.update) as lab:
         for scenario in scenarios:
             outcome = lab.run(scenario, variants)
-            outcomes.append(outcome)
             status.update(f"{scenario.name}: writing the report")
             paths = report.write_report(outcome, out / scenario.name)
             if as_json:
@@ -116,10 +113,9 @@ def _run(scenarios, variants, runtime, out: Path, *, as_json: bool = False, inde
                 report.print_outcome(outcome, console)
                 pictures = "  ".join(str(paths[k]) for k in ("png", "hops") if k in paths)
                 console.print(f"report: {paths['md']}  pictures: {pictures}")
+                console.print(f"[dim]{escape(provenance.one_line(outcome.provenance))}[/]")
                 status.start()
             failed |= not all(outcome.passed(v) for v in outcome.runs)
-    if index:
-        console.print(f"index: {report.write_index(outcomes, out)}")
     return 1 if failed else 0
 
 

@@ -1,6 +1,6 @@
 """What the measuring client records for one stream, and the metrics derived from it.
 
-Every definition here is the one in `shared/design/metrics.md`. All times are seconds on one
+Every definition here is the one in `docs/metrics.md`. All times are seconds on one
 monotonic clock (`time.perf_counter()`), measured from the moment the request was written to
 the socket (t = 0).
 

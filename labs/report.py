@@ -7,7 +7,7 @@ from __future__ import annotations
 import difflib
 import json
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Mapping, Sequence
 
 from rich.console import Console
 from rich.markup import escape
@@ -15,6 +15,7 @@ from rich.panel import Panel
 from rich.syntax import Syntax
 from rich.table import Table
 
+from labs import provenance
 from labs.measurements import aggregate
 from labs.runner import ScenarioOutcome
 from labs.scenario import Run, Scenario, VariantName
@@ -192,6 +193,7 @@ def report_dict(outcome: ScenarioOutcome) -> dict[str, Any]:
                      "fix": scenario.fix_summary, "finding": scenario.finding,
                      "scaled": [vars(s) for s in scenario.scaled], "sources": list(scenario.sources)},
         "verdict": outcome.verdict,
+        "provenance": outcome.provenance,
         "variants": {
             name: {
                 "passed": outcome.passed(name),
@@ -212,8 +214,10 @@ def report_dict(outcome: ScenarioOutcome) -> dict[str, Any]:
 def report_markdown(outcome: ScenarioOutcome) -> str:
     scenario = outcome.scenario
     names = list(outcome.runs)
-    lines = [f"# {scenario.name}", "", f"**Symptom:** {scenario.symptom}", "",
-             "| measured | " + " | ".join(names) + " |", "|---|" + "---:|" * len(names)]
+    lines = [f"# {scenario.name}", "", f"**Symptom:** {scenario.symptom}", ""]
+    if outcome.provenance:
+        lines += [f"**Provenance:** {provenance.one_line(outcome.provenance)}", ""]
+    lines += ["| measured | " + " | ".join(names) + " |", "|---|" + "---:|" * len(names)]
     for label, values in metric_rows(outcome):
         lines.append(f"| {label} | " + " | ".join(values[n] for n in names) + " |")
     lines.append("| **verdict** | " + " | ".join(f"**{outcome.verdict[n]}**" for n in names) + " |")
@@ -232,12 +236,20 @@ def report_markdown(outcome: ScenarioOutcome) -> str:
     return "\n".join(lines) + "\n"
 
 
-def write_index(outcomes: Sequence[ScenarioOutcome], folder: Path) -> Path:
-    lines = ["# streamlab: every scenario", "", "| scenario | symptom | broken | fixed |", "|---|---|---|---|"]
+def write_index(outcomes: Sequence[ScenarioOutcome], folder: Path,
+                errors: Mapping[str, str] | None = None) -> Path:
+    """reports/index.md: each scenario's verdicts and wall time; `errors`: those that could not run."""
+    lines = ["# streamlab: every scenario", "", "| scenario | symptom | broken | fixed | wall |",
+             "|---|---|---|---|---:|"]
     for outcome in outcomes:
         v = outcome.verdict
         lines.append(f"| [{outcome.scenario.name}]({outcome.scenario.name}/report.md) | "
-                     f"{outcome.scenario.symptom} | {v.get('broken', '-')} | {v.get('fixed', '-')} |")
+                     f"{outcome.scenario.symptom} | {v.get('broken', '-')} | {v.get('fixed', '-')} | "
+                     f"{outcome.wall_s:.1f} s |")
+    for name, error in (errors or {}).items():
+        lines.append(f"| {name} | could not run: {error.replace('|', '&#124;')} | - | - | - |")
+    if outcomes and outcomes[0].provenance:
+        lines += ["", f"**Provenance** (of the first): {provenance.one_line(outcomes[0].provenance)}"]
     path = folder / "index.md"
     folder.mkdir(parents=True, exist_ok=True)
     path.write_text("\n".join(lines) + "\n")

@@ -12,20 +12,22 @@ import asyncio
 import contextlib
 import json
 import os
+import shlex
 import time
 import urllib.request
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterator, Mapping, Sequence
 
-from labs import client
+from labs import client, provenance
 from labs.measurements import StreamResult
+from labs.peaks import GaugePeaks
 from labs.scenario import VARIANTS, CheckResult, Run, Scenario, Variant, VariantName, Workload
 from proxies.base import ProxySettings
 from proxies.runtime import get_runtime
 from proxies.runtime.base import RunningProxy, Runtime
-from proxies.runtime.process import free_port, wait_until
 from proxies.variants import variant as named_settings
 from server.launcher import ServerHandle
+from server.processes import free_port, wait_until
 
 PROMPT = [{"role": "user", "content": "Tell me something, one token at a time."}]
 # Gauges that say the server still works on something (a generation for a client that left).
@@ -45,6 +47,13 @@ class ScenarioOutcome:
     scenario: Scenario
     runs: dict[VariantName, Run] = field(default_factory=dict)
     checks: dict[VariantName, list[CheckResult]] = field(default_factory=dict)
+    # How it was made (labs.provenance): runtime, proxy versions or images, server command
+    # lines, commit, CPUs, start time.
+    provenance: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def wall_s(self) -> float:
+        return sum(run.wall_s for run in self.runs.values())
 
     def passed(self, variant: VariantName) -> bool:
         return all(c.passed for c in self.checks.get(variant, []))
@@ -98,6 +107,11 @@ class Lab:
             self._models[handle_key] = served_model(handle.url)
         return self._servers[handle_key]
 
+    def server_command(self, args: Sequence[str] = (), nofile: int | None = None) -> str:
+        """The command line of the server these flags get (its host and port aside)."""
+        command = shlex.join(("python", "-m", "server", "--engine", self.engine, *args))
+        return command if nofile is None else f"ulimit -Sn {nofile}; {command}"
+
     def model_name(self, args: Sequence[str] = (), nofile: int | None = None) -> str:
         key = ("--engine", self.engine, *args)
         self.server(args, nofile)
@@ -107,11 +121,15 @@ class Lab:
 
     def run(self, scenario: Scenario, variants: Sequence[VariantName] = VARIANTS) -> ScenarioOutcome:
         outcome = ScenarioOutcome(scenario)
+        started_at = provenance.started_now()
         for name in variants:
             self.progress(f"{scenario.name}: {name} variant")
             run = self.run_variant(scenario, name)
             outcome.runs[name] = run
             outcome.checks[name] = [check(run) for check in scenario.checks(name)]
+        commands = {name: self.server_command(scenario.variant(name).server_args,
+                                              scenario.variant(name).server_nofile) for name in variants}
+        outcome.provenance = provenance.collect(self.runtime.name, scenario.path, commands, started_at)
         return outcome
 
     def run_variant(self, scenario: Scenario, name: VariantName) -> Run:
@@ -122,13 +140,16 @@ class Lab:
             entry = hops[0].url if hops else server.url
             body = self.request_body(scenario.workload, variant)
             options = {**scenario.workload.client, **variant.client}
-            before = server.metrics()
-            results = asyncio.run(drive(entry + "/v1/chat/completions", body, scenario.workload, options))
+            gauges = sorted({gauge for check in scenario.checks(name) for gauge in check.samples})
+            with GaugePeaks(server.host, server.port, gauges, _sample_interval(scenario.workload)) as peaks:
+                before = server.metrics()
+                results = asyncio.run(drive(entry + "/v1/chat/completions", body, scenario.workload, options))
             # The clients are done (or left on purpose): how long until the server stops working?
             release_s = wait_idle(server, scenario.workload.settle_s)
             delta = _counter_delta(before, server.metrics())
             run = Run(variant=name, workload=scenario.workload, results=results, server_delta=delta,
-                      configs={hop.name: hop.config_text for hop in hops}, release_s=release_s)
+                      configs={hop.name: hop.config_text for hop in hops}, release_s=release_s,
+                      lab=dict(variant.lab), peaks=peaks.peaks)
             if scenario.bisect:
                 run.hops = self._bisect(hops, server, body, options)
             run.evidence = _evidence(hops)
@@ -137,11 +158,7 @@ class Lab:
         return run
 
     def request_body(self, workload: Workload, variant: Variant) -> dict[str, Any]:
-        lab = {"script": workload.script, "tokens_per_s": workload.tokens_per_s,
-               **workload.lab, **variant.lab}
-        return {"model": self.model_name(variant.server_args, variant.server_nofile),
-                "messages": PROMPT, "stream": True,
-                "max_tokens": 1024, **workload.request, **variant.request, "lab": lab}
+        return request_body(workload, variant, self.model_name(variant.server_args, variant.server_nofile))
 
     @contextlib.contextmanager
     def path(self, proxies: Sequence[str], variant: Variant, server_port: int,
@@ -169,6 +186,18 @@ class Lab:
             result = asyncio.run(client.measure_stream(url + "/v1/chat/completions", body, **options))
             measured[label] = [result]
         return measured
+
+
+def request_body(workload: Workload, variant: Variant, model: str) -> dict[str, Any]:
+    """The chat-completion body every stream of this variant sends (a driver may vary it)."""
+    return {"model": model, "messages": PROMPT, "stream": True, "max_tokens": 1024,
+            **workload.request, **variant.request, "lab": workload.knobs(variant.lab)}
+
+
+def _sample_interval(workload: Workload) -> float:
+    """Half a token interval, so a peak that lasts a token is seen; within 20-100 ms either way
+    (faster would load the server, slower could miss a stream of a few tokens)."""
+    return min(0.1, max(0.02, workload.interval_s / 2))
 
 
 def hop_settings(proxy: str, overrides: Mapping[str, Any], base: str = "defaults",

@@ -27,7 +27,7 @@ class Variant:
     """One side of a scenario. For `fix`, every field is applied on top of the broken variant.
 
     proxy: settings overrides per proxy name (on that proxy's own defaults, then broken's).
-    lab: `lab` request fields (contract.md), merged over the workload's.
+    lab: `lab` request fields (docs/contract.md), merged over the workload's.
     server_args: flags for `python -m server` (a variant with other flags gets its own server).
     client: measuring-client options (labs.client.measure_stream keyword arguments).
     request: other chat-completion body fields (stop, max_tokens, ...).
@@ -84,13 +84,20 @@ class Workload:
 
     @property
     def interval_s(self) -> float:
-        """Time between two tokens: the unit every timing margin is expressed in."""
+        """Time between two tokens at the workload's own pace (a variant may set another: see
+        `knobs`): the unit every timing margin is expressed in."""
         return 1.0 / self.tokens_per_s
 
-    @property
-    def first_due_s(self) -> float:
-        """When the first token is due after the request is sent (silences before it included)."""
-        return float(self.lab.get("headers_delay_s", 0.0)) + float(self.lab.get("first_token_delay_s", 0.0))
+    def knobs(self, variant_lab: Mapping[str, Any] | None = None) -> dict[str, Any]:
+        """The `lab` object a request carries: script and pace, the workload's knobs, then the
+        variant's own on top (what the server is really asked to do)."""
+        return {"script": self.script, "tokens_per_s": self.tokens_per_s, **self.lab, **(variant_lab or {})}
+
+    def first_due_s(self, variant_lab: Mapping[str, Any] | None = None) -> float:
+        """When the first token is due after the request is sent (silences before it included),
+        under the variant's own `lab` knobs as well as the workload's."""
+        knobs = self.knobs(variant_lab)
+        return float(knobs.get("headers_delay_s", 0.0)) + float(knobs.get("first_token_delay_s", 0.0))
 
 
 # A workload's own client sequence: (entry URL, request body, workload, client options) -> results.
@@ -113,6 +120,25 @@ class Run:
     # Seconds from the end of the client's work to the server going idle (slots free, no stream);
     # after a deliberate disconnect, how long the server kept working for nobody.
     release_s: float | None = None
+    # The variant's own `lab` knobs (on top of the workload's): timing bounds honour them.
+    lab: Mapping[str, Any] = field(default_factory=dict)
+    # The highest value of each server gauge a check asked for (Check.samples), read while the
+    # workload ran: how many streams (or fds) were in flight at once.
+    peaks: dict[str, float] = field(default_factory=dict)
+
+    @property
+    def knobs(self) -> dict[str, Any]:
+        """The `lab` object the requests carried (workload and variant merged)."""
+        return self.workload.knobs(self.lab)
+
+    @property
+    def interval_s(self) -> float:
+        """Time between two tokens in this run: the unit of every timing margin."""
+        return 1.0 / float(self.knobs["tokens_per_s"])
+
+    @property
+    def first_due_s(self) -> float:
+        return self.workload.first_due_s(self.lab)
 
     @property
     def first(self) -> StreamResult:
@@ -148,6 +174,9 @@ class Check:
 
     label: str
     measure: Callable[[Run], tuple[str, bool]]
+    # Server gauges whose peak during the workload this check reads (`Run.peaks`): the runner
+    # samples /metrics while the clients run only when a check asks.
+    samples: tuple[str, ...] = ()
 
     def __call__(self, run: Run) -> CheckResult:
         try:

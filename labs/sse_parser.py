@@ -92,7 +92,7 @@ def classify(payload: str) -> tuple[EventKind, str, str | None, float | None, An
     Follows choice index 0 (the lab sends n=1). `content` means a non-empty content delta
     (chat `delta.content` or completions `text`); a chunk that has content and a
     finish_reason counts as content and still reports the finish reason. A role-only or empty
-    delta is `role` or `other`, never content (metrics.md: they do not count for TTFT).
+    delta is `role` or `other`, never content (docs/metrics.md: they do not count for TTFT).
     `sent_at` is the server's wall-clock stamp when the request asked for `lab.stamp`.
     `extra` carries the usage object for `usage` chunks and the error object for `error`.
     """

@@ -5,7 +5,7 @@
     python -m server --no-stop-holdback --heartbeat-s 0   # failure modes, see --help
 
 Every failure mode is off by default; the per-stream ones can also be set per request in the
-body's `lab` object (contract.md).
+body's `lab` object (docs/contract.md).
 """
 from __future__ import annotations
 

@@ -35,10 +35,12 @@ from server.engine.base import (
     SamplingParams,
 )
 from server.errors import APIError
+from server.json_reply import JSONCompletion
 from server.middleware import BodySizeLimit, gzip_everything
 from server.schema import ChatCompletionRequest, LabOptions
+from server.sse_writer import SSECompletion
 from server.stops import stop_handler
-from server.streaming import CompletionJob, CompletionText, JSONCompletion, SSECompletion
+from server.streaming import CompletionJob, CompletionText
 
 log = logging.getLogger("server.app")
 

@@ -7,20 +7,23 @@ missing engine is a failure instead.
 """
 from __future__ import annotations
 
+import asyncio
 import os
 import urllib.request
 from pathlib import Path
-from typing import Iterable
+from typing import Any, Iterable, Mapping
 
 import pytest
 
+from labs.client import measure_stream
+from labs.measurements import StreamResult
 from proxies import ProxySettings
 from proxies.base import ProxyName
 from proxies.runtime.docker import DockerProxy
 from proxies.runtime.dockercli import docker, engine_problem
 from proxies.runtime.images import ImageMissing, image_for
 from proxies.runtime.local import LocalProxy
-from proxies.runtime.process import free_port, port_accepts
+from server.processes import free_port, port_accepts
 
 PROXIES: tuple[ProxyName, ...] = ("nginx", "haproxy", "envoy")
 
@@ -109,3 +112,11 @@ def assert_gone(proxy: LocalProxy) -> None:
     else:
         assert group_members(proxy.pid) == []
     assert not port_accepts(proxy.settings.listen_port)
+
+
+def stream(url: str, body: Mapping[str, Any] | None = None, **options: Any) -> StreamResult:
+    """One stream measured by the lab's own client (every socket read numbered), from sync code.
+    `body` defaults to a minimal chat request (the fake upstream reads its knobs from the URL)."""
+    body = body if body is not None else {"model": "tiny", "stream": True, "messages": []}
+    options.setdefault("total_timeout_s", 60.0)
+    return asyncio.run(measure_stream(url, body, **options))

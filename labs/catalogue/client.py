@@ -6,6 +6,7 @@ from labs.scenario import Scaled, Scenario, Variant, Workload
 
 HTTPX_TIMEOUTS = "https://www.python-httpx.org/advanced/timeouts/"
 OPENAI_STREAMING = "https://github.com/openai/openai-python#streaming-responses"
+READ_TIMEOUT_S = 1.0  # client-read-timeout: the broken client's read timeout (its stress checks too)
 
 SCENARIOS = [
     Scenario(
@@ -36,10 +37,12 @@ SCENARIOS = [
         symptom="answers that pause to think fail with ReadTimeout in the client",
         path=(),
         workload=Workload(lab={"pause_after_tokens": 5, "pause_s": 3.0, "heartbeat_s": 0}),
-        broken=Variant(client={"read_timeout_s": 1.0}),
+        broken=Variant(client={"read_timeout_s": READ_TIMEOUT_S}),
         fix=Variant(client={"read_timeout_s": 10.0}),
-        symptom_checks=(checks.outcome_is("timeout"), checks.status_is(200), checks.content_events_at_most(5)),
-        cure_checks=(checks.complete_with_done(),),
+        symptom_checks=(checks.outcome_is("timeout"), checks.status_is(200), checks.content_events_at_most(5),
+                        checks.cut_after_silence(READ_TIMEOUT_S, "the client's read timeout")),
+        cure_checks=(checks.complete_with_done(),
+                     checks.silence_outlasted(READ_TIMEOUT_S, "the broken client's read timeout")),
         explanation=(
             "A client's read timeout bounds the silence between two reads, like a proxy's idle "
             "timeout. httpx's default is 5 s (and the OpenAI SDK's 600 s, but many apps pass "

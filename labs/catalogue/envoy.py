@@ -10,6 +10,10 @@ HCM = ("https://www.envoyproxy.io/docs/envoy/v1.40.0/api-v3/extensions/filters/n
        "http_connection_manager/v3/http_connection_manager.proto")
 BREAKERS = "https://www.envoyproxy.io/docs/envoy/v1.40.0/intro/arch_overview/upstream/circuit_breaking"
 LUA = "https://www.envoyproxy.io/docs/envoy/v1.40.0/configuration/http/http_filters/lua_filter"
+# The broken settings the stress checks measure against (declared once, used by both).
+ROUTE_TIMEOUT_S = 2.0  # envoy-route-timeout
+STREAM_IDLE_TIMEOUT_S = 1.0  # envoy-stream-idle
+MAX_REQUESTS, MAX_PENDING = 8, 4  # envoy-circuit-breaker
 
 SCENARIOS = [
     Scenario(
@@ -21,12 +25,13 @@ SCENARIOS = [
         workload=Workload(tokens_per_s=10.0, lab={"heartbeat_s": 0.25},
                           script=("Every token should reach the reader the moment the model makes it. "
                                   "A token stream should reach the reader one token at a time.")),
-        broken=Variant(proxy={"envoy": {"route_timeout": "2s"}}),
+        broken=Variant(proxy={"envoy": {"route_timeout": ROUTE_TIMEOUT_S}}),
         fix=Variant(proxy={"envoy": {"route_timeout": "0s", "route_idle_timeout": "10s"}}),
         symptom_checks=(checks.outcome_is("truncated"), checks.status_is(200),
                         checks.proxy_stat_at_least("upstream_rq_timeout", 1,
-                                                   "Envoy counted the upstream request timeout")),
-        cure_checks=(checks.complete_with_done(),),
+                                                   "Envoy counted the upstream request timeout"),
+                        checks.cut_at_deadline(ROUTE_TIMEOUT_S, "the route timeout")),
+        cure_checks=(checks.complete_with_done(), checks.outlived(ROUTE_TIMEOUT_S, "the broken route timeout")),
         proxy_stats=("upstream_rq_timeout", "downstream_rq_2xx"),
         explanation=(
             "A route's `timeout` (default 15 s) bounds the whole response, measured from the request to "
@@ -46,10 +51,12 @@ SCENARIOS = [
         symptom="answers that pause to think are cut off",
         path=("envoy",),
         workload=Workload(lab={"pause_after_tokens": 5, "pause_s": 3.0}),
-        broken=Variant(proxy={"envoy": {"stream_idle_timeout": "1s"}}, lab={"heartbeat_s": 0}),
+        broken=Variant(proxy={"envoy": {"stream_idle_timeout": STREAM_IDLE_TIMEOUT_S}}, lab={"heartbeat_s": 0}),
         fix=Variant(proxy={"envoy": {"stream_idle_timeout": "10s"}}, lab={"heartbeat_s": 0.25}),
-        symptom_checks=(checks.outcome_is("truncated"), checks.status_is(200)),
-        cure_checks=(checks.complete_with_done(),),
+        symptom_checks=(checks.outcome_is("truncated"), checks.status_is(200),
+                        checks.cut_after_silence(STREAM_IDLE_TIMEOUT_S, "stream_idle_timeout")),
+        cure_checks=(checks.complete_with_done(),
+                     checks.silence_outlasted(STREAM_IDLE_TIMEOUT_S, "the broken stream_idle_timeout")),
         proxy_stats=("downstream_rq_idle_timeout", "upstream_rq_timeout"),
         explanation=(
             "The HTTP connection manager's `stream_idle_timeout` (default 5 min) ends a stream that has "
@@ -69,13 +76,19 @@ SCENARIOS = [
         path=("envoy",),
         workload=Workload(streams=20, concurrency=20, tokens_per_s=10.0,
                           script="A token stream should reach the reader one token at a time."),
-        broken=Variant(proxy={"envoy": {"max_requests": 8, "max_pending_requests": 4}},
+        broken=Variant(proxy={"envoy": {"max_requests": MAX_REQUESTS, "max_pending_requests": MAX_PENDING}},
                        server_args=MANY_STREAMS_SERVER),
         fix=Variant(proxy={"envoy": {"max_requests": 4096, "max_pending_requests": 4096}}),
         symptom_checks=(checks.status_seen(503),
                         checks.proxy_stat_at_least("upstream_rq_pending_overflow", 1,
-                                                   "Envoy counted pending-request overflows")),
-        cure_checks=(checks.complete_with_done(),),
+                                                   "Envoy counted pending-request overflows"),
+                        checks.sent_together_at_least(
+                            MAX_REQUESTS + MAX_PENDING + 1,
+                            f"past the breaker ({MAX_REQUESTS} requests + {MAX_PENDING} pending)")),
+        cure_checks=(checks.complete_with_done(),
+                     checks.server_peak_at_least(
+                         "streamlab_active_streams", MAX_REQUESTS + MAX_PENDING + 1,
+                         f"the broken breaker ({MAX_REQUESTS} requests + {MAX_PENDING} pending)")),
         proxy_stats=("upstream_rq_pending_overflow", "upstream_rq_pending_active", "upstream_cx_overflow"),
         explanation=(
             "Envoy's circuit breakers cap a cluster's concurrent requests (`max_requests`, default 1024) "

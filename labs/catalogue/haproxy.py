@@ -8,6 +8,9 @@ from labs.scenario import Scaled, Scenario, Variant, Workload
 DOCS = "https://docs.haproxy.org/2.6/configuration.html"
 LONG_SCRIPT = ("Every token should reach the reader the moment the model makes it. "
                "Every token should reach the reader the moment the model makes it.")
+# The broken settings the stress checks measure against (declared once, used by both).
+TIMEOUT_SERVER_S = 1.0  # haproxy-timeout-server
+MAXCONN = 32  # haproxy-maxconn
 
 SCENARIOS = [
     Scenario(
@@ -57,11 +60,13 @@ SCENARIOS = [
         symptom="long answers end mid-sentence, with a 200 already sent",
         path=("haproxy",),
         workload=Workload(lab={"pause_after_tokens": 5, "pause_s": 3.0}),
-        broken=Variant(proxy={"haproxy": {"http_no_delay": True, "timeout_server": "1s"}},
+        broken=Variant(proxy={"haproxy": {"http_no_delay": True, "timeout_server": TIMEOUT_SERVER_S}},
                        lab={"heartbeat_s": 0}),
         fix=Variant(proxy={"haproxy": {"timeout_server": "10s"}}, lab={"heartbeat_s": 0.25}),
-        symptom_checks=(checks.outcome_is("truncated"), checks.status_is(200)),
-        cure_checks=(checks.complete_with_done(),),
+        symptom_checks=(checks.outcome_is("truncated"), checks.status_is(200),
+                        checks.cut_after_silence(TIMEOUT_SERVER_S, "timeout server")),
+        cure_checks=(checks.complete_with_done(),
+                     checks.silence_outlasted(TIMEOUT_SERVER_S, "the broken timeout server")),
         explanation=(
             "`timeout server` bounds the silence from the server. A silence longer than it (prefill, "
             "queueing, a tool call) ends the stream: before the headers with a 504, after them with a "
@@ -82,9 +87,11 @@ SCENARIOS = [
                           lab={"pause_after_tokens": 4, "pause_s": 2.0}, script=LONG_SCRIPT),
         broken=Variant(proxy={"haproxy": {"http_no_delay": True}}, lab={"heartbeat_s": 0}),
         fix=Variant(proxy={"haproxy": {"abortonclose": True}}),
-        symptom_checks=(checks.release_at_least(silence_share=0.75),),
-        cure_checks=(checks.release_within(4), checks.tokens_for_nobody_at_most(3)),
-        server_metrics=("streamlab_tokens_generated_total", "streamlab_tokens_after_disconnect_total"),
+        symptom_checks=(checks.departed(), checks.release_at_least(silence_share=0.75)),
+        cure_checks=(checks.departed(), checks.server_heard_departures(), checks.release_within(4),
+                     checks.tokens_for_nobody_at_most(3)),
+        server_metrics=("streamlab_tokens_generated_total", "streamlab_tokens_after_disconnect_total",
+                        'streamlab_requests_aborted_total{reason="disconnect"}'),
         explanation=(
             "HAProxy 2.6 by default does not close the server side when the client leaves; it notices "
             "only when it next writes to the client and that fails. While the model is silent nothing "
@@ -103,12 +110,15 @@ SCENARIOS = [
         path=("haproxy",),
         workload=Workload(streams=50, concurrency=50, tokens_per_s=10.0,
                           script="A token stream should reach the reader one token at a time."),
-        broken=Variant(proxy={"haproxy": {"http_no_delay": True, "maxconn_frontend": 32,
-                                          "maxconn_global": 32}},
+        broken=Variant(proxy={"haproxy": {"http_no_delay": True, "maxconn_frontend": MAXCONN,
+                                          "maxconn_global": MAXCONN}},
                        server_args=MANY_STREAMS_SERVER),
         fix=Variant(proxy={"haproxy": {"maxconn_frontend": 4096, "maxconn_global": 8192}}),
-        symptom_checks=(checks.complete_with_done(), checks.ttft_spread_at_least(0.8)),
-        cure_checks=(checks.complete_with_done(), checks.ttft_p99_within(5.0)),
+        symptom_checks=(checks.complete_with_done(), checks.ttft_spread_at_least(0.8),
+                        checks.sent_together_at_least(MAXCONN + 1, f"maxconn {MAXCONN}")),
+        cure_checks=(checks.complete_with_done(), checks.ttft_p99_within(5.0),
+                     checks.server_peak_at_least("streamlab_active_streams", MAXCONN + 1,
+                                                 f"the broken maxconn {MAXCONN}")),
         explanation=(
             "maxconn caps the connections HAProxy accepts. Streams beyond it are not refused: they wait "
             "in the kernel's accept queue until a stream ends, so the first token of the late ones comes "

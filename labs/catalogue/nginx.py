@@ -11,6 +11,12 @@ STREAMING_UPSTREAM = {"proxy_http_version": "1.1", "proxy_connection_header": ""
 # most servers do; httptools answers chunked even then, and nginx forwards chunks as they come.
 CLOSE_DELIMITED_SERVER = ("--http", "h11")
 NO_ACCEL_HEADER = {"omit_headers": ["X-Accel-Buffering"]}
+# The broken settings the stress checks measure against (declared once, used by both).
+READ_TIMEOUT_S = 1.0  # nginx-read-timeout: proxy_read_timeout
+WORKER_CONNECTIONS = 64  # nginx-worker-connections
+# Each proxied stream holds two of a worker's connections (the client's and the upstream's).
+STREAMS_PER_WORKER = WORKER_CONNECTIONS // 2
+KEEPALIVE_REQUESTS = 20  # nginx-upstream-keepalive
 
 SCENARIOS = [
     Scenario(
@@ -92,11 +98,13 @@ SCENARIOS = [
         path=("nginx",),
         workload=Workload(lab={"pause_after_tokens": 5, "pause_s": 3.0}),
         broken=Variant(proxy={"nginx": {"proxy_buffering": False, **STREAMING_UPSTREAM,
-                                        "proxy_read_timeout": "1s"}},
+                                        "proxy_read_timeout": READ_TIMEOUT_S}},
                        lab={"heartbeat_s": 0}),
         fix=Variant(proxy={"nginx": {"proxy_read_timeout": "10s"}}, lab={"heartbeat_s": 0.25}),
-        symptom_checks=(checks.outcome_is("truncated"), checks.status_is(200)),
-        cure_checks=(checks.complete_with_done(),),
+        symptom_checks=(checks.outcome_is("truncated"), checks.status_is(200),
+                        checks.cut_after_silence(READ_TIMEOUT_S, "proxy_read_timeout")),
+        cure_checks=(checks.complete_with_done(),
+                     checks.silence_outlasted(READ_TIMEOUT_S, "the broken proxy_read_timeout")),
         explanation=(
             "proxy_read_timeout bounds the silence between two reads from the upstream, not the whole "
             "response. A model that thinks (prefill, a tool call, a queue) for longer than that gets its "
@@ -122,9 +130,10 @@ SCENARIOS = [
         broken=Variant(proxy={"nginx": {"proxy_ignore_client_abort": True}},
                        server_args=CLOSE_DELIMITED_SERVER, lab=NO_ACCEL_HEADER),
         fix=Variant(proxy={"nginx": {"proxy_ignore_client_abort": False}}),
-        symptom_checks=(checks.tokens_for_nobody_at_least(0.5), checks.release_at_least(10)),
-        cure_checks=(checks.release_within(4),),
-        server_metrics=("streamlab_tokens_generated_total", "streamlab_tokens_after_disconnect_total"),
+        symptom_checks=(checks.departed(), checks.tokens_for_nobody_at_least(0.5), checks.release_at_least(10)),
+        cure_checks=(checks.departed(), checks.server_heard_departures(), checks.release_within(4)),
+        server_metrics=("streamlab_tokens_generated_total", "streamlab_tokens_after_disconnect_total",
+                        'streamlab_requests_aborted_total{reason="disconnect"}'),
         explanation=(
             "With proxy_ignore_client_abort on, nginx keeps the upstream request when the client goes "
             "away, so the server never learns that nobody reads: it generates the whole answer and holds "
@@ -147,11 +156,15 @@ SCENARIOS = [
         workload=Workload(streams=60, concurrency=60, tokens_per_s=10.0,
                           script="A token stream should reach the reader one token at a time."),
         broken=Variant(proxy={"nginx": {"proxy_buffering": False, **STREAMING_UPSTREAM,
-                                        "worker_processes": 1, "worker_connections": 64}},
+                                        "worker_processes": 1, "worker_connections": WORKER_CONNECTIONS}},
                        server_args=MANY_STREAMS_SERVER),
         fix=Variant(proxy={"nginx": {"worker_connections": 4096, "worker_rlimit_nofile": 16384}}),
-        symptom_checks=(checks.outcome_not_only("complete"),),
-        cure_checks=(checks.complete_with_done(),),
+        symptom_checks=(checks.outcome_not_only("complete"),
+                        checks.sent_together_at_least(STREAMS_PER_WORKER + 1,
+                                                      f"more streams than {WORKER_CONNECTIONS} connections hold")),
+        cure_checks=(checks.complete_with_done(),
+                     checks.server_peak_at_least("streamlab_active_streams", STREAMS_PER_WORKER + 1,
+                                                 f"what {WORKER_CONNECTIONS} worker_connections hold")),
         explanation=(
             "Each proxied stream holds two connections in an nginx worker, the client's and the "
             "upstream's, plus the listening socket. With worker_connections 64, about 30 streams fit; "
@@ -169,17 +182,22 @@ SCENARIOS = [
         layer="proxy",
         symptom="every request pays a new upstream connection (and TIME_WAIT piles up)",
         path=("nginx",),
-        workload=Workload(streams=20, sequential=True, tokens_per_s=200.0,
+        workload=Workload(streams=KEEPALIVE_REQUESTS, sequential=True, tokens_per_s=200.0,
                           script="A token stream should reach the reader."),
         broken=Variant(proxy={"nginx": {"proxy_buffering": False}}),
         fix=Variant(proxy={"nginx": {"upstream_keepalive": 16, "upstream_keepalive_timeout": "4s",
                                      **STREAMING_UPSTREAM}}),
         symptom_checks=(checks.server_metric_at_least(
-            "streamlab_http_connections_total", 20, "one upstream connection per request (>= 20 for 20)"),),
+            "streamlab_http_connections_total", KEEPALIVE_REQUESTS,
+            f"one upstream connection per request (>= {KEEPALIVE_REQUESTS} for {KEEPALIVE_REQUESTS})"),),
         cure_checks=(checks.server_metric_at_most(
-            "streamlab_http_connections_total", 2, "upstream connections reused (<= 2 for 20 requests)"),
+            "streamlab_http_connections_total", 2,
+            f"upstream connections reused (<= 2 for {KEEPALIVE_REQUESTS} requests)"),
+            checks.server_metric_at_least(
+                'streamlab_requests_total{status="200"}', KEEPALIVE_REQUESTS,
+                f"the server served all {KEEPALIVE_REQUESTS} requests (over the reused connections)"),
             checks.complete_with_done()),
-        server_metrics=("streamlab_http_connections_total",),
+        server_metrics=("streamlab_http_connections_total", 'streamlab_requests_total{status="200"}'),
         explanation=(
             "Without an upstream keepalive pool nginx opens a new TCP connection to the server for every "
             "request and closes it after the response. A pool needs all three: `keepalive N` in the "

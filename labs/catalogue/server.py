@@ -90,6 +90,11 @@ STOP_PARTIAL_VISIBLE = "That is all for today.\n\nUser"
 FAST_SCRIPT = " ".join(["Tokens come fast when the model is small and the batch is full."] * 12)
 COALESCE_MS = 25
 
+# ---- the broken settings the stress checks measure against (declared once, used by both) -------
+BLOCKING_STREAMS = 8  # server-blocking-loop: streams at once, whose tokens fall due together
+HEARTBEAT_PROXY_TIMEOUT_S = 1.0  # server-heartbeat: nginx's proxy_read_timeout
+SERVER_NOFILE = 128  # server-fd-limit: the soft open-file limit
+
 SCENARIOS = [
     Scenario(
         name="server-disconnect",
@@ -103,9 +108,10 @@ SCENARIOS = [
                                      arrival_lab={"script": SHORT_ANSWER})),
         broken=Variant(server_args=("--slots", str(DISCONNECT_SLOTS)), lab={"disconnect": "ignore"}),
         fix=Variant(lab={"disconnect": "abort"}),
-        symptom_checks=(checks.tokens_for_nobody_at_least(0.5), checks.slot_held_at_least(10),
-                        checks.stayers_ttft_at_least(10)),
-        cure_checks=(checks.tokens_for_nobody_at_most(2 * DISCONNECT_SLOTS), checks.slot_held_at_most(2),
+        symptom_checks=(checks.departed(DISCONNECT_SLOTS), checks.tokens_for_nobody_at_least(0.5),
+                        checks.slot_held_at_least(10), checks.stayers_ttft_at_least(10)),
+        cure_checks=(checks.departed(DISCONNECT_SLOTS), checks.server_heard_departures(DISCONNECT_SLOTS),
+                     checks.tokens_for_nobody_at_most(2 * DISCONNECT_SLOTS), checks.slot_held_at_most(2),
                      checks.stayers_ttft_within(checks.STREAM_SLACK_INTERVALS),
                      checks.outcome_is("complete", "disconnected")),
         server_metrics=("streamlab_tokens_generated_total", "streamlab_tokens_after_disconnect_total",
@@ -140,13 +146,15 @@ SCENARIOS = [
         layer="server",
         symptom="with several users at once, some streams get every token a whole token late",
         path=(),
-        workload=Workload(streams=8, concurrency=8, tokens_per_s=4.0),
+        workload=Workload(streams=BLOCKING_STREAMS, concurrency=BLOCKING_STREAMS, tokens_per_s=4.0),
         broken=Variant(server_args=("--blocking-loop", "--slots", "16")),
         fix=Variant(server_args=("--slots", "16")),
-        symptom_checks=(checks.ttft_max_at_least(0.7), checks.complete_with_done()),
+        symptom_checks=(checks.ttft_max_at_least(0.7), checks.complete_with_done(),
+                        checks.sent_together_at_least(BLOCKING_STREAMS, "every stream at once")),
         # The symptom is the first-token lag (asserted on the broken side); the cure's gap bound only
         # says tokens keep their pace, allowing one token late to the noise of a shared machine.
-        cure_checks=(checks.ttft_p99_within(0.45), checks.gap_p99_at_most(2.5), checks.complete_with_done()),
+        cure_checks=(checks.ttft_p99_within(0.45), checks.gap_p99_at_most(2.5), checks.complete_with_done(),
+                     checks.sent_together_at_least(BLOCKING_STREAMS, "every stream at once")),
         explanation=(
             "An async handler that calls the model synchronously (a forward pass, or a `time.sleep` "
             "while waiting for the next token) blocks the event loop: while it runs, no other "
@@ -256,11 +264,13 @@ SCENARIOS = [
         path=("nginx",),
         base="fixed",
         workload=Workload(lab={"first_token_delay_s": 3.0}),
-        broken=Variant(proxy={"nginx": {"proxy_read_timeout": "1s"}}, lab={"heartbeat_s": 0}),
+        broken=Variant(proxy={"nginx": {"proxy_read_timeout": HEARTBEAT_PROXY_TIMEOUT_S}}, lab={"heartbeat_s": 0}),
         fix=Variant(lab={"heartbeat_s": 0.25}),
         symptom_checks=(checks.outcome_is("truncated"), checks.status_is(200),
-                        checks.content_events_at_most(0)),
-        cure_checks=(checks.complete_with_done(), checks.heartbeats_at_least(4)),
+                        checks.content_events_at_most(0),
+                        checks.cut_after_silence(HEARTBEAT_PROXY_TIMEOUT_S, "nginx's proxy_read_timeout")),
+        cure_checks=(checks.complete_with_done(), checks.heartbeats_at_least(4),
+                     checks.silence_outlasted(HEARTBEAT_PROXY_TIMEOUT_S, "nginx's proxy_read_timeout")),
         explanation=(
             "A long silence before the first token (a long prompt's prefill, queueing for a slot) "
             "outlasts a proxy's idle timeout (here nginx's proxy_read_timeout; HAProxy's timeout server "
@@ -360,10 +370,13 @@ SCENARIOS = [
         path=(),
         workload=Workload(streams=160, concurrency=160, tokens_per_s=10.0,
                           script="A token stream should reach the reader one token at a time."),
-        broken=Variant(server_args=(*MANY_STREAMS_SERVER, "--keep-fd-limit"), server_nofile=128),
+        broken=Variant(server_args=(*MANY_STREAMS_SERVER, "--keep-fd-limit"), server_nofile=SERVER_NOFILE),
         fix=Variant(server_args=MANY_STREAMS_SERVER),
-        symptom_checks=(checks.failed_share_at_least(0.1),),
-        cure_checks=(checks.complete_with_done(),),
+        symptom_checks=(checks.failed_share_at_least(0.1),
+                        checks.sent_together_at_least(SERVER_NOFILE + 1, f"past the {SERVER_NOFILE} fds")),
+        cure_checks=(checks.complete_with_done(),
+                     checks.server_peak_at_least("process_open_fds", SERVER_NOFILE + 1,
+                                                 f"the broken soft limit of {SERVER_NOFILE} fds")),
         explanation=(
             "Every stream holds a socket, so the soft open-file limit (`ulimit -n`, often 1024, "
             "sometimes less in containers and service managers) caps concurrent streams. Past it, "

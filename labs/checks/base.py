@@ -32,12 +32,12 @@ def num(value: float | None) -> str:
 
 def intervals(n: float) -> Bound:
     """A bound of `n` token intervals of the run's workload."""
-    return lambda run: n * run.workload.interval_s
+    return lambda run: n * run.interval_s
 
 
 def after_due(n: float) -> Bound:
     """A bound `n` token intervals after the first token was due."""
-    return lambda run: run.workload.first_due_s + n * run.workload.interval_s
+    return lambda run: run.first_due_s + n * run.interval_s
 
 
 def threshold(label: str, value: Value, bound: Bound, *, at_least: bool,

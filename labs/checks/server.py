@@ -37,7 +37,7 @@ def release_at_least(n: float = 0.0, *, silence_share: float = 0.0) -> Check:
     Still busy when the lab stopped waiting (release_s None) counts as late, which it is.
     """
     def bound(run: Run) -> float:
-        return n * run.workload.interval_s + silence_share * float(run.workload.lab.get("pause_s", 0.0))
+        return n * run.interval_s + silence_share * float(run.knobs.get("pause_s", 0.0))
 
     def measure(run: Run) -> tuple[str, bool]:
         limit = bound(run)

@@ -14,7 +14,7 @@ def replacement_chars_at_least(count: int = 1) -> Check:
 def text_is_script(index: int = 0, script: str | None = None, label: str | None = None) -> Check:
     """Stream `index` delivered exactly `script` (default: the workload's), with no U+FFFD."""
     def measure(run: Run) -> tuple[str, bool]:
-        result, expected = run.results[index], script if script is not None else run.workload.script
+        result, expected = run.results[index], script if script is not None else run.knobs["script"]
         shown = f"{result.text!r}" if len(result.text) <= 60 else f"{len(result.text)} characters"
         return (f"{shown}, {result.replacement_chars} U+FFFD, "
                 f"{'exact' if result.text == expected else 'differs from ' + repr(expected)}"), (
@@ -42,6 +42,6 @@ def no_stop_leak(index: int, stops: str | tuple[str, ...]) -> Check:
 def text_cut_short() -> Check:
     """Fewer characters than the script arrived: the answer is incomplete whatever the ending said."""
     def measure(run: Run) -> tuple[str, bool]:
-        result, script = run.first, run.workload.script
+        result, script = run.first, run.knobs["script"]
         return f"{len(result.text)} of {len(script)} characters", len(result.text) < len(script)
     return Check("the answer is cut short (less text than the script)", measure)

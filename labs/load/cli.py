@@ -8,15 +8,21 @@ from __future__ import annotations
 
 import argparse
 import json
+import shlex
 import sys
 import time
 from pathlib import Path
 from typing import Sequence
 
+from labs import provenance
 from labs.load.analysis import diagnose
-from labs.load.paths import PATHS, get_path
+from labs.load.paths import PATHS, LoadPath, get_path
 from labs.load.results import PathResult, StepResult
 from labs.load.run import LoadLab
+from labs.progress import WorkBar
+
+# Per step, beyond its streams' length: ramping up, draining, sampling, the server's restart.
+STEP_OVERHEAD_S = 3.0
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 
@@ -47,30 +53,46 @@ def main(argv: Sequence[str] | None = None) -> int:
     paths = [get_path(n.strip()) for n in args.paths.split(",") if n.strip()] or list(PATHS)
     steps = [int(s) for s in args.steps.split(",") if s.strip()] or None
     console = Console()
-    started = time.monotonic()
+    started, started_at = time.monotonic(), provenance.started_now()
+    plan = {path.name: [step_s(path, args.duration) for _ in steps or path.steps] for path in paths}
 
-    def progress(message: str) -> None:
-        # Plain lines, no spinner: a spinner's thread competes with the client for the GIL
-        # and delays its clock readings.
-        console.print(f"[dim]{message}[/]")
-
-    with LoadLab(duration_s=args.duration, tokens_per_s=args.rate, progress=progress,
-                 runtime=runtime_named(args.runtime)) as lab:
+    # The bar redraws only on these calls, never from a timer thread (see labs.progress).
+    with WorkBar(console, sum(map(sum, plan.values())), "lab-load") as bar, \
+            LoadLab(duration_s=args.duration, tokens_per_s=args.rate, progress=bar.say,
+                    runtime=runtime_named(args.runtime),
+                    on_step=lambda path, step: bar.advance(plan[path.name].pop())) as lab:
         results = []
         for path in paths:
             results.append(lab.run_path(path, steps))
-            report.print_path(results[-1], console)
+            bar.advance(sum(plan[path.name]))  # the steps a path skipped (a limit hit, an error)
+            plan[path.name].clear()
+            report.print_path(results[-1], bar.console)
+        bar.finish(f"{len(paths)} paths")
     given = [a for a in (sys.argv[1:] if argv is None else argv)]
     if given[:1] == ["--out"] and len(given) <= 4:  # what `python -m labs run load` passes
         command = "make lab-load (python -m labs run load)"
     else:
         command = "python -m labs.load " + " ".join(given)
     meta = {"duration_s": args.duration, "tokens_per_s": args.rate,
-            "wall_s": time.monotonic() - started, "command": command}
+            "wall_s": time.monotonic() - started, "command": command,
+            "provenance": provenance.collect(
+                lab.runtime.name, [p.proxy for p in paths if p.proxy],
+                {p.name: server_command(p) for p in paths}, started_at, server_in_runtime=False)}
     written = report.write_report(results, args.out, meta)
     report.print_summary(results, console)
     console.print(f"report: {written['md']}  picture: {written['png']}  ({meta['wall_s']:.0f} s)")
     return 1 if any(r.error for r in results) else 0
+
+
+def step_s(path: LoadPath, duration_s: float) -> float:
+    """How long one step of `path` should take, for the progress bar's plan."""
+    return (path.duration_s or duration_s) + STEP_OVERHEAD_S
+
+
+def server_command(path: LoadPath) -> str:
+    command = shlex.join(("python", "-m", "server", *path.server.args()))
+    limit = path.server.fd_soft_limit
+    return command if limit is None else f"ulimit -Sn {limit}; {command}"
 
 
 def reanalyse(report_json: Path, out: Path) -> int:

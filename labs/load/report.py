@@ -18,6 +18,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 from rich.console import Console  # noqa: E402
 from rich.table import Table  # noqa: E402
 
+from labs.provenance import one_line  # noqa: E402
 from labs.load.results import (MAX_GAP_FACTOR, MAX_TTFT_P99_S, MIN_RATE_PCT,  # noqa: E402
                                PathResult, StepResult)
 
@@ -131,6 +132,7 @@ def markdown(results: Sequence[PathResult], meta: Mapping[str, Any]) -> str:
         "",
         f"Command: `{meta.get('command', 'python -m labs run load')}` ({meta.get('wall_s', 0):.0f} s).",
         "",
+        *([f"**Provenance:** {one_line(meta['provenance'])}", ""] if meta.get("provenance") else []),
         "## First limit hit",
         "",
         "| path | config | at streams | first limit | evidence |",

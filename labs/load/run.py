@@ -45,6 +45,8 @@ class LoadLab:
     tokens_per_s: float = 20.0
     progress: Progress = lambda message: None  # noqa: E731
     runtime: Any = None
+    # Called after each step of a path with the step's result (the progress bar advances).
+    on_step: Callable[[LoadPath, StepResult], None] = lambda path, step: None  # noqa: E731
 
     def __post_init__(self) -> None:
         if self.runtime is None:
@@ -96,6 +98,7 @@ class LoadLab:
                     self.progress(f"{path.name}: {n} streams")
                     step = self.run_step(path, n, server, proxy)
                     result.steps.append(step)
+                    self.on_step(path, step)
                     if path.stop_at_limit and not step.healthy:
                         break
         except Exception as exc:  # noqa: BLE001 - one path failing must not lose the others
@@ -108,7 +111,7 @@ class LoadLab:
             yield None
             return
         from labs.runner import hop_settings
-        from proxies.runtime.process import free_port
+        from server.processes import free_port
 
         ports: dict[str, int] = {"listen_port": free_port(), "upstream_port": server_port}
         if path.proxy == "envoy":

@@ -145,7 +145,7 @@ class EngineConfig:
     device: Literal["auto", "cpu", "cuda"] = "auto"
     slots: int = 8
     max_queue: int = 64
-    # One torch thread on CPU: two gave large latency spikes on 2 cores (environment.md).
+    # One torch thread on CPU: two gave large latency spikes on 2 cores (docs/environment.md).
     torch_threads: int = 1
     # Failure mode `server-blocking-loop`: run decode steps on the event loop thread itself.
     blocking_loop: bool = False

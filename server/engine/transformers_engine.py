@@ -100,7 +100,7 @@ class TransformersBackend(Backend):
         hf_logging.disable_progress_bar()
         self.device = pick_device(self.requested_device)
         if self.device == "cpu":
-            # One thread: two gave large latency spikes on 2 shared cores (environment.md).
+            # One thread: two gave large latency spikes on 2 shared cores (docs/environment.md).
             torch.set_num_threads(self.torch_threads)
             self.dtype = torch.float32
         else:

@@ -8,14 +8,14 @@ from typing import Any
 import pytest
 import yaml
 
+from labs.measurements import StreamResult
 from proxies import variant
 from proxies.base import ProxyName
 from proxies.export import FIXED_DIR
 from proxies.rendering import render
 from proxies.runtime.docker import CONFIG_DIR, PREFIX, proxy_args
 from tests.docker.conftest import Stack
-from tests.proxies.stream_client import StreamResult, stream_sync
-from tests.runtimes import PROXIES
+from tests.runtimes import PROXIES, stream
 
 REPO = Path(__file__).resolve().parents[2]
 REQUEST: dict[str, Any] = {
@@ -27,7 +27,7 @@ REQUEST: dict[str, Any] = {
 
 
 def completion(url: str) -> StreamResult:
-    return stream_sync(url + "/v1/chat/completions", method="POST", body=REQUEST)
+    return stream(url + "/v1/chat/completions", REQUEST)
 
 
 def test_compose_runs_what_the_runtime_runs() -> None:
@@ -48,14 +48,14 @@ def test_compose_runs_what_the_runtime_runs() -> None:
 @pytest.mark.parametrize("proxy", PROXIES)
 def test_fixed_config_streams_a_completion_in_containers(proxy: ProxyName, compose_stack: Stack) -> None:
     direct = completion(compose_stack.server_url)
-    assert direct.status == 200 and direct.done
+    assert direct.status == 200 and direct.outcome == "complete"
     through = completion(compose_stack.proxies[proxy].url)
-    assert through.status == 200 and through.done
+    assert through.status == 200 and through.outcome == "complete"
     assert through.headers["content-type"].startswith("text/event-stream")
     assert "content-encoding" not in through.headers
-    assert through.events == direct.events
+    assert through.content_events == direct.content_events
     # 50 tokens/s, 20 ms apart: an unbuffered hop delivers them in many reads, not one lump.
-    assert through.event_reads >= through.events // 2, through.reads
+    assert through.bursts >= through.content_events // 2, through.content_reads
 
 
 def test_nginx_logs_land_in_the_mounted_prefix(compose_stack: Stack) -> None:

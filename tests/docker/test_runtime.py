@@ -12,20 +12,20 @@ from typing import Iterator
 
 import pytest
 
+from labs.fakes.upstream import FakeUpstream, fake_upstream
 from proxies import variant
 from proxies.runtime.docker import run_proxy, running_server
-from proxies.runtime.process import port_accepts
-from tests.proxies.sse_upstream import SseUpstream, sse_upstream
+from server.processes import port_accepts
 from tests.runtimes import assert_gone, get, on_free_ports
 
 
 @pytest.fixture(scope="module")
-def upstream(images: dict[str, str]) -> Iterator[SseUpstream]:
-    with sse_upstream() as server:
+def upstream(images: dict[str, str]) -> Iterator[FakeUpstream]:
+    with fake_upstream() as server:
         yield server
 
 
-def test_parallel_runs_never_collide(upstream: SseUpstream) -> None:
+def test_parallel_runs_never_collide(upstream: FakeUpstream) -> None:
     """Two of the same proxy at once (as two lab sessions would): distinct names, both serve."""
     with contextlib.ExitStack() as stack:
         proxies = [stack.enter_context(run_proxy(on_free_ports(variant("nginx", "fixed"), upstream.port)))

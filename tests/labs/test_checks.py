@@ -31,8 +31,11 @@ def test_margins_scale_with_the_token_interval() -> None:
     late = stream([0.5 + 0.1 * i for i in range(20)], list(range(1, 21)))
     assert checks.ttft_late(4)(run_of(late)).passed  # 500 ms > 4 x 100 ms
     slow = Workload(tokens_per_s=1.0)  # the same 500 ms is half an interval at 1 tok/s
-    assert not checks.ttft_late(4)(run_of(late, workload=slow)).passed
-    assert checks.streamed()(run_of(late, workload=slow)).passed
+    late_and_slow = stream([0.5 + 1.0 * i for i in range(20)], list(range(1, 21)))
+    assert not checks.ttft_late(4)(run_of(late_and_slow, workload=slow)).passed
+    assert checks.streamed()(run_of(late_and_slow, workload=slow)).passed
+    # ... but the 100 ms stream, at 1 tok/s, was not made at the workload's pace: it proves nothing.
+    assert not checks.streamed()(run_of(late, workload=slow)).passed
 
 
 def test_threshold_fails_when_the_value_cannot_be_measured() -> None:
@@ -53,3 +56,16 @@ def test_threshold_directions_and_the_observed_text() -> None:
 def test_a_check_that_raises_fails_visibly() -> None:
     result = checks.text_is_script(index=3)(run_of(PACED))  # there is no fourth stream
     assert not result.passed and result.observed.startswith("could not measure")
+
+
+def test_timing_bounds_honour_the_variants_own_lab_knobs() -> None:
+    workload = Workload(tokens_per_s=10.0, lab={"headers_delay_s": 0.5})
+    assert workload.first_due_s() == 0.5
+    assert workload.first_due_s({"first_token_delay_s": 1.0}) == 1.5  # the variant's silence counts
+    after_silence = stream([1.51 + 0.1 * i for i in range(20)], list(range(1, 21)))
+    assert not checks.streamed()(run_of(after_silence, workload=workload)).passed  # late for 0.5 s
+    assert checks.streamed()(run_of(after_silence, workload=workload, lab={"first_token_delay_s": 1.0})).passed
+    # A variant's own pace changes the token interval every margin is made of.
+    assert checks.ttft_late(4)(run_of(after_silence, workload=Workload(tokens_per_s=10.0))).passed
+    assert not checks.ttft_late(4)(run_of(after_silence, workload=Workload(tokens_per_s=10.0),
+                                          lab={"tokens_per_s": 2.0})).passed

@@ -1,6 +1,6 @@
-"""The measuring client against a stub upstream that fails the way each hop makes streams fail.
+"""The measuring client against the fake upstream, which fails the way each hop makes streams fail.
 
-Margins come from the stub's pacing (n events, `interval` apart), never tight absolute times:
+Margins come from the fake's pacing (n events, `interval` apart), never tight absolute times:
 the tests share two cores with everything else.
 """
 
@@ -15,18 +15,20 @@ import pytest
 from labs.client import measure_many, measure_stream, run_many
 from labs.measurements import StreamResult
 from labs.sse_parser import SSEParser, classify
-from tests.labs.conftest import BODY, Stub, script
+from labs.fakes.shapes import script
+from labs.fakes.upstream import FakeUpstream
+from tests.labs.conftest import BODY
 
 
-def measure(stub: Stub, path: str, **options) -> StreamResult:
+def measure(upstream: FakeUpstream, path: str, **options) -> StreamResult:
     options.setdefault("read_timeout_s", 5.0)
     options.setdefault("total_timeout_s", 10.0)
-    return asyncio.run(measure_stream(stub.url(path), BODY, **options))
+    return asyncio.run(measure_stream(upstream.url(path), BODY, **options))
 
 
-def test_paced_stream_is_one_burst_per_event(stub: Stub) -> None:
+def test_paced_stream_is_one_burst_per_event(upstream: FakeUpstream) -> None:
     n, interval = 20, 0.02
-    r = measure(stub, f"/paced?n={n}&interval={interval}")
+    r = measure(upstream, f"/paced?n={n}&interval={interval}")
     s = r.summary(script=script(n))
     assert r.outcome == "complete" and r.status == 200 and r.saw_done
     assert s["content_events"] == n and s["script_match"] is True
@@ -44,9 +46,9 @@ def test_paced_stream_is_one_burst_per_event(stub: Stub) -> None:
     assert r.body_complete and r.content_encoding is None
 
 
-def test_lump_at_the_end_is_one_burst_and_ttft_equals_e2e(stub: Stub) -> None:
+def test_lump_at_the_end_is_one_burst_and_ttft_equals_e2e(upstream: FakeUpstream) -> None:
     n, interval = 20, 0.01
-    r = measure(stub, f"/lump?n={n}&interval={interval}")
+    r = measure(upstream, f"/lump?n={n}&interval={interval}")
     s = r.summary()
     assert r.outcome == "complete"
     assert s["content_events"] == n
@@ -56,16 +58,16 @@ def test_lump_at_the_end_is_one_burst_and_ttft_equals_e2e(stub: Stub) -> None:
     assert s["gap_max_s"] == 0.0
 
 
-def test_close_without_done_is_truncated(stub: Stub) -> None:
-    r = measure(stub, "/truncated?k=4")
+def test_close_without_done_is_truncated(upstream: FakeUpstream) -> None:
+    r = measure(upstream, "/truncated?k=4")
     assert r.outcome == "truncated"
     assert r.status == 200 and not r.saw_done and not r.body_complete
     assert r.content_events == 4 and r.finish_reason is None
     assert r.end_s >= r.e2e_s  # when the FIN was seen, not the last byte
 
 
-def test_nginx_504_page_is_an_http_error(stub: Stub) -> None:
-    r = measure(stub, "/gateway-timeout?delay=0.05")
+def test_nginx_504_page_is_an_http_error(upstream: FakeUpstream) -> None:
+    r = measure(upstream, "/gateway-timeout?delay=0.05")
     assert r.outcome == "http-error" and r.status == 504
     assert "504 Gateway Time-out" in (r.body_snippet or "")
     assert r.error.startswith("HTTP 504")
@@ -73,86 +75,86 @@ def test_nginx_504_page_is_an_http_error(stub: Stub) -> None:
     assert r.ttfb_s >= 0.04
 
 
-def test_gzip_with_sync_flush_still_streams(stub: Stub) -> None:
+def test_gzip_with_sync_flush_still_streams(upstream: FakeUpstream) -> None:
     n, interval = 10, 0.02
-    r = measure(stub, f"/gzip?n={n}&interval={interval}")
+    r = measure(upstream, f"/gzip?n={n}&interval={interval}")
     s = r.summary(script=script(n))
     assert r.outcome == "complete" and r.content_encoding == "gzip"
     assert s["script_match"] and s["bursts"] >= n * 0.75
     assert r.wire_bytes > 0 and r.body_bytes > 0
 
 
-def test_gzip_whole_body_is_decoded(stub: Stub) -> None:
-    r = measure(stub, "/gzip-lump?n=10")
+def test_gzip_whole_body_is_decoded(upstream: FakeUpstream) -> None:
+    r = measure(upstream, "/gzip-lump?n=10")
     assert r.outcome == "complete" and r.content_encoding == "gzip"
     assert r.text == script(10) and r.bursts == 1
     assert r.body_bytes > r.wire_bytes  # SSE compresses well
 
 
-def test_no_accept_encoding_header_when_none(stub: Stub) -> None:
-    # the stub ignores the header; this checks the option is accepted and harmless
-    r = measure(stub, "/paced?n=2&interval=0.001", accept_encoding=None)
+def test_no_accept_encoding_header_when_none(upstream: FakeUpstream) -> None:
+    # the upstream ignores the header; this checks the option is accepted and harmless
+    r = measure(upstream, "/paced?n=2&interval=0.001", accept_encoding=None)
     assert r.outcome == "complete"
 
 
-def test_in_band_error(stub: Stub) -> None:
-    r = measure(stub, "/error?k=3")
+def test_in_band_error(upstream: FakeUpstream) -> None:
+    r = measure(upstream, "/error?k=3")
     assert r.outcome == "error-in-band" and r.error == "engine failed"
     assert r.content_events == 3 and r.saw_done
     assert [e.kind for e in r.events][-2:] == ["error", "done"]
 
 
 @pytest.mark.parametrize("how", ["fin", "rst"])
-def test_closed_before_headers_is_a_reset(stub: Stub, how: str) -> None:
-    r = measure(stub, "/close-early" + ("?rst=1" if how == "rst" else ""))
+def test_closed_before_headers_is_a_reset(upstream: FakeUpstream, how: str) -> None:
+    r = measure(upstream, "/close-early" + ("?rst=1" if how == "rst" else ""))
     assert r.outcome == "reset" and r.status is None
     assert ("before the response headers" in r.error) if how == "fin" else ("Reset" in r.error)
 
 
-def test_rst_is_a_reset(stub: Stub) -> None:
-    r = measure(stub, "/rst?k=3&delay=0.05")
+def test_rst_is_a_reset(upstream: FakeUpstream) -> None:
+    r = measure(upstream, "/rst?k=3&delay=0.05")
     assert r.outcome == "reset"
     assert "ConnectionResetError" in (r.error or "")
     assert r.status == 200
 
 
-def test_read_timeout_on_silence(stub: Stub) -> None:
+def test_read_timeout_on_silence(upstream: FakeUpstream) -> None:
     rt = 0.2
     started = time.perf_counter()
-    r = measure(stub, "/silence?k=2&silence=3", read_timeout_s=rt)
+    r = measure(upstream, "/silence?k=2&silence=3", read_timeout_s=rt)
     assert r.outcome == "timeout" and "read timeout" in r.error
     assert r.content_events == 2
     assert r.end_s - r.e2e_s >= rt * 0.9  # the silence the client sat through
     assert time.perf_counter() - started < 2.0  # gave up long before the silence ended
 
 
-def test_read_timeout_before_headers(stub: Stub) -> None:
-    r = measure(stub, "/silence?before_headers=1&silence=3", read_timeout_s=0.15)
+def test_read_timeout_before_headers(upstream: FakeUpstream) -> None:
+    r = measure(upstream, "/silence?before_headers=1&silence=3", read_timeout_s=0.15)
     assert r.outcome == "timeout" and r.status is None and r.ttfb_s is None
 
 
-def test_total_deadline(stub: Stub) -> None:
+def test_total_deadline(upstream: FakeUpstream) -> None:
     # heartbeats keep the read timeout from firing; the total deadline still ends it
-    r = measure(stub, "/paced?n=100&interval=0.02", read_timeout_s=1.0, total_timeout_s=0.3)
+    r = measure(upstream, "/paced?n=100&interval=0.02", read_timeout_s=1.0, total_timeout_s=0.3)
     assert r.outcome == "timeout" and "deadline" in r.error
     assert 0 < r.content_events < 100
 
 
-def test_close_delimited_http10_body(stub: Stub) -> None:
-    r = measure(stub, "/http10?n=5&interval=0.01")
+def test_close_delimited_http10_body(upstream: FakeUpstream) -> None:
+    r = measure(upstream, "/http10?n=5&interval=0.01")
     assert r.outcome == "complete" and r.http_version == "1.0"
     assert r.text == script(5) and r.body_complete
 
 
-def test_heartbeats_are_counted_and_not_content(stub: Stub) -> None:
-    r = measure(stub, "/paced?n=10&interval=0.005&heartbeat_every=2")
+def test_heartbeats_are_counted_and_not_content(upstream: FakeUpstream) -> None:
+    r = measure(upstream, "/paced?n=10&interval=0.005&heartbeat_every=2")
     assert r.outcome == "complete" and r.heartbeats == 5
     assert r.content_events == 10
     assert sum(e.kind == "comment" for e in r.events) == 5
 
 
-def test_stamps_give_hop_delay(stub: Stub) -> None:
-    r = measure(stub, "/paced?n=10&interval=0.005&stamp=1")
+def test_stamps_give_hop_delay(upstream: FakeUpstream) -> None:
+    r = measure(upstream, "/paced?n=10&interval=0.005&stamp=1")
     s = r.summary()
     assert len(r.hop_delays) >= 10
     # same machine, loopback: the stamp-to-receive delay is small and not negative beyond
@@ -160,23 +162,23 @@ def test_stamps_give_hop_delay(stub: Stub) -> None:
     assert -0.01 < s["hop_p50_s"] < 0.5 and s["hop_max_s"] < 1.0
 
 
-def test_event_held_back_by_one(stub: Stub) -> None:
+def test_event_held_back_by_one(upstream: FakeUpstream) -> None:
     n, interval = 5, 0.05
-    r = measure(stub, f"/holdback?n={n}&interval={interval}")
+    r = measure(upstream, f"/holdback?n={n}&interval={interval}")
     assert r.outcome == "complete" and r.text == script(n)
     # each event is dispatched only when the next write brings its final newline
     assert r.ttft_s >= interval * 0.8
     assert r.ttfb_s < interval * 0.8
 
 
-def test_crlf_split_across_reads(stub: Stub) -> None:
-    r = measure(stub, "/crlf")
+def test_crlf_split_across_reads(upstream: FakeUpstream) -> None:
+    r = measure(upstream, "/crlf")
     assert r.outcome == "complete" and r.text == "a" and r.heartbeats == 1
 
 
-def test_read_body_mode_dispatches_everything_at_the_end(stub: Stub) -> None:
+def test_read_body_mode_dispatches_everything_at_the_end(upstream: FakeUpstream) -> None:
     n, interval = 10, 0.02
-    r = measure(stub, f"/paced?n={n}&interval={interval}", mode="read-body")
+    r = measure(upstream, f"/paced?n={n}&interval={interval}", mode="read-body")
     s = r.summary()
     assert r.outcome == "complete" and r.text == script(n)
     assert r.ttft_s == r.e2e_s and s["bursts"] == 1
@@ -184,8 +186,8 @@ def test_read_body_mode_dispatches_everything_at_the_end(stub: Stub) -> None:
     assert r.ttfb_s < interval * 2
 
 
-def test_disconnect_after_events(stub: Stub) -> None:
-    r = measure(stub, "/paced?n=20&interval=0.01", disconnect_after_events=5)
+def test_disconnect_after_events(upstream: FakeUpstream) -> None:
+    r = measure(upstream, "/paced?n=20&interval=0.01", disconnect_after_events=5)
     assert r.outcome == "disconnected"
     assert r.content_events == 5 and r.disconnect_s is not None
     assert r.disconnect_s >= r.ttft_s
@@ -202,18 +204,18 @@ def test_connection_refused() -> None:
     assert r.outcome == "connect-error" and "ConnectionRefused" in r.error
 
 
-def test_result_is_json_serialisable(stub: Stub) -> None:
-    r = measure(stub, "/paced?n=3&interval=0.001&stamp=1")
+def test_result_is_json_serialisable(upstream: FakeUpstream) -> None:
+    r = measure(upstream, "/paced?n=3&interval=0.001&stamp=1")
     d = json.loads(json.dumps(r.to_dict()))
     assert d["summary"]["content_events"] == 3
     back = StreamResult.from_dict(d)
     assert back.summary() == r.summary()
 
 
-def test_measure_many_200_streams_within_deadline(stub: Stub) -> None:
+def test_measure_many_200_streams_within_deadline(upstream: FakeUpstream) -> None:
     n_streams, n, interval = 200, 10, 0.02
     started = time.perf_counter()
-    batch = asyncio.run(run_many(stub.url(f"/paced?n={n}&interval={interval}"), [BODY] * n_streams,
+    batch = asyncio.run(run_many(upstream.url(f"/paced?n={n}&interval={interval}"), [BODY] * n_streams,
                                  concurrency=n_streams, deadline_s=15.0, read_timeout_s=5.0))
     wall = time.perf_counter() - started
     agg = batch.aggregate()
@@ -223,10 +225,10 @@ def test_measure_many_200_streams_within_deadline(stub: Stub) -> None:
     assert agg["client_cpu_s"] is not None
 
 
-def test_measure_many_bound_and_deadline(stub: Stub) -> None:
+def test_measure_many_bound_and_deadline(upstream: FakeUpstream) -> None:
     # 4 streams of ~0.5 s, 2 at a time, 0.7 s deadline: the first pair completes, the second
     # pair is cut at the deadline (open streams and unstarted ones both report timeout)
-    results = asyncio.run(measure_many(stub.url("/paced?n=25&interval=0.02"), [BODY] * 4,
+    results = asyncio.run(measure_many(upstream.url("/paced?n=25&interval=0.02"), [BODY] * 4,
                                        concurrency=2, deadline_s=0.8))
     outcomes = [r.outcome for r in results]
     assert outcomes[:2] == ["complete", "complete"]
@@ -257,12 +259,12 @@ def test_parser_keeps_utf8_split_across_reads_and_replaces_invalid_bytes() -> No
 def test_deflate_accepts_zlib_and_raw() -> None:
     import zlib
 
-    from labs.client import _decoder
+    from labs.client_protocol import decoder_for
 
     data = b"data: [DONE]\n\n" * 3
     raw = zlib.compressobj(6, zlib.DEFLATED, -zlib.MAX_WBITS)
     for compressed in (zlib.compress(data), raw.compress(data) + raw.flush()):
-        d = _decoder("deflate")
+        d = decoder_for("deflate")
         assert b"".join(d.decompress(compressed[i:i + 1]) for i in range(len(compressed))) == data
 
 
@@ -280,7 +282,7 @@ def test_classify_kinds() -> None:
 def test_a_write_to_a_connection_the_server_already_closed_is_a_reset() -> None:
     """uvloop raises RuntimeError when writing to a closed transport: one stream is a reset,
     never an exception that sinks a whole batch."""
-    from labs.client import Options, _Exchange
+    from labs.client_protocol import Exchange, Options
     from labs.measurements import StreamResult
 
     class ClosedTransport:
@@ -295,7 +297,7 @@ def test_a_write_to_a_connection_the_server_already_closed_is_a_reset() -> None:
 
     async def scenario() -> StreamResult:
         result = StreamResult()
-        exchange = _Exchange(result, Options(), deadline=float("inf"))
+        exchange = Exchange(result, Options(), deadline=float("inf"))
         exchange.connection_made(ClosedTransport())  # type: ignore[arg-type]
         exchange.send(b"POST / HTTP/1.1\r\n\r\n")
         await asyncio.wait_for(exchange.done, 1)

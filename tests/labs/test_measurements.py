@@ -1,4 +1,4 @@
-"""The derived metrics on hand-made event lists: every definition of metrics.md, by example."""
+"""The derived metrics on hand-made event lists: every definition of docs/metrics.md, by example."""
 
 from __future__ import annotations
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from rich.console import Console
 
-from labs import catalogue
+from labs import catalogue, provenance
 from labs.report import print_outcome, write_index, write_report
 from labs.runner import ScenarioOutcome
 from labs.scenario import Run
@@ -66,3 +66,44 @@ def test_a_lab_runs_from_the_command_line(tmp_path: Path) -> None:
     assert "symptom reproduced" in done.stdout and "cured" in done.stdout
     assert {p.name for p in (tmp_path / "haproxy-compression").iterdir()} >= {"report.json", "report.md",
                                                                              "timeline.png"}
+
+
+def test_report_json_records_its_provenance_and_report_md_shows_it_in_one_line(tmp_path: Path) -> None:
+    made = outcome()
+    made.provenance = provenance.collect("local", ("nginx",), {"broken": "python -m server --http h11",
+                                                               "fixed": "python -m server --http h11"})
+    paths = write_report(made, tmp_path / "nginx-buffering")
+    recorded = json.loads(paths["json"].read_text())["provenance"]
+    assert {"started_at", "runtime", "proxies", "server_commands", "git", "cpus", "python"} <= set(recorded)
+    assert recorded["runtime"] == "local"
+    assert recorded["proxies"]["nginx"]["version"].count(".") == 2  # read from `nginx -v`
+    assert recorded["server_commands"]["broken"] == "python -m server --http h11"
+    assert len(recorded["git"]["commit"]) == 40 and isinstance(recorded["git"]["dirty"], bool)
+    assert recorded["cpus"] >= 1 and recorded["python"].startswith("3.")
+    lines = [line for line in paths["md"].read_text().splitlines() if line.startswith("**Provenance:**")]
+    assert len(lines) == 1
+    line = lines[0]
+    for shown in ("runtime local", f"nginx {recorded['proxies']['nginx']['version']}",
+                  "server `python -m server --http h11`", recorded["git"]["commit"][:12],
+                  f"{recorded['cpus']} CPUs", f"Python {recorded['python']}"):
+        assert shown in line
+
+
+def test_docker_provenance_names_the_images() -> None:
+    info = {"started_at": "2026-01-02T03:04:05+00:00", "runtime": "docker",
+            "proxies": {"nginx": {"image": "nginx:1.22.1", "image_id": "sha256:" + "ab" * 32,
+                                  "chosen_by": "official"}},
+            "server_image": {"image": "streamlab/server:host", "image_id": None, "chosen_by": "offline"},
+            "server_commands": {"broken": "python -m server --a", "fixed": "python -m server --b"},
+            "git": {"commit": "0123456789abcdef" * 2 + "01234567", "dirty": False},
+            "cpus": 16, "cpus_usable": 2, "python": "3.11.2"}
+    line = provenance.one_line(info)
+    assert line.startswith("made on 2026-01-02 03:04:05 UTC · runtime docker")
+    assert "nginx image `nginx:1.22.1` (abababababab)" in line and "server image `streamlab/server:host`" in line
+    assert "broken server `python -m server --a`" in line and "fixed server `python -m server --b`" in line
+    assert "commit 0123456789ab ·" in line and "16 CPUs (2 usable)" in line
+
+
+def test_provenance_outside_a_git_checkout_says_so(tmp_path: Path) -> None:
+    state = provenance.git_state(tmp_path)
+    assert state["commit"] is None and "not a git checkout" in state["error"]

@@ -2,8 +2,9 @@
 
     .venv/bin/python -m tests.proxies.measure_stream [--variants fixed defaults] [--runs 3]
 
-20 events 100 ms apart from the test SSE upstream, read with raw asyncio sockets, direct and
-through each proxy. Not part of the test suite (it takes ~2 s per stream).
+20 events 100 ms apart from the fake upstream (labs.fakes), read by the lab's measuring client
+(every socket read numbered), direct and through each proxy. Not part of the test suite (it takes
+~2 s per stream).
 --server: the real model server instead (synthetic engine, 20 tokens paced at 10 tokens/s).
 """
 from __future__ import annotations
@@ -13,37 +14,37 @@ import contextlib
 import statistics
 from typing import Any, Callable, Iterator
 
+from labs.fakes.upstream import fake_upstream
+from labs.measurements import StreamResult
 from proxies import variant
 from proxies.runtime.local import run_proxy
-from proxies.runtime.process import free_port
-from tests.proxies.sse_upstream import sse_upstream
-from tests.proxies.stream_client import StreamResult, stream_sync
+from server.processes import free_port
+from tests.runtimes import stream
 
-PATH = "/v1/chat/completions?n=20&interval=0.1"
+PATH = "/v1/chat/completions?n=20&interval=0.1&stamp=1"
 COMPLETION: dict[str, Any] = {
-    "model": "tiny", "stream": True, "max_tokens": 20, "lab": {"tokens_per_s": 10},
+    "model": "tiny", "stream": True, "max_tokens": 20, "lab": {"tokens_per_s": 10, "stamp": True},
     "messages": [{"role": "user", "content": "Tell me a story."}]}
 
 
 @contextlib.contextmanager
 def upstream_target(real_server: bool) -> Iterator[tuple[int, Callable[[str], StreamResult]]]:
-    """(port, fetch(base_url)) for the SSE test upstream or the real server."""
+    """(port, fetch(base_url)) for the fake upstream or the real server."""
     if real_server:
         from server.launcher import running_server
         with running_server(["--engine", "synthetic"]) as server:
-            yield server.port, lambda base: stream_sync(base + "/v1/chat/completions", method="POST",
-                                                        body=COMPLETION)
+            yield server.port, lambda base: stream(base + "/v1/chat/completions", COMPLETION)
     else:
-        with sse_upstream() as upstream:
-            yield upstream.port, lambda base: stream_sync(base + PATH, method="POST", body={})
+        with fake_upstream() as upstream:
+            yield upstream.port, lambda base: stream(base + PATH)
 
 
 def row(label: str, results: list[StreamResult]) -> str:
     ttft = statistics.median((r.ttft_s or r.e2e_s) * 1000 for r in results)
     e2e = statistics.median(r.e2e_s * 1000 for r in results)
-    per_read = statistics.median(r.events_per_read for r in results)
-    reads = statistics.median(r.event_reads for r in results)
-    delays = [d * 1000 for r in results for d in r.event_delays()]
+    per_read = statistics.median(r.summary()["events_per_read_mean"] or 0.0 for r in results)
+    reads = statistics.median(r.bursts for r in results)
+    delays = [d * 1000 for r in results for d in r.hop_delays]
     delay = f"{statistics.median(delays):6.2f} / {max(delays):7.2f}" if delays else "     - /       -"
     encoding = results[0].headers.get("content-encoding", "-")
     return (f"{label:18} {ttft:8.2f} {e2e:8.0f} {reads:6.0f} {per_read:9.2f}   {delay}   "

@@ -17,6 +17,7 @@ from typing import Iterator
 
 import pytest
 
+from labs.fakes.upstream import FakeUpstream, fake_upstream
 from labs.runner import runtime_named
 from proxies import ConfigInvalid, NginxSettings, variant
 from proxies.base import ProxyName
@@ -24,11 +25,9 @@ from proxies.runtime import get_runtime
 from proxies.runtime.base import RunningProxy, Runtime
 from proxies.runtime.docker import DockerRuntime
 from proxies.runtime.local import LocalRuntime, run_proxy
-from proxies.runtime.process import free_port, port_accepts, wait_until
-from tests.proxies.sse_upstream import SseUpstream, sse_upstream
-from tests.proxies.stream_client import stream_sync
+from server.processes import free_port, port_accepts, wait_until
 from tests.runtimes import (PROXIES, RUNTIMES, assert_gone, assert_running, get, group_members,
-                            on_free_ports, require_images)
+                            on_free_ports, require_images, stream)
 
 # Fields each proxy's parsed access line must carry.
 ACCESS_FIELDS = {
@@ -52,8 +51,8 @@ def runtime(request: pytest.FixtureRequest) -> Runtime:
 
 
 @pytest.fixture(scope="module")
-def upstream() -> Iterator[SseUpstream]:
-    with sse_upstream() as server:
+def upstream() -> Iterator[FakeUpstream]:
+    with fake_upstream() as server:
         yield server
 
 
@@ -68,7 +67,7 @@ def test_labs_select_it_by_name(name: str, kind: type) -> None:
 
 
 @pytest.mark.parametrize("name", PROXIES)
-def test_starts_serves_logs_and_stops(name: ProxyName, runtime: Runtime, upstream: SseUpstream) -> None:
+def test_starts_serves_logs_and_stops(name: ProxyName, runtime: Runtime, upstream: FakeUpstream) -> None:
     settings = on_free_ports(variant(name, "defaults"), upstream.port)
     with runtime.run_proxy(settings) as proxy:
         assert isinstance(proxy, RunningProxy)
@@ -91,7 +90,7 @@ def test_starts_serves_logs_and_stops(name: ProxyName, runtime: Runtime, upstrea
 
 
 @pytest.mark.parametrize("name", PROXIES)
-def test_stops_when_the_body_raises(name: ProxyName, runtime: Runtime, upstream: SseUpstream) -> None:
+def test_stops_when_the_body_raises(name: ProxyName, runtime: Runtime, upstream: FakeUpstream) -> None:
     settings = on_free_ports(variant(name, "fixed"), upstream.port)
     with pytest.raises(RuntimeError, match="boom"):
         with runtime.run_proxy(settings) as proxy:
@@ -99,7 +98,7 @@ def test_stops_when_the_body_raises(name: ProxyName, runtime: Runtime, upstream:
     assert_gone(proxy)
 
 
-def test_workdir_is_kept_when_given(tmp_path: Path, runtime: Runtime, upstream: SseUpstream) -> None:
+def test_workdir_is_kept_when_given(tmp_path: Path, runtime: Runtime, upstream: FakeUpstream) -> None:
     """A given work folder outlives the run, with the config and nginx's log files in it."""
     settings = on_free_ports(variant("nginx", "fixed"), upstream.port)
     with runtime.run_proxy(settings, workdir=tmp_path / "nginx") as proxy:
@@ -108,7 +107,7 @@ def test_workdir_is_kept_when_given(tmp_path: Path, runtime: Runtime, upstream: 
     assert "status=200" in (tmp_path / "nginx" / "access.log").read_text()
 
 
-def test_an_invalid_config_never_starts(runtime: Runtime, upstream: SseUpstream) -> None:
+def test_an_invalid_config_never_starts(runtime: Runtime, upstream: FakeUpstream) -> None:
     settings = on_free_ports(NginxSettings(proxy_buffer_size="64k"), upstream.port)
     with pytest.raises(ConfigInvalid, match="proxy_busy_buffers_size"):
         with runtime.run_proxy(settings):
@@ -116,7 +115,7 @@ def test_an_invalid_config_never_starts(runtime: Runtime, upstream: SseUpstream)
     assert not port_accepts(settings.listen_port)
 
 
-def test_envoy_stats(runtime: Runtime, upstream: SseUpstream) -> None:
+def test_envoy_stats(runtime: Runtime, upstream: FakeUpstream) -> None:
     settings = on_free_ports(variant("envoy", "fixed"), upstream.port)
     with runtime.run_proxy(settings) as proxy:
         assert get(proxy.url + "/healthz") == 200
@@ -131,33 +130,32 @@ def test_envoy_stats(runtime: Runtime, upstream: SseUpstream) -> None:
 
 @pytest.mark.parametrize("name", PROXIES)
 def test_fixed_config_streams_every_event_at_once(name: ProxyName, runtime: Runtime,
-                                                  upstream: SseUpstream) -> None:
+                                                  upstream: FakeUpstream) -> None:
     """Smoke: 20 events 50 ms apart through the fixed config arrive one read each, uncompressed."""
     settings = on_free_ports(variant(name, "fixed"), upstream.port)
     with runtime.run_proxy(settings) as proxy:
-        result = stream_sync(proxy.url + "/v1/chat/completions?n=20&interval=0.05", method="POST",
-                             body={"model": "x", "stream": True})
-    assert result.status == 200 and result.done
+        result = stream(proxy.url + "/v1/chat/completions?n=20&interval=0.05")
+    assert result.status == 200 and result.outcome == "complete"
     assert "content-encoding" not in result.headers, "text/event-stream must not be compressed"
-    assert result.events == 20
+    assert result.content_events == 20
     assert result.ttft_s is not None and result.ttft_s < 0.2
-    assert result.event_reads >= 17, result.reads  # a busy 2-core box may merge an odd pair
+    assert result.bursts >= 17, result.content_reads  # a busy 2-core box may merge an odd pair
 
 
 @pytest.mark.parametrize("name", PROXIES)
 def test_fixed_config_passes_a_client_disconnect_upstream(name: ProxyName, runtime: Runtime,
-                                                          upstream: SseUpstream) -> None:
-    """The client hangs up mid-stream: the upstream must see its connection close within ~100 ms."""
+                                                          upstream: FakeUpstream) -> None:
+    """The client hangs up mid-stream: the upstream must see its connection close within ~100 ms
+    of sending the event the client left after (the next one is due 500 ms later)."""
     settings = on_free_ports(variant(name, "fixed"), upstream.port)
     with runtime.run_proxy(settings) as proxy:
         before = len(upstream.stats.disconnects)
-        result = stream_sync(proxy.url + "/v1/chat/completions?n=50&interval=0.5", method="POST",
-                             body={}, abort_after_events=2)
-        assert result.closed_at is not None
+        result = stream(proxy.url + "/v1/chat/completions?n=50&interval=0.5", disconnect_after_events=2)
+        assert result.outcome == "disconnected" and result.content_events == 2
         wait_until(lambda: len(upstream.stats.disconnects) > before, 2,
                    describe="the upstream to see the disconnect")
-        delay = upstream.stats.disconnects[-1] - result.closed_at
-    assert 0 <= delay < 0.1, f"disconnect reached the upstream after {delay * 1000:.0f} ms"
+        delay = upstream.stats.disconnects[-1]
+    assert 0 <= delay < 0.1, f"disconnect reached the upstream {delay * 1000:.0f} ms after its last write"
 
 
 # ---- the local runtime only --------------------------------------------------------------------
@@ -165,7 +163,7 @@ def test_fixed_config_passes_a_client_disconnect_upstream(name: ProxyName, runti
 # not the runtime, and have only ever run locally: they stay so, to keep this split a refactor
 # that moves no check into or out of the container pass (take `runtime` to run them there too).
 
-def test_nginx_workers_are_stopped_too(upstream: SseUpstream) -> None:
+def test_nginx_workers_are_stopped_too(upstream: FakeUpstream) -> None:
     settings = on_free_ports(NginxSettings(worker_processes=2), upstream.port)
     with run_proxy(settings) as proxy:
         wait_until(lambda: len(group_members(proxy.pid)) == 3, 5, describe="master + 2 workers")
@@ -175,7 +173,7 @@ def test_nginx_workers_are_stopped_too(upstream: SseUpstream) -> None:
 @pytest.mark.parametrize("name", PROXIES)
 def test_fixed_config_reuses_upstream_connections(name: ProxyName) -> None:
     """A keep-alive client (as SDK connection pools are) sends 5 requests: few upstream connections."""
-    with sse_upstream() as fresh:
+    with fake_upstream() as fresh:
         settings = on_free_ports(variant(name, "fixed"), fresh.port)
         with run_proxy(settings):
             client = http.client.HTTPConnection(settings.listen_host, settings.listen_port, timeout=10)

@@ -6,10 +6,11 @@ from typing import Any, Iterator
 
 import pytest
 
+from labs.measurements import StreamResult
 from proxies import variant
 from proxies.runtime.local import run_proxy
-from proxies.runtime.process import free_port
-from tests.proxies.stream_client import StreamResult, stream_sync
+from server.processes import free_port
+from tests.runtimes import stream
 
 REPO = Path(__file__).resolve().parents[2]
 SERVER_READY = all((REPO / path).exists() for path in
@@ -32,21 +33,21 @@ def server() -> Iterator[Any]:
 
 
 def completion(url: str) -> StreamResult:
-    return stream_sync(url + "/v1/chat/completions", method="POST", body=REQUEST)
+    return stream(url + "/v1/chat/completions", REQUEST)
 
 
 @pytest.mark.parametrize("name", ["nginx", "haproxy", "envoy"])
 def test_fixed_proxy_streams_a_completion(name: str, server: Any) -> None:
     direct = completion(server.url)
-    assert direct.status == 200 and direct.done
+    assert direct.status == 200 and direct.outcome == "complete"
     changes = {"listen_port": free_port(), "upstream_port": server.port}
     if name == "envoy":
         changes["admin_port"] = free_port()
     with run_proxy(variant(name, "fixed").with_(**changes)) as proxy:
         through = completion(proxy.url)
-    assert through.status == 200 and through.done
+    assert through.status == 200 and through.outcome == "complete"
     assert through.headers["content-type"].startswith("text/event-stream")
     assert "content-encoding" not in through.headers
-    assert through.events == direct.events
+    assert through.content_events == direct.content_events
     # Tokens are paced at 50/s (20 ms apart): an unbuffered hop delivers them in many reads.
-    assert through.event_reads >= through.events // 2, through.reads
+    assert through.bursts >= through.content_events // 2, through.content_reads

@@ -1,4 +1,4 @@
-"""Fixtures for the server tests: the tiny tokenizer, real servers on loopback, an SSE reader.
+"""Fixtures for the server tests: the tiny tokenizer, real servers on loopback, a stream reader.
 
 Servers are session-scoped (`python -m server --engine synthetic` starts in ~1 s) and shared by
 the test modules; a test that needs a failure mode server-wide starts its own.
@@ -14,6 +14,8 @@ from typing import Any, Iterator
 import httpx
 import pytest
 
+from labs.measurements import Event, StreamResult
+from labs.sse_parser import SSEParser, classify
 from server.launcher import ServerHandle, running_server
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -41,51 +43,48 @@ def api(server: ServerHandle) -> Iterator["Api"]:
 
 
 @dataclass
-class StreamResult:
-    status: int
-    headers: httpx.Headers
-    raw: bytes
-    chunks: list[dict[str, Any]] = field(default_factory=list)  # every data JSON object
-    comments: int = 0
-    done: bool = False
-    error: dict[str, Any] | None = None
-    arrivals: list[float] = field(default_factory=list)  # monotonic time of each content chunk
+class Reply(StreamResult):
+    """One streamed reply as the server's tests read it: the lab's StreamResult (events, text,
+    outcome; parsed by the lab's own SSE parser), here filled from httpx, which the SDKs use,
+    plus the wire the tests check: the raw body, every JSON chunk, the in-band error object."""
+
+    raw: bytes = b""
+    chunks: list[dict[str, Any]] = field(default_factory=list)  # every data object but errors
+    content_chunks: list[dict[str, Any]] = field(default_factory=list)  # those carrying content
+    error_object: dict[str, Any] | None = None  # the in-band `{"error": {...}}`
     body_error: Exception | None = None  # the connection broke mid-body
 
-    @property
-    def content_chunks(self) -> list[dict[str, Any]]:
-        return [c for c in self.chunks if c.get("choices") and c["choices"][0]["delta"].get("content")]
+    def feed(self, parser: SSEParser, data: bytes, t: float) -> None:
+        """One piece of the body as it arrived, `t` seconds after the request was sent."""
+        self.raw += data
+        self.reads += 1
+        for item, payload, _event in parser.feed(data):
+            if item == "comment":
+                self.heartbeats += 1
+                self.events.append(Event(t, self.reads, "comment", payload))
+                continue
+            kind, text, finish, _sent_at, extra = classify(payload)
+            self.events.append(Event(t, self.reads, kind, text))
+            self.finish_reason = finish or self.finish_reason
+            if kind == "done":
+                self.saw_done = True
+                continue
+            obj = json.loads(payload)
+            if kind == "error":
+                self.error, self.error_object = text, extra
+                continue
+            self.chunks.append(obj)
+            if kind == "content":
+                self.content_chunks.append(obj)
+                self.text += text
+                self.ttft_s = t if self.ttft_s is None else self.ttft_s
+            elif kind == "usage":
+                self.usage = extra
 
-    @property
-    def text(self) -> str:
-        return "".join(c["choices"][0]["delta"]["content"] for c in self.content_chunks)
-
-    @property
-    def finish_reason(self) -> str | None:
-        reasons = [c["choices"][0]["finish_reason"] for c in self.chunks
-                   if c.get("choices") and c["choices"][0]["finish_reason"]]
-        return reasons[-1] if reasons else None
-
-
-def parse_events(raw: bytes, result: StreamResult, arrived: float | None = None) -> None:
-    for event in raw.split(b"\n\n"):
-        if not event:
-            continue
-        if event.startswith(b":"):
-            result.comments += 1
-            continue
-        assert event.startswith(b"data: "), event
-        data = event[len(b"data: "):]
-        if data == b"[DONE]":
-            result.done = True
-            continue
-        obj = json.loads(data)
-        if "error" in obj:
-            result.error = obj["error"]
-            continue
-        result.chunks.append(obj)
-        if arrived is not None and obj.get("choices") and obj["choices"][0]["delta"].get("content"):
-            result.arrivals.append(arrived)
+    def end(self) -> "Reply":
+        self.outcome = ("http-error" if (self.status or 0) >= 400 else "error-in-band" if self.error
+                        else "complete" if self.saw_done else "truncated")
+        return self
 
 
 class Api:
@@ -99,23 +98,22 @@ class Api:
         base.update(fields)
         return base
 
-    def stream(self, **fields: Any) -> StreamResult:
+    def stream(self, **fields: Any) -> Reply:
         """POST a streaming request and read it to the end, event by event as bytes arrive."""
         fields.setdefault("stream", True)
-        buffer = b""
+        parser = SSEParser()
+        sent = time.perf_counter()
         with self.client.stream("POST", "/v1/chat/completions", json=self.body(**fields)) as response:
-            result = StreamResult(response.status_code, response.headers, b"")
+            reply = Reply(url=str(response.url), status=response.status_code, headers=dict(response.headers),
+                          http_version=response.http_version, ttfb_s=time.perf_counter() - sent)
             try:
                 for data in response.iter_raw():
-                    arrived = time.monotonic()
-                    result.raw += data
-                    buffer += data
-                    complete, _, buffer = buffer.rpartition(b"\n\n")
-                    if complete:
-                        parse_events(complete + b"\n\n", result, arrived)
+                    reply.feed(parser, data, time.perf_counter() - sent)
+                    reply.e2e_s = time.perf_counter() - sent
+                reply.body_complete = True
             except httpx.HTTPError as exc:  # an abrupt close mid-body
-                result.body_error = exc
-        return result
+                reply.body_error = exc
+        return reply.end()
 
     def complete(self, **fields: Any) -> httpx.Response:
         return self.client.post("/v1/chat/completions", json=self.body(**fields))

@@ -2,11 +2,13 @@
 or, in the `ignore` failure mode, the rest is generated for nobody. Measured from /metrics."""
 from __future__ import annotations
 
+import asyncio
 import time
 
 import httpx
 
-from proxies.runtime.process import wait_until
+from labs.client import measure_stream
+from server.processes import wait_until
 
 AFTER = "streamlab_tokens_after_disconnect_total"
 ABORTED = 'streamlab_requests_aborted_total{reason="disconnect"}'
@@ -26,18 +28,13 @@ def wait_for_slots_free(server, timeout_s: float = 5.0) -> float:
     return time.monotonic() - started
 
 
-def read_then_leave(server, events: int, **lab) -> None:
+def read_then_leave(server, events: int, max_tokens: int = 200, **lab) -> None:
+    """Read `events` content events, then close the connection (the measuring client's FIN)."""
     body = {"model": "tiny", "messages": [{"role": "user", "content": "hi"}], "stream": True,
-            "max_tokens": 200, "lab": lab}
-    with httpx.Client(base_url=server.url, timeout=10) as client:
-        with client.stream("POST", "/v1/chat/completions", json=body) as response:
-            seen = 0
-            for line in response.iter_lines():
-                if line.startswith("data: ") and '"content":"' in line and '"role"' not in line:
-                    seen += 1
-                    if seen == events:
-                        break
-    # Leaving the block closed the connection.
+            "max_tokens": max_tokens, "lab": lab}
+    result = asyncio.run(measure_stream(server.url + "/v1/chat/completions", body,
+                                        disconnect_after_events=events, total_timeout_s=10))
+    assert result.outcome == "disconnected" and result.content_events == events, result.error
 
 
 def test_disconnect_stops_generation_within_a_step_and_frees_the_slot(server):
@@ -72,13 +69,7 @@ def test_disconnect_during_a_silence_is_noticed_at_once(server):
 def test_ignore_mode_generates_the_rest_for_nobody(server):
     before = server.metrics()
     body_tokens = 40
-    body = {"model": "tiny", "messages": [{"role": "user", "content": "hi"}], "stream": True,
-            "max_tokens": body_tokens, "lab": {"tokens_per_s": 200, "disconnect": "ignore"}}
-    with httpx.Client(base_url=server.url, timeout=10) as client:
-        with client.stream("POST", "/v1/chat/completions", json=body) as response:
-            for line in response.iter_lines():
-                if '"content":"' in line and '"role"' not in line:
-                    break
+    read_then_leave(server, 1, max_tokens=body_tokens, tokens_per_s=200, disconnect="ignore")
     wait_for_slots_free(server)
     after = server.metrics()
     assert after[GENERATED] - before[GENERATED] == body_tokens

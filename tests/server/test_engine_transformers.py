@@ -261,4 +261,5 @@ def test_bench_runs_and_writes_json(model_dir: str, tmp_path: Path) -> None:
     result = json.loads(out.read_text())
     assert [r["batch"] for r in result["runs"]] == [1, 2]
     assert all(r["tokens"] == 4 * r["batch"] and r["tokens_per_s"] > 0 for r in result["runs"])
-    assert result["cancel_to_slot_free_ms_median"] >= 0
+    # A latency is never negative, so `>= 0` would always hold: assert that it was measured.
+    assert isinstance(result["cancel_to_slot_free_ms_median"], float)

@@ -5,6 +5,7 @@ import json
 
 import pytest
 
+from labs.sse_parser import SSEParser
 from server import sse
 
 HEAD = (b'data: {"id":"chatcmpl-1","object":"chat.completion.chunk","created":1700000000,'
@@ -61,10 +62,11 @@ def test_stamped_frames_are_sealed_with_the_write_time():
     frames = [framer.content("a"), sse.PING, framer.content("b"), sse.DONE]
     assert isinstance(frames[0], sse.OpenFrame) and not frames[0].endswith(b"\n\n")
     body = sse.seal(frames, 1700000001.25)
-    events = body.split(b"\n\n")
-    assert events[1] == b": ping" and events[3] == b"data: [DONE]"
-    for event in (events[0], events[2]):
-        obj = json.loads(event[len(b"data: "):])
+    events = SSEParser().feed(body)  # the lab's own parser, as a client reads them
+    assert [kind for kind, _, _ in events] == ["data", "comment", "data", "data"]
+    assert events[1][1] == "ping" and events[3][1] == "[DONE]"
+    for _, payload, _ in (events[0], events[2]):
+        obj = json.loads(payload)
         assert obj["sent_at"] == 1700000001.25
         assert list(obj)[-1] == "sent_at"
 

@@ -1,0 +1,292 @@
+"""Hand-made runs of every catalogue scenario: what its symptom looks like, what its cure looks
+like, and (where the scenario applies a stress) a cure, or a symptom, that happened without it.
+
+The catalogue test feeds them to each scenario's checks, so a check that accepts everything, or
+nothing, is found in milliseconds instead of in a guard. Times follow the scenario's own pacing
+(`Shapes` reads the variant's knobs), as the runs the lab measures do.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from typing import Any, Callable
+
+from labs.catalogue import client as client_layer
+from labs.catalogue import envoy, haproxy, nginx, server
+from labs.checks.stress import DISCONNECTS
+from labs.measurements import Event, StreamResult
+from labs.scenario import Run, Scenario, VariantName
+
+ACTIVE = "streamlab_active_streams"
+TOKENS = "streamlab_tokens_generated_total"
+
+
+class Shapes:
+    """Streams shaped like what the lab measures, at the pace of one variant of a scenario."""
+
+    def __init__(self, scenario: Scenario, variant: VariantName) -> None:
+        self.scenario, self.variant = scenario, variant
+        lab = dict(scenario.variant(variant).lab)
+        self.lab = lab
+        knobs = scenario.workload.knobs(lab)
+        self.dt = 1.0 / float(knobs["tokens_per_s"])
+        self.due = scenario.workload.first_due_s(lab)
+        self.script = str(knobs["script"])
+
+    def times(self, n: int = 20, pause_after: int | None = None, pause_s: float = 0.0,
+              dt: float | None = None) -> list[float]:
+        """When each of `n` tokens arrives when it is due (one silence of `pause_s` after
+        `pause_after` tokens)."""
+        step = self.dt if dt is None else dt
+        return [self.due + 0.01 + step * i + (pause_s if pause_after is not None and i >= pause_after else 0.0)
+                for i in range(n)]
+
+    def stream(self, times: list[float], read_of: list[int] | None = None, **fields: Any) -> StreamResult:
+        """A complete stream ([DONE], 200) whose content events came at `times` (in socket reads
+        `read_of`: one each by default)."""
+        reads = read_of or list(range(1, len(times) + 1))
+        hop_s = fields.pop("hop_s", None)
+        events = [Event(t=t, read=r, kind="content", text="x", hop_s=hop_s) for t, r in zip(times, reads)]
+        end = fields.pop("end_s", times[-1] + 0.005 if times else 0.005)
+        defaults: dict[str, Any] = dict(
+            outcome="complete", saw_done=True, status=200, text=self.script, finish_reason="stop",
+            ttft_s=times[0] if times else None, e2e_s=end, end_s=end, reads=len(set(reads)))
+        return StreamResult(events=events, **{**defaults, **fields})
+
+    def streamed(self, n: int = 20, pause_after: int | None = None, pause_s: float = 0.0,
+                 **fields: Any) -> StreamResult:
+        """Every token in a read of its own, when it is due."""
+        return self.stream(self.times(n, pause_after, pause_s), **fields)
+
+    def rushed(self, n: int = 20, **fields: Any) -> StreamResult:
+        """Every token in a read of its own, but all within milliseconds: not the workload's pace."""
+        return self.stream(self.times(n, dt=0.001), **fields)
+
+    def lump(self, n: int = 20, **fields: Any) -> StreamResult:
+        """Held: every event in one read when the last token was made."""
+        end = self.times(n)[-1]
+        return self.stream([end] * n, [1] * n, **fields)
+
+    def rushed_lump(self, n: int = 20, **fields: Any) -> StreamResult:
+        """One lump, but of tokens made all at once: nothing was held."""
+        return self.stream([self.due + 0.02] * n, [1] * n, **fields)
+
+    def cut(self, k: int, after_s: float, outcome: str = "truncated", **fields: Any) -> StreamResult:
+        """`k` tokens when due, then the stream ends `after_s` later without [DONE]."""
+        times = self.times(k)
+        end = (times[-1] if times else 0.0) + after_s
+        result = self.stream(times, outcome=outcome, saw_done=False, end_s=end, finish_reason=None, **fields)
+        result.e2e_s = times[-1] if times else None
+        result.text = self.script[: k * 3]
+        return result
+
+    def left(self, k: int = 3, **fields: Any) -> StreamResult:
+        """The client closed the socket after `k` tokens, on purpose."""
+        times = self.times(k)
+        return self.stream(times, outcome="disconnected", saw_done=False, disconnect_s=times[-1],
+                           end_s=times[-1], finish_reason=None, **fields)
+
+    def refused(self, outcome: str = "reset", status: int | None = None, at: float = 0.01) -> StreamResult:
+        return StreamResult(outcome=outcome, status=status, start_s=at, end_s=0.005, saw_done=False)
+
+    def run(self, *results: StreamResult, **fields: Any) -> Run:
+        return Run(variant=self.variant, workload=self.scenario.workload, results=list(results),
+                   lab=self.lab, **fields)
+
+
+def at(result: StreamResult, start_s: float) -> StreamResult:
+    return replace(result, start_s=start_s)
+
+
+def in_turn(results: list[StreamResult]) -> list[StreamResult]:
+    """The streams, each sent after the one before had ended: no load at all."""
+    placed, start = [], 0.0
+    for result in results:
+        placed.append(at(result, start))
+        start += (result.end_s or 0.0) + 0.01
+    return placed
+
+
+def one_by_one(shapes: Shapes, make: Callable[[], StreamResult], count: int) -> list[StreamResult]:
+    return in_turn([make() for _ in range(count)])
+
+
+# ---- the scenarios' shapes -----------------------------------------------------------------------
+# Each entry: (symptom run, cured run, cured run without the stress, symptom run without it);
+# the last two are None where the scenario applies no stress beyond its pacing.
+Make = Callable[[Shapes], Run]
+
+
+@dataclass(frozen=True)
+class Handmade:
+    symptom: Make
+    cure: Make
+    cure_without_stress: Make | None = None
+    symptom_without_stress: Make | None = None
+
+
+def _held(encoding: str | None = None) -> Handmade:
+    """A buffering scenario: a lump at the end against tokens as they are made."""
+    return Handmade(
+        symptom=lambda s: s.run(s.lump(content_encoding=encoding)),
+        cure=lambda s: s.run(s.streamed()),
+        cure_without_stress=lambda s: s.run(s.rushed()),
+        symptom_without_stress=lambda s: s.run(s.rushed_lump(content_encoding=encoding)))
+
+
+def _idle(timeout_s: float, outcome: str = "truncated", pause_after: int = 5) -> Handmade:
+    """An idle timeout: the stream is cut after `timeout_s` of the model's silence."""
+    return Handmade(
+        symptom=lambda s: s.run(s.cut(pause_after, timeout_s + 0.02, outcome=outcome)),
+        cure=lambda s: s.run(s.streamed(pause_after=pause_after, pause_s=3.0, heartbeats=12)),
+        cure_without_stress=lambda s: s.run(s.streamed(heartbeats=12)),
+        symptom_without_stress=lambda s: s.run(s.cut(pause_after, 0.02, outcome=outcome)))
+
+
+def _departure(release_s: float, generated: float, heard: float) -> Handmade:
+    """One client leaves after 3 tokens; the server keeps generating (symptom) or stops (cure)."""
+    return Handmade(
+        symptom=lambda s: s.run(s.left(), server_delta={TOKENS: generated}, release_s=release_s),
+        cure=lambda s: s.run(s.left(), server_delta={TOKENS: 4, DISCONNECTS: heard}, release_s=0.01),
+        cure_without_stress=lambda s: s.run(s.streamed(), server_delta={TOKENS: 20}, release_s=0.01),
+        symptom_without_stress=lambda s: s.run(s.streamed(), server_delta={TOKENS: generated},
+                                               release_s=release_s))
+
+
+def _load(total: int, served: int, refused: Callable[[Shapes], StreamResult], gauge: str, peak: float,
+          **symptom_fields: Any) -> Handmade:
+    """`total` requests at once: `served` of them stream, the rest are refused (symptom), or all
+    stream and the server's `gauge` peaks at `peak` (cure)."""
+    def symptom(s: Shapes) -> Run:
+        ok = [at(s.streamed(15), 0.001 * i) for i in range(served)]
+        return s.run(*ok, *(refused(s) for _ in range(total - served)), **symptom_fields)
+
+    def symptom_alone(s: Shapes) -> Run:  # the same failures, but one request at a time
+        streams = [s.streamed(15) for _ in range(served)] + [refused(s) for _ in range(total - served)]
+        return s.run(*in_turn(streams), **symptom_fields)
+    return Handmade(
+        symptom=symptom,
+        cure=lambda s: s.run(*(at(s.streamed(15), 0.001 * i) for i in range(total)), peaks={gauge: peak}),
+        cure_without_stress=lambda s: s.run(*one_by_one(s, lambda: s.streamed(15), total),
+                                            peaks={gauge: 1}),
+        symptom_without_stress=symptom_alone)
+
+
+def _waves(s: Shapes) -> Run:
+    """haproxy-maxconn: the first `maxconn` stream at once, the rest start one stream later."""
+    first = [at(s.streamed(15), 0.001 * i) for i in range(haproxy.MAXCONN)]
+    e2e = first[0].e2e_s or 0.0
+    later = [at(s.stream([t + e2e for t in s.times(15)]), 0.03) for _ in range(50 - haproxy.MAXCONN)]
+    return s.run(*first, *later)
+
+
+def _chain(held: bool) -> Make:
+    def make(s: Shapes) -> Run:
+        hop = s.lump() if held else s.streamed()
+        hops = {f"{i + 1}. enter at {name}:{4000 + i}": [hop] for i, name in enumerate(s.scenario.path)}
+        hops[f"{len(hops) + 1}. direct to the server"] = [s.streamed()]
+        return s.run(hop, hops=hops)
+    return make
+
+
+def _stop_texts(met: str, partial: str) -> Make:
+    return lambda s: s.run(s.streamed(6, text=met), s.streamed(18, text=partial))
+
+
+HANDMADE: dict[str, Handmade] = {
+    "nginx-buffering": _held(),
+    "nginx-accel-header": _held(),
+    "nginx-gzip": _held(encoding="gzip"),
+    "nginx-read-timeout": _idle(nginx.READ_TIMEOUT_S),
+    "nginx-client-abort": _departure(release_s=2.0, generated=40, heard=1),
+    "nginx-worker-connections": _load(60, nginx.STREAMS_PER_WORKER - 2, lambda s: s.refused(), ACTIVE, 60),
+    "nginx-upstream-keepalive": Handmade(
+        symptom=lambda s: s.run(*one_by_one(s, s.streamed, nginx.KEEPALIVE_REQUESTS),
+                                server_delta={"streamlab_http_connections_total": nginx.KEEPALIVE_REQUESTS}),
+        cure=lambda s: s.run(*one_by_one(s, s.streamed, nginx.KEEPALIVE_REQUESTS), server_delta={
+            "streamlab_http_connections_total": 1,
+            'streamlab_requests_total{status="200"}': nginx.KEEPALIVE_REQUESTS}),
+        # Nothing reached the server (the requests were answered elsewhere): no connection either.
+        cure_without_stress=lambda s: s.run(*one_by_one(s, s.streamed, nginx.KEEPALIVE_REQUESTS))),
+    "haproxy-nodelay": Handmade(
+        symptom=lambda s: s.run(s.stream(s.times(20), [1 + i // 2 for i in range(20)], hop_s=0.1)),
+        cure=lambda s: s.run(s.streamed(hop_s=0.002)),
+        cure_without_stress=lambda s: s.run(s.rushed(hop_s=0.002))),
+    "haproxy-compression": Handmade(
+        symptom=lambda s: s.run(s.streamed(content_encoding="gzip", hop_s=0.1)),
+        cure=lambda s: s.run(s.streamed(hop_s=0.002)),
+        cure_without_stress=lambda s: s.run(s.rushed(hop_s=0.002))),
+    "haproxy-timeout-server": _idle(haproxy.TIMEOUT_SERVER_S),
+    "haproxy-abortonclose": _departure(release_s=1.9, generated=8, heard=1),
+    "haproxy-maxconn": Handmade(
+        symptom=_waves,
+        symptom_without_stress=lambda s: s.run(*in_turn(_waves(s).results)),
+        cure=lambda s: s.run(*(at(s.streamed(15), 0.001 * i) for i in range(50)), peaks={ACTIVE: 50}),
+        cure_without_stress=lambda s: s.run(*one_by_one(s, lambda: s.streamed(15), 50), peaks={ACTIVE: 1})),
+    "envoy-route-timeout": Handmade(
+        symptom=lambda s: s.run(s.cut(int(envoy.ROUTE_TIMEOUT_S / s.dt), 0.01),
+                                proxy_stats={"envoy:1": {"cluster.lab.upstream_rq_timeout": 1}}),
+        cure=lambda s: s.run(s.streamed(30, heartbeats=12)),
+        cure_without_stress=lambda s: s.run(s.streamed(10, heartbeats=4)),
+        symptom_without_stress=lambda s: s.run(
+            s.cut(3, 0.01), proxy_stats={"envoy:1": {"cluster.lab.upstream_rq_timeout": 1}})),
+    "envoy-stream-idle": _idle(envoy.STREAM_IDLE_TIMEOUT_S),
+    "envoy-circuit-breaker": _load(
+        20, envoy.MAX_REQUESTS + envoy.MAX_PENDING, lambda s: s.refused("http-error", 503), ACTIVE, 20,
+        proxy_stats={"envoy:1": {"cluster.lab.upstream_rq_pending_overflow": 8}}),
+    "envoy-body-inspection": _held(),
+    "chain-buffering": Handmade(symptom=_chain(held=True), cure=_chain(held=False)),
+    "server-disconnect": Handmade(
+        symptom=lambda s: s.run(
+            *(s.left() for _ in range(server.DISCONNECT_SLOTS)),
+            *(s.stream([3.0 + t for t in s.times(4)]) for _ in range(server.DISCONNECT_SLOTS)),
+            server_delta={TOKENS: 276, "streamlab_slot_held_after_disconnect_seconds_sum": 12.0,
+                          "streamlab_slot_held_after_disconnect_seconds_count": 4}),
+        cure=lambda s: s.run(
+            *(s.left() for _ in range(server.DISCONNECT_SLOTS)),
+            *(s.streamed(4) for _ in range(server.DISCONNECT_SLOTS)),
+            server_delta={TOKENS: 28, DISCONNECTS: 4, "streamlab_slot_held_after_disconnect_seconds_sum": 0.01,
+                          "streamlab_slot_held_after_disconnect_seconds_count": 4}),
+        cure_without_stress=lambda s: s.run(*(s.streamed(4) for _ in range(2 * server.DISCONNECT_SLOTS)),
+                                            server_delta={TOKENS: 32}),
+        # Slow newcomers and work for nobody, but nobody left: some other load made them.
+        symptom_without_stress=lambda s: s.run(
+            *(s.streamed(65) for _ in range(server.DISCONNECT_SLOTS)),
+            *(s.stream([3.0 + t for t in s.times(4)]) for _ in range(server.DISCONNECT_SLOTS)),
+            server_delta={TOKENS: 600, "streamlab_slot_held_after_disconnect_seconds_sum": 12.0,
+                          "streamlab_slot_held_after_disconnect_seconds_count": 4})),
+    "server-blocking-loop": Handmade(
+        symptom=lambda s: s.run(*(s.streamed() for _ in range(7)), s.stream([t + s.dt for t in s.times()])),
+        cure=lambda s: s.run(*(s.streamed() for _ in range(server.BLOCKING_STREAMS))),
+        cure_without_stress=lambda s: s.run(*one_by_one(s, s.streamed, server.BLOCKING_STREAMS)),
+        symptom_without_stress=lambda s: s.run(
+            *one_by_one(s, s.streamed, 7), at(s.stream([t + s.dt for t in s.times()]), 100.0))),
+    "server-gzip-middleware": _held(encoding="gzip"),
+    "server-detokenizer": Handmade(symptom=lambda s: s.run(s.streamed(text="東京で\ufffd\ufffd\ufffd\ufffd\ufffd\ufffd")),
+                                   cure=lambda s: s.run(s.streamed())),
+    "server-stop-holdback": Handmade(
+        symptom=_stop_texts(server.STOP_MET_VISIBLE + "\n\nUser", server.STOP_PARTIAL_VISIBLE),
+        cure=_stop_texts(server.STOP_MET_VISIBLE, server.STOP_PARTIAL_VISIBLE)),
+    "server-heartbeat": Handmade(
+        symptom=lambda s: s.run(s.cut(0, server.HEARTBEAT_PROXY_TIMEOUT_S + 0.02)),
+        cure=lambda s: s.run(s.streamed(heartbeats=12)),
+        cure_without_stress=lambda s: s.run(s.stream([0.01 + s.dt * i for i in range(20)], heartbeats=12)),
+        symptom_without_stress=lambda s: s.run(s.cut(0, 0.02))),
+    "server-midstream-error": Handmade(
+        symptom=lambda s: s.run(s.streamed(5, text=s.script[:20]),
+                                server_delta={'streamlab_requests_aborted_total{reason="error"}': 1}),
+        cure=lambda s: s.run(s.streamed(5, outcome="error-in-band", error="engine failed", finish_reason=None),
+                             server_delta={"streamlab_inband_errors_total": 1})),
+    "server-coalescing": Handmade(
+        symptom=lambda s: s.run(*(s.streamed(120) for _ in range(32)), server_delta={
+            TOKENS: 32 * 120, "streamlab_stream_writes_total": 32 * 121}),
+        cure=lambda s: s.run(*(s.stream([0.01 + 0.025 * (i // 12) for i in range(120)], [1 + i // 12 for i in range(120)])
+                               for _ in range(32)),
+                             server_delta={TOKENS: 32 * 120, "streamlab_stream_writes_total": 32 * 11})),
+    "server-fd-limit": _load(160, 120, lambda s: s.refused(), "process_open_fds", 180),
+    "client-read-body": Handmade(
+        symptom=lambda s: s.run(s.lump(reads=20)),
+        cure=lambda s: s.run(s.streamed()),
+        cure_without_stress=lambda s: s.run(s.rushed()),
+        symptom_without_stress=lambda s: s.run(s.rushed_lump(reads=20))),
+    "client-read-timeout": _idle(client_layer.READ_TIMEOUT_S, outcome="timeout"),
+}

@@ -1,0 +1,199 @@
+"""Every catalogue declaration, checked in seconds, without running a scenario.
+
+- Every body a variant sends (workload and variant merged, and each body a driver derives from
+  it) validates against the server's own request schema, and every client option is one the
+  measuring client knows: a typo'd `lab` key fails here, not in a guard.
+- Every hop's settings render and pass the proxy's own check (`nginx -t`, `haproxy -c`,
+  `envoy --mode validate`), and no variant configures a proxy that is not on its path.
+- Each scenario's checks accept a hand-made run of its symptom and reject a hand-made cured run
+  (the cure checks the other way round), and where the scenario applies a stress (a silence, a
+  long stream, a load, a departure, a paced stream), a run without it is rejected too: a cure
+  cannot pass vacuously. The runs are in tests/labs/handmade_runs.py.
+"""
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import dataclasses
+from typing import Any, Iterator, Mapping
+from unittest import mock
+
+import pytest
+from pydantic import ValidationError
+
+from labs import catalogue, client
+from labs.client import Options
+from labs.measurements import StreamResult
+from labs.runner import drive, hop_settings, request_body
+from labs.scenario import VARIANTS, Check, Run, Scenario, Variant, VariantName
+from proxies.validation import ConfigInvalid, validate
+from server.schema import ChatCompletionRequest
+from tests.labs.handmade_runs import HANDMADE, Handmade, Shapes
+
+SCENARIOS = [pytest.param(scenario, id=scenario.name) for scenario in catalogue.SCENARIOS]
+URL = "http://127.0.0.1:9/v1/chat/completions"  # never contacted: the client is replaced
+
+
+@contextlib.contextmanager
+def recorded_sends() -> Iterator[list[tuple[Mapping[str, Any], dict[str, Any]]]]:
+    """Replace the measuring client: each stream a workload would start is recorded, not sent."""
+    sent: list[tuple[Mapping[str, Any], dict[str, Any]]] = []
+
+    async def one(url: str, body: Mapping[str, Any], **options: Any) -> StreamResult:
+        sent.append((body, options))
+        return StreamResult(url=url)
+
+    async def many(url: str, bodies: list[Mapping[str, Any]], concurrency: int, **options: Any) -> list[StreamResult]:
+        return [await one(url, body, **options) for body in bodies]
+
+    with mock.patch.object(client, "measure_stream", one), mock.patch.object(client, "measure_many", many):
+        yield sent
+
+
+def request_problems(scenario: Scenario, variant_name: VariantName) -> list[str]:
+    """What the server's schema, or the client, would reject in what this variant sends."""
+    variant = scenario.variant(variant_name)
+    options = {**scenario.workload.client, **variant.client}
+    with recorded_sends() as sent:
+        asyncio.run(drive(URL, request_body(scenario.workload, variant, "tiny"), scenario.workload, options))
+    problems = []
+    for body, opts in sent:
+        try:
+            ChatCompletionRequest.model_validate(body)
+        except ValidationError as exc:
+            problems.append(f"{variant_name} body: {exc}")
+        try:
+            Options(**opts)
+        except TypeError as exc:
+            problems.append(f"{variant_name} client options: {exc}")
+    return problems or ([] if sent else [f"{variant_name}: the workload sends no request"])
+
+
+def hop_problems(scenario: Scenario, variant_name: VariantName) -> list[str]:
+    """What a hop's settings model, or its proxy's binary, would reject in this variant."""
+    variant = scenario.variant(variant_name)
+    problems = [f"{variant_name}: settings for {proxy}, which is not on the path {scenario.path}"
+                for proxy in variant.proxy if proxy not in scenario.path]
+    for proxy in scenario.path:
+        try:
+            validate(hop_settings(proxy, variant.proxy.get(proxy, {}), scenario.base))
+        except (ValidationError, ConfigInvalid) as exc:
+            problems.append(f"{variant_name} {proxy}: {exc}")
+    return problems
+
+
+def judged(checks: tuple[Check, ...], run: Run) -> list[str]:
+    """The checks that failed on `run`, with what they observed."""
+    return [f"{r.label}: {r.observed}" for r in (check(run) for check in checks) if not r.passed]
+
+
+def handmade(scenario: Scenario) -> Handmade:
+    if scenario.name not in HANDMADE:
+        pytest.fail(f"{scenario.name} has no hand-made runs: add its symptom and cure shapes to "
+                    "tests/labs/handmade_runs.py")
+    return HANDMADE[scenario.name]
+
+
+# ---- the declarations ------------------------------------------------------------------------
+
+@pytest.mark.parametrize("scenario", SCENARIOS)
+def test_every_request_validates_against_the_server_schema(scenario: Scenario) -> None:
+    problems = [p for name in VARIANTS for p in request_problems(scenario, name)]
+    assert not problems, "\n".join(problems)
+
+
+@pytest.mark.parametrize("scenario", SCENARIOS)
+def test_every_hop_renders_and_passes_its_proxy_check(scenario: Scenario) -> None:
+    problems = [p for name in VARIANTS for p in hop_problems(scenario, name)]
+    assert not problems, "\n".join(problems)
+
+
+def test_a_typo_in_a_lab_key_is_caught() -> None:
+    scenario = catalogue.get("nginx-read-timeout")
+    typo = dataclasses.replace(scenario, fix=Variant(lab={"heartbeat_S": 0.25}))
+    problems = request_problems(typo, "fixed")
+    assert problems and "lab.heartbeat_S" in problems[0]
+    assert not request_problems(typo, "broken")  # only the variant with the typo
+
+
+def test_a_typo_in_a_driver_body_is_caught() -> None:
+    from labs.catalogue.server import one_after_another
+
+    scenario = catalogue.get("server-stop-holdback")
+    workload = dataclasses.replace(scenario.workload, driver=one_after_another({"lab": {"scirpt": "x"}}))
+    problems = request_problems(dataclasses.replace(scenario, workload=workload), "broken")
+    assert problems and "lab.scirpt" in problems[0]
+
+
+def test_a_typo_in_a_client_option_is_caught() -> None:
+    scenario = catalogue.get("client-read-timeout")
+    typo = dataclasses.replace(scenario, fix=Variant(client={"read_timeout": 10.0}))
+    assert any("read_timeout" in p for p in request_problems(typo, "fixed"))
+
+
+def test_a_setting_the_proxy_binary_rejects_is_caught() -> None:
+    # A well-formed nginx time that nginx itself refuses (it overflows nginx's time type).
+    scenario = catalogue.get("nginx-read-timeout")
+    bad = dataclasses.replace(scenario, fix=Variant(proxy={"nginx": {"proxy_read_timeout": "999999999y"}}))
+    problems = hop_problems(bad, "fixed")
+    assert problems and "nginx rejected the config" in problems[0] and "proxy_read_timeout" in problems[0]
+    assert not hop_problems(bad, "broken")
+
+
+def test_an_unknown_or_misplaced_proxy_setting_is_caught() -> None:
+    scenario = catalogue.get("haproxy-timeout-server")
+    typo = dataclasses.replace(scenario, fix=Variant(proxy={"haproxy": {"timeout_sever": "10s"}}))
+    assert any("timeout_sever" in p for p in hop_problems(typo, "fixed"))
+    stray = dataclasses.replace(scenario, fix=Variant(proxy={"nginx": {"proxy_buffering": False}}))
+    assert any("not on the path" in p for p in hop_problems(stray, "fixed"))
+
+
+# ---- the checks, on hand-made runs -----------------------------------------------------------
+
+BOTH = [pytest.param(scenario, variant, id=f"{scenario.name}-{variant}")
+        for scenario in catalogue.SCENARIOS for variant in VARIANTS]
+EXPECTED = {"broken": "the symptom", "fixed": "the cure"}
+
+
+def made(scenario: Scenario, variant: VariantName, without_stress: bool = False) -> Run | None:
+    """The hand-made run of this variant's outcome (its symptom or its cure), or of that outcome
+    without the scenario's stress (None where the scenario declares none)."""
+    runs = handmade(scenario)
+    if without_stress:
+        make = runs.symptom_without_stress if variant == "broken" else runs.cure_without_stress
+    else:
+        make = runs.symptom if variant == "broken" else runs.cure
+    return None if make is None else make(Shapes(scenario, variant))
+
+
+@pytest.mark.parametrize(("scenario", "variant"), BOTH)
+def test_checks_accept_their_own_outcome_and_reject_the_other(scenario: Scenario, variant: VariantName) -> None:
+    other: VariantName = "fixed" if variant == "broken" else "broken"
+    checks = scenario.checks(variant)
+    own = made(scenario, variant)
+    assert own is not None and not judged(checks, own), judged(checks, own) if own else "no run"
+    theirs = made(scenario, other)
+    assert theirs is not None and judged(checks, theirs), (
+        f"the {variant} checks pass on a hand-made run of {EXPECTED[other]}")
+
+
+# Scenarios that apply no stress beyond what their own checks measure (an exact text, a leaked
+# stop, an in-band error) have no run without it.
+STRESSED = [param for param in BOTH if param.values[0].name in HANDMADE
+            and made(*param.values, without_stress=True) is not None]  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(("scenario", "variant"), STRESSED)
+def test_an_outcome_without_the_stress_is_rejected(scenario: Scenario, variant: VariantName) -> None:
+    run = made(scenario, variant, without_stress=True)
+    assert run is not None and judged(scenario.checks(variant), run), (
+        f"the {variant} checks pass on {EXPECTED[variant]} of a run where the scenario's stress never happened")
+
+
+def test_every_scenario_with_a_timeout_limit_or_departure_proves_its_stress() -> None:
+    """The kinds whose cure is 'every stream completes' must say what they survived."""
+    stress_kinds = {"idle-timeout", "total-timeout", "connection-limit", "disconnect-not-propagated"}
+    for scenario in catalogue.SCENARIOS:
+        if scenario.kind in stress_kinds:
+            assert HANDMADE[scenario.name].cure_without_stress is not None, scenario.name
+            assert HANDMADE[scenario.name].symptom_without_stress is not None, scenario.name

@@ -1,0 +1,54 @@
+"""`python -m labs list`: every scenario name whole, piped, as JSON and in a terminal of any width."""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from rich.console import Console
+
+from labs import catalogue
+from labs.listing import print_list
+
+REPO = Path(__file__).resolve().parents[2]
+NAMES = [s.name for s in catalogue.SCENARIOS] + ["load"]
+
+
+def _labs_list(*args: str) -> str:
+    done = subprocess.run([sys.executable, "-m", "labs", "list", *args], cwd=REPO, capture_output=True,
+                          text=True, timeout=60, env={**os.environ, "COLUMNS": "80"})
+    assert done.returncode == 0, done.stderr
+    return done.stdout
+
+
+def test_piped_at_80_columns_every_name_is_whole() -> None:
+    lines = _labs_list().splitlines()
+    assert [line.split()[0] for line in lines] == NAMES  # one scenario per line, name first
+    assert not any("…" in line for line in lines)
+    symptoms = {s.name: s.symptom for s in catalogue.SCENARIOS}
+    for line in lines[:-1]:
+        assert line.endswith(symptoms[line.split()[0]])  # nothing cut at the end either
+
+
+def test_json_lists_every_scenario() -> None:
+    listed = json.loads(_labs_list("--json"))
+    assert [row["name"] for row in listed] == NAMES
+    first = listed[0]
+    assert first == {"name": "nginx-buffering", "layer": "proxy", "path": "nginx -> server",
+                     "symptom": catalogue.get("nginx-buffering").symptom,
+                     "command": "make lab-nginx-buffering"}
+
+
+@pytest.mark.parametrize("width", [30, 60, 80, 100, 200])
+def test_a_terminal_of_any_width_shows_every_name_whole(width: int) -> None:
+    console = Console(width=width, record=True, force_terminal=True, color_system=None)
+    print_list(catalogue.SCENARIOS, console=console)
+    text = console.export_text()
+    cells = {cell.strip() for line in text.splitlines() for cell in line.replace("│", "\n").splitlines()}
+    words = {line.split()[0] for line in text.splitlines() if line.strip() and line.split()[0] != "│"}
+    for name in NAMES:
+        assert name in cells or name in words, f"{name} cut at width {width}:\n{text}"
+    assert "…" not in text

@@ -1,0 +1,83 @@
+"""`make lab-all`: the progress bar, one line per scenario, the one-screen summary, the index."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from rich.console import Console
+
+from labs import catalogue, runner
+from labs.run_all import SummaryRow, planned_s, run_all, summary_table
+from tests.labs.test_report import outcome
+
+
+def _render(renderable, width: int = 80) -> str:
+    console = Console(record=True, width=width, color_system=None)
+    console.print(renderable)
+    return console.export_text()
+
+
+def test_the_summary_fits_one_screen_and_names_every_verdict() -> None:
+    rows = [SummaryRow(s.name, True, True, 4.2) for s in catalogue.SCENARIOS]
+    rows[1] = SummaryRow(rows[1].name, False, True, 3.0)
+    rows[2] = SummaryRow(rows[2].name, True, False, 61.0)
+    rows[3] = SummaryRow(rows[3].name, wall_s=0.5, error="ProcessFailed: nginx exited with status 1")
+    text = _render(summary_table(rows, total_s=125.0))
+    lines = text.splitlines()
+    assert len(lines) <= len(rows) + 8  # title, header, rules, caption: one screen for 30 scenarios
+    assert max(len(line) for line in lines) <= 80
+    for row in rows:
+        assert any(line.startswith(f"│ {row.name} ") for line in lines), row.name
+    assert f"│ {rows[1].name} " in text and "NOT reproduced" in text and "NOT cured" in text
+    assert f"│ {rows[3].name} " in text and "could not run" in text and "1:01" in text
+    n = len(rows)
+    assert f"{n - 2}/{n} reproduced, {n - 2}/{n} cured, 1 could not run; 2:05 in all" in text
+
+
+def test_the_plan_uses_the_last_wall_time_else_the_workload(tmp_path: Path) -> None:
+    scenario = catalogue.get("nginx-buffering")
+    guess = planned_s(scenario, tmp_path)
+    words = len(scenario.workload.script.split())
+    assert guess == pytest.approx(2 * (words / scenario.workload.tokens_per_s) + 2.0)
+    (tmp_path / scenario.name).mkdir()
+    (tmp_path / scenario.name / "report.json").write_text(json.dumps(
+        {"variants": {"broken": {"wall_s": 3.5}, "fixed": {"wall_s": 2.5}}}))
+    assert planned_s(scenario, tmp_path) == pytest.approx(8.0)
+
+
+class _FakeLab:
+    """Stands in for runner.Lab: hand-made nginx-buffering outcomes, one scenario that fails."""
+
+    def __init__(self, runtime=None, progress=None, **_):
+        self.progress = progress
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        return None
+
+    def run(self, scenario, variants=("broken", "fixed")):
+        self.progress(f"{scenario.name}: broken variant")
+        if scenario.name == "nginx-gzip":
+            raise RuntimeError("nginx would not start\nsecond line")
+        made = outcome()
+        made.provenance = {"runtime": "local", "started_at": "2026-01-01T00:00:00+00:00"}
+        return made
+
+
+def test_run_all_shows_progress_each_scenario_and_the_summary(tmp_path: Path, monkeypatch) -> None:
+    monkeypatch.setattr(runner, "Lab", _FakeLab)
+    scenarios = [catalogue.get(n) for n in ("nginx-buffering", "nginx-gzip", "haproxy-nodelay")]
+    console = Console(record=True, width=100, color_system=None, force_terminal=True)
+    status = run_all(scenarios, None, tmp_path, console)
+    text = console.export_text()
+    assert status == 1  # one scenario could not run
+    assert "lab-all" in text and "left" in text  # the bar, with its time left
+    assert "✓ nginx-buffering: symptom reproduced / cured" in text
+    assert "✗ nginx-gzip: could not run: RuntimeError: nginx would not start" in text
+    assert "2/3 reproduced, 2/3 cured, 1 could not run" in text
+    index = (tmp_path / "index.md").read_text()
+    assert "| nginx-gzip | could not run: RuntimeError: nginx would not start |" in index
+    assert "(nginx-buffering/report.md)" in index and "runtime local" in index
