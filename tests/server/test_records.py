@@ -5,7 +5,7 @@ import asyncio
 import uuid
 
 from labs.client import measure_stream
-from proxies.runtime.process import wait_until
+from server.processes import wait_until
 from server.records import RecordStore
 
 SCRIPT = "Every token should reach the reader the moment the model makes it. " * 2
