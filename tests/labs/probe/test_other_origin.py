@@ -1,7 +1,8 @@
 """`labs probe` against an origin that is not the lab's server: only what a client can see.
 
-A small OpenAI-compatible stub stands in for vLLM or a gateway (loopback only). Model `streams`
-sends one event every 50 ms; model `lumps` thinks for 1.5 s, then sends every event in one write.
+A small OpenAI-compatible stub stands in for vLLM or a gateway (loopback only; it frames events
+with the lab's fake-upstream helpers, and adds the `/v1/models` list the probe asks for first).
+Model `streams` sends one event every 50 ms; `lumps` thinks for 1.5 s, then sends all in one write.
 """
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ from typing import Iterator
 
 import pytest
 
+from labs.fakes.shapes import LAST_CHUNK, chunk, chunked, delta, token
 from labs.probe import probe_path
 
 EVENTS = 20
@@ -46,18 +48,17 @@ class Stub(BaseHTTPRequestHandler):
         self.send_header("Content-Type", "text/event-stream")
         self.send_header("Transfer-Encoding", "chunked")
         self.end_headers()
-        frames = [{"choices": [{"index": 0, "delta": {"content": f"w{i} "}, "finish_reason": None}]}
-                  for i in range(EVENTS)]
-        data = [f"data: {json.dumps(frame)}\n\n".encode() for frame in frames] + [b"data: [DONE]\n\n"]
+        data = [chunk(delta(token(i))) for i in range(EVENTS)] + [chunk(delta(finish="stop")),
+                                                                  chunk("[DONE]")]
         if body["model"] == "lumps":
             time.sleep(1.5)  # pacing: the stub's silence, then one write
             data = [b"".join(data)]
         for piece in data:
             if body["model"] == "streams":
                 time.sleep(0.05)  # pacing: one event every 50 ms
-            self.wfile.write(b"%x\r\n%s\r\n" % (len(piece), piece))
+            self.wfile.write(chunked(piece))
             self.wfile.flush()
-        self.wfile.write(b"0\r\n\r\n")
+        self.wfile.write(LAST_CHUNK)
         self.wfile.flush()
 
 
