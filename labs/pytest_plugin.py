@@ -98,9 +98,9 @@ class _Guard(pytest.Item):
     def _results(self) -> dict[Any, Any]:
         return self.config.stash[_RESULTS]
 
-    def _selected(self, cls: type, **match: Any) -> list[Any]:
-        return [item for item in self.session.items if isinstance(item, cls)
-                and all(getattr(item, k) == v for k, v in match.items())]
+    def _selected(self, cls: type) -> list[Any]:
+        """The tests of this kind that are left to run (after -k and -m)."""
+        return [item for item in self.session.items if isinstance(item, cls)]
 
 
 def _failure(title: str, findings: list[Any], observed: str, urls: list[str] | None = None) -> str:

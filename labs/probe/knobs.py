@@ -1,6 +1,6 @@
 """What the probe asks the origin for: the request bodies of each check, and their pacing.
 
-With a canary origin (the lab's server) every body carries `lab` knobs (contract.md): an exact
+With a canary origin (the lab's server) every body carries `lab` knobs (docs/contract.md): an exact
 script, a token rate, a silence at a chosen place, a stamp on each event. The server is asked to
 behave the way that exposes faults: no `X-Accel-Buffering: no` header (it would switch nginx's
 buffering off for this one response and hide the setting) and no heartbeats unless a check needs
