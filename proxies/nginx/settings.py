@@ -6,6 +6,7 @@ from typing import ClassVar, Literal, Union
 from pydantic import Field, field_validator
 
 from proxies.base import ProxySettings, setting
+from proxies.errors import ERRORS, ProxyError, json_errors_setting
 from proxies.types import HeaderValue, MimeType, NginxDuration, NginxSize
 
 CORE = "https://nginx.org/en/docs/ngx_core_module.html"
@@ -14,6 +15,8 @@ PROXY = "https://nginx.org/en/docs/http/ngx_http_proxy_module.html"
 UPSTREAM = "https://nginx.org/en/docs/http/ngx_http_upstream_module.html"
 GZIP = "https://nginx.org/en/docs/http/ngx_http_gzip_module.html"
 HTTP_CORE = "https://nginx.org/en/docs/http/ngx_http_core_module.html"
+# Statuses nginx answers on its own in front of one upstream (the upstream's own pass through).
+NGINX_OWN_ERRORS = (400, 408, 413, 414, 494, 500, 501, 502, 503, 504)
 
 
 class NginxSettings(ProxySettings):
@@ -78,10 +81,39 @@ class NginxSettings(ProxySettings):
         False, "keep the upstream request when the client leaves (on: tokens generated for nobody)",
         f"{PROXY}#proxy_ignore_client_abort")
 
+    # Clients: how long nginx waits for them (a slow or silent client holds a connection).
+    client_header_timeout: NginxDuration = setting(
+        "60s", "time to receive the request line and headers, and the first request on a new "
+               "connection (a header trickle or a silent connection is closed after it)",
+        f"{HTTP_CORE}#client_header_timeout")
+    client_body_timeout: NginxDuration = setting(
+        "60s", "longest pause between two reads of the request body (not the whole body)",
+        f"{HTTP_CORE}#client_body_timeout")
+    keepalive_timeout: NginxDuration = setting(
+        "75s", "how long an idle client keep-alive connection stays open between requests",
+        f"{HTTP_CORE}#keepalive_timeout")
+
+    # What nginx says about itself.
+    server_tokens: bool = setting(
+        True, "announce nginx's version in the Server header and on error pages",
+        f"{HTTP_CORE}#server_tokens")
+    json_errors: bool = json_errors_setting("nginx", "HTML pages", f"{HTTP_CORE}#error_page")
+
     # Compression.
     gzip: bool = setting(False, "gzip responses", f"{GZIP}#gzip")
     gzip_types: tuple[MimeType, ...] = setting(
         (), "types compressed besides text/html, which gzip always compresses", f"{GZIP}#gzip_types")
+
+    # Where the error answers live inside nginx (`internal`: a client asking for them gets 404).
+    error_uri_prefix: ClassVar[str] = "/.proxy-error/"
+
+    @property
+    def error_pages(self) -> list[tuple[int, ProxyError]]:
+        """(status nginx produces, the answer it gives instead) for each of nginx's own errors.
+        494 is nginx's internal code for headers too large (sent as 400): answered as 431."""
+        if not self.json_errors:
+            return []
+        return [(status, ERRORS[431 if status == 494 else status]) for status in NGINX_OWN_ERRORS]
 
     @field_validator("gzip_types")
     @classmethod
