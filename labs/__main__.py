@@ -37,6 +37,8 @@ def _parser() -> argparse.ArgumentParser:
                    "(options: python -m labs bench --help)", add_help=False)
     sub.add_parser("verify", help="your own proxy config: settings in effect, measured in front of the "
                    "lab's server (options: python -m labs verify --help)", add_help=False)
+    sub.add_parser("probe", help="probe a deployed path: python -m labs probe URL [URL ...] "
+                   "(options: python -m labs probe --help)", add_help=False)
     for name, help_text in (("run", "run one scenario"), ("run-all", "run every scenario, write an index")):
         cmd = sub.add_parser(name, help=help_text)
         if name == "run":
@@ -57,6 +59,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     if argv[:1] == ["verify"]:  # labs.verify.cli parses its own options
         from labs.verify import cli
         return cli.main(argv[1:])
+    if argv[:1] == ["probe"]:  # labs.probe parses its own options
+        from labs.probe.cli import main as probe
+        return probe(argv[1:])
     args = _parser().parse_args(argv)
     from labs import catalogue
 

@@ -23,7 +23,7 @@ from fastapi.responses import JSONResponse, PlainTextResponse, Response
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from pydantic import ValidationError
 
-from server import errors, metrics
+from server import errors, metrics, records
 from server.config import ServerConfig
 from server.detokenizer import Vocabulary
 from server.engine.base import (
@@ -186,13 +186,14 @@ def create_app(config: ServerConfig, engine: Engine, tokenizer: Any,
                   redoc_url=None, openapi_url=None)
     app.state.service = service
     errors.install_error_handlers(app)
+    records.install(app)
 
     @app.post("/v1/chat/completions")
     async def chat_completions(request: Request) -> Response:
         arrived_at = time.monotonic()
         parsed = await service.parse(await request.body())
         job = await service.admit(parsed, arrived_at)
-        return SSECompletion(job) if parsed.stream else JSONCompletion(job)
+        return records.track(request, SSECompletion(job) if parsed.stream else JSONCompletion(job))
 
     @app.get("/v1/models")
     async def list_models() -> dict[str, Any]:

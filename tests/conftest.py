@@ -10,6 +10,9 @@ from server.launcher import DEFAULT_MODEL_DIR
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
+# The pytest plugin's tests run pytest inside pytest (tests/labs/probe/test_plugin.py).
+pytest_plugins = ["pytester"]
+
 
 @pytest.fixture(scope="session")
 def model_dir() -> str:
