@@ -116,7 +116,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     from server.app import create_app, wrap_middleware
     from server.engine import EngineConfig, create_engine, eos_token_ids, load_tokenizer
-    from server.connections import protocol_class
+    from server.connections import HttpLimits, protocol_class
     from server.limits import raise_fd_limit
 
     raise_fd_limit(keep=config.keep_fd_limit)
@@ -136,11 +136,19 @@ def main(argv: Sequence[str] | None = None) -> int:
     # otherwise scanned it all and paused the event loop 230-270 ms (gap p99 311 ms; 98 ms frozen).
     gc.collect()
     gc.freeze()
-    uvicorn.run(wrap_middleware(app, config), host=config.host, port=config.port,
-                loop="uvloop", http=protocol_class(config.http), log_level=config.log_level,
-                access_log=config.access_log, timeout_keep_alive=config.keep_alive_s,
-                # Streams are long; a stuck shutdown should still end.
-                timeout_graceful_shutdown=5)
+    limits = HttpLimits(max_header_bytes=config.max_header_bytes,
+                        header_timeout_s=config.header_timeout_s)
+    server = uvicorn.Server(uvicorn.Config(
+        wrap_middleware(app, config), host=config.host, port=config.port, loop="uvloop",
+        http=protocol_class(config.http, limits), log_level=config.log_level,
+        access_log=config.access_log, timeout_keep_alive=config.keep_alive_s,
+        h11_max_incomplete_event_size=config.max_header_bytes,
+        # Streams are long; a stuck shutdown should still end.
+        timeout_graceful_shutdown=5))
+    app.state.on_engine_death = lambda: setattr(server, "should_exit", True)
+    server.run()
+    if app.state.engine_died:
+        return 3  # the engine died: a supervisor should restart the server
     return 0
 
 

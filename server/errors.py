@@ -23,6 +23,8 @@ log = logging.getLogger("server.errors")
 SERVER_ERROR = "server_error"
 OVERLOADED = "rate_limit_error"
 TIMEOUT = "timeout"
+# The status counted for a client that left before any response (nginx's convention; never sent).
+CLIENT_CLOSED = "499"
 
 
 class APIError(Exception):
