@@ -3,6 +3,7 @@
     python -m labs list
     python -m labs run nginx-buffering [--variant broken|fixed|both] [--runtime local|docker] [--json]
     python -m labs run-all
+    python -m labs render nginx-buffering [--variant broken|fixed] [--proxy PROXY]
 """
 from __future__ import annotations
 
@@ -23,6 +24,12 @@ def _parser() -> argparse.ArgumentParser:
     sub.add_parser("names", help="scenario names only, one per line (for the Makefile)")
     table = sub.add_parser("readme-table", help="the README's scenario table, in Markdown")
     table.add_argument("--write", action="store_true", help="update README.md in place")
+    render = sub.add_parser("render", help="print the proxy config a scenario's variant runs")
+    render.add_argument("name", help="scenario name, e.g. nginx-buffering")
+    render.add_argument("--variant", choices=("broken", "fixed"), default="broken",
+                        help="which variant's settings (default: broken)")
+    render.add_argument("--proxy", help="which hop, when the scenario's path has several proxies")
+    render.add_argument("--no-validate", action="store_true", help="skip the binary's check")
     # The load lab (labs.load) and the benchmarks (labs.bench) take their own options.
     sub.add_parser("bench", help="every benchmark: reports/bench/*.json and bench.md "
                    "(options: python -m labs bench --help)", add_help=False)
@@ -57,6 +64,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         from labs import load
         return load.main(["--out", str(args.out / "load")]
                          + (["--runtime", args.runtime] if args.runtime else []))
+    if args.command == "render":
+        from labs import render
+        return render.main(args.name, args.variant, args.proxy, check=not args.no_validate)
     if args.command == "readme-table":
         from labs.docs import scenario_table, update_readme
         if args.write:

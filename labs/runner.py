@@ -23,9 +23,9 @@ from labs.scenario import VARIANTS, CheckResult, Run, Scenario, Variant, Variant
 from proxies.base import ProxySettings
 from proxies.runtime import get_runtime
 from proxies.runtime.base import RunningProxy, Runtime
-from proxies.runtime.process import free_port, wait_until
 from proxies.variants import variant as named_settings
 from server.launcher import ServerHandle
+from server.processes import free_port, wait_until
 
 PROMPT = [{"role": "user", "content": "Tell me something, one token at a time."}]
 # Gauges that say the server still works on something (a generation for a client that left).

@@ -9,7 +9,7 @@ from proxies.export import FIXED_DIR, export, stale_files
 from proxies.install import BinaryProblem
 from proxies.rendering import render
 from proxies.validation import ConfigInvalid, validate
-from proxies.variants import UnknownVariant, load_extensions, variant, variant_names
+from proxies.variants import UnknownVariant, variant, variant_names
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -26,13 +26,15 @@ def main(argv: list[str] | None = None) -> int:
     list_cmd.add_argument("proxy", nargs="?", choices=PROXY_NAMES)
     args = parser.parse_args(argv)
 
-    load_extensions()
     try:
         if args.command == "render":
             try:
                 settings = variant(args.proxy, args.variant)
             except UnknownVariant as exc:
                 print(f"error: {exc}", file=sys.stderr)
+                if ":" in args.variant:  # the old `SCENARIO:VARIANT` names
+                    print("a scenario's config: python -m labs render SCENARIO --variant broken|fixed",
+                          file=sys.stderr)
                 return 2
             text = render(settings)
             if not args.no_validate:

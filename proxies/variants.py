@@ -1,12 +1,14 @@
 """Named variants: a registry of settings factories per proxy (`defaults`, `fixed`, and whatever
-the lab catalogue registers), read by the CLI and the labs.
+a caller registers), read by the CLI and the labs.
 
-    register_variant("nginx", "nginx-buffering:broken", lambda: NginxSettings(...))
+    register_variant("nginx", "no-buffering", lambda: NginxSettings(proxy_buffering=False))
     settings = variant("nginx", "fixed").with_(listen_port=port, upstream_port=server_port)
+
+A scenario's variants are the labs' own (`python -m labs render SCENARIO --variant broken`):
+nothing here imports the layer above.
 """
 from __future__ import annotations
 
-import importlib
 from typing import Callable
 
 from proxies import fixed_settings
@@ -18,8 +20,6 @@ from proxies.nginx.settings import NginxSettings
 SettingsFactory = Callable[[], ProxySettings]
 SETTINGS_TYPES: dict[ProxyName, type[ProxySettings]] = {
     "nginx": NginxSettings, "haproxy": HaproxySettings, "envoy": EnvoySettings}
-# Modules that register more variants when imported (the lab catalogue); absent ones are skipped.
-EXTENSION_MODULES: list[str] = ["labs.catalogue"]
 
 _registry: dict[ProxyName, dict[str, SettingsFactory]] = {proxy: {} for proxy in PROXY_NAMES}
 
@@ -46,16 +46,6 @@ def register_variant(proxy: ProxyName, name: str, factory: SettingsFactory, *,
     if name in variants and not replace and variants[name] is not factory:
         raise ValueError(f"{proxy} variant {name!r} is already registered")
     variants[name] = factory
-
-
-def load_extensions() -> None:
-    """Import the modules that register variants (the lab catalogue), when they exist."""
-    for module in EXTENSION_MODULES:
-        try:
-            importlib.import_module(module)
-        except ModuleNotFoundError as exc:
-            if exc.name is None or not (module == exc.name or module.startswith(exc.name + ".")):
-                raise
 
 
 def variant_names(proxy: ProxyName) -> list[str]:

@@ -37,11 +37,13 @@ from server.engine.base import (
     SamplingParams,
 )
 from server.errors import APIError
+from server.json_reply import JSONCompletion
 from server.lab_access import TOKEN_HEADER, LabAccess, LabGuard
 from server.middleware import BodySizeLimit, RequestChecks, gzip_everything
 from server.schema import ChatCompletionRequest, LabOptions
+from server.sse_writer import SSECompletion
 from server.stops import stop_handler
-from server.streaming import CompletionJob, CompletionText, JSONCompletion, SSECompletion
+from server.streaming import CompletionJob, CompletionText
 
 log = logging.getLogger("server.app")
 

@@ -23,8 +23,9 @@ from typing import Any, AsyncIterator
 from server import sse
 from server.config import StreamSettings
 from server.engine.base import Generation, TokenEvent
+from server.sse_writer import SSECompletion
 from server.stops import NoStops
-from server.streaming import CompletionJob, CompletionText, SSECompletion
+from server.streaming import CompletionJob, CompletionText
 
 CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
 

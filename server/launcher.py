@@ -18,7 +18,7 @@ from typing import Iterator, Mapping, Sequence
 
 from prometheus_client.parser import text_string_to_metric_families
 
-from proxies.runtime.process import ManagedProcess, free_port, managed
+from server.processes import ManagedProcess, free_port, managed
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_MODEL_DIR = REPO_ROOT / ".models" / "tiny"

@@ -1,24 +1,25 @@
-"""One completion, from engine token ids to the client: the stream and the non-streaming reply.
+"""One completion, from engine token ids to the client: the token loop both replies share.
 
     engine tokens -> detokenizer -> stop handling -> frames (server/sse.py) -> ASGI send
 
-Both responses are Starlette `Response` subclasses that talk ASGI directly, because a stream needs
-what StreamingResponse hides: the client's departure as soon as it happens (a task waiting on
+The two replies subclass `Completion`: the stream (SSECompletion, server/sse_writer.py) and the
+non-streaming reply (JSONCompletion, server/json_reply.py). They are Starlette `Response`
+subclasses that talk ASGI directly, because a stream needs what StreamingResponse hides: the client's departure as soon as it happens (a task waiting on
 `receive()` for `http.disconnect`, ~ms after the FIN, even while the stream is silent), writes
 from more than one place (heartbeats), write coalescing, and an abrupt close on purpose.
 
-Around the token loop (`_Completion._pump`):
+Around the token loop (`Completion._pump`):
 * a disconnect watcher: cancels the generation (the engine frees the slot within one decode step
   and counts what it produced after the client had gone); with `disconnect="ignore"` (failure mode)
   the stream carries on to the end for nobody, every token counted;
 * a ticker: `: ping` after `heartbeat_s` of silence (before the first token, in pauses, while
   queued for a slot), and the stall timeout (no token for `stall_timeout_s`: in-band timeout error);
-* a writer task, only when coalescing: frames made within `coalesce_ms` leave in one write.
+* a writer task, only when coalescing: frames made within `coalesce_ms` leave in one write
+  (the SSE writer's).
 """
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 import time
 from dataclasses import dataclass
@@ -27,18 +28,13 @@ from typing import Any
 from starlette.responses import Response
 from starlette.types import Receive, Scope, Send
 
-from server import errors, metrics, sse
+from server import errors, metrics
 from server.config import StreamSettings
 from server.detokenizer import Detokenizer
 from server.engine.base import EngineStopped, Generation
 from server.stops import StopHandler
 
 log = logging.getLogger("server.streaming")
-
-# Per-stream counters reach Prometheus in batches: a labelled counter's inc() takes a lock, and
-# a write costs only a few microseconds.
-_METRIC_BATCH_WRITES = 64
-
 
 class CompletionText:
     """Token ids -> the text the client may see: the detokenizer, then stop handling."""
@@ -84,7 +80,7 @@ class CompletionJob:
     abort_after_tokens: int | None = None
 
 
-class _Fault(Exception):
+class Fault(Exception):
     """A failure after the request was admitted: how it is reported depends on the mode."""
 
     def __init__(self, reason: str, message: str, type: str, code: str) -> None:
@@ -93,11 +89,11 @@ class _Fault(Exception):
         self.error = errors.error_body(message, type, None, code)["error"]
 
 
-class _AbortOnPurpose(Exception):
+class AbortOnPurpose(Exception):
     """lab.abort_after_tokens: end like a crash, without a final chunk, [DONE] or body end."""
 
 
-class _Completion(Response):
+class Completion(Response):
     """The token loop shared by both replies; subclasses decide what a piece of text becomes."""
 
     def __init__(self, job: CompletionJob) -> None:
@@ -191,7 +187,7 @@ class _Completion(Response):
                 self._check_lab_faults()
             else:
                 if generation.finish_reason == "error":
-                    raise _Fault("error", getattr(generation, "error", None) or "generation failed",
+                    raise Fault("error", getattr(generation, "error", None) or "generation failed",
                                  errors.SERVER_ERROR, "generation_failed")
                 finish = "length" if generation.finish_reason == "length" else "stop"
                 if not self.client_gone:
@@ -206,12 +202,12 @@ class _Completion(Response):
             await self.complete(finish)
             return "complete"
         except EngineStopped as exc:
-            return await self._fail(_Fault("error", f"the engine stopped: {exc}",
+            return await self._fail(Fault("error", f"the engine stopped: {exc}",
                                            errors.SERVER_ERROR, "engine_stopped"))
-        except _Fault as fault:
+        except Fault as fault:
             generation.cancel(fault.reason)
             return await self._fail(fault)
-        except _AbortOnPurpose:
+        except AbortOnPurpose:
             generation.cancel("abort")
             metrics.REQUESTS_ABORTED.labels(reason="abort").inc()
             await self.flush()
@@ -229,17 +225,17 @@ class _Completion(Response):
                 return "gone"
             generation.cancel("stall")
             stall_s = job.settings.stall_timeout_s
-            return await self._fail(_Fault("stall", f"no token for {stall_s:g} s: the stream stalled",
+            return await self._fail(Fault("stall", f"no token for {stall_s:g} s: the stream stalled",
                                            errors.TIMEOUT, "stream_stalled"))
 
     def _check_lab_faults(self) -> None:
         if self.tokens == self.job.abort_after_tokens:
-            raise _AbortOnPurpose()
+            raise AbortOnPurpose()
         if self.tokens == self.job.error_after_tokens:
-            raise _Fault("error", f"injected error after {self.tokens} tokens (lab.error_after_tokens)",
+            raise Fault("error", f"injected error after {self.tokens} tokens (lab.error_after_tokens)",
                          errors.SERVER_ERROR, "injected_error")
 
-    async def _fail(self, fault: _Fault) -> str:
+    async def _fail(self, fault: Fault) -> str:
         metrics.REQUESTS_ABORTED.labels(reason=fault.reason).inc()
         if self.client_gone:
             return "gone"
@@ -254,170 +250,6 @@ class _Completion(Response):
     async def heartbeat(self) -> None: ...
     async def content(self, text: str) -> None: ...
     async def complete(self, finish_reason: str) -> None: ...
-    async def failed(self, fault: _Fault) -> str: ...
+    async def failed(self, fault: Fault) -> str: ...
     async def flush(self) -> None: ...
     async def end(self, outcome: str) -> None: ...
-
-
-class SSECompletion(_Completion):
-    """`stream: true`: SSE frames as OpenAI sends them, written as they are made."""
-
-    def __init__(self, job: CompletionJob) -> None:
-        super().__init__(job)
-        settings = job.settings
-        self.raw_headers = sse.streaming_headers(settings.omit_headers)
-        self.heartbeat_s = settings.heartbeat_s
-        self.framer = sse.ChunkFramer(job.completion_id, job.created, job.model,
-                                      job.system_fingerprint, job.include_usage, job.stamp)
-        self._stamp = job.stamp
-        self._coalesce_s = settings.coalesce_ms / 1000.0
-        self._pending: list[bytes] = []
-        self._wake = asyncio.Event()
-        self._writer: asyncio.Task[None] | None = None
-        self._closing = False
-        self._first_content = True
-        self._writes = self._frames = self._pings = 0
-        self.last_emit_at = time.monotonic()
-
-    async def begin(self) -> None:
-        await self.send({"type": "http.response.start", "status": 200, "headers": self.raw_headers})
-        metrics.REQUESTS.labels(status="200").inc()
-        metrics.ACTIVE_STREAMS.inc()
-        if self._coalesce_s > 0:
-            self._writer = asyncio.ensure_future(self._write_loop())
-        await self._emit(self.framer.role())
-
-    async def heartbeat(self) -> None:
-        self._pings += 1
-        await self._emit(sse.PING)
-
-    async def content(self, text: str) -> None:
-        if self._first_content:
-            self._first_content = False
-            metrics.TIME_TO_FIRST_TOKEN.observe(time.monotonic() - self.job.arrived_at)
-        await self._emit(self.framer.content(text))
-
-    async def complete(self, finish_reason: str) -> None:
-        await self._emit(self.framer.finish(finish_reason))
-        if self.job.include_usage:
-            generation = self.job.generation
-            await self._emit(self.framer.usage(generation.prompt_tokens, generation.completion_tokens))
-        await self._emit(sse.DONE)
-
-    async def failed(self, fault: _Fault) -> str:
-        mode = self.job.settings.error_mode
-        if mode == "inband":
-            metrics.INBAND_ERRORS.inc()
-            await self._emit(self.framer.error(fault.error))
-            await self._emit(sse.DONE)
-        elif mode == "fake-done":  # failure mode: an ending indistinguishable from success
-            await self.complete("stop")
-        # "silent-close" (failure mode): the body just ends, without an error or [DONE].
-        log.info("%s: %s after %d tokens (error mode %s)", self.job.completion_id,
-                 fault.error["message"], self.tokens, mode)
-        return "complete"
-
-    async def _emit(self, frame: bytes) -> None:
-        if self.client_gone:
-            return
-        self.last_emit_at = time.monotonic()
-        if self._writer is None:
-            await self._write([frame])
-        else:
-            self._pending.append(frame)
-            self._wake.set()
-
-    async def _write(self, frames: list[bytes], more_body: bool = True) -> None:
-        if self._stamp:
-            body = sse.seal(frames, sse.now_stamp())
-        else:
-            body = frames[0] if len(frames) == 1 else b"".join(frames)
-        self._writes += 1
-        self._frames += len(frames)
-        if self._writes % _METRIC_BATCH_WRITES == 0:
-            self._publish_counts()
-        await self.send({"type": "http.response.body", "body": body, "more_body": more_body})
-
-    async def _write_loop(self) -> None:
-        """Coalescing: the first frame opens a window; all frames made within it leave together."""
-        while True:
-            await self._wake.wait()
-            if not self._closing:
-                await asyncio.sleep(self._coalesce_s)
-            frames, self._pending = self._pending, []
-            self._wake.clear()
-            if frames and not self.client_gone:
-                await self._write(frames)
-            if self._closing:
-                return
-
-    async def flush(self) -> None:
-        if self._writer is not None:
-            self._closing = True
-            self._wake.set()
-            await self._writer
-            self._writer = None
-
-    def _publish_counts(self) -> None:
-        metrics.STREAM_WRITES.inc(self._writes)
-        metrics.SSE_FRAMES.inc(self._frames)
-        metrics.HEARTBEATS.inc(self._pings)
-        self._writes = self._frames = self._pings = 0
-
-    async def end(self, outcome: str) -> None:
-        try:
-            await self.flush()
-            if outcome == "complete" and not self.client_gone:
-                # The terminating zero-length chunk. Not sent on "abort": uvicorn then closes the
-                # connection mid-body, which the client sees as a crash (incomplete chunked read).
-                await self.send({"type": "http.response.body", "body": b"", "more_body": False})
-        finally:
-            self._publish_counts()
-            metrics.ACTIVE_STREAMS.dec()
-            if self._writer is not None:
-                self._writer.cancel()
-
-
-class JSONCompletion(_Completion):
-    """`stream: false`: one `chat.completion` object once generation is over."""
-
-    def __init__(self, job: CompletionJob) -> None:
-        super().__init__(job)
-        self._pieces: list[str] = []
-        self._body: bytes = b""
-        self._status = 200
-        self.last_emit_at = time.monotonic()
-
-    async def content(self, text: str) -> None:
-        if not self._pieces:
-            metrics.TIME_TO_FIRST_TOKEN.observe(time.monotonic() - self.job.arrived_at)
-        self._pieces.append(text)
-
-    async def complete(self, finish_reason: str) -> None:
-        job, generation = self.job, self.job.generation
-        self._body = json.dumps(sse.completion_object(
-            job.completion_id, job.created, job.model, job.system_fingerprint,
-            "".join(self._pieces), finish_reason, generation.prompt_tokens,
-            generation.completion_tokens), ensure_ascii=False, separators=(",", ":")).encode()
-
-    async def failed(self, fault: _Fault) -> str:
-        # Nothing was sent yet, so the error is an ordinary status (504 for a stall, as a proxy would).
-        self._status = 504 if fault.reason == "stall" else 500
-        self._body = json.dumps({"error": fault.error}).encode()
-        return "complete"
-
-    async def end(self, outcome: str) -> None:
-        if outcome == "gone":
-            return  # nobody to answer; uvicorn sees a disconnected client and sends nothing
-        if outcome == "abort":
-            await self.complete("length")
-        metrics.REQUESTS.labels(status=str(self._status)).inc()
-        headers = [(b"content-type", b"application/json"),
-                   (b"content-length", str(len(self._body)).encode())]
-        await self.send({"type": "http.response.start", "status": self._status, "headers": headers})
-        if outcome == "abort":
-            # A crash mid-body: half the announced length, then uvicorn closes the connection.
-            await self.send({"type": "http.response.body", "body": self._body[:len(self._body) // 2],
-                             "more_body": True})
-            return
-        await self.send({"type": "http.response.body", "body": self._body, "more_body": False})

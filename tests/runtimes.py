@@ -20,7 +20,7 @@ from proxies.runtime.docker import DockerProxy
 from proxies.runtime.dockercli import docker, engine_problem
 from proxies.runtime.images import ImageMissing, image_for
 from proxies.runtime.local import LocalProxy
-from proxies.runtime.process import free_port, port_accepts
+from server.processes import free_port, port_accepts
 
 PROXIES: tuple[ProxyName, ...] = ("nginx", "haproxy", "envoy")
 

@@ -1,8 +1,7 @@
 """The scenario catalogue: every scenario declared once, in the module of its layer.
 
-Importing it also registers each scenario's proxy settings as named variants of `proxies`
-(`<scenario>:broken`, `<scenario>:fixed`), so `python -m proxies render nginx --variant
-nginx-buffering:broken` prints exactly what the lab runs.
+`python -m labs render nginx-buffering --variant broken` prints the proxy config a variant runs
+(labs/render.py).
 """
 from __future__ import annotations
 
@@ -42,18 +41,4 @@ def _check_names() -> None:
                 raise ValueError(f"scenario name {a!r} is a prefix of {b!r}: -k would select both")
 
 
-def _register_proxy_variants() -> None:
-    from labs.runner import hop_settings
-    from proxies.variants import register_variant
-
-    for scenario in SCENARIOS:
-        for variant_name in VARIANTS:
-            variant = scenario.variant(variant_name)
-            for proxy in scenario.path:
-                def factory(proxy=proxy, overrides=variant.proxy.get(proxy, {}), base=scenario.base):
-                    return hop_settings(proxy, overrides, base)
-                register_variant(proxy, f"{scenario.name}:{variant_name}", factory, replace=True)  # type: ignore[arg-type]
-
-
 _check_names()
-_register_proxy_variants()

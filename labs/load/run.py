@@ -108,7 +108,7 @@ class LoadLab:
             yield None
             return
         from labs.runner import hop_settings
-        from proxies.runtime.process import free_port
+        from server.processes import free_port
 
         ports: dict[str, int] = {"listen_port": free_port(), "upstream_port": server_port}
         if path.proxy == "envoy":

@@ -1,6 +1,6 @@
 """How the proxies and the model server run: `local` host processes or `docker` containers.
 
-Kept free of imports at package level: `server.launcher` imports `proxies.runtime.process`.
+Each runtime is imported on first use (the process helpers both share are `server.processes`).
 """
 from __future__ import annotations
 

@@ -33,8 +33,8 @@ from proxies.runtime.dockercli import DockerError, docker, docker_bin, host_user
 from proxies.runtime.images import (Choice, ImageMissing, image_for, offline_server_built_here,
                                     offline_server_labels)
 from proxies.runtime.local import PROCESS_LOG, LocalProxy, foreground_args
-from proxies.runtime.process import ManagedProcess, ProcessFailed, free_port
 from proxies.validation import CONFIG_NAMES, ConfigInvalid, validate
+from server.processes import ManagedProcess, ProcessFailed, free_port
 
 if TYPE_CHECKING:
     from server.launcher import ServerHandle

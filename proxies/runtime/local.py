@@ -18,8 +18,8 @@ from proxies.base import ProxyName, ProxySettings
 from proxies.binaries import binary
 from proxies.rendering import render
 from proxies.runtime import logs
-from proxies.runtime.process import ManagedProcess, managed, port_accepts, wait_until
 from proxies.validation import validate
+from server.processes import ManagedProcess, managed, port_accepts, wait_until
 
 if TYPE_CHECKING:
     from server.launcher import ServerHandle

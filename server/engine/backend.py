@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 from server.engine.base import GenerationRequest
 
 if TYPE_CHECKING:
-    from server.engine.scheduler import ScheduledGeneration
+    from server.engine.generation import ScheduledGeneration
 
 
 @dataclass(eq=False)

@@ -1,12 +1,11 @@
-"""Slots, a bounded queue, pacing and cancellation: the decode loop both engines share.
+"""Pacing, batching and cancellation: the decode loop both engines share.
 
 An engine is this scheduler plus a Backend that knows how to prefill a sequence and how to compute
 the next token for a batch of sequences (a model forward pass, or a table look-up for the
 synthetic engine). The scheduler decides *when* and *which*:
 
-* Slots: at most `slots` sequences are admitted (hold KV cache); the rest wait in a FIFO queue of
-  at most `max_queue` entries. `submit` raises QueueFull at once when both are full, so the HTTP
-  layer can answer 429 before it streams any byte.
+* Slots: at most `slots` sequences hold a slot; the rest wait in a bounded FIFO queue, and a
+  submit beyond both is refused at once (server/engine/admission.py).
 * Pacing lives in the loop: each sequence has a due time for its next token, and a token is
   computed only when it is due. Nothing is computed ahead, so a client that stops reading never
   makes the engine run ahead, and a cancel finds at most one token in flight.
@@ -14,7 +13,8 @@ synthetic engine). The scheduler decides *when* and *which*:
   Backend.step call, so unpaced sequences share every forward pass.
 * Threading: the loop runs on its own thread (never the event loop), except in the
   `blocking_loop` failure mode. Tokens reach asyncio through one `call_soon_threadsafe` per loop
-  iteration (a batch of events), into an asyncio.Queue per generation.
+  iteration (a batch of events), into an asyncio.Queue per generation
+  (server/engine/generation.py).
 * Cancellation: `cancel()` flags the sequence and wakes the loop; the slot is freed at the start
   of the next iteration, i.e. within one decode step (at once if the loop was waiting).
 """
@@ -27,20 +27,13 @@ import itertools
 import logging
 import threading
 import time
-from dataclasses import dataclass
-from typing import Any, AsyncIterator
+from typing import Any
 
 from server import metrics
+from server.engine.admission import Admission
 from server.engine.backend import Backend, Sequence
-from server.engine.base import (
-    Engine,
-    EngineStopped,
-    FinishReason,
-    Generation,
-    GenerationRequest,
-    QueueFull,
-    TokenEvent,
-)
+from server.engine.base import Engine, EngineStopped, FinishReason, Generation, GenerationRequest, TokenEvent
+from server.engine.generation import End, ScheduledGeneration, Stopped, deliver_all
 
 log = logging.getLogger(__name__)
 
@@ -49,92 +42,20 @@ log = logging.getLogger(__name__)
 BATCH_TOLERANCE_S = 0.001
 
 
-# Items on a generation's asyncio queue besides TokenEvent.
-@dataclass(frozen=True)
-class _End:
-    reason: FinishReason
-    error: str | None = None
-
-
-@dataclass(frozen=True)
-class _Stopped:
-    message: str
-
-
-class ScheduledGeneration(Generation):
-    def __init__(self, scheduler: "Scheduler", request: GenerationRequest) -> None:
-        self._scheduler = scheduler
-        self._queue: asyncio.Queue[TokenEvent | _End | _Stopped] = asyncio.Queue()
-        self._prompt_tokens = len(request.prompt_ids)
-        self._completion_tokens = 0
-        self.finish_reason: FinishReason | None = None
-        self.error: str | None = None  # what went wrong when finish_reason == "error"
-        self.seq: Sequence | None = None  # set by Scheduler.submit
-
-    # Called on the event loop thread with events from the decode loop.
-    def _deliver(self, item: TokenEvent | _End | _Stopped) -> None:
-        # The outcome is known as soon as the loop says so, even if nobody reads the rest
-        # (a cancelled generation is usually not iterated any more).
-        if isinstance(item, _End):
-            self.finish_reason, self.error = item.reason, item.error
-        elif isinstance(item, _Stopped):
-            self.finish_reason, self.error = "error", item.message
-        self._queue.put_nowait(item)
-
-    async def _iterate(self) -> AsyncIterator[TokenEvent]:
-        while True:
-            item = await self._queue.get()
-            if isinstance(item, TokenEvent):
-                self._completion_tokens += 1
-                yield item
-            elif isinstance(item, _End):
-                return
-            else:
-                raise EngineStopped(item.message)
-
-    def __aiter__(self) -> AsyncIterator[TokenEvent]:
-        # Deliberately no cancel() when the consumer stops iterating: the server's
-        # "no disconnect handling" failure mode relies on generation going on unread.
-        return self._iterate()
-
-    def cancel(self, reason: str = "disconnect") -> None:
-        self._scheduler._cancel(self, reason)
-
-    def mark_client_gone(self) -> None:
-        """The client has gone but generation goes on (failure mode): count what follows."""
-        if self.seq is not None and self.seq.client_gone_at is None:
-            self.seq.client_gone_at = time.monotonic()
-
-    @property
-    def done(self) -> bool:
-        return self.finish_reason is not None
-
-    @property
-    def prompt_tokens(self) -> int:
-        return self._prompt_tokens
-
-    @property
-    def completion_tokens(self) -> int:
-        return self._completion_tokens
-
-
 class Scheduler(Engine):
     """The Engine implementation: a Backend driven by a paced, batched decode loop."""
 
     def __init__(self, name: str, backend: Backend, slots: int, max_queue: int,
                  blocking_loop: bool = False) -> None:
-        if slots < 1 or max_queue < 0:
-            raise ValueError("slots must be >= 1 and max_queue >= 0")
+        self.admission = Admission(slots, max_queue)
         self.name = name
         self.slots = slots
         self.max_queue = max_queue
         self.backend = backend
         self.blocking_loop = blocking_loop
-        self._cond = threading.Condition()
-        self._waiting: collections.deque[Sequence] = collections.deque()  # guarded by _cond
-        self._active: list[Sequence] = []  # the slots; loop thread only
+        self._cond = self.admission.cond  # also guards _stopping
+        self._active: list[Sequence] = []  # the sequences holding slots; loop thread only
         self._due_heap: list[tuple[float, int, Sequence]] = []  # loop thread only
-        self._slots_in_use = 0
         self._ids = itertools.count()
         self._stopping = False
         self._running = False
@@ -143,7 +64,6 @@ class Scheduler(Engine):
         self._wake_async: asyncio.Event | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._pending: list[tuple[ScheduledGeneration, Any]] = []  # events of this iteration
-        self._generations: set[ScheduledGeneration] = set()  # in flight, guarded by _cond
         self.steps = 0  # forward steps run (for benchmarks and tests)
         self.last_step_s = 0.0
         # (batch size, seconds) of recent steps, for the benchmark.
@@ -192,16 +112,7 @@ class Scheduler(Engine):
         gen = ScheduledGeneration(self, request)
         seq = Sequence(id=next(self._ids), request=request, generation=gen)
         gen.seq = seq
-        with self._cond:
-            free = self.slots - self._slots_in_use
-            # Admission happens on the loop thread, so count the waiting ones against free
-            # slots too: a burst of submits between two iterations must not overfill the queue.
-            if len(self._waiting) >= free + self.max_queue:
-                raise QueueFull(retry_after_s=self._retry_after())
-            self._waiting.append(seq)
-            self._generations.add(gen)
-            metrics.QUEUED_REQUESTS.set(len(self._waiting))
-            self._cond.notify_all()
+        self.admission.enqueue(seq)
         if self._wake_async is not None:
             self._wake_async.set()
         return gen
@@ -212,21 +123,18 @@ class Scheduler(Engine):
 
     @property
     def slots_in_use(self) -> int:
-        return self._slots_in_use
+        return self.admission.in_use
 
     @property
     def queued(self) -> int:
-        return len(self._waiting)
+        return self.admission.queued
 
     def describe(self) -> dict[str, Any]:
         return {"engine": self.name, "slots": self.slots, "max_queue": self.max_queue,
                 **self.backend.describe()}
 
-    def _retry_after(self) -> float:
-        # A rough hint: one slot frees up every so often; never less than a second (HTTP's unit).
-        return 1.0
-
-    def _cancel(self, gen: ScheduledGeneration, reason: str) -> None:
+    def cancel(self, gen: ScheduledGeneration, reason: str) -> None:
+        """End `gen` (its own cancel() lands here): at once while queued, else within one step."""
         seq = gen.seq
         if seq is None or gen.done:
             return
@@ -240,18 +148,12 @@ class Scheduler(Engine):
             # and "abort" are the server's own decisions.
             if reason == "disconnect" and seq.client_gone_at is None:
                 seq.client_gone_at = now
-            try:
-                self._waiting.remove(seq)
-            except ValueError:
-                queued = False
-            else:
-                queued = True
-                metrics.QUEUED_REQUESTS.set(len(self._waiting))
-                self._generations.discard(gen)
+            queued = self.admission.withdraw(seq)
+            if queued:
                 seq.finished = True
             self._cond.notify_all()
         if queued:
-            gen._deliver(_End("cancelled"))
+            gen.deliver(End("cancelled"))
         elif self._wake_async is not None:
             self._wake_async.set()
 
@@ -275,7 +177,7 @@ class Scheduler(Engine):
         try:
             while True:
                 with self._cond:
-                    idle = not self._active and not self._waiting and not self._stopping
+                    idle = not self._active and not self.admission.queued and not self._stopping
                 if idle:
                     self._wake_async.clear()
                     await self._wake_async.wait()
@@ -295,17 +197,11 @@ class Scheduler(Engine):
     def _iterate(self, block: bool, blocking_sleep: bool = False) -> bool:
         """One loop iteration: reap cancelled, admit, wait until something is due, step it.
         Returns False when the engine is stopping."""
-        admitted: list[Sequence] = []
         with self._cond:
             if self._stopping:
                 return False
             self._reap_cancelled()
-            while self._waiting and self._slots_in_use < self.slots:
-                seq = self._waiting.popleft()
-                self._slots_in_use += 1
-                admitted.append(seq)
-            metrics.QUEUED_REQUESTS.set(len(self._waiting))
-            metrics.SLOTS_IN_USE.set(self._slots_in_use)
+            admitted = self.admission.admit()
             self._flush_events()  # the ends of reaped sequences, before any wait
             if not admitted and not self._active:
                 if block:
@@ -431,13 +327,11 @@ class Scheduler(Engine):
         except ValueError:
             pass
         else:
-            self._slots_in_use -= 1
-            metrics.SLOTS_IN_USE.set(self._slots_in_use)
+            self.admission.free_slot()
         if seq.client_gone_at is not None:
             metrics.SLOT_HELD_AFTER_DISCONNECT.observe(time.monotonic() - seq.client_gone_at)
-        with self._cond:
-            self._generations.discard(seq.generation)
-        self._pending.append((seq.generation, _End(reason, error)))
+        self.admission.forget(seq.generation)
+        self._pending.append((seq.generation, End(reason, error)))
 
     def _flush_events(self) -> None:
         if not self._pending:
@@ -447,7 +341,7 @@ class Scheduler(Engine):
         if loop is None or loop.is_closed():
             return
         try:
-            loop.call_soon_threadsafe(_deliver_all, events)
+            loop.call_soon_threadsafe(deliver_all, events)
         except RuntimeError:  # the event loop has been closed under us
             pass
 
@@ -455,9 +349,7 @@ class Scheduler(Engine):
         """End every generation in flight with EngineStopped (loop thread, at exit)."""
         with self._cond:
             self._stopping = True
-            gens = list(self._generations)
-            self._generations.clear()
-            self._waiting.clear()
+            gens = self.admission.drain()
         for seq in list(self._active):
             try:
                 self.backend.release(seq)
@@ -465,14 +357,7 @@ class Scheduler(Engine):
                 pass
         self._active.clear()
         self._due_heap.clear()
-        self._slots_in_use = 0
         self._running = False
-        metrics.SLOTS_IN_USE.set(0)
-        metrics.QUEUED_REQUESTS.set(0)
-        self._pending.extend((g, _Stopped(message)) for g in gens)
+        self._pending.extend((g, Stopped(message)) for g in gens)
         self._flush_events()
 
-
-def _deliver_all(events: list[tuple[ScheduledGeneration, Any]]) -> None:
-    for gen, item in events:
-        gen._deliver(item)

@@ -29,8 +29,8 @@ from proxies.runtime.compose import (ComposeUnavailable, compose_command, compos
                                      is_v1, write_env_file)
 from proxies.runtime.images import image_for
 from proxies.runtime.local import LocalProxy
-from proxies.runtime.process import free_port
 from server.launcher import _healthy
+from server.processes import free_port
 from tests.runtimes import PROXIES, on_free_ports, require_engine, require_images, unavailable
 
 PROFILES = " ".join(f"--profile {name}" for name in PROXIES)

@@ -14,7 +14,7 @@ import pytest
 
 from proxies import variant
 from proxies.runtime.docker import run_proxy, running_server
-from proxies.runtime.process import port_accepts
+from server.processes import port_accepts
 from tests.proxies.sse_upstream import SseUpstream, sse_upstream
 from tests.runtimes import assert_gone, get, on_free_ports
 

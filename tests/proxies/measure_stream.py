@@ -15,7 +15,7 @@ from typing import Any, Callable, Iterator
 
 from proxies import variant
 from proxies.runtime.local import run_proxy
-from proxies.runtime.process import free_port
+from server.processes import free_port
 from tests.proxies.sse_upstream import sse_upstream
 from tests.proxies.stream_client import StreamResult, stream_sync
 

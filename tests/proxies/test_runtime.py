@@ -24,7 +24,7 @@ from proxies.runtime import get_runtime
 from proxies.runtime.base import RunningProxy, Runtime
 from proxies.runtime.docker import DockerRuntime
 from proxies.runtime.local import LocalRuntime, run_proxy
-from proxies.runtime.process import free_port, port_accepts, wait_until
+from server.processes import free_port, port_accepts, wait_until
 from tests.proxies.sse_upstream import SseUpstream, sse_upstream
 from tests.proxies.stream_client import stream_sync
 from tests.runtimes import (PROXIES, RUNTIMES, assert_gone, assert_running, get, group_members,

@@ -8,7 +8,7 @@ import pytest
 
 from proxies import variant
 from proxies.runtime.local import run_proxy
-from proxies.runtime.process import free_port
+from server.processes import free_port
 from tests.proxies.stream_client import StreamResult, stream_sync
 
 REPO = Path(__file__).resolve().parents[2]

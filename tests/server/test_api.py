@@ -7,8 +7,8 @@ import time
 import httpx
 import pytest
 
-from proxies.runtime.process import wait_until
 from server.launcher import running_server
+from server.processes import wait_until
 
 JAPANESE = "鬱蒼とした森で𠮷野家の🦩と🧑🏿‍🚀が踊る"
 

@@ -6,7 +6,7 @@ import time
 
 import httpx
 
-from proxies.runtime.process import wait_until
+from server.processes import wait_until
 
 AFTER = "streamlab_tokens_after_disconnect_total"
 ABORTED = 'streamlab_requests_aborted_total{reason="disconnect"}'

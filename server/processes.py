@@ -1,6 +1,8 @@
 """Start a local process, poll it until ready, stop it by its PID: the one way this project runs things.
 
-Used for the model server and for each proxy, by the labs and the tests alike.
+Used for the model server and for each proxy, by the labs and the tests alike. It lives in the
+lowest layer (labs -> proxies -> server) so that every layer may use it: `server.launcher` starts
+the model server with it, `proxies.runtime` the proxies.
 """
 from __future__ import annotations
 

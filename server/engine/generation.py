@@ -1,0 +1,97 @@
+"""A generation as the HTTP layer holds it: the asyncio side of one scheduled sequence.
+
+The decode loop (server/engine/scheduler.py) hands its events over in batches, one
+`call_soon_threadsafe(deliver_all, ...)` per loop iteration; each generation puts them on its own
+asyncio.Queue, which `async for` reads.
+"""
+from __future__ import annotations
+
+import asyncio
+import time
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, AsyncIterator
+
+from server.engine.base import EngineStopped, FinishReason, Generation, GenerationRequest, TokenEvent
+
+if TYPE_CHECKING:
+    from server.engine.backend import Sequence
+    from server.engine.scheduler import Scheduler
+
+
+# Items on a generation's asyncio queue besides TokenEvent.
+@dataclass(frozen=True)
+class End:
+    """Generation is over for this reason (error: what went wrong)."""
+
+    reason: FinishReason
+    error: str | None = None
+
+
+@dataclass(frozen=True)
+class Stopped:
+    """The engine stopped under the generation: iterating raises EngineStopped."""
+
+    message: str
+
+
+class ScheduledGeneration(Generation):
+    def __init__(self, scheduler: "Scheduler", request: GenerationRequest) -> None:
+        self._scheduler = scheduler
+        self._queue: asyncio.Queue[TokenEvent | End | Stopped] = asyncio.Queue()
+        self._prompt_tokens = len(request.prompt_ids)
+        self._completion_tokens = 0
+        self.finish_reason: FinishReason | None = None
+        self.error: str | None = None  # what went wrong when finish_reason == "error"
+        self.seq: Sequence | None = None  # set by Scheduler.submit
+
+    # Called on the event loop thread with events from the decode loop.
+    def deliver(self, item: TokenEvent | End | Stopped) -> None:
+        # The outcome is known as soon as the loop says so, even if nobody reads the rest
+        # (a cancelled generation is usually not iterated any more).
+        if isinstance(item, End):
+            self.finish_reason, self.error = item.reason, item.error
+        elif isinstance(item, Stopped):
+            self.finish_reason, self.error = "error", item.message
+        self._queue.put_nowait(item)
+
+    async def _iterate(self) -> AsyncIterator[TokenEvent]:
+        while True:
+            item = await self._queue.get()
+            if isinstance(item, TokenEvent):
+                self._completion_tokens += 1
+                yield item
+            elif isinstance(item, End):
+                return
+            else:
+                raise EngineStopped(item.message)
+
+    def __aiter__(self) -> AsyncIterator[TokenEvent]:
+        # Deliberately no cancel() when the consumer stops iterating: the server's
+        # "no disconnect handling" failure mode relies on generation going on unread.
+        return self._iterate()
+
+    def cancel(self, reason: str = "disconnect") -> None:
+        self._scheduler.cancel(self, reason)
+
+    def mark_client_gone(self) -> None:
+        """The client has gone but generation goes on (failure mode): count what follows."""
+        if self.seq is not None and self.seq.client_gone_at is None:
+            self.seq.client_gone_at = time.monotonic()
+
+    @property
+    def done(self) -> bool:
+        return self.finish_reason is not None
+
+    @property
+    def prompt_tokens(self) -> int:
+        return self._prompt_tokens
+
+    @property
+    def completion_tokens(self) -> int:
+        return self._completion_tokens
+
+
+def deliver_all(events: list[tuple[ScheduledGeneration, Any]]) -> None:
+    """Hand one loop iteration's events to their generations (on the event loop thread)."""
+    for gen, item in events:
+        gen.deliver(item)
