@@ -34,6 +34,15 @@ HttpImpl = Literal["httptools", "h11"]
 
 log = logging.getLogger("server.connections")
 
+# Set in every request's ASGI scope: abort the connection at once, unflushed. A stream blocked on
+# a client that does not read ends this way (a close would wait for the buffer to drain).
+ABORT_EXTENSION = "streamlab.abort"
+
+
+def _offer_abort(scope: Any, transport: asyncio.Transport) -> None:
+    extensions = scope.setdefault("extensions", {})
+    extensions.setdefault(ABORT_EXTENSION, transport.abort)
+
 
 @dataclass(frozen=True)
 class HttpLimits:
@@ -155,6 +164,7 @@ class LimitedHttpTools(_Limited, HttpToolsProtocol):
         self._in_headers = False
         self._header_bytes = 0
         self._disarm_header_timer()
+        _offer_abort(self.scope, self.transport)
         super().on_headers_complete()
         if self.cycle is not None:
             self._open_cycles = [c for c in self._open_cycles if not c.response_complete]
@@ -179,6 +189,8 @@ class LimitedHttpTools(_Limited, HttpToolsProtocol):
 class LimitedH11(_Limited, H11Protocol):
     def data_received(self, data: bytes) -> None:
         super().data_received(data)
+        if self.cycle is not None:  # its task has not run yet: it starts with the extension
+            _offer_abort(self.cycle.scope, self.transport)
         if self.transport.is_closing():
             return
         if self.conn.their_state is h11.IDLE:

@@ -6,6 +6,8 @@ import asyncio
 import logging
 import time
 
+from starlette.types import Receive, Scope, Send
+
 from server import metrics, sse
 from server.streaming import Completion, CompletionJob, Fault
 
@@ -36,10 +38,19 @@ class SSECompletion(Completion):
         self._writes = self._frames = self._pings = 0
         self.last_emit_at = time.monotonic()
 
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        # Up and down around everything, whichever way the stream ends (the gauge once leaked).
+        metrics.ACTIVE_STREAMS.inc()
+        try:
+            await super().__call__(scope, receive, send)
+        finally:
+            metrics.ACTIVE_STREAMS.dec()
+            if self._writer is not None:
+                self._writer.cancel()
+
     async def begin(self) -> None:
         await self.send({"type": "http.response.start", "status": 200, "headers": self.raw_headers})
         metrics.REQUESTS.labels(status="200").inc()
-        metrics.ACTIVE_STREAMS.inc()
         if self._coalesce_s > 0:
             self._writer = asyncio.ensure_future(self._write_loop())
         await self._emit(self.framer.role())
@@ -130,6 +141,3 @@ class SSECompletion(Completion):
                 await self.send({"type": "http.response.body", "body": b"", "more_body": False})
         finally:
             self._publish_counts()
-            metrics.ACTIVE_STREAMS.dec()
-            if self._writer is not None:
-                self._writer.cancel()
