@@ -119,12 +119,23 @@ class SSECompletion(Completion):
             if self._closing:
                 return
 
-    async def flush(self) -> None:
+    def left(self) -> None:
+        # Nobody reads what is pending: do not sit out the coalescing window for it.
         if self._writer is not None:
+            self._writer.cancel()
+
+    async def flush(self) -> None:
+        writer = self._writer
+        if writer is None:
+            return
+        if not self.client_gone:
             self._closing = True
             self._wake.set()
-            await self._writer
-            self._writer = None
+        # wait(), not await: the writer may be cancelled (left()) while this waits for it.
+        await asyncio.wait({writer})
+        self._writer = None
+        if not writer.cancelled() and writer.exception() is not None:
+            raise writer.exception()  # type: ignore[misc]
 
     def _publish_counts(self) -> None:
         metrics.STREAM_WRITES.inc(self._writes)

@@ -125,12 +125,14 @@ class Completion(Response):
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         self._abort_connection = scope.get("extensions", {}).get(ABORT_EXTENSION)
         self.send = self._timed_send(send)
+        watcher: asyncio.Future[Any] | None = None
         helpers: list[asyncio.Future[Any]] = []
         outcome = "unfinished"
         try:
             self._arm_watchdog()
             await self.begin()
-            helpers.append(asyncio.ensure_future(self._watch_disconnect(receive)))
+            # The watcher lives until the end is written (a coalesced tail can take a window).
+            watcher = asyncio.ensure_future(self._watch_disconnect(receive))
             if self.job.settings.stall_timeout_s or self.heartbeat_s:
                 helpers.append(asyncio.ensure_future(self._tick()))
             self._pump_task = asyncio.ensure_future(self._pump())
@@ -157,9 +159,11 @@ class Completion(Response):
             self._abort()
             outcome = "failed"
         finally:
+            if watcher is not None:
+                watcher.cancel()
             if self._watchdog is not None:
                 self._watchdog.cancel()
-            if outcome == "gone":
+            if outcome == "gone" or (outcome == "complete" and self.client_gone):
                 self._count("stalled-client" if self._client_stalled else "disconnect")
 
     def _count(self, reason: str) -> None:
@@ -211,6 +215,7 @@ class Completion(Response):
         while (await receive())["type"] != "http.disconnect":
             pass
         self.client_gone = True
+        self.left()
         generation = self.job.generation
         if self.job.settings.disconnect == "abort":
             # The engine frees the slot within one decode step and counts the token in flight
@@ -320,6 +325,9 @@ class Completion(Response):
 
     heartbeat_s: float | None = None
     last_emit_at: float = 0.0
+
+    def left(self) -> None:
+        """The client has gone (called once, on the event loop)."""
 
     async def begin(self) -> None: ...
     async def heartbeat(self) -> None: ...
