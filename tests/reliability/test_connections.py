@@ -78,8 +78,11 @@ def counter(server, name: str) -> float:
 # -- headers and bodies against the limits -------------------------------------------------------
 
 @pytest.fixture(scope="module", params=["httptools", "h11"])
-def limited(request, model_dir):
-    """The synthetic engine behind each HTTP implementation, with the suite's small limits."""
+def limited(request, hardened):
+    """Each HTTP implementation with the suite's small limits (httptools: the shared server)."""
+    if request.param == "httptools":
+        yield hardened
+        return
     with running_server(["--engine", "synthetic", "--http", request.param,
                          "--header-timeout-s", str(HEADER_TIMEOUT_S),
                          "--body-timeout-s", str(BODY_TIMEOUT_S),
@@ -170,11 +173,12 @@ def test_a_trickled_body_gets_408_even_while_bytes_keep_coming(limited) -> None:
 
 def test_a_client_leaving_mid_upload_is_one_log_line_not_a_500(limited) -> None:
     errors_before = counter(limited, 'streamlab_requests_total{status="500"}')
+    left_before = counter(limited, 'streamlab_requests_total{status="499"}')
     with connect(limited) as sock:
         sock.sendall(CHAT + b"Content-Length: 1000\r\n\r\n{\"model\": \"tiny\", ")
         time.sleep(0.1)  # pacing: the upload is under way when the client leaves
-    wait_until(lambda: counter(limited, 'streamlab_requests_total{status="499"}') >= 1, 5,
-               describe="the abandoned upload counted as 499")
+    wait_until(lambda: counter(limited, 'streamlab_requests_total{status="499"}') == left_before + 1,
+               5, describe="the abandoned upload counted as 499")
     assert counter(limited, 'streamlab_requests_total{status="500"}') == errors_before
     log = limited.log_tail(400)
     assert "Traceback" not in log and "Exception in ASGI" not in log, log
@@ -245,10 +249,14 @@ def test_pipelined_requests_are_still_answered_in_order(hardened) -> None:
 LONG_NAME = "a-model-with-a-very-long-name-" * 200
 
 
+PAGE = "http://page.example"
+
+
 @pytest.fixture(scope="module")
 def wordy(model_dir):
+    """A server with a long model name, which also lets one web page in (CORS)."""
     with running_server(["--engine", "synthetic", "--served-model-name", LONG_NAME,
-                         "--send-timeout-s", str(SEND_TIMEOUT_S)]) as handle:
+                         "--send-timeout-s", str(SEND_TIMEOUT_S), "--cors-origin", PAGE]) as handle:
         yield handle
 
 
@@ -277,15 +285,15 @@ def test_a_reader_that_stops_reading_is_cut_and_its_slot_freed(wordy) -> None:
 
 # -- browsers -----------------------------------------------------------------------------------
 
-def test_cors_is_off_unless_configured(hardened, model_dir) -> None:
-    origin = {"Origin": "http://page.example"}
-    reply = post(hardened, json.dumps({"model": "tiny", "max_tokens": 1, "messages": [
-        {"role": "user", "content": "hi"}]}).encode(), origin)
-    assert "access-control-allow-origin" not in reply.headers
-    with running_server(["--engine", "synthetic", "--cors-origin", "http://page.example"]) as cors:
-        reply = post(cors, json.dumps({"model": "tiny", "max_tokens": 1, "messages": [
-            {"role": "user", "content": "hi"}]}).encode(), origin)
-        assert reply.status == 200
-        assert reply.headers["access-control-allow-origin"] == "http://page.example"
-        other = post(cors, b"{}", {"Origin": "http://elsewhere.example"})
-        assert "access-control-allow-origin" not in other.headers
+def test_cors_is_off_unless_configured(hardened, wordy) -> None:
+    def ask(server, model: str, origin: str):
+        return post(server, json.dumps({"model": model, "max_tokens": 1, "messages": [
+            {"role": "user", "content": "hi"}]}).encode(), {"Origin": origin})
+
+    plain = ask(hardened, "tiny", PAGE)
+    assert plain.status == 200 and "access-control-allow-origin" not in plain.headers
+    allowed = ask(wordy, LONG_NAME, PAGE)
+    assert allowed.status == 200
+    assert allowed.headers["access-control-allow-origin"] == PAGE
+    other = ask(wordy, LONG_NAME, "http://elsewhere.example")
+    assert "access-control-allow-origin" not in other.headers
