@@ -13,7 +13,8 @@ uvicorn creates one protocol instance per accepted connection, so this is where 
   newest request as "the" cycle, so a departure reached the second stream only and the first
   ran on for nobody; and uvicorn pauses reading while a pipelined request waits, so the FIN
   was not even read. Here every open cycle hears of the departure, and reading goes on while at
-  most one request waits (its body is still bounded by uvicorn's flow control).
+  most one request waits (its body is still bounded by uvicorn's flow control; under h11, up
+  to one header block's worth of it).
 """
 from __future__ import annotations
 
@@ -199,9 +200,14 @@ class LimitedH11(_Limited, H11Protocol):
                 self._arm_header_timer()
                 self._header_bytes = 0
                 self._count_header_bytes(pending)
-        else:
-            self._disarm_header_timer()
-            self._header_bytes = 0
+            return
+        self._disarm_header_timer()
+        self._header_bytes = 0
+        if (self.conn.their_state is h11.DONE and self.conn.our_state is not h11.DONE
+                and len(self.conn.trailing_data[0]) <= self.limits.max_header_bytes):
+            # A pipelined request waits in h11's buffer, and uvicorn paused reading for it:
+            # read on (up to one header block's worth) so the client's FIN is still seen.
+            self.flow.resume_reading()
 
     def _partial_headers(self) -> bool:
         return self.conn.their_state is h11.IDLE and bool(self.conn.trailing_data[0])
