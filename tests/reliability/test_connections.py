@@ -201,20 +201,25 @@ def test_a_client_leaving_during_headers_delay_is_a_departure_not_a_200(hardened
 
 
 def test_every_abandoned_stream_is_counted_once(hardened) -> None:
-    """Twelve streams left at different points (before the first token, mid-stream, in a pause):
-    twelve departures, no more, no less."""
-    gone_before = counter(hardened, 'streamlab_requests_aborted_total{reason="disconnect"}')
-    shapes = [{"lab": {"first_token_delay_s": 30}}, {"lab": {"tokens_per_s": 50}},
-              {"lab": {"pause_after_tokens": 2, "pause_s": 30}}]
+    """Streams left at different points (before the first token, mid-stream, in a pause, while
+    a finished answer waits out its coalescing window): one departure each, no more, no less."""
+    name = 'streamlab_requests_aborted_total{reason="disconnect"}'
+    gone_before = counter(hardened, name)
+    shapes = [({"lab": {"first_token_delay_s": 30}}, b"data: ", 0.0),
+              ({"lab": {"tokens_per_s": 50}}, b'"content":"', 0.0),
+              ({"lab": {"pause_after_tokens": 2, "pause_s": 30}}, b'"content":"', 0.0),
+              # Generation is over within the linger; the last frames wait for the window.
+              ({"max_tokens": 3, "lab": {"coalesce_ms": 3000}}, b"\r\n\r\n", 0.5)]
     for i in range(12):
+        fields, marker, linger_s = shapes[i % len(shapes)]
         with connect(hardened) as sock:
-            sock.sendall(chat_request({"stream": True, **shapes[i % 3]}))
-            read_until(sock, b"data: ")
-    wait_until(lambda: counter(hardened, 'streamlab_requests_aborted_total{reason="disconnect"}')
-               >= gone_before + 12, 10, describe="twelve departures counted")
+            sock.sendall(chat_request({"stream": True, **fields}))
+            read_until(sock, marker)
+            time.sleep(linger_s)  # pacing: where in the stream the client leaves
+    wait_until(lambda: counter(hardened, name) >= gone_before + 12, 10,
+               describe="twelve departures counted")
     gauges_at_zero(hardened)
-    assert counter(hardened, 'streamlab_requests_aborted_total{reason="disconnect"}') == \
-        gone_before + 12
+    assert counter(hardened, name) == gone_before + 12
 
 
 def test_pipelined_streams_both_see_their_client_leave(limited) -> None:
