@@ -168,6 +168,11 @@ class Service:
 
     async def _tokenize(self, request: ChatCompletionRequest,
                         lab: LabOptions) -> tuple[list[int], list[int] | None]:
+        if len(request.messages) > self.context_length:
+            # Every message costs at least one token of the template (its role marker).
+            raise APIError(400, f"{len(request.messages)} messages cannot fit in the model's "
+                           f"context of {self.context_length} tokens", param="messages",
+                           code="context_length_exceeded")
         messages = [{"role": m.role, "content": m.text()} for m in request.messages]
         fits = self.context_length * self.max_token_chars
         prompt_chars = sum(len(m["content"]) for m in messages)

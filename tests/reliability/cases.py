@@ -166,6 +166,7 @@ CASES: list[Case] = [
     case("content-many-parts", body(messages=[{"role": "user", "content":
                                                [{"type": "text", "text": "a "}] * 500}]), SERVE),
     case("messages-ten-thousand", body(messages=[{"role": "user", "content": "x"}] * 10_000), 400),
+    case("messages-three-hundred-thousand", body(messages=[{"role": "user"}] * 300_000), 400),
     case("role-huge", body(messages=[{"role": "u" * 100_000, "content": "x"}]), 400),
     case("model-huge", body(model="m" * 100_000), 404),
     case("stop-four-long", body(stop=["\u00e9" * 10_000] * 4), SERVE),
