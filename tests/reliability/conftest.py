@@ -22,8 +22,10 @@ from server.processes import wait_until
 HEADER_TIMEOUT_S = 1.0
 BODY_TIMEOUT_S = 1.0
 SEND_TIMEOUT_S = 1.0
+KEEP_ALIVE_S = 1.0
 SERVER_ARGS = ["--slots", "4", "--max-queue", "8", "--header-timeout-s", str(HEADER_TIMEOUT_S),
-               "--body-timeout-s", str(BODY_TIMEOUT_S), "--send-timeout-s", str(SEND_TIMEOUT_S)]
+               "--body-timeout-s", str(BODY_TIMEOUT_S), "--send-timeout-s", str(SEND_TIMEOUT_S),
+               "--keep-alive-s", str(KEEP_ALIVE_S)]
 
 GAUGES = ("streamlab_active_streams", "streamlab_slots_in_use", "streamlab_queued_requests")
 

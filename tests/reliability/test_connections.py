@@ -14,6 +14,7 @@ from server.processes import wait_until
 from tests.reliability.conftest import (
     BODY_TIMEOUT_S,
     HEADER_TIMEOUT_S,
+    KEEP_ALIVE_S,
     SEND_TIMEOUT_S,
     assert_server_fine,
     gauges_at_zero,
@@ -96,6 +97,16 @@ def test_a_silent_connection_is_closed_after_the_header_timeout(limited) -> None
     assert seen == b""
     assert HEADER_TIMEOUT_S * 0.8 <= took < HEADER_TIMEOUT_S * 5, took
     assert_server_fine(limited)
+
+
+def test_an_idle_keep_alive_connection_is_closed_after_the_keep_alive_timeout(hardened) -> None:
+    with connect(hardened) as sock:
+        sock.sendall(b"GET /healthz HTTP/1.1\r\nHost: t\r\n\r\n")
+        first = read_until(sock, b'"queued"')
+        assert status_of(first) == 200, first[:300]
+        rest, took = read_all(sock, timeout_s=KEEP_ALIVE_S * 10)
+    assert rest == b""  # closed, nothing more said
+    assert KEEP_ALIVE_S * 0.8 <= took < KEEP_ALIVE_S * 5, took
 
 
 def test_trickled_headers_get_408_after_the_header_timeout(limited) -> None:
