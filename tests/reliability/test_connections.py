@@ -3,6 +3,7 @@
 server counts it right, and the next client is served with every gauge at 0."""
 from __future__ import annotations
 
+import http.client
 import json
 import socket
 import time
@@ -320,3 +321,23 @@ def test_cors_is_off_unless_configured(hardened, wordy) -> None:
     assert allowed.headers["access-control-allow-origin"] == PAGE
     other = ask(wordy, LONG_NAME, "http://elsewhere.example")
     assert "access-control-allow-origin" not in other.headers
+
+
+def test_a_configured_origin_passes_the_preflight_and_others_do_not(wordy) -> None:
+    def preflight(origin: str) -> tuple[int, dict[str, str]]:
+        conn = http.client.HTTPConnection(wordy.host, wordy.port, timeout=10)
+        try:
+            conn.request("OPTIONS", "/v1/chat/completions", headers={
+                "Origin": origin, "Access-Control-Request-Method": "POST",
+                "Access-Control-Request-Headers": "content-type, x-lab-token"})
+            response = conn.getresponse()
+            response.read()
+            return response.status, {k.lower(): v for k, v in response.getheaders()}
+        finally:
+            conn.close()
+
+    status, headers = preflight(PAGE)
+    assert status == 200 and headers["access-control-allow-origin"] == PAGE
+    assert "x-lab-token" in headers["access-control-allow-headers"].lower()
+    status, headers = preflight("http://elsewhere.example")
+    assert status == 400 and "access-control-allow-origin" not in headers
