@@ -9,13 +9,18 @@ from __future__ import annotations
 import asyncio
 import time
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, AsyncIterator
+from typing import TYPE_CHECKING, Any, AsyncIterator, Protocol
 
 from server.engine.base import EngineStopped, FinishReason, Generation, GenerationRequest, TokenEvent
 
 if TYPE_CHECKING:
     from server.engine.backend import Sequence
-    from server.engine.scheduler import Scheduler
+
+
+class Canceller(Protocol):
+    """What runs a generation (the scheduler): its cancel() is where a generation's lands."""
+
+    def cancel(self, gen: "ScheduledGeneration", reason: str) -> None: ...
 
 
 # Items on a generation's asyncio queue besides TokenEvent.
@@ -35,7 +40,7 @@ class Stopped:
 
 
 class ScheduledGeneration(Generation):
-    def __init__(self, scheduler: "Scheduler", request: GenerationRequest) -> None:
+    def __init__(self, scheduler: Canceller, request: GenerationRequest) -> None:
         self._scheduler = scheduler
         self._queue: asyncio.Queue[TokenEvent | End | Stopped] = asyncio.Queue()
         self._prompt_tokens = len(request.prompt_ids)

@@ -257,12 +257,12 @@ def test_parser_keeps_utf8_split_across_reads_and_replaces_invalid_bytes() -> No
 def test_deflate_accepts_zlib_and_raw() -> None:
     import zlib
 
-    from labs.client import _decoder
+    from labs.client_protocol import decoder_for
 
     data = b"data: [DONE]\n\n" * 3
     raw = zlib.compressobj(6, zlib.DEFLATED, -zlib.MAX_WBITS)
     for compressed in (zlib.compress(data), raw.compress(data) + raw.flush()):
-        d = _decoder("deflate")
+        d = decoder_for("deflate")
         assert b"".join(d.decompress(compressed[i:i + 1]) for i in range(len(compressed))) == data
 
 
@@ -280,7 +280,7 @@ def test_classify_kinds() -> None:
 def test_a_write_to_a_connection_the_server_already_closed_is_a_reset() -> None:
     """uvloop raises RuntimeError when writing to a closed transport: one stream is a reset,
     never an exception that sinks a whole batch."""
-    from labs.client import Options, _Exchange
+    from labs.client_protocol import Exchange, Options
     from labs.measurements import StreamResult
 
     class ClosedTransport:
@@ -295,7 +295,7 @@ def test_a_write_to_a_connection_the_server_already_closed_is_a_reset() -> None:
 
     async def scenario() -> StreamResult:
         result = StreamResult()
-        exchange = _Exchange(result, Options(), deadline=float("inf"))
+        exchange = Exchange(result, Options(), deadline=float("inf"))
         exchange.connection_made(ClosedTransport())  # type: ignore[arg-type]
         exchange.send(b"POST / HTTP/1.1\r\n\r\n")
         await asyncio.wait_for(exchange.done, 1)

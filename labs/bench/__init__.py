@@ -1,0 +1,23 @@
+"""`python -m labs bench` (`make bench`): every benchmark of the project in one run.
+
+    python -m labs bench                       # everything, ~3 minutes on 2 cores
+    python -m labs bench --only proxies --streams 300
+
+Writes reports/bench/<part>.json and reports/bench/bench.md (the README's table), with a progress
+bar and the time left while it runs. One module per part:
+
+    proxies           1. each fixed proxy config (proxies/fixed/) against direct: TTFT at one
+                      stream, gap p99 and hop delay, then 1,000 streams at 20 tok/s; the targets
+    server_cpu        2. server CPU per token without and with write coalescing
+    modules           3 and 4. `python -m server.bench` (framing, the whole server path) and
+                      `python -m server.engine.bench` (tiny model tokens/s), as subprocesses
+    measuring_client  5. the measuring client's own cost against a bare asyncio SSE server
+    markdown          bench.md
+    progress          the progress bar (redrawn by hand: no thread beside the measurements)
+    cli               the command line, the parts in order, the files it writes
+"""
+from __future__ import annotations
+
+from labs.bench.cli import PARTS, main
+
+__all__ = ["PARTS", "main"]

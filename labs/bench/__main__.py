@@ -1,0 +1,5 @@
+import sys
+
+from labs.bench.cli import main
+
+sys.exit(main())

@@ -1,0 +1,96 @@
+"""`python -m labs bench`: the command line, the parts in order, the files it writes."""
+from __future__ import annotations
+
+import argparse
+import json
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable, Sequence
+
+from labs.bench.markdown import markdown
+from labs.bench.measuring_client import CLIENT_STREAMS, bench_client
+from labs.bench.modules import REPO_ROOT, run_module
+from labs.bench.proxies import PACED_RATE, PACED_TOKENS, PROXIES, Progress, bench_proxies
+from labs.bench.server_cpu import CPU_CASES, bench_server_cpu
+from labs.resources import raise_own_fd_limit
+
+DEFAULT_OUT = REPO_ROOT / "reports" / "bench"
+PARTS = ("proxies", "server-cpu", "server", "engine", "client")
+SERVER_CPU_DURATION_S = 4.0
+# Seconds to start a server, or a proxy, and to open and close a step's streams (per 1,000):
+# what this 2-core machine takes, for the progress bar's estimate only.
+START_S, STEP_S, PER_1000_STREAMS_S = 1.0, 0.5, 4.0
+
+
+@dataclass(frozen=True)
+class Part:
+    name: str
+    run: Callable[[Progress], dict[str, Any]]
+    expected_s: float  # for the progress bar
+
+
+def parts(args: argparse.Namespace) -> dict[str, Part]:
+    paths = 1 + len(PROXIES)
+
+    def step_s(streams: int, duration_s: float) -> float:
+        return duration_s + STEP_S + PER_1000_STREAMS_S * streams / 1000
+
+    return {part.name: part for part in (
+        Part("proxies", lambda progress: bench_proxies(args.streams, args.duration, args.rounds, progress),
+             START_S * paths + paths * (PACED_TOKENS / PACED_RATE + 0.01 * (args.rounds + 1))
+             + paths * step_s(args.streams, args.duration)),
+        Part("server-cpu", lambda progress: bench_server_cpu(SERVER_CPU_DURATION_S, progress),
+             START_S + sum(2 * step_s(streams, SERVER_CPU_DURATION_S) for streams, _ in CPU_CASES)),
+        # Measured here: server.bench ~12 s, server.engine.bench ~5 s (one model load).
+        Part("server", lambda progress: run_module("server.bench", args.out / "server.json"), 12.0),
+        Part("engine", lambda progress: run_module("server.engine.bench", args.out / "engine.json"), 5.0),
+        Part("client", lambda progress: bench_client(progress), 2 * (2.0 + 3.0 + PER_1000_STREAMS_S
+                                                                     * CLIENT_STREAMS / 1000)),
+    )}
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    from labs import bench
+
+    parser = argparse.ArgumentParser(prog="python -m labs bench", description=bench.__doc__.splitlines()[0])
+    parser.add_argument("--only", default="", help=f"comma-separated parts (default all): {', '.join(PARTS)}")
+    parser.add_argument("--streams", type=int, default=1000, help="streams of the many-streams step")
+    parser.add_argument("--duration", type=float, default=8.0, help="seconds per many-streams stream")
+    parser.add_argument("--rounds", type=int, default=30, help="one-stream TTFT rounds per path")
+    parser.add_argument("--out", type=Path, default=DEFAULT_OUT)
+    args = parser.parse_args(list(argv) if argv is not None else None)
+    chosen = [p.strip() for p in args.only.split(",") if p.strip()] or list(PARTS)
+    unknown = set(chosen) - set(PARTS)
+    if unknown:
+        parser.error(f"unknown parts: {', '.join(sorted(unknown))}")
+
+    from rich.console import Console
+
+    from labs.bench.progress import BenchProgress
+
+    raise_own_fd_limit()
+    args.out.mkdir(parents=True, exist_ok=True)
+    console = Console()
+    results: dict[str, Any] = {}
+    command = "python -m labs bench" + (" " + " ".join(argv) if argv else "")
+    started = time.monotonic()
+    plan = parts(args)
+    with BenchProgress(console, {name: plan[name].expected_s for name in chosen}) as bar:
+        for name in chosen:
+            with bar.part(name):
+                try:
+                    results[name] = plan[name].run(bar.step)
+                except Exception as exc:  # noqa: BLE001 - one part failing must not lose the others
+                    results[name] = {"error": f"{type(exc).__name__}: {exc}"}
+            if "result" not in results[name]:  # server.bench and engine.bench wrote their own
+                (args.out / f"{name}.json").write_text(json.dumps(results[name], indent=2, default=str) + "\n")
+    for name in PARTS:  # the parts not run this time: their last results, if any
+        saved = args.out / f"{name}.json"
+        if name not in results and saved.exists():
+            data = json.loads(saved.read_text())
+            results[name] = {"result": data} if name in ("server", "engine") else data
+    text = markdown(results, command) + f"\nWall time: {time.monotonic() - started:.0f} s.\n"
+    (args.out / "bench.md").write_text(text)
+    console.print(text)
+    return 0 if all("error" not in r for r in results.values()) else 1

@@ -1,0 +1,64 @@
+"""The benchmarks' plan and progress bar (the benchmarks themselves run in `make bench`)."""
+from __future__ import annotations
+
+import argparse
+import io
+from pathlib import Path
+
+from rich.console import Console
+
+from labs.bench import PARTS
+from labs.bench.cli import parts
+from labs.bench.progress import WITHIN_PART_CAP, BenchProgress
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 100.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def test_every_part_has_a_runner_and_an_estimate() -> None:
+    args = argparse.Namespace(streams=1000, duration=8.0, rounds=30, out=Path("unused"))
+    plan = parts(args)
+    assert tuple(plan) == PARTS
+    assert all(part.expected_s > 0 for part in plan.values())
+    # More streams, longer streams: a longer estimate.
+    bigger = parts(argparse.Namespace(streams=2000, duration=16.0, rounds=30, out=Path("unused")))
+    assert bigger["proxies"].expected_s > plan["proxies"].expected_s
+
+
+def test_the_bar_follows_the_clock_within_a_part_and_jumps_at_its_end() -> None:
+    out = io.StringIO()
+    clock = Clock()
+    with BenchProgress(Console(file=out, width=100), {"a": 10.0, "b": 30.0}, clock=clock) as bar:
+        assert bar.total_s == 40.0
+        with bar.part("a"):
+            clock.now += 4
+            bar.step("first step")
+            assert bar.completed_s == 4.0
+            clock.now += 60  # far longer than expected: the bar waits at the cap
+            bar.step("a: second step")
+            assert bar.completed_s == WITHIN_PART_CAP * 10.0
+        assert bar.completed_s == 10.0  # ended early or late: its whole share
+        with bar.part("b"):
+            clock.now += 3
+            bar.step("[not markup] third")
+            assert bar.completed_s == 13.0
+    lines = out.getvalue().splitlines()
+    assert "a: first step" in lines and "a: second step" in lines  # the part named once
+    assert "b: [not markup] third" in lines
+    assert "100%" in lines[-1] and "b: done" in lines[-1]
+
+
+def test_a_long_step_name_is_cut_never_the_times() -> None:
+    clock = Clock()
+    with BenchProgress(Console(file=io.StringIO(), width=80), {"a": 4000.0}, clock=clock) as bar:
+        with bar.part("a"):
+            clock.now += 1000  # hours-long estimates: the widest times
+            bar.step("x" * 200)
+            line = bar.line()
+    assert len(line) <= 80, line
+    assert "25%" in line and "0:16:40 elapsed," in line and " left a: xxx" in line and line.endswith("…")
