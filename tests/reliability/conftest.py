@@ -76,7 +76,7 @@ def stream_once(server: ServerHandle, max_tokens: int = 4) -> bytes:
     body = json.dumps({"model": "tiny", "stream": True, "max_tokens": max_tokens,
                        "messages": [{"role": "user", "content": "still there?"}]}).encode()
     reply = post(server, body)
-    assert reply.status == 200, reply.body[:300]
+    assert reply.status == 200, (reply.body[:300], server.log_tail(30))
     assert reply.body.rstrip().endswith(b"data: [DONE]"), reply.body[-300:]
     assert b'"content":"' in reply.body
     return reply.body
@@ -87,7 +87,12 @@ def gauges_at_zero(server: ServerHandle, timeout_s: float = 10.0) -> None:
     def zero() -> bool:
         samples = server.metrics()
         return all(samples.get(name, 0.0) == 0.0 for name in GAUGES)
-    wait_until(zero, timeout_s, interval_s=0.02, describe="active streams, slots and queue at 0")
+    try:
+        wait_until(zero, timeout_s, interval_s=0.02, describe="active streams, slots and queue at 0")
+    except TimeoutError as exc:
+        samples = server.metrics()
+        left = {name: samples.get(name) for name in GAUGES}
+        raise AssertionError(f"{exc}: {left}\n{server.log_tail(30)}") from None
 
 
 def assert_server_fine(server: ServerHandle) -> None:
