@@ -25,7 +25,7 @@ from pydantic import ValidationError
 from starlette.middleware.cors import CORSMiddleware
 from starlette.requests import ClientDisconnect
 
-from server import errors, metrics
+from server import errors, event_source, metrics
 from server.config import ServerConfig
 from server.detokenizer import Vocabulary
 from server.engine.base import (
@@ -258,7 +258,18 @@ def create_app(config: ServerConfig, engine: Engine, tokenizer: Any,
         parsed = await service.parse(body)
         service.check_lab(parsed, request.headers.get(TOKEN_HEADER))
         job = await service.admit(parsed, arrived_at)
-        return SSECompletion(job) if parsed.stream else JSONCompletion(job)
+        return (SSECompletion(job, request.headers.get(event_source.LAST_EVENT_ID))
+                if parsed.stream else JSONCompletion(job))
+
+    @app.get("/v1/chat/completions")
+    async def chat_completions_event_source(request: Request) -> Response:
+        """EventSource's form of the POST (server/event_source.py)."""
+        arrived_at = time.monotonic()
+        parsed = await service.parse(event_source.body_from_query(request, config.cors_origins))
+        service.check_lab(parsed, request.headers.get(TOKEN_HEADER))
+        job = await service.admit(parsed, arrived_at)
+        return (SSECompletion(job, request.headers.get(event_source.LAST_EVENT_ID))
+                if parsed.stream else JSONCompletion(job))
 
     @app.get("/v1/models")
     async def list_models() -> dict[str, Any]:
@@ -297,6 +308,7 @@ def wrap_middleware(app: Any, config: ServerConfig) -> Any:
     if config.cors_origins:
         app = CORSMiddleware(app, allow_origins=list(config.cors_origins),
                              allow_methods=["GET", "POST"],
-                             allow_headers=["content-type", "authorization", TOKEN_HEADER.lower()],
+                             allow_headers=["content-type", "authorization", TOKEN_HEADER.lower(),
+                                            event_source.LAST_EVENT_ID],
                              max_age=600)
     return app

@@ -1,9 +1,9 @@
 """nginx settings: every knob the catalogue switches, defaulting to nginx 1.22's own defaults."""
 from __future__ import annotations
 
-from typing import ClassVar, Literal, Union
+from typing import Any, ClassVar, Literal, Union
 
-from pydantic import Field, field_validator
+from pydantic import Field, field_validator, model_validator
 
 from proxies.base import ProxySettings, setting
 from proxies.types import HeaderValue, MimeType, NginxDuration, NginxSize
@@ -14,6 +14,7 @@ PROXY = "https://nginx.org/en/docs/http/ngx_http_proxy_module.html"
 UPSTREAM = "https://nginx.org/en/docs/http/ngx_http_upstream_module.html"
 GZIP = "https://nginx.org/en/docs/http/ngx_http_gzip_module.html"
 HTTP_CORE = "https://nginx.org/en/docs/http/ngx_http_core_module.html"
+SSL = "https://nginx.org/en/docs/http/ngx_http_ssl_module.html"
 
 
 class NginxSettings(ProxySettings):
@@ -77,6 +78,26 @@ class NginxSettings(ProxySettings):
     proxy_ignore_client_abort: bool = setting(
         False, "keep the upstream request when the client leaves (on: tokens generated for nobody)",
         f"{PROXY}#proxy_ignore_client_abort")
+
+    # TLS with HTTP/2: every stream of a client shares one connection (browsers allow only six
+    # HTTP/1.1 connections per origin). Without certificate paths, one is made at run time.
+    tls_http2: bool = setting(
+        False, "listen with TLS and HTTP/2 instead of plain HTTP/1.1", f"{HTTP_CORE}#listen")
+    ssl_certificate: str | None = setting(
+        None, "certificate file (None with tls_http2: a self-signed one made at run time)",
+        f"{SSL}#ssl_certificate")
+    ssl_certificate_key: str | None = setting(
+        None, "its private key", f"{SSL}#ssl_certificate_key")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _certificate_when_tls(cls, data: Any) -> Any:
+        if isinstance(data, dict) and data.get("tls_http2") and not data.get("ssl_certificate"):
+            from proxies.tls import self_signed
+
+            data = {**data}
+            data["ssl_certificate"], data["ssl_certificate_key"] = self_signed()
+        return data
 
     # Compression.
     gzip: bool = setting(False, "gzip responses", f"{GZIP}#gzip")
