@@ -133,6 +133,7 @@
     const naive = spec.decoder === "naive";
     let read = 0, events = 0, left = false;
     const feed = lineParser((data) => {
+      if (left) return;  // gone: what else came in the same chunk is never read
       if (data === null) { result.events.push({t: at(), read, kind: "comment", text: ""}); return; }
       const event = record(result, at(), read, data, onUpdate);
       if (event.kind === "content") events += 1;
