@@ -6,7 +6,7 @@ from typing import Any, ClassVar, Literal, Union
 from pydantic import Field, field_validator, model_validator
 
 from proxies.base import ProxySettings, setting
-from proxies.types import HeaderValue, MimeType, NginxDuration, NginxSize
+from proxies.types import FilePath, HeaderValue, MimeType, NginxDuration, NginxSize
 
 CORE = "https://nginx.org/en/docs/ngx_core_module.html"
 EVENTS = "https://nginx.org/en/docs/ngx_core_module.html"
@@ -83,10 +83,10 @@ class NginxSettings(ProxySettings):
     # HTTP/1.1 connections per origin). Without certificate paths, one is made at run time.
     tls_http2: bool = setting(
         False, "listen with TLS and HTTP/2 instead of plain HTTP/1.1", f"{HTTP_CORE}#listen")
-    ssl_certificate: str | None = setting(
+    ssl_certificate: FilePath | None = setting(
         None, "certificate file (None with tls_http2: a self-signed one made at run time)",
         f"{SSL}#ssl_certificate")
-    ssl_certificate_key: str | None = setting(
+    ssl_certificate_key: FilePath | None = setting(
         None, "its private key", f"{SSL}#ssl_certificate_key")
 
     @model_validator(mode="before")

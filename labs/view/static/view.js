@@ -64,7 +64,8 @@
     panel.field("events").textContent = contentCount(first);
     panel.field("reads").textContent = first.reads;
     panel.field("outcome").textContent = panel.done ? first.outcome : "streaming…";
-    panel.field("protocol").textContent = first.protocol || "-";
+    // Resource Timing hides the protocol of a cross-origin response without Timing-Allow-Origin.
+    panel.field("protocol").textContent = first.protocol || (panel.done ? "hidden" : "-");
     if (panel.results.length > 1) {
       const counts = {};
       for (const r of panel.results) if (r && panel.done) counts[r.outcome] = (counts[r.outcome] || 0) + 1;
