@@ -8,6 +8,7 @@ headers and its answers to preflight requests through).
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import json
 import threading
 from dataclasses import dataclass, field
@@ -34,6 +35,9 @@ class OpenScenario:
     stack: contextlib.ExitStack
     hops: dict[VariantName, list[RunningProxy]] = field(default_factory=dict)
     specs: dict[VariantName, dict[str, Any]] = field(default_factory=dict)
+    # The scenario as the page's controls last ran it (streams, at once, leave after N tokens),
+    # so that the lab client's run is the browser's run.
+    as_run: Scenario | None = None
 
 
 class ViewSession:
@@ -73,10 +77,13 @@ class ViewSession:
                 self._close_open()
                 self._open = self._start(scenario)
             opened = self._open
+            workload = scenario.workload
+            streams = _bounded_int(controls.get("streams"), workload.streams, 1, MAX_BROWSER_STREAMS)
+            concurrency = _bounded_int(controls.get("concurrency"), workload.concurrency, 1, streams)
             specs = {v: _with_controls(spec, controls) for v, spec in opened.specs.items()}
-        workload = scenario.workload
-        streams = _bounded_int(controls.get("streams"), workload.streams, 1, MAX_BROWSER_STREAMS)
-        concurrency = _bounded_int(controls.get("concurrency"), workload.concurrency, 1, streams)
+            leave = specs["broken"].get("abortAfterEvents")
+            opened.as_run = dataclasses.replace(scenario, workload=dataclasses.replace(
+                workload, streams=streams, concurrency=concurrency, disconnect_after_events=leave))
         self._progress(f"{name}: ready")
         return {"scenario": name, "variants": specs, "streams": streams, "concurrency": concurrency}
 
@@ -104,13 +111,14 @@ class ViewSession:
     # ---- after the browser ran -----------------------------------------------------------------
 
     def lab_report(self, name: str, browser: Mapping[str, Any]) -> dict[str, Any]:
-        """The lab client's run of both variants through the same path, judged and written to
-        reports/NAME/ with the browser's measurements beside it (browser.json)."""
-        scenario = _scenario(name)
+        """The lab client's run of both variants through the same path, with the page's controls,
+        judged and written to reports/NAME/ with the browser's measurements (browser.json)."""
+        _scenario(name)
         with self._lock:
             opened = self._open
-            if opened is None or opened.scenario.name != name:
+            if opened is None or opened.scenario.name != name or opened.as_run is None:
                 raise ViewError(f"{name} is not running in the view: press Run first")
+            scenario = opened.as_run
             outcome = ScenarioOutcome(scenario)
             for variant in VARIANTS:
                 self._progress(f"{name}: the lab client runs the {variant} variant")

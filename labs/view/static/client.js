@@ -102,8 +102,9 @@
       clearTimeout(timer);
       timer = setTimeout(() => { why = "timeout"; controller.abort(); }, spec.readTimeoutMs);
     };
-    // Each request gets its own URL, so its Resource Timing entry (the protocol) is its own.
-    const url = spec.url + (spec.url.includes("?") ? "&" : "?") + "n=" + Math.random().toString(36).slice(2);
+    // One URL for every request of a variant: a CORS preflight's answer is cached per URL
+    // (Access-Control-Max-Age), so only a page's first request to an origin pays for one.
+    const url = spec.url;
     const t0 = performance.now();
     result.startMs = t0;
     const at = () => performance.now() - t0;
