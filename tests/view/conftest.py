@@ -46,8 +46,10 @@ def view(tmp_path_factory: pytest.TempPathFactory, model_dir: str) -> Iterator[V
         yield View(url, reports, process)
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def chromium() -> Iterator[object]:
+    """Module-scoped: Playwright's sync API keeps an event loop running while it is open, and
+    the guards of the browser-layer scenarios (asyncio.run) must not find one."""
     from playwright.sync_api import sync_playwright
 
     with sync_playwright() as playwright:
