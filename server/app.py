@@ -55,6 +55,10 @@ DEFAULT_CONTEXT = 2048
 ENGINE_WATCH_S = 0.25
 
 
+class ClientLeft(Exception):
+    """The client went away before anything was sent (counted where it was noticed)."""
+
+
 class Service:
     """What the routes need: config, engine, tokenizer, and the per-server preparations."""
 
@@ -98,7 +102,27 @@ class Service:
         except ValidationError as exc:
             raise errors.from_validation_errors(exc.errors()) from None
 
-    async def admit(self, request: ChatCompletionRequest, arrived_at: float) -> CompletionJob:
+    @staticmethod
+    async def _left_during(delay_s: float, receive: Any) -> bool:
+        """Wait `delay_s` (the lab's silence before headers); True if the client left meanwhile."""
+        if receive is None:
+            await asyncio.sleep(delay_s)  # pacing: the lab's silence before headers
+            return False
+
+        async def departure() -> None:
+            while (await receive())["type"] != "http.disconnect":
+                pass
+        watcher = asyncio.ensure_future(departure())
+        try:
+            await asyncio.wait_for(asyncio.shield(watcher), delay_s)  # pacing: the lab's silence
+        except asyncio.TimeoutError:
+            return False
+        finally:
+            watcher.cancel()
+        return True
+
+    async def admit(self, request: ChatCompletionRequest, arrived_at: float,
+                    receive: Any = None) -> CompletionJob:
         config = self.config
         if not config.accepts_model(request.model):
             raise APIError(404, f"the model {request.model!r} does not exist: this server serves "
@@ -119,8 +143,11 @@ class Service:
                           pause_after_tokens=lab.pause_after_tokens, pause_s=lab.pause_s),
             forced_ids=forced_ids,
             eos_token_ids=self.eos_token_ids)
-        if lab.headers_delay_s:
-            await asyncio.sleep(lab.headers_delay_s)  # pacing: the lab's silence before headers
+        if lab.headers_delay_s and await self._left_during(lab.headers_delay_s, receive):
+            # Nothing was admitted or sent: an abandoned request, never a 200.
+            metrics.REQUESTS_ABORTED.labels(reason="disconnect").inc()
+            metrics.REQUESTS.labels(status=errors.CLIENT_CLOSED).inc()
+            raise ClientLeft()
         try:
             generation = self.engine.submit(generation_request)
         except QueueFull as exc:
@@ -136,10 +163,16 @@ class Service:
             completion_id=f"chatcmpl-{uuid.uuid4().hex}", created=int(time.time()),
             model=request.model, system_fingerprint=self.fingerprint, arrived_at=arrived_at,
             include_usage=request.include_usage, stamp=lab.stamp,
-            error_after_tokens=lab.error_after_tokens, abort_after_tokens=lab.abort_after_tokens)
+            error_after_tokens=lab.error_after_tokens, abort_after_tokens=lab.abort_after_tokens,
+            send_timeout_s=config.send_timeout_s)
 
     async def _tokenize(self, request: ChatCompletionRequest,
                         lab: LabOptions) -> tuple[list[int], list[int] | None]:
+        if len(request.messages) > self.context_length:
+            # Every message costs at least one token of the template (its role marker).
+            raise APIError(400, f"{len(request.messages)} messages cannot fit in the model's "
+                           f"context of {self.context_length} tokens", param="messages",
+                           code="context_length_exceeded")
         messages = [{"role": m.role, "content": m.text()} for m in request.messages]
         fits = self.context_length * self.max_token_chars
         prompt_chars = sum(len(m["content"]) for m in messages)
@@ -256,18 +289,23 @@ def create_app(config: ServerConfig, engine: Engine, tokenizer: Any,
             metrics.REQUESTS.labels(status=errors.CLIENT_CLOSED).inc()
             return Response(status_code=int(errors.CLIENT_CLOSED))
         parsed = await service.parse(body)
-        service.check_lab(parsed, request.headers.get(TOKEN_HEADER))
-        job = await service.admit(parsed, arrived_at)
-        return (SSECompletion(job, request.headers.get(event_source.LAST_EVENT_ID))
-                if parsed.stream else JSONCompletion(job))
+        return await answer(request, parsed, arrived_at)
 
     @app.get("/v1/chat/completions")
     async def chat_completions_event_source(request: Request) -> Response:
         """EventSource's form of the POST (server/event_source.py)."""
         arrived_at = time.monotonic()
         parsed = await service.parse(event_source.body_from_query(request, config.cors_origins))
+        return await answer(request, parsed, arrived_at)
+
+    async def answer(request: Request, parsed: ChatCompletionRequest, arrived_at: float) -> Response:
+        """Both forms of the route, once the request is parsed: admit it, then stream or reply."""
         service.check_lab(parsed, request.headers.get(TOKEN_HEADER))
-        job = await service.admit(parsed, arrived_at)
+        try:
+            job = await service.admit(parsed, arrived_at, request.receive)
+        except ClientLeft:
+            log.info("%s left during lab.headers_delay_s", _peer(request.scope))
+            return Response(status_code=int(errors.CLIENT_CLOSED))
         return (SSECompletion(job, request.headers.get(event_source.LAST_EVENT_ID))
                 if parsed.stream else JSONCompletion(job))
 

@@ -13,7 +13,8 @@ uvicorn creates one protocol instance per accepted connection, so this is where 
   newest request as "the" cycle, so a departure reached the second stream only and the first
   ran on for nobody; and uvicorn pauses reading while a pipelined request waits, so the FIN
   was not even read. Here every open cycle hears of the departure, and reading goes on while at
-  most one request waits (its body is still bounded by uvicorn's flow control).
+  most one request waits (its body is still bounded by uvicorn's flow control; under h11, up
+  to one header block's worth of it).
 """
 from __future__ import annotations
 
@@ -33,6 +34,15 @@ from server.metrics import HTTP_CONNECTIONS
 HttpImpl = Literal["httptools", "h11"]
 
 log = logging.getLogger("server.connections")
+
+# Set in every request's ASGI scope: abort the connection at once, unflushed. A stream blocked on
+# a client that does not read ends this way (a close would wait for the buffer to drain).
+ABORT_EXTENSION = "streamlab.abort"
+
+
+def _offer_abort(scope: Any, transport: asyncio.Transport) -> None:
+    extensions = scope.setdefault("extensions", {})
+    extensions.setdefault(ABORT_EXTENSION, transport.abort)
 
 
 @dataclass(frozen=True)
@@ -155,6 +165,7 @@ class LimitedHttpTools(_Limited, HttpToolsProtocol):
         self._in_headers = False
         self._header_bytes = 0
         self._disarm_header_timer()
+        _offer_abort(self.scope, self.transport)
         super().on_headers_complete()
         if self.cycle is not None:
             self._open_cycles = [c for c in self._open_cycles if not c.response_complete]
@@ -179,6 +190,8 @@ class LimitedHttpTools(_Limited, HttpToolsProtocol):
 class LimitedH11(_Limited, H11Protocol):
     def data_received(self, data: bytes) -> None:
         super().data_received(data)
+        if self.cycle is not None:  # its task has not run yet: it starts with the extension
+            _offer_abort(self.cycle.scope, self.transport)
         if self.transport.is_closing():
             return
         if self.conn.their_state is h11.IDLE:
@@ -187,9 +200,14 @@ class LimitedH11(_Limited, H11Protocol):
                 self._arm_header_timer()
                 self._header_bytes = 0
                 self._count_header_bytes(pending)
-        else:
-            self._disarm_header_timer()
-            self._header_bytes = 0
+            return
+        self._disarm_header_timer()
+        self._header_bytes = 0
+        if (self.conn.their_state is h11.DONE and self.conn.our_state is not h11.DONE
+                and len(self.conn.trailing_data[0]) <= self.limits.max_header_bytes):
+            # A pipelined request waits in h11's buffer, and uvicorn paused reading for it:
+            # read on (up to one header block's worth) so the client's FIN is still seen.
+            self.flow.resume_reading()
 
     def _partial_headers(self) -> bool:
         return self.conn.their_state is h11.IDLE and bool(self.conn.trailing_data[0])

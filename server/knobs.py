@@ -36,7 +36,7 @@ class Knob:
     kind: KnobKind
     default: Any
     help: str
-    # Numbers: the inclusive range; `above` makes the minimum exclusive (a rate must be > 0).
+    # Numbers: the inclusive range (a rate's minimum is above 0, so that its period is finite).
     minimum: float | None = None
     maximum: float | None = None
     # Timers: 0 (or null in `lab`) switches it off; a value that is on must be at least this.

@@ -12,6 +12,7 @@ import zlib
 from starlette.middleware.gzip import DEFAULT_EXCLUDED_CONTENT_TYPES, GZipMiddleware
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from server import metrics
 from server.errors import APIError, RequestTooLarge
 
 # Paths whose POST bodies are JSON (the API and the lab endpoints).
@@ -34,7 +35,7 @@ class RequestChecks:
         if scope["type"] == "http":
             error = self.check(scope)
             if error is not None:
-                await _send_error(send, error)
+                await _send_error(scope, send, error)
                 return
         await self.app(scope, receive, send)
 
@@ -76,7 +77,7 @@ class BodySizeLimit:
                 except ValueError:
                     announced = 0
                 if announced > self.max_bytes:
-                    await _send_error(send, RequestTooLarge(self.max_bytes))
+                    await _send_error(scope, send, RequestTooLarge(self.max_bytes))
                     return
         received = 0
         started = False
@@ -102,10 +103,12 @@ class BodySizeLimit:
         except RequestTooLarge as exc:
             if started:
                 raise
-            await _send_error(send, exc)
+            await _send_error(scope, send, exc)
 
 
-async def _send_error(send: Send, error: APIError) -> None:
+async def _send_error(scope: Scope, send: Send, error: APIError) -> None:
+    if scope.get("path", "").startswith("/v1/chat"):  # as the app's own error handler counts
+        metrics.REQUESTS.labels(status=str(error.status)).inc()
     body = json.dumps(error.body()).encode()
     await send({"type": "http.response.start", "status": error.status,
                 # The rest of the body is not read: the connection cannot be reused.

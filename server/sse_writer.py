@@ -17,6 +17,8 @@ import asyncio
 import logging
 import time
 
+from starlette.types import Receive, Scope, Send
+
 from server import metrics, sse
 from server.sse import OpenFrame
 from server.streaming import Completion, CompletionJob, Fault
@@ -54,10 +56,19 @@ class SSECompletion(Completion):
             job.abort_after_tokens = None
         self._split_s = (settings.split_utf8_ms or 0.0) / 1000.0
 
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        # Up and down around everything, whichever way the stream ends (the gauge once leaked).
+        metrics.ACTIVE_STREAMS.inc()
+        try:
+            await super().__call__(scope, receive, send)
+        finally:
+            metrics.ACTIVE_STREAMS.dec()
+            if self._writer is not None:
+                self._writer.cancel()
+
     async def begin(self) -> None:
         await self.send({"type": "http.response.start", "status": 200, "headers": self.raw_headers})
         metrics.REQUESTS.labels(status="200").inc()
-        metrics.ACTIVE_STREAMS.inc()
         if self._coalesce_s > 0:
             self._writer = asyncio.ensure_future(self._write_loop())
         await self._emit(self.framer.role())
@@ -137,12 +148,23 @@ class SSECompletion(Completion):
             if self._closing:
                 return
 
-    async def flush(self) -> None:
+    def left(self) -> None:
+        # Nobody reads what is pending: do not sit out the coalescing window for it.
         if self._writer is not None:
+            self._writer.cancel()
+
+    async def flush(self) -> None:
+        writer = self._writer
+        if writer is None:
+            return
+        if not self.client_gone:
             self._closing = True
             self._wake.set()
-            await self._writer
-            self._writer = None
+        # wait(), not await: the writer may be cancelled (left()) while this waits for it.
+        await asyncio.wait({writer})
+        self._writer = None
+        if not writer.cancelled() and writer.exception() is not None:
+            raise writer.exception()  # type: ignore[misc]
 
     def _publish_counts(self) -> None:
         metrics.STREAM_WRITES.inc(self._writes)
@@ -159,9 +181,6 @@ class SSECompletion(Completion):
                 await self.send({"type": "http.response.body", "body": b"", "more_body": False})
         finally:
             self._publish_counts()
-            metrics.ACTIVE_STREAMS.dec()
-            if self._writer is not None:
-                self._writer.cancel()
 
 
 def resume_point(last_event_id: str | None) -> int:

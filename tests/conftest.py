@@ -20,3 +20,11 @@ def model_dir() -> str:
 
         build(Path(DEFAULT_MODEL_DIR))
     return str(DEFAULT_MODEL_DIR)
+
+
+@pytest.fixture(scope="session")
+def tokenizer(model_dir: str):
+    """The tiny model's tokenizer (server and reliability tests build apps in-process with it)."""
+    from server.engine import load_tokenizer
+
+    return load_tokenizer(model_dir)
