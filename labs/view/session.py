@@ -13,9 +13,11 @@ import json
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Mapping
+from collections import Counter
+from typing import Any, Callable, Mapping, Sequence
 
 from labs import catalogue, report
+from labs.measurements import StreamResult
 from labs.runner import Lab, ScenarioOutcome
 from labs.scenario import VARIANTS, Scenario, VariantName
 from labs.view.specs import browser_spec, from_browser, skipped_options
@@ -146,23 +148,25 @@ def compare(outcome: ScenarioOutcome, browser: Mapping[str, Any]) -> list[dict[s
     """Per variant, the first stream's TTFT, E2E, events, reads and outcome: browser vs lab client."""
     rows = []
     for variant, run in outcome.runs.items():
-        raw = (browser.get(variant) or [None])[0]
-        seen = from_browser(raw) if isinstance(raw, Mapping) else None
-        lab = run.first
+        streams = [from_browser(raw) for raw in browser.get(variant) or [] if isinstance(raw, Mapping)]
         rows.append({
             "variant": variant,
-            "browser": _numbers(seen) if seen else None,
-            "lab": _numbers(lab),
+            "browser": _numbers(streams[0], streams) if streams else None,
+            "lab": _numbers(run.first, run.results),
         })
     return rows
 
 
-def _numbers(result: Any) -> dict[str, Any]:
+def _numbers(result: StreamResult, every: Sequence[StreamResult]) -> dict[str, Any]:
+    """The first stream's numbers, and over every stream the outcomes and the latest TTFT."""
     def ms(seconds: float | None) -> float | None:
         return None if seconds is None else round(seconds * 1000.0, 1)
+    ttfts = [r.ttft_s for r in every if r.ttft_s is not None]
+    outcomes = Counter(r.outcome for r in every)
     return {"ttft_ms": ms(result.ttft_s), "e2e_ms": ms(result.e2e_s),
-            "events": result.content_events, "reads": result.reads,
-            "outcome": result.outcome}
+            "events": result.content_events, "reads": result.reads, "outcome": result.outcome,
+            "streams": len(every), "outcomes": ", ".join(f"{k} {v}" for k, v in sorted(outcomes.items())),
+            "ttft_max_ms": ms(max(ttfts)) if ttfts else None}
 
 
 def _scenario(name: str) -> Scenario:

@@ -66,3 +66,22 @@ def test_past_reports_are_found_newest_first(tmp_path) -> None:
     assert {r["name"] for r in found} == {"a", "b"}
     assert next(r for r in found if r["name"] == "b")["verdict"] == {"broken": "symptom reproduced"}
     assert past_reports(tmp_path / "missing") == []
+
+
+def test_the_comparison_sets_the_browsers_numbers_beside_the_lab_clients() -> None:
+    from labs.measurements import StreamResult
+    from labs.runner import ScenarioOutcome
+    from labs.scenario import Run
+    from labs.view.session import compare
+
+    scenario = catalogue.get("nginx-worker-connections")
+    lab = [StreamResult(outcome="complete", ttft_s=0.01, e2e_s=1.0, reads=3),
+           StreamResult(outcome="reset")]
+    outcome = ScenarioOutcome(scenario, runs={"broken": Run("broken", scenario.workload, lab)})
+    browser = {"broken": [{"outcome": "complete", "ttftMs": 20, "e2eMs": 1010, "reads": 2},
+                          {"outcome": "complete", "ttftMs": 1500, "e2eMs": 2500, "reads": 2}]}
+    [row] = compare(outcome, browser)
+    assert row["browser"]["ttft_ms"] == 20.0 and row["lab"]["ttft_ms"] == 10.0
+    assert row["browser"]["outcomes"] == "complete 2" and row["lab"]["outcomes"] == "complete 1, reset 1"
+    assert row["browser"]["ttft_max_ms"] == 1500.0 and row["lab"]["streams"] == 2
+    assert compare(outcome, {})[0]["browser"] is None  # a run the page did not report

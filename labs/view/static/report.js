@@ -21,11 +21,15 @@
 
   function comparison(table, rows) {
     table.replaceChildren();
-    row(table, ["variant (browser / lab client)", "TTFT", "E2E", "events", "reads", "outcome"], true);
+    const many = rows.some((r) => r.lab.streams > 1);
+    row(table, ["variant (browser / lab client)", "TTFT", "E2E", "events", "reads", "outcome",
+                ...(many ? ["every stream", "latest TTFT"] : [])], true);
     for (const r of rows) {
-      row(table, [r.variant, pair(r.browser, r.lab, (x) => ms(x.ttft_ms)), pair(r.browser, r.lab, (x) => ms(x.e2e_ms)),
-                  pair(r.browser, r.lab, (x) => x.events), pair(r.browser, r.lab, (x) => x.reads),
-                  pair(r.browser, r.lab, (x) => x.outcome)]).dataset.variant = r.variant;
+      const cells = [r.variant, pair(r.browser, r.lab, (x) => ms(x.ttft_ms)), pair(r.browser, r.lab, (x) => ms(x.e2e_ms)),
+                     pair(r.browser, r.lab, (x) => x.events), pair(r.browser, r.lab, (x) => x.reads),
+                     pair(r.browser, r.lab, (x) => x.outcome)];
+      if (many) cells.push(pair(r.browser, r.lab, (x) => x.outcomes), pair(r.browser, r.lab, (x) => ms(x.ttft_max_ms)));
+      row(table, cells).dataset.variant = r.variant;
     }
   }
 
