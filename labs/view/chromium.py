@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 import shutil
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any, Mapping
 from urllib.parse import urlsplit
 
 from labs.measurements import StreamResult
@@ -95,17 +95,3 @@ def chromium_driver() -> Driver:
         raw = await run_streams(url, spec, workload.streams, workload.concurrency)
         return [from_browser(r) for r in raw]
     return driver
-
-
-def chromium_available() -> str | None:
-    """None when Chromium and Playwright are both here, else what is missing."""
-    try:
-        chromium_path()
-        import playwright  # noqa: F401
-    except (ChromiumMissing, ImportError) as exc:
-        return str(exc)
-    return None
-
-
-__all__: Sequence[str] = ("ChromiumMissing", "chromium_driver", "chromium_path", "launch_options",
-                          "run_streams")

@@ -74,14 +74,16 @@ class ViewSession:
     def prepare(self, name: str, controls: Mapping[str, Any]) -> dict[str, Any]:
         """Start (or reuse) the scenario's path for both variants; what each panel's client runs."""
         scenario = _scenario(name)
+        # Bad controls are refused before anything starts.
+        workload = scenario.workload
+        streams = _bounded_int(controls.get("streams"), workload.streams, 1, MAX_BROWSER_STREAMS)
+        concurrency = _bounded_int(controls.get("concurrency"), workload.concurrency, 1, streams)
+        _with_controls({}, controls)
         with self._lock:
             if self._open is None or self._open.scenario.name != name:
                 self._close_open()
                 self._open = self._start(scenario)
             opened = self._open
-            workload = scenario.workload
-            streams = _bounded_int(controls.get("streams"), workload.streams, 1, MAX_BROWSER_STREAMS)
-            concurrency = _bounded_int(controls.get("concurrency"), workload.concurrency, 1, streams)
             specs = {v: _with_controls(spec, controls) for v, spec in opened.specs.items()}
             leave = specs["broken"].get("abortAfterEvents")
             opened.as_run = dataclasses.replace(scenario, workload=dataclasses.replace(
