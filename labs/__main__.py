@@ -5,6 +5,7 @@
     python -m labs run-all
     python -m labs render nginx-buffering [--variant broken|fixed] [--proxy PROXY]
     python -m labs verify nginx.conf [--proxy nginx|haproxy|envoy] [--quick] [--json]
+    python -m labs serve [--host 127.0.0.1] [--port 8765] [--runtime local|docker]
 """
 from __future__ import annotations
 
@@ -32,6 +33,9 @@ def _parser() -> argparse.ArgumentParser:
                         help="which variant's settings (default: broken)")
     render.add_argument("--proxy", help="which hop, when the scenario's path has several proxies")
     render.add_argument("--no-validate", action="store_true", help="skip the binary's check")
+    from labs.view.cli import add_arguments as view_arguments
+    view_arguments(sub.add_parser("serve", help="the browser view: broken and fixed side by side, "
+                                  "measured by the browser (http://127.0.0.1:8765)"), DEFAULT_REPORTS)
     # The load lab (labs.load) and the benchmarks (labs.bench) take their own options.
     sub.add_parser("bench", help="every benchmark: reports/bench/*.json and bench.md "
                    "(options: python -m labs bench --help)", add_help=False)
@@ -75,6 +79,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         from labs import load
         return load.main(["--out", str(args.out / "load")]
                          + (["--runtime", args.runtime] if args.runtime else []))
+    if args.command == "serve":
+        from labs.view.cli import serve
+        return serve(args.host, args.port, args.runtime, args.out)
     if args.command == "render":
         from labs import render
         return render.main(args.name, args.variant, args.proxy, check=not args.no_validate)

@@ -25,7 +25,7 @@ from pydantic import ValidationError
 from starlette.middleware.cors import CORSMiddleware
 from starlette.requests import ClientDisconnect
 
-from server import errors, metrics, records
+from server import errors, event_source, metrics, records
 from server.config import ServerConfig
 from server.detokenizer import Vocabulary
 from server.engine.base import (
@@ -290,13 +290,25 @@ def create_app(config: ServerConfig, engine: Engine, tokenizer: Any,
             metrics.REQUESTS.labels(status=errors.CLIENT_CLOSED).inc()
             return Response(status_code=int(errors.CLIENT_CLOSED))
         parsed = await service.parse(body)
+        return await answer(request, parsed, arrived_at)
+
+    @app.get("/v1/chat/completions")
+    async def chat_completions_event_source(request: Request) -> Response:
+        """EventSource's form of the POST (server/event_source.py)."""
+        arrived_at = time.monotonic()
+        parsed = await service.parse(event_source.body_from_query(request, config.cors_origins))
+        return await answer(request, parsed, arrived_at)
+
+    async def answer(request: Request, parsed: ChatCompletionRequest, arrived_at: float) -> Response:
+        """Both forms of the route, once the request is parsed: admit it, then stream or reply."""
         service.check_lab(parsed, request.headers.get(TOKEN_HEADER))
         try:
             job = await service.admit(parsed, arrived_at, request.receive)
         except ClientLeft:
             log.info("%s left during lab.headers_delay_s", _peer(request.scope))
             return Response(status_code=int(errors.CLIENT_CLOSED))
-        return records.track(request, SSECompletion(job) if parsed.stream else JSONCompletion(job))
+        return records.track(request, SSECompletion(job, request.headers.get(event_source.LAST_EVENT_ID))
+                             if parsed.stream else JSONCompletion(job))
 
     @app.get("/v1/models")
     async def list_models() -> dict[str, Any]:
@@ -335,6 +347,7 @@ def wrap_middleware(app: Any, config: ServerConfig) -> Any:
     if config.cors_origins:
         app = CORSMiddleware(app, allow_origins=list(config.cors_origins),
                              allow_methods=["GET", "POST"],
-                             allow_headers=["content-type", "authorization", TOKEN_HEADER.lower()],
+                             allow_headers=["content-type", "authorization", TOKEN_HEADER.lower(),
+                                            event_source.LAST_EVENT_ID],
                              max_age=600)
     return app

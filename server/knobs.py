@@ -143,6 +143,11 @@ KNOBS: tuple[Knob, ...] = (
          "one write per frame", minimum=0.0, maximum=10_000.0, flag=True),
     Knob("omit_headers", "names", (), "streaming headers left out of the response",
          choices=STREAMING_HEADER_NAMES, flag=True, flag_name="--omit-header"),
+    Knob("event_ids", "bool", False, "an `id:` line on every data frame, and a request carrying "
+         "`Last-Event-ID: N` resumes after frame N (EventSource reconnects exactly)", flag=True),
+    Knob("split_utf8_ms", "float", 0.0, "a frame holding a multi-byte character leaves in two "
+         "writes this far apart, split inside the character (a hop that re-chunks); 0 = off",
+         minimum=0.0, maximum=10_000.0, flag=True),
     Knob("stall_timeout_s", "float", 0.0, "no token for this long ends the stream with an "
          "in-band timeout error", minimum=0.0, maximum=MAX_WAIT_S, off_at_zero=True,
          smallest_on=0.01, flag=True),
