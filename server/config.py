@@ -79,6 +79,9 @@ class ServerConfig:
     # Failure mode `server-fd-limit`: keep the soft RLIMIT_NOFILE the shell gave us.
     keep_fd_limit: bool = False
     stream: StreamSettings = field(default_factory=StreamSettings)
+    # --workers N: processes on one port (server/workers.py); --reuse-port: bind as one of them.
+    workers: int = 1
+    reuse_port: bool = False
 
     @property
     def model_name(self) -> str:
