@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
+from labs.bench.admission import ARRIVALS, ROUNDS, WORKERS, bench_admission
 from labs.bench.markdown import markdown
 from labs.bench.measuring_client import CLIENT_STREAMS, bench_client
 from labs.bench.modules import REPO_ROOT, run_module
@@ -16,7 +17,7 @@ from labs.bench.server_cpu import CPU_CASES, bench_server_cpu
 from labs.resources import raise_own_fd_limit
 
 DEFAULT_OUT = REPO_ROOT / "reports" / "bench"
-PARTS = ("proxies", "server-cpu", "server", "engine", "client")
+PARTS = ("admission", "proxies", "server-cpu", "server", "engine", "client")
 SERVER_CPU_DURATION_S = 4.0
 # Seconds to start a server, or a proxy, and to open and close a step's streams (per 1,000):
 # what this 2-core machine takes, for the progress bar's estimate only.
@@ -37,6 +38,8 @@ def parts(args: argparse.Namespace) -> dict[str, Part]:
         return duration_s + STEP_S + PER_1000_STREAMS_S * streams / 1000
 
     return {part.name: part for part in (
+        Part("admission", lambda progress: bench_admission(progress, args.arrivals),
+             len(WORKERS) * (START_S * paths + ROUNDS * paths * step_s(args.arrivals, 0.15))),
         Part("proxies", lambda progress: bench_proxies(args.streams, args.duration, args.rounds, progress),
              START_S * paths + paths * (PACED_TOKENS / PACED_RATE + 0.01 * (args.rounds + 1))
              + paths * step_s(args.streams, args.duration)),
@@ -56,6 +59,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m labs bench", description=bench.__doc__.splitlines()[0])
     parser.add_argument("--only", default="", help=f"comma-separated parts (default all): {', '.join(PARTS)}")
     parser.add_argument("--streams", type=int, default=1000, help="streams of the many-streams step")
+    parser.add_argument("--arrivals", type=int, default=ARRIVALS,
+                        help="simultaneous arrivals of the admission part")
     parser.add_argument("--duration", type=float, default=8.0, help="seconds per many-streams stream")
     parser.add_argument("--rounds", type=int, default=30, help="one-stream TTFT rounds per path")
     parser.add_argument("--out", type=Path, default=DEFAULT_OUT)

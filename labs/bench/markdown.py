@@ -3,6 +3,7 @@ from __future__ import annotations
 
 from typing import Any, Mapping
 
+from labs.bench import admission
 from labs.bench.proxies import PROXIES
 
 
@@ -26,6 +27,9 @@ def _table(title: str, header: str, rows: list[str]) -> list[str]:
 
 def markdown(results: Mapping[str, Any], command: str) -> str:
     lines = ["# Benchmarks", "", f"Command: `{command}` (this 2-core machine, shared).", ""]
+    burst = results.get("admission")
+    if burst and "configs" in burst:
+        lines += admission.markdown_lines(burst)
     proxies = results.get("proxies")
     if proxies and "comparison" in proxies:
         n = proxies["streams"]
