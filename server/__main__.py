@@ -82,6 +82,9 @@ def parse_args(argv: Sequence[str] | None = None) -> ServerConfig:
                             "every chunk (streams; shows that not every gzip buffers)")
     modes.add_argument("--blocking-loop", action="store_true",
                        help="run decode steps on the event loop (every stream stalls)")
+    modes.add_argument("--serial-prefill", action="store_true",
+                       help="prefill requests that arrive together one forward pass each "
+                            "(the benchmark's before; default: together in one pass)")
     modes.add_argument("--keep-fd-limit", action="store_true",
                        help="do not raise the soft open-file limit at start-up")
     ns = parser.parse_args(argv)
@@ -109,6 +112,7 @@ def parse_args(argv: Sequence[str] | None = None) -> ServerConfig:
         lab_enabled=ns.lab_enabled, lab_token=ns.lab_token,
         gzip_middleware=ns.gzip_middleware, gzip_exclude_sse=ns.gzip_exclude_sse,
         gzip_sync_flush=ns.gzip_sync_flush, blocking_loop=ns.blocking_loop,
+        serial_prefill=ns.serial_prefill,
         keep_fd_limit=ns.keep_fd_limit, stream=stream, workers=ns.workers,
         reuse_port=ns.reuse_port)
 
@@ -142,7 +146,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     engine = create_engine(EngineConfig(
         kind=config.engine, model=config.model, device=config.device, slots=config.slots,
-        max_queue=config.max_queue, blocking_loop=config.blocking_loop), tokenizer)
+        max_queue=config.max_queue, blocking_loop=config.blocking_loop,
+        serial_prefill=config.serial_prefill), tokenizer)
     app = create_app(config, engine, tokenizer, eos_token_ids(tokenizer, config.model))
     # Everything loaded so far (torch, the model, the tokenizer, the app) lives as long as the
     # process: freeze it out of the cyclic collector's reach. At 1,000 streams each full collection
