@@ -335,6 +335,12 @@ def create_app(config: ServerConfig, engine: Engine, tokenizer: Any,
                              "slots": engine.slots, "slots_in_use": engine.slots_in_use,
                              "queued": engine.queued})
 
+    @app.get("/health")
+    async def health() -> Response:
+        """vLLM's liveness probe (benchmark clients such as guidellm call it): 200 with an empty
+        body while the engine runs, 503 when it does not."""
+        return Response(status_code=200 if engine.healthy else 503)
+
     @app.get("/metrics")
     async def prometheus_metrics() -> PlainTextResponse:
         return PlainTextResponse(metrics.exposition(), media_type=CONTENT_TYPE_LATEST)
