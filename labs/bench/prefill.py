@@ -5,7 +5,7 @@ before) and together (batched prefill, the default), in one run.
 Every request carries the same chat prompt, short (25 tokens, the load lab's) or long (~200
 tokens), and a 4-token script (teacher-forced: a real forward pass per token), unpaced, so TTFT
 is admission + prefill + the first decode step. Measured here (one torch thread): prefilling
-64 short prompts took 188 ms one pass each and 44 ms together; 64 long ones 1.25 s either way,
+64 short prompts took 188 ms one pass each and 44 ms together; 64 long ones 1.25 s and 1.43 s,
 since a 200-token prompt already fills the CPU's matrix units and batching only adds padding.
 On a GPU the long prompts batch too (`make bench-gpu`).
 The servers have 64 slots, so no request waits for a slot. Both servers run at once and every
