@@ -114,7 +114,10 @@ SCENARIOS = [
                                           "maxconn_global": MAXCONN}},
                        server_args=MANY_STREAMS_SERVER),
         fix=Variant(proxy={"haproxy": {"maxconn_frontend": 4096, "maxconn_global": 8192}}),
-        symptom_checks=(checks.complete_with_done(), checks.ttft_spread_at_least(0.8),
+        # A queued stream starts one whole stream late; half a stream is midway between that and
+        # no wave at all, so neither a busy machine's late first wave nor a cured run's noise
+        # (spread ~0.1 of a stream) lands on the wrong side.
+        symptom_checks=(checks.complete_with_done(), checks.ttft_spread_at_least(0.5),
                         checks.sent_together_at_least(MAXCONN + 1, f"maxconn {MAXCONN}")),
         cure_checks=(checks.complete_with_done(), checks.ttft_p99_within(5.0),
                      checks.server_peak_at_least("streamlab_active_streams", MAXCONN + 1,

@@ -112,7 +112,7 @@ SCENARIOS = [
                         checks.slot_held_at_least(10), checks.stayers_ttft_at_least(10)),
         cure_checks=(checks.departed(DISCONNECT_SLOTS), checks.server_heard_departures(DISCONNECT_SLOTS),
                      checks.tokens_for_nobody_at_most(2 * DISCONNECT_SLOTS), checks.slot_held_at_most(2),
-                     checks.stayers_ttft_within(checks.STREAM_SLACK_INTERVALS),
+                     checks.stayers_ttft_within(checks.ARRIVAL_SLACK_INTERVALS),
                      checks.outcome_is("complete", "disconnected")),
         server_metrics=("streamlab_tokens_generated_total", "streamlab_tokens_after_disconnect_total",
                         "streamlab_slot_held_after_disconnect_seconds_sum",
@@ -146,13 +146,14 @@ SCENARIOS = [
         layer="server",
         symptom="with several users at once, some streams get every token a whole token late",
         path=(),
-        workload=Workload(streams=BLOCKING_STREAMS, concurrency=BLOCKING_STREAMS, tokens_per_s=4.0),
+        workload=Workload(streams=BLOCKING_STREAMS, concurrency=BLOCKING_STREAMS, tokens_per_s=1.0,
+                          script="Every token should reach"),
         broken=Variant(server_args=("--blocking-loop", "--slots", "16")),
         fix=Variant(server_args=("--slots", "16")),
         symptom_checks=(checks.ttft_max_at_least(0.7), checks.complete_with_done(),
                         checks.sent_together_at_least(BLOCKING_STREAMS, "every stream at once")),
-        # The symptom is the first-token lag (asserted on the broken side); the cure's gap bound only
-        # says tokens keep their pace, allowing one token late to the noise of a shared machine.
+        # The lag is one interval whatever the pace, the noise is not (eight prefills on 2 busy
+        # cores: up to ~260 ms): at 1 tok/s the two stay far apart. The gap bound allows one late.
         cure_checks=(checks.ttft_p99_within(0.45), checks.gap_p99_at_most(2.5), checks.complete_with_done(),
                      checks.sent_together_at_least(BLOCKING_STREAMS, "every stream at once")),
         explanation=(
@@ -172,12 +173,12 @@ SCENARIOS = [
             "that lags keeps the same lag (at 8 streams and 10 tok/s the gap p99 was 1.05-1.2 token "
             "intervals off the loop and 1.0-1.9 on it, high only in some runs, depending on how the "
             "streams' due times interleave). What every run shows is the lag: the latest first "
-            "token of 8 streams leaves a whole "
-            "interval late (~250 ms at 4 tok/s, against ~25 ms off the loop). With a real model's "
+            "token of 8 streams leaves a whole interval late (~1.0 s at 1 tok/s, ~250 ms at 4 tok/s; "
+            "40-120 ms off the loop, at any pace, on 2 busy cores). With a real model's "
             "20-50 ms forward passes on the loop, each pass delays every stream, and the gaps grow "
             "with concurrency."),
         scaled=(Scaled("concurrent streams", "8", "tens to hundreds per server process"),
-                Scaled("token rate", "4 tok/s", "20-100 tok/s (the lag is one interval at any rate)")),
+                Scaled("token rate", "1 tok/s", "20-100 tok/s (the lag is one interval at any rate)")),
         sources=("https://docs.python.org/3/library/asyncio-dev.html#running-blocking-code",),
     ),
     Scenario(

@@ -45,7 +45,7 @@ def scenario_page_data(scenario: Scenario) -> dict[str, Any]:
         "concurrency": 1 if workload.sequential else workload.concurrency,
         "abort_after_events": workload.disconnect_after_events,
         "interval_ms": workload.interval_s * 1000.0,
-        "first_due_ms": workload.first_due_s * 1000.0,
+        "first_due_ms": workload.first_due_s() * 1000.0,
         "script": workload.script,
         "notes": notes,
     }

@@ -2,11 +2,14 @@
 to do, and what the browser measured, in the lab's own terms (labs.measurements.StreamResult)."""
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
 from typing import Any, Mapping
+from urllib.parse import quote
 
 from labs.measurements import Event, StreamResult
 from labs.scenario import Workload
+from server.event_source import QUERY_PARAMETER
 
 # Measuring-client options (labs.client.Options) and browser-only options, as client.js names them.
 _SECONDS_TO_MS = {"read_timeout_s": "readTimeoutMs", "total_timeout_s": "timeoutMs"}
@@ -14,8 +17,21 @@ _SAME = {"mode": "mode", "disconnect_after_events": "abortAfterEvents",
          # Browser-only: which API reads the stream, how its bytes are decoded, how many
          # EventSource connections (the first and its reconnections) the client lets happen.
          "api": "api", "decoder": "decoder", "max_connections": "maxConnections"}
+# The options only the browser's client knows (labs.client.Options has the rest).
+BROWSER_ONLY = ("api", "decoder", "max_connections")
 # What a browser cannot do as the lab's client does (a page sets neither of these itself).
 NOT_IN_A_BROWSER = ("headers", "accept_encoding", "connect_timeout_s")
+# What JavaScript's encodeURIComponent leaves as it is, besides letters and digits.
+URI_COMPONENT_SAFE = "-_.!~*'()"
+
+
+@dataclass(frozen=True)
+class PageRequest:
+    """One HTTP request the page sends for a stream, as client.js builds it."""
+
+    method: str  # POST (fetch) or GET (EventSource)
+    url: str
+    body: str | None  # the JSON a POST carries; a GET carries it in the URL's query
 
 
 def browser_spec(url: str, body: Mapping[str, Any], workload: Workload,
@@ -31,6 +47,17 @@ def browser_spec(url: str, body: Mapping[str, Any], workload: Workload,
         elif name in _SAME and value is not None:
             spec[_SAME[name]] = value
     return spec
+
+
+def page_request(spec: Mapping[str, Any]) -> PageRequest:
+    """What client.js sends for one stream of `spec`: fetch POSTs the body as JSON; EventSource
+    can only GET, so the body travels URL-encoded in `?request=` (JSON.stringify, then
+    encodeURIComponent), where the server's GET route reads it. Lets a test see, without a
+    browser, the bodies a page would send."""
+    text = json.dumps(spec["body"], ensure_ascii=False, separators=(",", ":"))
+    if spec.get("api") == "eventsource":
+        return PageRequest("GET", f"{spec['url']}?{QUERY_PARAMETER}={quote(text, safe=URI_COMPONENT_SAFE)}", None)
+    return PageRequest("POST", spec["url"], text)
 
 
 def skipped_options(options: Mapping[str, Any]) -> list[str]:

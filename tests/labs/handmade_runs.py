@@ -7,14 +7,15 @@ nothing, is found in milliseconds instead of in a guard. Times follow the scenar
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, fields, replace
 from typing import Any, Callable
 
 from labs.catalogue import client as client_layer
-from labs.catalogue import envoy, haproxy, nginx, server
+from labs.catalogue import browser, envoy, haproxy, nginx, server
 from labs.checks.stress import DISCONNECTS
 from labs.measurements import Event, StreamResult
 from labs.scenario import Run, Scenario, VariantName
+from labs.view.specs import BrowserStreamResult
 
 ACTIVE = "streamlab_active_streams"
 TOKENS = "streamlab_tokens_generated_total"
@@ -188,6 +189,53 @@ def _chain(held: bool) -> Make:
     return make
 
 
+def in_browser(result: StreamResult, **measured: Any) -> BrowserStreamResult:
+    """`result` as Chromium measured it, with what only the browser knows (split chunks,
+    EventSource connections and their Last-Event-ID)."""
+    return BrowserStreamResult(**{**{f.name: getattr(result, f.name) for f in fields(StreamResult)}, **measured})
+
+
+def _decoded(naive: bool, splits: int) -> Make:
+    """browser-textdecoder: every split character's two halves become U+FFFD when each chunk is
+    decoded alone (naive), or the script exactly (streaming decode); `splits` chunks ended
+    mid-character (0: the server never split one)."""
+    def make(s: Shapes) -> Run:
+        text = "".join("\ufffd\ufffd" if i < splits else c for i, c in enumerate(s.script)) if naive else s.script
+        return s.run(in_browser(s.streamed(len(s.script)), text=text, split_reads=splits, decoder=
+                                "naive" if naive else "stream"))
+    return make
+
+
+def _reconnects(ids: bool, connections: int) -> Make:
+    """browser-eventsource-reconnect: the server drops each connection after 5 tokens. Without
+    ids each reconnection starts the answer again (and is dropped again) until the page gives up;
+    with ids the browser sends Last-Event-ID and gets the rest, once."""
+    def make(s: Shapes) -> Run:
+        cut = s.script[:20]
+        if ids:
+            sent = [None] + [str(5 * n) for n in range(1, connections)]
+            result = s.streamed(len(s.script.split()), text=s.script)
+        else:
+            sent = [None] * connections
+            result = s.cut(5 * connections, 0.01)
+            result.text = cut * connections
+        return s.run(in_browser(result, api="eventsource", connections=connections, last_event_ids=sent))
+    return make
+
+
+def _tabs(protocol: str, queued: int) -> Make:
+    """browser-connection-limit: seven streams requested at once; over HTTP/1.1 the browser sends
+    six and the seventh waits for one to end (`queued`: how many wait)."""
+    def make(s: Shapes) -> Run:
+        count = s.scenario.workload.streams
+        first = [at(s.streamed(15, http_version=protocol), 0.001 * i) for i in range(count - queued)]
+        e2e = first[0].e2e_s or 0.0
+        later = [at(s.stream([t + e2e for t in s.times(15)], http_version=protocol, e2e_s=e2e * 2,
+                             end_s=e2e * 2), 0.001 * (count - queued)) for _ in range(queued)]
+        return s.run(*first, *later)
+    return make
+
+
 def _stop_texts(met: str, partial: str) -> Make:
     return lambda s: s.run(s.streamed(6, text=met), s.streamed(18, text=partial))
 
@@ -289,4 +337,22 @@ HANDMADE: dict[str, Handmade] = {
         cure_without_stress=lambda s: s.run(s.rushed()),
         symptom_without_stress=lambda s: s.run(s.rushed_lump(reads=20))),
     "client-read-timeout": _idle(client_layer.READ_TIMEOUT_S, outcome="timeout"),
+    "browser-textdecoder": Handmade(
+        symptom=_decoded(naive=True, splits=4), cure=_decoded(naive=False, splits=4),
+        # The stress is the split itself: a chunk that never ends mid-character proves nothing.
+        cure_without_stress=_decoded(naive=False, splits=0),
+        symptom_without_stress=lambda s: s.run(in_browser(s.streamed(), text="\ufffd" + s.script))),
+    "browser-eventsource-reconnect": Handmade(
+        symptom=_reconnects(ids=False, connections=3), cure=_reconnects(ids=True, connections=2),
+        # The stress is the drop: one connection that was never dropped, and an answer that
+        # repeats its own start without any reconnection.
+        cure_without_stress=_reconnects(ids=True, connections=1),
+        symptom_without_stress=lambda s: s.run(in_browser(
+            s.streamed(), text=browser.RECONNECT_START * 2, api="eventsource", connections=1,
+            last_event_ids=[None]))),
+    "browser-connection-limit": Handmade(
+        symptom=_tabs("http/1.1", queued=1), cure=_tabs("h2", queued=0),
+        # The stress is seven streams at once: the page asked for them one after another.
+        cure_without_stress=lambda s: s.run(*in_turn(_tabs("h2", queued=0)(s).results)),
+        symptom_without_stress=lambda s: s.run(*in_turn(_tabs("http/1.1", queued=1)(s).results))),
 }

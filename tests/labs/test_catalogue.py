@@ -2,7 +2,10 @@
 
 - Every body a variant sends (workload and variant merged, and each body a driver derives from
   it) validates against the server's own request schema, and every client option is one the
-  measuring client knows: a typo'd `lab` key fails here, not in a guard.
+  measuring client knows: a typo'd `lab` key fails here, not in a guard. A browser driver's
+  streams are recorded as the page would send them (a POST body, or EventSource's GET with the
+  body in `?request=`, read back by the server's own GET parsing), and its options are the
+  measuring client's or the browser client's own.
 - Every hop's settings render and pass the proxy's own check (`nginx -t`, `haproxy -c`,
   `envoy --mode validate`), and no variant configures a proxy that is not on its path.
 - Each scenario's checks accept a hand-made run of its symptom and reject a hand-made cured run
@@ -15,18 +18,24 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
+import json
 from typing import Any, Iterator, Mapping
 from unittest import mock
+from urllib.parse import urlsplit
 
 import pytest
 from pydantic import ValidationError
+from starlette.requests import Request
 
 from labs import catalogue, client
 from labs.client import Options
 from labs.measurements import StreamResult
 from labs.runner import drive, hop_settings, request_body
 from labs.scenario import VARIANTS, Check, Run, Scenario, Variant, VariantName
+from labs.view import chromium
+from labs.view.specs import BROWSER_ONLY, PageRequest, page_request
 from proxies.validation import ConfigInvalid, validate
+from server.event_source import body_from_query
 from server.schema import ChatCompletionRequest
 from tests.labs.handmade_runs import HANDMADE, Handmade, Shapes
 
@@ -34,10 +43,27 @@ SCENARIOS = [pytest.param(scenario, id=scenario.name) for scenario in catalogue.
 URL = "http://127.0.0.1:9/v1/chat/completions"  # never contacted: the client is replaced
 
 
+def body_the_server_reads(request: PageRequest) -> bytes:
+    """The JSON the server parses from a page's request: a POST's body, or a GET's `request`
+    query parameter as the server's EventSource route reads it."""
+    if request.method == "POST":
+        return (request.body or "").encode()
+    parts = urlsplit(request.url)
+    scope = {"type": "http", "method": "GET", "path": parts.path, "query_string": parts.query.encode(),
+             "headers": [(b"sec-fetch-site", b"same-origin")]}
+    return body_from_query(Request(scope), ())
+
+
+# A stream a workload would start: the body, and the measuring client's options (None for a
+# browser's stream, whose options request_problems checks against both clients' own).
+Sent = tuple[Mapping[str, Any], "dict[str, Any] | None"]
+
+
 @contextlib.contextmanager
-def recorded_sends() -> Iterator[list[tuple[Mapping[str, Any], dict[str, Any]]]]:
-    """Replace the measuring client: each stream a workload would start is recorded, not sent."""
-    sent: list[tuple[Mapping[str, Any], dict[str, Any]]] = []
+def recorded_sends() -> Iterator[list[Sent]]:
+    """Replace the measuring client and the browser: each stream a workload would start is
+    recorded, not sent."""
+    sent: list[Sent] = []
 
     async def one(url: str, body: Mapping[str, Any], **options: Any) -> StreamResult:
         sent.append((body, options))
@@ -46,7 +72,15 @@ def recorded_sends() -> Iterator[list[tuple[Mapping[str, Any], dict[str, Any]]]]
     async def many(url: str, bodies: list[Mapping[str, Any]], concurrency: int, **options: Any) -> list[StreamResult]:
         return [await one(url, body, **options) for body in bodies]
 
-    with mock.patch.object(client, "measure_stream", one), mock.patch.object(client, "measure_many", many):
+    async def in_the_browser(url: str, spec: Mapping[str, Any], streams: int = 1,
+                             concurrency: int = 1) -> list[dict[str, Any]]:
+        request = page_request(spec)
+        for _ in range(streams):
+            sent.append((json.loads(body_the_server_reads(request)), None))
+        return [{"url": url} for _ in range(streams)]
+
+    with mock.patch.object(client, "measure_stream", one), mock.patch.object(client, "measure_many", many), \
+            mock.patch.object(chromium, "run_streams", in_the_browser):
         yield sent
 
 
@@ -62,8 +96,11 @@ def request_problems(scenario: Scenario, variant_name: VariantName) -> list[str]
             ChatCompletionRequest.model_validate(body)
         except ValidationError as exc:
             problems.append(f"{variant_name} body: {exc}")
+        # A browser's options: the measuring client's (the page applies those it can) or its own.
+        client_options = opts if opts is not None else {
+            name: value for name, value in options.items() if name not in BROWSER_ONLY}
         try:
-            Options(**opts)
+            Options(**client_options)
         except TypeError as exc:
             problems.append(f"{variant_name} client options: {exc}")
     return problems or ([] if sent else [f"{variant_name}: the workload sends no request"])
@@ -123,6 +160,32 @@ def test_a_typo_in_a_driver_body_is_caught() -> None:
     workload = dataclasses.replace(scenario.workload, driver=one_after_another({"lab": {"scirpt": "x"}}))
     problems = request_problems(dataclasses.replace(scenario, workload=workload), "broken")
     assert problems and "lab.scirpt" in problems[0]
+
+
+def test_a_browser_driver_sends_what_the_page_would_and_its_typos_are_caught() -> None:
+    scenario = catalogue.get("browser-eventsource-reconnect")
+    with recorded_sends() as sent:
+        variant = scenario.variant("fixed")
+        asyncio.run(drive(URL, request_body(scenario.workload, variant, "tiny"), scenario.workload,
+                          {**scenario.workload.client, **variant.client}))
+    # EventSource's GET, read back as the server reads it: the whole body, knobs included.
+    assert len(sent) == scenario.workload.streams and sent[0][0]["lab"]["event_ids"] is True
+    typo = dataclasses.replace(scenario, fix=Variant(lab={"event_idz": True}))
+    assert any("lab.event_idz" in p for p in request_problems(typo, "fixed"))
+    assert not request_problems(typo, "broken")
+    option = dataclasses.replace(scenario, fix=Variant(client={"decodr": "naive"}))
+    assert any("decodr" in p for p in request_problems(option, "fixed"))
+
+
+def test_an_eventsource_request_survives_the_query_string() -> None:
+    body = {"model": "m", "messages": [{"role": "user", "content": "𠮷 & = ? % + #"}]}
+    request = page_request({"url": URL, "body": body, "api": "eventsource"})
+    assert request.method == "GET" and request.body is None and "#" not in request.url
+    assert json.loads(body_the_server_reads(request)) == body
+    posted = page_request({"url": URL, "body": body})
+    assert posted.method == "POST" and json.loads(body_the_server_reads(posted)) == body
+    # page_request is client.js's construction, in Python: the page builds the same URL.
+    assert '"?request=" + encodeURIComponent(JSON.stringify(spec.body))' in chromium.CLIENT_JS.read_text()
 
 
 def test_a_typo_in_a_client_option_is_caught() -> None:

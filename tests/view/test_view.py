@@ -51,7 +51,7 @@ def test_nginx_buffering_blank_then_all_at_once_beside_a_flowing_stream(view: Vi
     tab = page.page
     run(tab, view, "nginx-buffering")
     workload = BUFFERING.workload
-    due_ms, interval_ms = workload.first_due_s * 1000, workload.interval_s * 1000
+    due_ms, interval_ms = workload.first_due_s() * 1000, workload.interval_s * 1000
     broken, fixed = numbers(tab, "broken"), numbers(tab, "fixed")
     # The symptom as the browser measured it: the first token far past its due time, in lumps.
     assert broken["ttft"] >= due_ms + 5 * interval_ms, broken
