@@ -12,6 +12,7 @@ TTFT anyway). Client CPU is the master's and the workers' together.
 from __future__ import annotations
 
 import csv
+import importlib.util
 import json
 import os
 import resource
@@ -35,11 +36,9 @@ KIND = "SSE"
 
 
 def locust_available() -> bool:
-    try:
-        import locust  # noqa: F401
-    except ImportError:
-        return False
-    return True
+    """Whether Locust is installed, without importing it: importing locust monkey-patches this
+    process for gevent (sockets, select), and the lab's own client must keep asyncio's."""
+    return importlib.util.find_spec("locust") is not None
 
 
 def require_locust() -> None:
@@ -62,8 +61,6 @@ def _free_port() -> int:
 def run_locust_step(path: OwnPath, n: int, tokens_per_s: float, baseline: StepResult | None,
                     workers: int = 2) -> StepResult:
     """N streams from Locust: a master and `workers` local workers (one for a single stream)."""
-    from labs.load.locustfile import body_argument
-
     workers = max(1, min(workers, n))
     duration = path.settings.duration_s
     deadline = 3 * duration + path.settings.ramp_s + 15.0
@@ -79,7 +76,7 @@ def run_locust_step(path: OwnPath, n: int, tokens_per_s: float, baseline: StepRe
                               "--master-bind-host", "127.0.0.1", "--master-bind-port",
                               str(master_port), "--run-time", f"{int(deadline + 10)}s",
                               "--stop-timeout", "5", "--stream-path", stream_path,
-                              "--stream-body", body_argument(path.body()),
+                              "--stream-body", json.dumps(path.body(), separators=(",", ":")),
                               "--stream-deadline", f"{deadline:g}", "--json-file", prefix,
                               "--csv", prefix, "--only-summary")
         worker_cmd = _command(path, "--worker", "--master-host", "127.0.0.1", "--master-port",

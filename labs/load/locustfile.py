@@ -24,7 +24,6 @@ machines (the body comes from `python -m labs load URL --print-body`):
 """
 from __future__ import annotations
 
-import json
 import os
 import time
 from typing import Any
@@ -171,7 +170,3 @@ def _on_init(environment: Any, **_: Any) -> None:
     elif not isinstance(environment.runner, WorkerRunner) and environment.parsed_options.headless:
         gevent.spawn(_quit_when_all_reported, environment)  # a single process, no workers
 
-
-def body_argument(body: dict[str, Any]) -> str:
-    """The --stream-body value for a body."""
-    return json.dumps(body, separators=(",", ":"))
