@@ -146,22 +146,21 @@ def own_limits(step: StepResult, baseline: StepResult | None) -> list[Limit]:
 
 
 def is_client_limit(limits: Sequence[Limit]) -> bool:
-    """The step's only explanation is this client's own CPU: not the path's limit."""
-    return bool(limits) and all(x.name.startswith("client") for x in limits)
+    """The step's only explanation is CPU on the client's machine (this client's own, or the
+    whole machine busy): the measurement ran out, not necessarily the path."""
+    return bool(limits) and all(x.name.startswith("client") or x.where == "cpu" for x in limits)
 
 
 def findings(steps: Sequence[StepResult]) -> list[Finding]:
-    """The first limit of the path as findings of the contract's kinds."""
+    """The path's connection limit as a finding of the contract's kind, from the first step that
+    showed it. Steps that only degraded (rate, gaps, admission) name their limit in the steps."""
     for step in sorted(steps, key=lambda s: s.concurrency):
-        if step.healthy or is_client_limit(step.limits):
-            continue
         connection = [x for x in step.limits if x.name == CONNECTION_LIMIT]
         if connection:
             return [Finding("connection-limit", "failure", connection[0].evidence,
                             fix="raise the limit in front of the origin (proxy connections, "
                                 "maxconn, circuit breakers, fd limits) or admit fewer streams",
                             scenario="load", at_streams=step.concurrency)]
-        return []  # degraded (rate, gaps, admission) but no stream refused: in the steps only
     return []
 
 
