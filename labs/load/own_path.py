@@ -164,6 +164,17 @@ def findings(steps: Sequence[StepResult]) -> list[Finding]:
     return []
 
 
+@dataclass
+class OwnPathResult(PathResult):
+    """A path's steps whose first limit skips steps explained only by the client machine's CPU
+    (the report, the JSON and the exit status agree on it)."""
+
+    @property
+    def first_limit(self) -> tuple[StepResult, list[Limit]] | None:
+        hit = first_limit_hit(self.steps)
+        return None if hit is None else (hit, hit.limits)
+
+
 def first_limit_hit(steps: Sequence[StepResult]) -> StepResult | None:
     for step in sorted(steps, key=lambda s: s.concurrency):
         if not step.healthy and not is_client_limit(step.limits):
@@ -215,7 +226,7 @@ def run_load(path: OwnPath, progress: Progress = lambda m: None,
     """The baseline and every step; a step whose limit the path hit ends the ramp (the next
     ones would only show it harder). `step_runner` is the client: the lab's or Locust."""
     raise_own_fd_limit()
-    result = PathResult(path.load_path())
+    result = OwnPathResult(path.load_path())
     rate = path.settings.tokens_per_s
     progress(f"{path.host}: baseline, 1 stream")
     baseline = step_runner(path, 1, rate, None)
