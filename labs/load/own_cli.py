@@ -51,6 +51,8 @@ def parser() -> argparse.ArgumentParser:
                    help="local Locust workers with --locust (default 2)")
     p.add_argument("--out", type=Path, help="report folder (default reports/load-<host>/)")
     p.add_argument("--json", action="store_true", help="print one JSON document instead of tables")
+    p.add_argument("--print-body", action="store_true",
+                   help="print the body every stream sends and exit (locust --stream-body)")
     return p
 
 
@@ -82,6 +84,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             require_locust()
         path = OwnPath(args.url, settings)
         path.detect()
+        if args.print_body:
+            print(json.dumps(path.body(), separators=(",", ":")))
+            return 0
         result, wall = _run(path, args, console)
     except UnusableInput as exc:
         if args.json:
