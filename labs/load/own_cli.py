@@ -88,7 +88,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(json.dumps(path.body(), separators=(",", ":")))
             return 0
         result, wall = _run(path, args, console)
-    except UnusableInput as exc:
+    except (UnusableInput, RuntimeError, OSError) as exc:  # RuntimeError: Locust did not run
         if args.json:
             print(json.dumps({"url": args.url, "ok": False, "error": str(exc)}, indent=2))
         Console(stderr=True).print(f"[red]error[/red]: {exc}", highlight=False)

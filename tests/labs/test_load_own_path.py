@@ -132,3 +132,23 @@ def test_a_clean_path_raises_no_alarm(stand: dict[str, str], client: list[str], 
     else:  # a busy shared machine can still make a step late; it is never a connection limit
         names = [x["name"] for x in doc["first_limit"]["limits"]]
         assert CONNECTION_LIMIT not in names, names
+
+
+def test_another_origin_gets_a_plain_request_and_its_own_pace_is_the_ideal() -> None:
+    from labs.load.own_path import LoadSettings, OwnPath, run_load
+
+    path = OwnPath("http://127.0.0.1:9/v1", LoadSettings(streams=(10, 48), duration_s=2.0))
+    path.probe.origin, path.probe.model = "other", "m"
+    assert "lab" not in path.body() and path.body()["max_tokens"] == 40
+    rates = []
+
+    def fake(p: OwnPath, n: int, rate: float, baseline: StepResult | None) -> StepResult:
+        rates.append(rate)  # the origin streams at 10 tok/s: a 100 ms median gap
+        return step(n, tokens_per_s=rate, gap_p50_s=0.1, gap_p99_s=0.11, delivered_tok_s=10.0 * n)
+
+    result = run_load(path, step_runner=fake)
+    assert rates == [20.0, 10.0, 10.0]  # asked 20; the baseline measured 10
+    assert [s.concurrency for s in result.steps] == [1, 10, 48]
+    assert all(s.healthy and s.ideal_tok_s == 10.0 * s.concurrency for s in result.steps)
+    path.probe.origin = "streamlab"
+    assert path.body()["lab"]["tokens_per_s"] == 20.0
