@@ -48,7 +48,7 @@ $(STAMPS)/venv: pyproject.toml
 	@mkdir -p $(STAMPS)
 	@test -x $(PY) || $(PYTHON) -m venv --system-site-packages $(VENV)
 	@$(PY) -c "import torch" 2>/dev/null || $(PY) -m pip install -q "$(TORCH_PIN)"
-	$(PY) -m pip install -q -e ".[test]"
+	$(PY) -m pip install -q -e ".[test,locust]"
 	@$(PY) -m proxies.install --check
 	@touch $@
 

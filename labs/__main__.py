@@ -6,6 +6,7 @@
     python -m labs render nginx-buffering [--variant broken|fixed] [--proxy PROXY]
     python -m labs verify nginx.conf [--proxy nginx|haproxy|envoy] [--quick] [--json]
     python -m labs serve [--host 127.0.0.1] [--port 8765] [--runtime local|docker]
+    python -m labs load URL [--streams N[,N...]] [--locust --workers N] [--json]
 """
 from __future__ import annotations
 
@@ -43,6 +44,8 @@ def _parser() -> argparse.ArgumentParser:
                    "lab's server (options: python -m labs verify --help)", add_help=False)
     sub.add_parser("probe", help="probe a deployed path: python -m labs probe URL [URL ...] "
                    "(options: python -m labs probe --help)", add_help=False)
+    sub.add_parser("load", help="load a deployed path: python -m labs load URL --streams 100,300 "
+                   "(options: python -m labs load --help)", add_help=False)
     for name, help_text in (("run", "run one scenario"), ("run-all", "run every scenario, write an index")):
         cmd = sub.add_parser(name, help=help_text)
         if name == "run":
@@ -66,6 +69,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     if argv[:1] == ["probe"]:  # labs.probe parses its own options
         from labs.probe.cli import main as probe
         return probe(argv[1:])
+    if argv[:1] == ["load"]:  # labs.load.own_cli parses its own options
+        from labs.load.own_cli import main as load
+        return load(argv[1:])
     args = _parser().parse_args(argv)
     from labs import catalogue
 

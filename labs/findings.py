@@ -40,6 +40,7 @@ class Finding:
     limit_s: float | None = None  # for timeouts: the limit measured or read
     hop: int | None = None        # probe: 0-based index of the innermost URL that shows it
     reason: str | None = None     # for a warning: why the measurement did not show it
+    at_streams: int | None = None  # load: the concurrency of the first step that showed it
 
     def __post_init__(self) -> None:
         if self.kind not in FINDING_KINDS:

@@ -9,6 +9,8 @@ from pathlib import Path
 from typing import Any, Callable, Sequence
 
 from labs.bench.admission import ARRIVALS, ROUNDS, WORKERS, bench_admission
+from labs.bench.locust_agreement import bench_locust_agreement
+from labs.bench.locust_agreement import markdown_lines as locust_lines
 from labs.bench.markdown import markdown
 from labs.bench.prefill import COUNTS, bench_prefill
 from labs.bench.measuring_client import CLIENT_STREAMS, bench_client
@@ -18,7 +20,7 @@ from labs.bench.server_cpu import CPU_CASES, bench_server_cpu
 from labs.resources import raise_own_fd_limit
 
 DEFAULT_OUT = REPO_ROOT / "reports" / "bench"
-PARTS = ("admission", "prefill", "proxies", "server-cpu", "server", "engine", "client")
+PARTS = ("admission", "prefill", "proxies", "server-cpu", "server", "engine", "client", "locust")
 SERVER_CPU_DURATION_S = 4.0
 # Seconds to start a server, or a proxy, and to open and close a step's streams (per 1,000):
 # what this 2-core machine takes, for the progress bar's estimate only.
@@ -54,6 +56,8 @@ def parts(args: argparse.Namespace) -> dict[str, Part]:
         Part("engine", lambda progress: run_module("server.engine.bench", args.out / "engine.json"), 5.0),
         Part("client", lambda progress: bench_client(progress), 2 * (2.0 + 3.0 + PER_1000_STREAMS_S
                                                                      * CLIENT_STREAMS / 1000)),
+        # Both clients at 300, 600 and 1,000 streams (measured here: 180 s on a busy machine).
+        Part("locust", lambda progress: bench_locust_agreement(progress), 6 * 25.0),
     )}
 
 
@@ -99,7 +103,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         if name not in results and saved.exists():
             data = json.loads(saved.read_text())
             results[name] = {"result": data} if name in ("server", "engine") else data
-    text = markdown(results, command) + f"\nWall time: {time.monotonic() - started:.0f} s.\n"
+    text = markdown(results, command) + "\n".join(locust_lines(results.get("locust") or {}))
+    text += f"\nWall time: {time.monotonic() - started:.0f} s.\n"
     (args.out / "bench.md").write_text(text)
     console.print(text)
     return 0 if all("error" not in r for r in results.values()) else 1

@@ -28,6 +28,10 @@ One module per job:
     run       LoadLab: servers, proxies and steps, with their resources sampled
     cli       `python -m labs.load` (and `python -m labs run load`), --reanalyse
     report    tables, report.json, report.md and the picture (imported on use: matplotlib)
+    own_path  the same steps against a deployed path given by its URL (`python -m labs load URL`)
+    own_cli   that command's options, --json and reports/load-<host>/
+    locust_run  a step through Locust: a master and local workers, their stats as a StepResult
+    locustfile  the Locust user (also for `locust --master` / `--worker` across machines)
 """
 from __future__ import annotations
 

@@ -118,6 +118,7 @@ def markdown(results: Sequence[PathResult], meta: Mapping[str, Any]) -> str:
     lines = [
         "# Load lab: concurrent streams, and what breaks first",
         "",
+        meta.get("intro") or
         f"Each step opens N streams at once; the server (`--engine synthetic`, the same tokens "
         f"without a model) paces each at {rate:g} tok/s for {duration:g} s (the tiny-model row: "
         f"2 s). Ideal aggregate = N x {rate:g} tok/s; delivered = content events received per "

@@ -23,25 +23,30 @@ def _runner() -> asyncio.Runner:
     return asyncio.Runner(loop_factory=uvloop.new_event_loop)
 
 
-async def _lean_many(url: str, body: Mapping[str, Any], n: int, deadline_s: float) -> client.Batch:
+async def _lean_many(url: str, body: Mapping[str, Any], n: int, deadline_s: float,
+                     headers: Mapping[str, str] | None = None, ramp_s: float = 0.0) -> client.Batch:
     """`client.run_many` for a load step, except that one stream's exception cannot sink the
     batch: under uvloop, writing the request on a connection the server already closed (a
-    server out of fds accepts and drops) raises RuntimeError out of `measure_stream`."""
+    server out of fds accepts and drops) raises RuntimeError out of `measure_stream`.
+    `ramp_s` spreads the starts evenly over that many seconds (0: all at once)."""
     started, cpu0 = time.perf_counter(), time.process_time()
     payload = json.dumps(body).encode()
+    extra = dict(headers or {})
 
-    async def one() -> StreamResult:
+    async def one(i: int) -> StreamResult:
+        if ramp_s > 0:
+            await asyncio.sleep(ramp_s * i / n)
         called = time.perf_counter()
         try:
             r = await client.measure_stream(url, payload, read_timeout_s=30.0,
-                                            total_timeout_s=deadline_s)
+                                            total_timeout_s=deadline_s, headers=extra)
         except (RuntimeError, OSError) as exc:
             r = StreamResult(url=url, outcome="reset", error=f"{type(exc).__name__}: {exc}")
         # t = 0 of a stream is its request write, right after its connect
         r.start_s = called - started + (r.connect_s or 0.0)
         return r
 
-    results = await asyncio.gather(*(one() for _ in range(n)))
+    results = await asyncio.gather(*(one(i) for i in range(n)))
     return client.Batch(list(results), n, time.perf_counter() - started, time.process_time() - cpu0)
 
 
