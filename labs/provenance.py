@@ -46,7 +46,14 @@ def collect(runtime: str, proxies: Sequence[str], server_commands: Mapping[str, 
 
 
 def proxy_origin(runtime: str, proxy: str) -> dict[str, Any]:
-    """Where the proxy that ran came from: the host binary (local) or the image (docker)."""
+    """Where the proxy that ran came from: the host binary (local) or the image (docker); for an
+    app hop, its components' versions (and in docker the apps image)."""
+    from proxies.apps import is_app
+
+    if is_app(proxy):
+        from proxies.apps.versions import versions
+
+        return {**versions(proxy), **({"image": image_origin("apps")} if runtime == "docker" else {})}
     if runtime == "docker":
         return image_origin(proxy)
     return dict(_binary(proxy))

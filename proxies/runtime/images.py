@@ -23,7 +23,7 @@ from proxies.runtime.dockercli import DockerError, docker, image_present
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 
-Service = Literal["nginx", "haproxy", "envoy", "server"]
+Service = Literal["nginx", "haproxy", "envoy", "server", "apps"]
 Mode = Literal["auto", "official", "offline"]
 MODES: tuple[Mode, ...] = ("auto", "official", "offline")
 
@@ -34,6 +34,9 @@ OFFICIAL: dict[Service, str] = {
     "haproxy": "haproxy:2.6.12",
     "envoy": "envoyproxy/envoy:v1.40.0",
     "server": "streamlab/server:latest",  # built from docker/server.Dockerfile, never pulled
+    # The app hops (Node, gunicorn, LiteLLM) run the working tree's programs and installed
+    # packages: only the offline image, which mounts them, exists.
+    "apps": "streamlab/apps:latest",
 }
 # Built by `make images-offline` (proxies.runtime.offline_images) from this machine's binaries.
 OFFLINE: dict[Service, str] = {
@@ -41,6 +44,7 @@ OFFLINE: dict[Service, str] = {
     "haproxy": "streamlab/haproxy:host",
     "envoy": "streamlab/envoy:host",
     "server": "streamlab/server:host",
+    "apps": "streamlab/apps:host",
 }
 BUILD_HINT = "run `make images-offline` to build stand-ins from this machine's binaries"
 
@@ -104,6 +108,8 @@ def _choose(service: Service) -> Choice:
         _notice(f"streamlab: {official} is not here; using {offline} (built from this machine's "
                 f"binaries; STREAMLAB_IMAGES=official to insist on the official image)")
         return Choice(service, offline, "offline")
+    if service == "apps":
+        raise ImageMissing(f"apps: no image: {BUILD_HINT} (the apps run this checkout's programs)")
     if service == "server":  # built, never pulled: there is no official server image
         raise ImageMissing(f"server: no image: `docker build -f docker/server.Dockerfile -t {official} .` "
                            f"(online) or {BUILD_HINT}")
