@@ -17,8 +17,11 @@ GUNICORN = "https://docs.gunicorn.org/en/stable/design.html#sync-workers"
 LITELLM = "https://docs.litellm.ai/docs/proxy/config_settings"
 
 GUNICORN_TIMEOUT_S = 3  # gunicorn-sync-timeout: the broken --timeout (its stress checks too)
-GATEWAY_IDLE_TIMEOUT_S = 1.0  # litellm-heartbeats: nginx's proxy_read_timeout in front of LiteLLM
-PING_S = 0.25  # the server's heartbeat, and LiteLLM's keep-alive ping in the fix
+GATEWAY_IDLE_TIMEOUT_S = 2.0  # litellm-heartbeats: nginx's proxy_read_timeout in front of LiteLLM
+SERVER_PING_S = 0.25  # the model server's heartbeat, which LiteLLM drops
+# LiteLLM's keep-alive in the fix: 1 s is its floor (it raises anything shorter to 1 s, measured:
+# 0.25 s gave one ping a second), so nginx's timeout above is twice that.
+GATEWAY_PING_S = 1.0
 
 SCENARIOS = [
     Scenario(
@@ -141,10 +144,10 @@ SCENARIOS = [
         symptom="behind the AI gateway, answers that pause to think are cut, though the model sends pings",
         path=("nginx", "litellm"),
         base="fixed",
-        workload=Workload(lab={"pause_after_tokens": 5, "pause_s": 3.0, "heartbeat_s": PING_S},
+        workload=Workload(lab={"pause_after_tokens": 5, "pause_s": 4.0, "heartbeat_s": SERVER_PING_S},
                           client={"headers": {"Authorization": f"Bearer {LITELLM_KEY}"}}),
         broken=Variant(proxy={"nginx": {"proxy_read_timeout": GATEWAY_IDLE_TIMEOUT_S}}),
-        fix=Variant(proxy={"litellm": {"keepalive_ping_s": PING_S}}),
+        fix=Variant(proxy={"litellm": {"keepalive_ping_s": GATEWAY_PING_S}}),
         symptom_checks=(checks.outcome_is("truncated"), checks.heartbeats_dropped(),
                         checks.cut_after_silence(GATEWAY_IDLE_TIMEOUT_S, "nginx's proxy_read_timeout")),
         cure_checks=(checks.complete_with_done(), checks.heartbeats_at_least(2),
@@ -157,14 +160,17 @@ SCENARIOS = [
             "re-emits it (LiteLLM re-serialises each chunk) drops the comments: the silence reaches "
             "every hop in front of the gateway whole, and a proxy's idle timeout there cuts the "
             "stream. Have the gateway send its own keep-alive pings."),
-        fix_summary=f"litellm_settings: {{sse_keepalive_ping_interval_seconds: {PING_S:g}}}",
+        fix_summary=f"litellm_settings: {{sse_keepalive_ping_interval_seconds: {GATEWAY_PING_S:g}}}",
         finding=(
-            "Measured here (LiteLLM proxy 1.108.7, offline: local cost map, a local master key): a 3 s "
-            "pause with the server pinging every 0.25 s reached the client as 3 s without a byte. "
+            "Measured here (LiteLLM proxy 1.108.7, offline: local cost map, a local master key): a 4 s "
+            "pause with the server pinging every 0.25 s reached the client as 4 s without a byte. "
+            "LiteLLM's mid-stream keep-alive never pings more often than once a second: 0.25 s was "
+            "raised to 1 s (its floor), so an idle timeout of 1 s in front of it still cut the stream; "
+            "size the timeout above the gateway's interval. "
             "LiteLLM re-emits one event per upstream event, keeps unknown body fields (the `lab` "
             "knobs arrive) and does not compress."),
         scaled=(Scaled("nginx proxy_read_timeout", f"{GATEWAY_IDLE_TIMEOUT_S:g}s", "60s (nginx's default)"),
-                Scaled("silence mid-stream", "3s", "a tool call or a long reasoning step")),
+                Scaled("silence mid-stream", "4s", "a tool call or a long reasoning step")),
         sources=(LITELLM, f"{NGINX_DOCS}#proxy_read_timeout"),
     ),
 ]

@@ -317,7 +317,7 @@ HANDMADE: dict[str, Handmade] = {
         cure_without_stress=lambda s: s.run(s.streamed(20)),  # over before the timeout could fire
         symptom_without_stress=_worker_timeout(3)),  # cut at once: not the worker timeout
     "litellm-heartbeats": Handmade(
-        symptom=_gateway(True, apps.GATEWAY_IDLE_TIMEOUT_S + 0.02), cure=_gateway(False, 3.0),
+        symptom=_gateway(True, apps.GATEWAY_IDLE_TIMEOUT_S + 0.02), cure=_gateway(False, 4.0),
         cure_without_stress=lambda s: s.run(s.streamed(heartbeats=12),
                                             server_delta={"streamlab_heartbeats_total": 12}),
         symptom_without_stress=_gateway(True, 0.02)),
