@@ -35,7 +35,7 @@ OFFICIAL: dict[Service, str] = {
     "envoy": "envoyproxy/envoy:v1.40.0",
     "server": "streamlab/server:latest",  # built from docker/server.Dockerfile, never pulled
     # The app hops (Node, gunicorn, LiteLLM) run the working tree's programs and installed
-    # packages: only the offline image, which mounts them, exists.
+    # packages: only the offline image, which mounts them, exists (this name is never used).
     "apps": "streamlab/apps:latest",
 }
 # Built by `make images-offline` (proxies.runtime.offline_images) from this machine's binaries.
@@ -98,6 +98,11 @@ def _choose(service: Service) -> Choice:
         return Choice(service, image, variable)
     wanted = mode()
     official, offline = OFFICIAL[service], OFFLINE[service]
+    if service == "apps":  # only the stand-in exists, whatever the mode: it mounts this checkout
+        if image_present(offline):
+            return Choice(service, offline, "offline")
+        raise ImageMissing(f"apps: {offline} is not built; {BUILD_HINT} (the app hops run this "
+                           "checkout's programs and installed packages)")
     if wanted == "offline":
         if not image_present(offline):
             raise ImageMissing(f"{service}: STREAMLAB_IMAGES=offline but {offline} is not built; {BUILD_HINT}")
@@ -108,8 +113,6 @@ def _choose(service: Service) -> Choice:
         _notice(f"streamlab: {official} is not here; using {offline} (built from this machine's "
                 f"binaries; STREAMLAB_IMAGES=official to insist on the official image)")
         return Choice(service, offline, "offline")
-    if service == "apps":
-        raise ImageMissing(f"apps: no image: {BUILD_HINT} (the apps run this checkout's programs)")
     if service == "server":  # built, never pulled: there is no official server image
         raise ImageMissing(f"server: no image: `docker build -f docker/server.Dockerfile -t {official} .` "
                            f"(online) or {BUILD_HINT}")

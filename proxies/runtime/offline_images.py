@@ -251,7 +251,7 @@ def _usable(service: Service) -> bool:
             return False
         return True
     except ImageMissing as exc:
-        if os.environ.get(override_variable(service)) or mode() == "official":
+        if service != "apps" and (os.environ.get(override_variable(service)) or mode() == "official"):
             raise SystemExit(str(exc)) from None  # a stand-in would not be used anyway
         print(f"{service}: {str(exc).split(';')[0]}; building the stand-in")
         return False
