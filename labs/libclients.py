@@ -6,8 +6,9 @@ SDK sees, timed in the measuring process against the server's `sent_at` stamps.
 A scenario picks one with the client option `library` (labs.runner.drive). Each runs the
 library's own streaming loop in a thread (they are blocking APIs) and records every content
 event the application code would get: `t` when the library handed it over, `hop_s` = that wall
-time minus the server's stamp (ask for `lab.stamp`). `read` numbers what the library handed
-over: each line or chunk it yielded (for the per-read parsers and `buffered-sse`, each body read).
+time minus the server's stamp (ask for `lab.stamp`). `read` numbers the chunks the library's own
+loop took from the HTTP layer below it (urllib3's `stream()` for requests, `iter_raw()` for
+httpx; each SDK chunk for the OpenAI SDK), so events one chunk carried share a number.
 """
 from __future__ import annotations
 
@@ -51,7 +52,13 @@ class Recorder:
     def __init__(self, url: str, library: str) -> None:
         self.result = StreamResult(url=url, mode=library)
         self.t0 = time.perf_counter()
-        self.handed = 0  # lines or chunks the library handed over
+        self.chunks = 0  # chunks the library took from the HTTP layer below it
+
+    def counted(self, chunks: Iterable[bytes]) -> Iterator[bytes]:
+        """`chunks`, each counted as one read as it passes."""
+        for chunk in chunks:
+            self.chunks += 1
+            yield chunk
 
     def now(self) -> float:
         return time.perf_counter() - self.t0
@@ -71,7 +78,7 @@ class Recorder:
             read: int | None = None) -> None:
         t, wall = self.now(), time.time()
         result = self.result
-        result.events.append(Event(t=t, read=read or self.handed, kind=kind, text=text,  # type: ignore[arg-type]
+        result.events.append(Event(t=t, read=read or self.chunks, kind=kind, text=text,  # type: ignore[arg-type]
                                    hop_s=None if sent_at is None else wall - sent_at))
         if kind == "content":
             result.text += text
@@ -85,7 +92,7 @@ class Recorder:
     def finished(self, error: BaseException | None = None) -> StreamResult:
         result = self.result
         result.e2e_s = result.end_s = self.now()
-        result.reads = self.handed
+        result.reads = self.chunks
         if error is not None:
             result.error = f"{type(error).__name__}: {error}"
             result.outcome = "timeout" if "timeout" in type(error).__name__.lower() else "truncated"
@@ -99,7 +106,6 @@ class Recorder:
 
 def _data_lines(lines: Iterable[bytes | str], record: Recorder) -> None:
     for line in lines:
-        record.handed += 1
         text = line.decode("utf-8", "replace") if isinstance(line, bytes) else line
         if text.startswith(":"):
             record.add("comment", text[1:].strip(), None, None)
@@ -114,6 +120,8 @@ def _requests(url: str, body: Mapping[str, Any], headers: Mapping[str, str], rec
 
     with requests.post(url, json=body, headers=dict(headers), stream=True, timeout=(10, TIMEOUT_S)) as response:
         record.response(response.status_code, response.headers)
+        below = response.raw.stream  # what iter_content reads, chunk_size bytes at a time
+        response.raw.stream = lambda *a, **k: record.counted(below(*a, **k))
         _data_lines(response.iter_lines(chunk_size=chunk_size), record)
 
 
@@ -124,7 +132,7 @@ def _httpx_raw(url: str, body: Mapping[str, Any], headers: Mapping[str, str],
     with httpx.Client(timeout=httpx.Timeout(10, read=TIMEOUT_S)) as client:
         with client.stream("POST", url, json=body, headers=dict(headers)) as response:
             record.response(response.status_code, response.headers)
-            yield from response.iter_raw()
+            yield from record.counted(response.iter_raw())
 
 
 def _httpx_lines(url: str, body: Mapping[str, Any], headers: Mapping[str, str], record: Recorder) -> None:
@@ -133,13 +141,14 @@ def _httpx_lines(url: str, body: Mapping[str, Any], headers: Mapping[str, str], 
     with httpx.Client(timeout=httpx.Timeout(10, read=TIMEOUT_S)) as client:
         with client.stream("POST", url, json=body, headers=dict(headers)) as response:
             record.response(response.status_code, response.headers)
+            below = response.iter_raw  # what iter_bytes, iter_text and iter_lines read
+            response.iter_raw = lambda *a, **k: record.counted(below(*a, **k))  # type: ignore[method-assign]
             _data_lines(response.iter_lines(), record)
 
 
 def _json_per_read(url: str, body: Mapping[str, Any], headers: Mapping[str, str], record: Recorder) -> None:
     """The bug as it is written: one read holds whole events of whole characters."""
     for raw in _httpx_raw(url, body, headers, record):
-        record.handed += 1
         for line in raw.decode("utf-8", "replace").split("\n"):
             if line.startswith("data: "):
                 try:
@@ -154,7 +163,6 @@ def _decode_per_read(url: str, body: Mapping[str, Any], headers: Mapping[str, st
     a character whose bytes two reads share becomes U+FFFD (or two)."""
     pending = ""
     for raw in _httpx_raw(url, body, headers, record):
-        record.handed += 1
         pending += raw.decode("utf-8", "replace")
         *events, pending = pending.split("\n\n")
         for event in events:
@@ -166,7 +174,6 @@ def _decode_per_read(url: str, body: Mapping[str, Any], headers: Mapping[str, st
 def _buffered(url: str, body: Mapping[str, Any], headers: Mapping[str, str], record: Recorder) -> None:
     parser = SSEParser()
     for raw in _httpx_raw(url, body, headers, record):
-        record.handed += 1
         for item, payload, _name in parser.feed(raw):
             if item == "data":
                 record.payload(payload)
@@ -188,7 +195,7 @@ def _openai(url: str, body: Mapping[str, Any], headers: Mapping[str, str], recor
             max_tokens=body.get("max_tokens"), extra_body=extra) as response:
         record.response(response.http_response.status_code, response.http_response.headers)
         for chunk in response.parse():
-            record.handed += 1
+            record.chunks += 1
             choice = chunk.choices[0] if chunk.choices else None
             text = (choice.delta.content or "") if choice else ""
             sent_at = (chunk.model_extra or {}).get("sent_at")
