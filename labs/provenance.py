@@ -53,7 +53,9 @@ def proxy_origin(runtime: str, proxy: str) -> dict[str, Any]:
     if is_app(proxy):
         from proxies.apps.versions import versions
 
-        return {**versions(proxy), **({"image": image_origin("apps")} if runtime == "docker" else {})}
+        found = versions(proxy)
+        # In docker the image is the record (the versions are the mounted checkout's, as here).
+        return image_origin("apps") if runtime == "docker" else found
     if runtime == "docker":
         return image_origin(proxy)
     return dict(_binary(proxy))
@@ -138,4 +140,7 @@ def _origin_text(name: str, origin: Mapping[str, Any]) -> str:
         return f"{name} image `{origin['image']}`" + (f" ({image_id})" if image_id else "")
     if "version" in origin:
         return f"{name} {origin['version']}"
+    components = {k: v for k, v in origin.items() if k not in ("error", "image", "venv")}
+    if components:  # an app hop: its components' versions
+        return f"{name} (" + ", ".join(f"{k} {v}" for k, v in components.items()) + ")"
     return f"{name} ({origin.get('error', 'unknown')})"

@@ -21,7 +21,7 @@ def _node_package(name: str) -> str:
 
 def _litellm() -> str:
     found = sorted(LITELLM_VENV.glob("lib/python*/site-packages/litellm-*.dist-info"))
-    return found[-1].name.split("-")[1] if found else "not installed"
+    return found[-1].name.removeprefix("litellm-").removesuffix(".dist-info") if found else "not installed"
 
 
 def versions(app: str) -> dict[str, str]:
