@@ -72,10 +72,11 @@ SCENARIOS = [
             "handles disconnects stops within a decode step."),
         fix_summary="res.on('close', () => ac.abort()), with `signal: ac.signal` on the upstream fetch",
         finding=(
-            "Measured here: the client leaves after 3 of 60 tokens at 20 tok/s; without the abort the "
-            "server generated the rest for nobody (about 3 s), with it the server counted the "
-            "disconnect within milliseconds. `http-proxy-middleware` with its defaults passes the "
-            "departure on (it pipes and destroys the upstream request)."),
+            "Measured here (Express 5.3, Node 20.20's fetch): the client leaves after 3 of 65 tokens at "
+            "20 tok/s; without the abort the server generated 62 tokens for nobody and stayed busy "
+            "3.1 s after the departure; with it the server counted the disconnect and was idle 17 ms "
+            "after it. `http-proxy-middleware` with its defaults passes the departure on (it pipes "
+            "and destroys the upstream request)."),
         sources=(ABORT, "https://expressjs.com/en/api.html#res"),
     ),
     Scenario(
