@@ -75,8 +75,8 @@ SCENARIOS = [
             "Measured here (Express 5.3, Node 20.20's fetch): the client leaves after 3 of 65 tokens at "
             "20 tok/s; without the abort the server generated 62 tokens for nobody and stayed busy "
             "3.1 s after the departure; with it the server counted the disconnect and was idle 17 ms "
-            "after it. `http-proxy-middleware` with its defaults passes the departure on (it pipes "
-            "and destroys the upstream request)."),
+            "after it. Reported on this kind of machine, not re-run by this lab: "
+            "`http-proxy-middleware` with its defaults streams and passes the departure on."),
         sources=(ABORT, "https://expressjs.com/en/api.html#res"),
     ),
     Scenario(
