@@ -6,6 +6,14 @@ Every choice here is explained in the exported files' comments; the numbers:
 - Concurrency: at least 1,000 streams, each holding a client and an upstream connection.
 - Upstream keepalive: idle upstream connections are dropped after 4 s, before uvicorn's own 5 s
   keep-alive timeout, so a proxy never reuses a connection the server is closing.
+- Hostile or unlucky clients (they bound the wait for a CLIENT, never a stream in flight):
+  headers within 10 s (SDKs send them at once; a trickle or a silent connection is closed),
+  an idle keep-alive connection closed after 60 s (above SDK pools' 5 s expiry, so a client
+  never sends on a connection the proxy is closing), a whole request body within 60 s (Envoy)
+  or no pause over 60 s in it (nginx, HAProxy).
+- Bodies above the server's own limit (8 MiB, `--max-body-bytes`) get 413 at the proxy.
+- The proxies' own errors are OpenAI-shaped JSON (proxies/errors.py); nginx hides its version;
+  Envoy's admin serves only read-only paths (a web page can POST to loopback).
 """
 from __future__ import annotations
 
@@ -15,6 +23,12 @@ from proxies.nginx.settings import NginxSettings
 
 SILENCE = 300  # seconds: the longest silence a stream may keep, heartbeats aside
 COMPRESSIBLE = ("application/json", "text/plain")  # never text/event-stream
+HEADERS = 10  # seconds to receive a request's headers
+IDLE = 60  # seconds an idle client connection (no request in flight) stays open
+BODY = 60  # seconds: the longest pause in a request body (nginx, HAProxy), the whole body (Envoy)
+MAX_BODY = 8 * 1024 * 1024  # bytes: the server's own --max-body-bytes default
+# Envoy's admin paths the lab and operators read; nothing that changes or stops Envoy.
+ADMIN_READ_ONLY = ("/ready", "/stats", "/stats/prometheus", "/server_info")
 
 
 def nginx() -> NginxSettings:
@@ -24,7 +38,9 @@ def nginx() -> NginxSettings:
         proxy_buffering=False, proxy_http_version="1.1", proxy_connection_header="",
         upstream_keepalive=64, upstream_keepalive_timeout="4s",
         proxy_connect_timeout="5s", proxy_read_timeout=SILENCE, proxy_send_timeout="60s",
-        proxy_ignore_client_abort=False, client_max_body_size="8m",
+        proxy_ignore_client_abort=False, client_max_body_size=f"{MAX_BODY // 1024 // 1024}m",
+        client_header_timeout=HEADERS, client_body_timeout=BODY, keepalive_timeout=IDLE,
+        server_tokens=False, json_errors=True,
         gzip=True, gzip_types=COMPRESSIBLE)
 
 
@@ -33,7 +49,11 @@ def haproxy() -> HaproxySettings:
         maxconn_global=8192, maxconn_frontend=4096,
         http_no_delay=True, abortonclose=True,
         compression_algo="gzip", compression_types=COMPRESSIBLE,
-        timeout_connect="5s", timeout_client=SILENCE, timeout_server=SILENCE, timeout_tunnel="1h",
+        # timeout client bounds a client that pauses its upload or stops reading, never a silence
+        # of the server's (measured: a 1 s timeout client did not cut a stream silent for 3 s).
+        timeout_connect="5s", timeout_client=BODY, timeout_server=SILENCE, timeout_tunnel="1h",
+        timeout_http_request=HEADERS, timeout_http_keep_alive=IDLE,
+        max_body_bytes=MAX_BODY, json_errors=True,
         http_reuse="safe")
 
 
@@ -43,4 +63,6 @@ def envoy() -> EnvoySettings:
         connect_timeout="5s", upstream_idle_timeout="4s",
         compressor=True, compressor_content_types=COMPRESSIBLE,
         max_connections=4096, max_pending_requests=4096, max_requests=4096,
-        max_downstream_connections=8192)
+        max_downstream_connections=8192,
+        request_headers_timeout=HEADERS, request_timeout=BODY, downstream_idle_timeout=IDLE,
+        max_request_bytes=MAX_BODY, json_errors=True, admin_allow_paths=ADMIN_READ_ONLY)

@@ -3,11 +3,12 @@ from __future__ import annotations
 
 import ipaddress
 import re
-from typing import Any, ClassVar, Optional
+from typing import Annotated, Any, ClassVar, Optional
 
-from pydantic import Field
+from pydantic import AfterValidator, Field
 
 from proxies.base import ProxySettings, setting
+from proxies.errors import FALLBACK_CLIENT, FALLBACK_SERVER, ProxyError, errors_for, json_errors_setting
 from proxies.types import EnvoyDuration, MimeType, Port
 
 API = "https://www.envoyproxy.io/docs/envoy/v1.40.0/api-v3"
@@ -20,7 +21,23 @@ CLUSTER = f"{API}/config/cluster/v3/cluster.proto#envoy-v3-api-field-config-clus
 LISTENER = f"{API}/config/listener/v3/listener.proto#envoy-v3-api-field-config-listener-v3-listener"
 PROTOCOL = f"{API}/config/core/v3/protocol.proto#envoy-v3-api-field-config-core-v3-httpprotocoloptions"
 LUA = "https://www.envoyproxy.io/docs/envoy/v1.40.0/configuration/http/http_filters/lua_filter"
+BUFFER = f"{API}/extensions/filters/http/buffer/v3/buffer.proto"
+ADMIN = f"{API}/config/bootstrap/v3/bootstrap.proto#envoy-v3-api-field-config-bootstrap-v3-admin-allow-paths"
 OVERLOAD = "https://www.envoyproxy.io/docs/envoy/v1.40.0/configuration/operations/overload_manager/overload_manager"
+
+
+def _admin_path(value: str) -> str:
+    if not re.fullmatch(r"/[a-z_]{1,32}(?:/[a-z_]{1,32}){0,3}", value):
+        raise ValueError(f"{value!r} is not an admin path (for example '/ready')")
+    return value
+
+
+# Statuses Envoy answers on its own, each with its entry in proxies/errors.py; any other local
+# reply gets the generic client or server entry by its class.
+ENVOY_OWN_ERRORS = (400, 403, 408, 413, 431, 500, 501, 502, 503, 504)
+# An admin path, served with any query string; letters, `_` and `/` only, so it needs no
+# escaping in the regex the template builds from it.
+AdminPath = Annotated[str, AfterValidator(_admin_path)]
 
 # What the compressor compresses when content_type is left empty.
 ENVOY_DEFAULT_COMPRESSED_TYPES = (
@@ -49,7 +66,14 @@ class EnvoySettings(ProxySettings):
     stream_idle_timeout: EnvoyDuration = setting(
         "300s", "longest silence on a stream in either direction (flag SI)", f"{HCM}-stream-idle-timeout")
     request_timeout: EnvoyDuration = setting(
-        "0s", "time to receive the whole request (0s: disabled)", f"{HCM}-request-timeout")
+        "0s", "time to receive the whole request, body included; disarmed once the response "
+              "starts, so it never bounds a stream (0s: disabled)", f"{HCM}-request-timeout")
+    request_headers_timeout: EnvoyDuration = setting(
+        "0s", "time to receive the request headers, from their first byte (a header trickle is "
+              "closed; 0s: disabled)", f"{HCM}-request-headers-timeout")
+    downstream_idle_timeout: Optional[EnvoyDuration] = setting(
+        None, "a client connection with no request in flight (silent, or idle between "
+              "requests) is closed after this (None: Envoy's 1h)", f"{PROTOCOL}-idle-timeout")
     delayed_close_timeout: EnvoyDuration = setting(
         "1s", "wait for the client to read the last bytes before closing", f"{HCM}-delayed-close-timeout")
     connect_timeout: EnvoyDuration = setting(
@@ -80,6 +104,16 @@ class EnvoySettings(ProxySettings):
         1_048_576, ge=1024, le=1 << 30,
         description=f"per-connection buffer limit, upstream side ({CLUSTER}-per-connection-buffer-limit-bytes)")
 
+    # Requests Envoy refuses itself, how it says so, and who may reach its admin.
+    max_request_bytes: Optional[int] = Field(
+        None, ge=1, le=1 << 32,
+        description=f"the buffer filter reads each request body, up to this size, before it "
+                    f"goes upstream; a larger one gets 413 (None: no filter, no limit) ({BUFFER})")
+    json_errors: bool = json_errors_setting("Envoy", "plain text", f"{HCM}-local-reply-config")
+    admin_allow_paths: tuple[AdminPath, ...] = setting(
+        (), "the only admin paths served (empty: all, Envoy's default); leave out the "
+            "mutating ones (/quitquitquit, ...) that a web page could POST to", ADMIN)
+
     # A stand-in for a WAF that inspects whole response bodies.
     body_inspection: bool = setting(
         False, "a Lua filter that reads each whole response body before releasing it", LUA)
@@ -100,3 +134,12 @@ class EnvoySettings(ProxySettings):
         """RE2 for `content_type_matcher`: the listed types, optionally followed by parameters."""
         alternatives = "|".join(re.escape(content_type) for content_type in self.compressor_content_types)
         return rf"^({alternatives})(\s*;.*)?$"
+
+    @property
+    def error_pages(self) -> list[ProxyError]:
+        return errors_for(ENVOY_OWN_ERRORS) if self.json_errors else []
+
+    @property
+    def error_fallbacks(self) -> tuple[ProxyError, ProxyError]:
+        """(below 500, from 500) for local replies whose status has no entry of its own."""
+        return FALLBACK_CLIENT, FALLBACK_SERVER

@@ -6,11 +6,15 @@ from typing import ClassVar, Literal, Optional
 from pydantic import Field
 
 from proxies.base import ProxySettings, setting
+from proxies.errors import ProxyError, errors_for, json_errors_setting
 from proxies.types import HaproxyDuration, MimeType
 
 DOCS = "https://docs.haproxy.org/2.6/configuration.html"
 
 Maxconn = Optional[int]
+# Statuses HAProxy answers on its own once a request is parsed (`http-error` accepts these and a
+# few more). 408 is not among them: see `timeout_http_request`'s comment in the template.
+HAPROXY_OWN_ERRORS = (400, 403, 413, 500, 501, 502, 503, 504)
 
 
 class HaproxySettings(ProxySettings):
@@ -49,14 +53,33 @@ class HaproxySettings(ProxySettings):
     timeout_connect: Optional[HaproxyDuration] = setting(
         None, "time to connect to the server", f"{DOCS}#4.2-timeout%20connect")
     timeout_client: Optional[HaproxyDuration] = setting(
-        None, "client inactivity (had no effect on SSE responses in our measurements)",
+        None, "client inactivity: a pause in the upload, or a client that stops reading "
+              "(a silence of the server does not start it)",
         f"{DOCS}#4.2-timeout%20client")
     timeout_server: Optional[HaproxyDuration] = setting(
         None, "longest silence from the server: a longer one cuts the stream",
         f"{DOCS}#4.2-timeout%20server")
     timeout_tunnel: Optional[HaproxyDuration] = setting(
         None, "inactivity of tunnelled (upgraded/CONNECT) connections", f"{DOCS}#4.2-timeout%20tunnel")
+    timeout_http_request: Optional[HaproxyDuration] = setting(
+        None, "time to receive the whole request headers, from the connection's first byte or the "
+              "end of the previous response (a header trickle is closed with 408)",
+        f"{DOCS}#4.2-timeout%20http-request")
+    timeout_http_keep_alive: Optional[HaproxyDuration] = setting(
+        None, "idle time allowed for the next request on a keep-alive connection (None: "
+              "timeout http-request applies)", f"{DOCS}#4.2-timeout%20http-keep-alive")
+
+    # Requests HAProxy refuses itself, and how it says so.
+    max_body_bytes: Optional[int] = Field(
+        None, ge=1, le=1 << 40,
+        description=f"requests whose Content-Length is above this get 413 before the server sees "
+                    f"them (None: no limit) ({DOCS}#4.2-http-request%20deny)")
+    json_errors: bool = json_errors_setting("HAProxy", "HTML pages", f"{DOCS}#4.2-http-error")
 
     # Server-side connection reuse.
     http_reuse: Literal["never", "safe", "aggressive", "always"] = setting(
         "safe", "when idle server connections are shared between requests", f"{DOCS}#4.2-http-reuse")
+
+    @property
+    def error_pages(self) -> list[ProxyError]:
+        return errors_for(HAPROXY_OWN_ERRORS) if self.json_errors else []

@@ -1,12 +1,13 @@
 """nginx settings: every knob the catalogue switches, defaulting to nginx 1.22's own defaults."""
 from __future__ import annotations
 
-from typing import ClassVar, Literal, Union
+from typing import Any, ClassVar, Literal, Union
 
-from pydantic import Field, field_validator
+from pydantic import Field, field_validator, model_validator
 
 from proxies.base import ProxySettings, setting
-from proxies.types import HeaderValue, MimeType, NginxDuration, NginxSize
+from proxies.errors import ERRORS, ProxyError, json_errors_setting
+from proxies.types import FilePath, HeaderValue, MimeType, NginxDuration, NginxSize
 
 CORE = "https://nginx.org/en/docs/ngx_core_module.html"
 EVENTS = "https://nginx.org/en/docs/ngx_core_module.html"
@@ -14,6 +15,9 @@ PROXY = "https://nginx.org/en/docs/http/ngx_http_proxy_module.html"
 UPSTREAM = "https://nginx.org/en/docs/http/ngx_http_upstream_module.html"
 GZIP = "https://nginx.org/en/docs/http/ngx_http_gzip_module.html"
 HTTP_CORE = "https://nginx.org/en/docs/http/ngx_http_core_module.html"
+# Statuses nginx answers on its own in front of one upstream (the upstream's own pass through).
+NGINX_OWN_ERRORS = (400, 408, 413, 414, 494, 500, 501, 502, 503, 504)
+SSL = "https://nginx.org/en/docs/http/ngx_http_ssl_module.html"
 
 
 class NginxSettings(ProxySettings):
@@ -78,10 +82,58 @@ class NginxSettings(ProxySettings):
         False, "keep the upstream request when the client leaves (on: tokens generated for nobody)",
         f"{PROXY}#proxy_ignore_client_abort")
 
+    # Clients: how long nginx waits for them (a slow or silent client holds a connection).
+    client_header_timeout: NginxDuration = setting(
+        "60s", "time to receive the request line and headers, and the first request on a new "
+               "connection (a header trickle or a silent connection is closed after it)",
+        f"{HTTP_CORE}#client_header_timeout")
+    client_body_timeout: NginxDuration = setting(
+        "60s", "longest pause between two reads of the request body (not the whole body)",
+        f"{HTTP_CORE}#client_body_timeout")
+    keepalive_timeout: NginxDuration = setting(
+        "75s", "how long an idle client keep-alive connection stays open between requests",
+        f"{HTTP_CORE}#keepalive_timeout")
+
+    # What nginx says about itself.
+    server_tokens: bool = setting(
+        True, "announce nginx's version in the Server header and on error pages",
+        f"{HTTP_CORE}#server_tokens")
+    json_errors: bool = json_errors_setting("nginx", "HTML pages", f"{HTTP_CORE}#error_page")
+    # TLS with HTTP/2: every stream of a client shares one connection (browsers allow only six
+    # HTTP/1.1 connections per origin). Without certificate paths, one is made at run time.
+    tls_http2: bool = setting(
+        False, "listen with TLS and HTTP/2 instead of plain HTTP/1.1", f"{HTTP_CORE}#listen")
+    ssl_certificate: FilePath | None = setting(
+        None, "certificate file (None with tls_http2: a self-signed one made at run time)",
+        f"{SSL}#ssl_certificate")
+    ssl_certificate_key: FilePath | None = setting(
+        None, "its private key", f"{SSL}#ssl_certificate_key")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _certificate_when_tls(cls, data: Any) -> Any:
+        if isinstance(data, dict) and data.get("tls_http2") and not data.get("ssl_certificate"):
+            from proxies.tls import self_signed
+
+            data = {**data}
+            data["ssl_certificate"], data["ssl_certificate_key"] = self_signed()
+        return data
+
     # Compression.
     gzip: bool = setting(False, "gzip responses", f"{GZIP}#gzip")
     gzip_types: tuple[MimeType, ...] = setting(
         (), "types compressed besides text/html, which gzip always compresses", f"{GZIP}#gzip_types")
+
+    # Where the error answers live inside nginx (`internal`: a client asking for them gets 404).
+    error_uri_prefix: ClassVar[str] = "/.proxy-error/"
+
+    @property
+    def error_pages(self) -> list[tuple[int, ProxyError]]:
+        """(status nginx produces, the answer it gives instead) for each of nginx's own errors.
+        494 is nginx's internal code for headers too large (sent as 400): answered as 431."""
+        if not self.json_errors:
+            return []
+        return [(status, ERRORS[431 if status == 494 else status]) for status in NGINX_OWN_ERRORS]
 
     @field_validator("gzip_types")
     @classmethod

@@ -10,6 +10,7 @@ import pytest
 from proxies import variant
 from proxies.binaries import binary
 from proxies.export import FIXED_DIR, export, fresh_exports, stale_files
+from proxies.fixed_settings import HEADERS, IDLE, MAX_BODY
 from proxies.variants import UnknownVariant, register_variant, variant_names
 
 REPO = Path(__file__).resolve().parents[2]
@@ -110,3 +111,19 @@ def test_cli_render_sends_a_scenario_variant_to_the_labs() -> None:
     result = cli("render", "nginx", "--variant", "nginx-buffering:broken")
     assert result.returncode == 2
     assert "python -m labs render SCENARIO --variant broken|fixed" in result.stderr
+
+
+def test_fixed_settings_hold_against_hostile_clients() -> None:
+    """Client timeouts short enough to shed slow or silent clients, long enough for SDK pools
+    (5 s idle expiry) and never on a stream; bodies capped at the server's own limit."""
+    nginx, haproxy, envoy = (variant(p, "fixed") for p in ("nginx", "haproxy", "envoy"))
+    assert HEADERS <= 10 and IDLE >= 30 and MAX_BODY == 8 * 1024 * 1024
+    assert (nginx.client_header_timeout, nginx.keepalive_timeout) == (f"{HEADERS}s", f"{IDLE}s")
+    assert (haproxy.timeout_http_request, haproxy.timeout_http_keep_alive) == (f"{HEADERS}s", f"{IDLE}s")
+    assert (envoy.request_headers_timeout, envoy.downstream_idle_timeout) == (f"{HEADERS}s", f"{IDLE}s")
+    assert nginx.client_max_body_size == "8m" and haproxy.max_body_bytes == envoy.max_request_bytes == MAX_BODY
+    assert nginx.json_errors and haproxy.json_errors and envoy.json_errors and not nginx.server_tokens
+    assert envoy.admin_allow_paths and not any(
+        path in envoy.admin_allow_paths for path in ("/quitquitquit", "/healthcheck/fail", "/drain_listeners"))
+    # What still bounds a stream is unchanged: silences only, 300 s, far above the heartbeats.
+    assert envoy.route_timeout == "0s" and haproxy.timeout_server == nginx.proxy_read_timeout == "300s"

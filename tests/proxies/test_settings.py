@@ -10,6 +10,7 @@ from pydantic import ValidationError
 from proxies import (ConfigInvalid, EnvoySettings, HaproxySettings, NginxSettings, ProxySettings,
                      render, validate)
 from proxies.rendering import render_template
+from proxies.tls import self_signed
 
 ADDRESSING: dict[str, Any] = {
     "listen_host": "127.0.0.2", "listen_port": 18080, "upstream_host": "localhost",
@@ -23,6 +24,11 @@ NON_DEFAULT: dict[type[ProxySettings], dict[str, dict[str, Any]]] = {
         "worker_connections": {"worker_connections": 4096},
         "worker_rlimit_nofile": {"worker_rlimit_nofile": 8192},
         "listen_backlog": {"listen_backlog": 4096},
+        "tls_http2": {"tls_http2": True},  # a certificate made at run time (proxies/tls.py)
+        "ssl_certificate": {"tls_http2": True, "ssl_certificate": self_signed()[0],
+                            "ssl_certificate_key": self_signed()[1]},
+        "ssl_certificate_key": {"tls_http2": True, "ssl_certificate": self_signed()[0],
+                                "ssl_certificate_key": self_signed()[1]},
         "proxy_buffering": {"proxy_buffering": False},
         "proxy_request_buffering": {"proxy_request_buffering": False},
         "proxy_buffer_size": {"proxy_buffer_size": "8k"},
@@ -38,6 +44,11 @@ NON_DEFAULT: dict[type[ProxySettings], dict[str, dict[str, Any]]] = {
         "proxy_read_timeout": {"proxy_read_timeout": 1.5},
         "proxy_send_timeout": {"proxy_send_timeout": "2m"},
         "proxy_ignore_client_abort": {"proxy_ignore_client_abort": True},
+        "client_header_timeout": {"client_header_timeout": "10s"},
+        "client_body_timeout": {"client_body_timeout": 30},
+        "keepalive_timeout": {"keepalive_timeout": "60s"},
+        "server_tokens": {"server_tokens": False},
+        "json_errors": {"json_errors": True},
         "gzip": {"gzip": True},
         "gzip_types": {"gzip_types": ("text/event-stream", "application/json")},
     },
@@ -54,6 +65,10 @@ NON_DEFAULT: dict[type[ProxySettings], dict[str, dict[str, Any]]] = {
         "timeout_client": {"timeout_client": 0.5},
         "timeout_server": {"timeout_server": "1500ms"},
         "timeout_tunnel": {"timeout_tunnel": "1h"},
+        "timeout_http_request": {"timeout_http_request": "10s"},
+        "timeout_http_keep_alive": {"timeout_http_keep_alive": 60},
+        "max_body_bytes": {"max_body_bytes": 8 * 1024 * 1024},
+        "json_errors": {"json_errors": True},
         "http_reuse": {"http_reuse": "never"},
     },
     EnvoySettings: {
@@ -63,6 +78,11 @@ NON_DEFAULT: dict[type[ProxySettings], dict[str, dict[str, Any]]] = {
         "route_idle_timeout": {"route_idle_timeout": "300s"},
         "stream_idle_timeout": {"stream_idle_timeout": 1.25},
         "request_timeout": {"request_timeout": "60s"},
+        "request_headers_timeout": {"request_headers_timeout": 10},
+        "downstream_idle_timeout": {"downstream_idle_timeout": "60s"},
+        "max_request_bytes": {"max_request_bytes": 8 * 1024 * 1024},
+        "json_errors": {"json_errors": True},
+        "admin_allow_paths": {"admin_allow_paths": ("/ready", "/stats/prometheus")},
         "delayed_close_timeout": {"delayed_close_timeout": "0.5s"},
         "connect_timeout": {"connect_timeout": "0.25s"},
         "upstream_idle_timeout": {"upstream_idle_timeout": 4},
