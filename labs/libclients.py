@@ -16,6 +16,7 @@ import asyncio
 import json
 import time
 from typing import Any, Callable, Iterable, Iterator, Mapping
+from urllib.parse import parse_qsl, urlsplit, urlunsplit
 
 from labs.measurements import Event, StreamResult
 from labs.sse_parser import SSEParser, classify
@@ -185,14 +186,16 @@ def _buffered(url: str, body: Mapping[str, Any], headers: Mapping[str, str], rec
 def _openai(url: str, body: Mapping[str, Any], headers: Mapping[str, str], record: Recorder) -> None:
     from openai import OpenAI
 
-    base = url.rsplit("/chat/completions", 1)[0]
+    parts = urlsplit(url)
+    base = urlunsplit((parts.scheme, parts.netloc, parts.path.rsplit("/chat/completions", 1)[0], "", ""))
     client = OpenAI(base_url=base, api_key="streamlab", max_retries=0, timeout=TIMEOUT_S,
                     default_headers=dict(headers))
     known = {"model", "messages", "stream", "max_tokens", "stop", "temperature"}
     extra = {k: v for k, v in body.items() if k not in known}
     with client.chat.completions.with_streaming_response.create(
             model=body["model"], messages=body["messages"], stream=True,
-            max_tokens=body.get("max_tokens"), extra_body=extra) as response:
+            max_tokens=body.get("max_tokens"), extra_body=extra,
+            extra_query=dict(parse_qsl(parts.query)) or None) as response:
         record.response(response.http_response.status_code, response.http_response.headers)
         for chunk in response.parse():
             record.chunks += 1
