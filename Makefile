@@ -20,7 +20,7 @@ SCENARIOS = $(shell test -x $(PY) && $(PY) -m labs names 2>/dev/null)
 DOCKER_READY  = $(if $(filter docker,$(LAB_RUNTIME)),docker-ready)
 DOCKER_GUARDS ?=
 
-.PHONY: setup system-packages test bench labs lab-all lab-view clean help
+.PHONY: setup system-packages test bench bench-gpu labs lab-all lab-view clean help
 .PHONY: docker-setup images-offline docker-ready test-docker docker-guards docker-clean
 .DEFAULT_GOAL := help
 
@@ -32,6 +32,7 @@ help:
 	@echo "make lab-all            run every scenario and write reports/index.md"
 	@echo "make lab-view           the browser view on http://127.0.0.1:8765 (VIEW_PORT=N for another port)"
 	@echo "make bench              the benchmarks (not part of make test)"
+	@echo "make bench-gpu          the engine on a CUDA GPU (BENCH_GPU_ARGS='--device cpu --size tiny': CPU path)"
 	@echo "make docker-setup       start a Docker engine (installs docker.io on Debian as root)"
 	@echo "make images-offline     build stand-in images from this machine's binaries (no registry)"
 	@echo "make test-docker        the container tests and the scenario guards in containers"
@@ -77,6 +78,11 @@ test: setup
 
 bench: setup
 	$(PY) -m labs bench
+
+# No CI depends on it: a machine with a CUDA GPU builds the gpu-size model and measures the engine.
+BENCH_GPU_ARGS ?=
+bench-gpu: setup
+	$(PY) -m labs.bench.gpu $(BENCH_GPU_ARGS)
 
 labs: setup
 	@$(PY) -m labs list

@@ -40,6 +40,11 @@ def parse_args(argv: Sequence[str] | None = None) -> ServerConfig:
     add("--http", choices=("httptools", "h11"), default="httptools",
         help="uvicorn's HTTP parser: httptools (fast; chunked even to HTTP/1.0 clients) or h11")
     add("--log-level", choices=LOG_LEVELS, default="info")
+    add("--workers", type=int, default=1,
+        help="server processes on one port (SO_REUSEPORT), each with its own engine, --slots "
+             "and queue; /metrics aggregated across them (default 1)")
+    add("--reuse-port", action="store_true",
+        help="bind with SO_REUSEPORT, beside other servers on the same port (what --workers does)")
     limits = parser.add_argument_group("limits on slow or huge clients")
     limits.add_argument("--max-header-bytes", type=int, default=32 * 1024,
                         help="a larger request header block gets 431 (default 32 KiB)")
@@ -77,12 +82,17 @@ def parse_args(argv: Sequence[str] | None = None) -> ServerConfig:
                             "every chunk (streams; shows that not every gzip buffers)")
     modes.add_argument("--blocking-loop", action="store_true",
                        help="run decode steps on the event loop (every stream stalls)")
+    modes.add_argument("--serial-prefill", action="store_true",
+                       help="prefill requests that arrive together one forward pass each "
+                            "(the benchmark's before; default: together in one pass)")
     modes.add_argument("--keep-fd-limit", action="store_true",
                        help="do not raise the soft open-file limit at start-up")
     ns = parser.parse_args(argv)
     if ns.slots < 1 or ns.max_queue < 0 or ns.max_body_bytes < 1 or ns.keep_alive_s <= 0:
         parser.error("--slots and --max-body-bytes must be >= 1, --max-queue >= 0, "
                      "--keep-alive-s > 0")
+    if not 1 <= ns.workers <= 64:
+        parser.error("--workers must be between 1 and 64")
     if ns.max_header_bytes < 1024 or ns.max_headers < 1:
         parser.error("--max-header-bytes must be >= 1024 and --max-headers >= 1")
     for name in ("header_timeout_s", "body_timeout_s", "send_timeout_s", "keep_alive_s"):
@@ -102,11 +112,18 @@ def parse_args(argv: Sequence[str] | None = None) -> ServerConfig:
         lab_enabled=ns.lab_enabled, lab_token=ns.lab_token,
         gzip_middleware=ns.gzip_middleware, gzip_exclude_sse=ns.gzip_exclude_sse,
         gzip_sync_flush=ns.gzip_sync_flush, blocking_loop=ns.blocking_loop,
-        keep_fd_limit=ns.keep_fd_limit, stream=stream)
+        serial_prefill=ns.serial_prefill,
+        keep_fd_limit=ns.keep_fd_limit, stream=stream, workers=ns.workers,
+        reuse_port=ns.reuse_port)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     config = parse_args(argv)
+    if config.workers > 1:
+        from server.workers import supervise
+
+        return supervise(sys.argv[1:] if argv is None else list(argv), config.host, config.port,
+                         config.workers)
     logging.basicConfig(level=config.log_level.upper(), stream=sys.stderr,
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -129,7 +146,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     engine = create_engine(EngineConfig(
         kind=config.engine, model=config.model, device=config.device, slots=config.slots,
-        max_queue=config.max_queue, blocking_loop=config.blocking_loop), tokenizer)
+        max_queue=config.max_queue, blocking_loop=config.blocking_loop,
+        serial_prefill=config.serial_prefill), tokenizer)
     app = create_app(config, engine, tokenizer, eos_token_ids(tokenizer, config.model))
     # Everything loaded so far (torch, the model, the tokenizer, the app) lives as long as the
     # process: freeze it out of the cyclic collector's reach. At 1,000 streams each full collection
@@ -146,7 +164,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         # Streams are long; a stuck shutdown should still end.
         timeout_graceful_shutdown=5))
     app.state.on_engine_death = lambda: setattr(server, "should_exit", True)
-    server.run()
+    if config.reuse_port:
+        from server.workers import reuse_port_socket
+
+        server.run(sockets=[reuse_port_socket(config.host, config.port)])
+    else:
+        server.run()
     if app.state.engine_died:
         return 3  # the engine died: a supervisor should restart the server
     return 0

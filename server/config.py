@@ -76,9 +76,13 @@ class ServerConfig:
     gzip_sync_flush: bool = False
     # Failure mode `server-blocking-loop`: decode steps on the event loop (EngineConfig).
     blocking_loop: bool = False
+    serial_prefill: bool = False  # EngineConfig.serial_prefill
     # Failure mode `server-fd-limit`: keep the soft RLIMIT_NOFILE the shell gave us.
     keep_fd_limit: bool = False
     stream: StreamSettings = field(default_factory=StreamSettings)
+    # --workers N: processes on one port (server/workers.py); --reuse-port: bind as one of them.
+    workers: int = 1
+    reuse_port: bool = False
 
     @property
     def model_name(self) -> str:

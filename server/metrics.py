@@ -1,21 +1,30 @@
 """The server's Prometheus metrics (served on GET /metrics). Names are fixed by the contract.
 
-One registry per process: labs and tests start a server per process, never two in one.
+One registry per process: labs and tests start a server per process, never two in one. Under
+`--workers N` (server/workers.py) every worker writes its values to the shared
+PROMETHEUS_MULTIPROC_DIR and `exposition()` reads them all: the gauges are live sums.
 """
 from __future__ import annotations
 
-from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, ProcessCollector
+import os
+
+from prometheus_client import (CollectorRegistry, Counter, Gauge, Histogram, ProcessCollector,
+                               generate_latest, multiprocess)
 
 REGISTRY = CollectorRegistry(auto_describe=True)
 
 ACTIVE_STREAMS = Gauge(
-    "streamlab_active_streams", "Responses being streamed now", registry=REGISTRY)
+    "streamlab_active_streams", "Responses being streamed now", registry=REGISTRY,
+    multiprocess_mode="livesum")
 QUEUED_REQUESTS = Gauge(
-    "streamlab_queued_requests", "Requests waiting for a slot", registry=REGISTRY)
+    "streamlab_queued_requests", "Requests waiting for a slot", registry=REGISTRY,
+    multiprocess_mode="livesum")
 SLOTS_IN_USE = Gauge(
-    "streamlab_slots_in_use", "Sequences the engine holds (the KV-cache slots)", registry=REGISTRY)
+    "streamlab_slots_in_use", "Sequences the engine holds (the KV-cache slots)", registry=REGISTRY,
+    multiprocess_mode="livesum")
 SLOTS_TOTAL = Gauge(
-    "streamlab_slots_total", "Slots the engine has", registry=REGISTRY)
+    "streamlab_slots_total", "Slots the engine has", registry=REGISTRY,
+    multiprocess_mode="livesum")
 TOKENS_GENERATED = Counter(
     "streamlab_tokens_generated", "Tokens the engine produced", registry=REGISTRY)
 TOKENS_AFTER_DISCONNECT = Counter(
@@ -53,3 +62,13 @@ ProcessCollector(registry=REGISTRY)
 HTTP_CONNECTIONS = Counter(
     "streamlab_http_connections", "TCP connections the server accepted (one per upstream "
     "connection a proxy opens)", registry=REGISTRY)
+
+
+def exposition() -> bytes:
+    """The text of GET /metrics: this process's registry, or every worker's under --workers."""
+    shared = os.environ.get("PROMETHEUS_MULTIPROC_DIR")
+    if not shared:
+        return generate_latest(REGISTRY)
+    registry = CollectorRegistry()
+    multiprocess.MultiProcessCollector(registry, path=shared)
+    return generate_latest(registry)

@@ -8,7 +8,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
+from labs.bench.admission import ARRIVALS, ROUNDS, WORKERS, bench_admission
 from labs.bench.markdown import markdown
+from labs.bench.prefill import COUNTS, bench_prefill
 from labs.bench.measuring_client import CLIENT_STREAMS, bench_client
 from labs.bench.modules import REPO_ROOT, run_module
 from labs.bench.proxies import PACED_RATE, PACED_TOKENS, PROXIES, Progress, bench_proxies
@@ -16,7 +18,7 @@ from labs.bench.server_cpu import CPU_CASES, bench_server_cpu
 from labs.resources import raise_own_fd_limit
 
 DEFAULT_OUT = REPO_ROOT / "reports" / "bench"
-PARTS = ("proxies", "server-cpu", "server", "engine", "client")
+PARTS = ("admission", "prefill", "proxies", "server-cpu", "server", "engine", "client")
 SERVER_CPU_DURATION_S = 4.0
 # Seconds to start a server, or a proxy, and to open and close a step's streams (per 1,000):
 # what this 2-core machine takes, for the progress bar's estimate only.
@@ -37,11 +39,16 @@ def parts(args: argparse.Namespace) -> dict[str, Part]:
         return duration_s + STEP_S + PER_1000_STREAMS_S * streams / 1000
 
     return {part.name: part for part in (
+        Part("admission", lambda progress: bench_admission(progress, args.arrivals),
+             len(WORKERS) * (START_S * paths + ROUNDS * paths * step_s(args.arrivals, 0.15))),
+        # ~2 s per tiny-model server start, a burst of 64 ~1 s with serial prefill.
+        Part("prefill", lambda progress: bench_prefill(progress), 2 * (3.0 + 3 * len(COUNTS) * 0.6)),
         Part("proxies", lambda progress: bench_proxies(args.streams, args.duration, args.rounds, progress),
              START_S * paths + paths * (PACED_TOKENS / PACED_RATE + 0.01 * (args.rounds + 1))
              + paths * step_s(args.streams, args.duration)),
         Part("server-cpu", lambda progress: bench_server_cpu(SERVER_CPU_DURATION_S, progress),
-             START_S + sum(2 * step_s(streams, SERVER_CPU_DURATION_S) for streams, _ in CPU_CASES)),
+             2 * START_S + sum(2 * step_s(streams, SERVER_CPU_DURATION_S) for streams, _ in CPU_CASES)
+             + 2 * step_s(1000, SERVER_CPU_DURATION_S)),
         # Measured here: server.bench ~12 s, server.engine.bench ~5 s (one model load).
         Part("server", lambda progress: run_module("server.bench", args.out / "server.json"), 12.0),
         Part("engine", lambda progress: run_module("server.engine.bench", args.out / "engine.json"), 5.0),
@@ -56,6 +63,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m labs bench", description=bench.__doc__.splitlines()[0])
     parser.add_argument("--only", default="", help=f"comma-separated parts (default all): {', '.join(PARTS)}")
     parser.add_argument("--streams", type=int, default=1000, help="streams of the many-streams step")
+    parser.add_argument("--arrivals", type=int, default=ARRIVALS,
+                        help="simultaneous arrivals of the admission part")
     parser.add_argument("--duration", type=float, default=8.0, help="seconds per many-streams stream")
     parser.add_argument("--rounds", type=int, default=30, help="one-stream TTFT rounds per path")
     parser.add_argument("--out", type=Path, default=DEFAULT_OUT)

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 from typing import Any, Mapping
 
+from labs.bench import admission, prefill
 from labs.bench.proxies import PROXIES
 
 
@@ -26,6 +27,11 @@ def _table(title: str, header: str, rows: list[str]) -> list[str]:
 
 def markdown(results: Mapping[str, Any], command: str) -> str:
     lines = ["# Benchmarks", "", f"Command: `{command}` (this 2-core machine, shared).", ""]
+    burst = results.get("admission")
+    if burst and "configs" in burst:
+        lines += admission.markdown_lines(burst)
+    if results.get("prefill") and "median" in results["prefill"]:
+        lines += prefill.markdown_lines(results["prefill"])
     proxies = results.get("proxies")
     if proxies and "comparison" in proxies:
         n = proxies["streams"]
@@ -67,6 +73,13 @@ def markdown(results: Mapping[str, Any], command: str) -> str:
             [f"| {r['streams']} x {r['tokens_per_s_per_stream']:g} | {r['coalesce_ms']:g} ms | "
              f"{r['server_cpu_us_per_token']:.1f} | {r['writes_per_token']:.2f} | "
              f"{_ms(r['gap_p50_s'], 1)} / {_ms(r['gap_p99_s'], 1)} |" for r in cpu["rows"]])
+        if cpu.get("many"):
+            lines += _table(
+                f"Server CPU per token at 1,000 streams x 20 tok/s, no coalescing (target under "
+                f"{cpu['target_us_per_token']:g} us), beside a plain FastAPI endpoint",
+                "| server | tokens | server CPU us/token | gap p99 (ms) | failed |",
+                [f"| {r['server']} | {r['tokens']:,} | {r['server_cpu_us_per_token']:.1f} | "
+                 f"{_ms(r['gap_p99_s'], 1)} | {r['failed']} |" for r in cpu["many"]])
     server = results.get("server")
     if server is not None:
         lines += ["## Framing and the whole server path (`python -m server.bench`)", ""]

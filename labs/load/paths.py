@@ -30,10 +30,12 @@ class ServerSpec:
     slots: int = 1100  # more than the largest step: the engine's admission is not under test
     max_queue: int = 0
     fd_soft_limit: int | None = None  # start it under this `ulimit -n` (and keep it)
+    workers: int = 1  # server processes on the port (python -m server --workers)
 
     def args(self) -> list[str]:
         args = ["--engine", self.engine, "--slots", str(self.slots), "--max-queue",
                 str(self.max_queue), "--log-level", "warning"]
+        args += ["--workers", str(self.workers)] if self.workers > 1 else []
         return args + (["--keep-fd-limit"] if self.fd_soft_limit else [])
 
 

@@ -78,4 +78,4 @@ def create_engine(config: EngineConfig, tokenizer: Any) -> Engine:
     else:
         raise ValueError(f"unknown engine {config.kind!r}: expected transformers or synthetic")
     return Scheduler(config.kind, backend, slots=config.slots, max_queue=config.max_queue,
-                     blocking_loop=config.blocking_loop)
+                     blocking_loop=config.blocking_loop, serial_prefill=config.serial_prefill)

@@ -64,6 +64,18 @@ class Backend(abc.ABC):
     def prefill(self, seq: Sequence) -> None:
         """Prepare `seq.state` from the prompt. May raise: the request then ends with 'error'."""
 
+    def prefill_many(self, seqs: list[Sequence]) -> list[Exception | None]:
+        """Prefill sequences admitted together; each one's error (it then ends alone) or None.
+        A backend that can prefill them in one pass (a model) overrides this."""
+        failures: list[Exception | None] = []
+        for seq in seqs:
+            try:
+                self.prefill(seq)
+                failures.append(None)
+            except Exception as exc:  # noqa: BLE001 - one request's failure is its own
+                failures.append(exc)
+        return failures
+
     @abc.abstractmethod
     def step(self, seqs: list[Sequence]) -> list[int | SequenceFailed]:
         """Compute the next token of every sequence, together. Forced sequences must return

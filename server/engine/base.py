@@ -149,3 +149,6 @@ class EngineConfig:
     torch_threads: int = 1
     # Failure mode `server-blocking-loop`: run decode steps on the event loop thread itself.
     blocking_loop: bool = False
+    # --serial-prefill: prefill one request per forward pass (before batched prefill), for the
+    # benchmark's before/after in one run.
+    serial_prefill: bool = False

@@ -48,13 +48,14 @@ class Scheduler(Engine):
     """The Engine implementation: a Backend driven by a paced, batched decode loop."""
 
     def __init__(self, name: str, backend: Backend, slots: int, max_queue: int,
-                 blocking_loop: bool = False) -> None:
+                 blocking_loop: bool = False, serial_prefill: bool = False) -> None:
         self.admission = Admission(slots, max_queue)
         self.name = name
         self.slots = slots
         self.max_queue = max_queue
         self.backend = backend
         self.blocking_loop = blocking_loop
+        self.serial_prefill = serial_prefill
         self._cond = self.admission.cond  # also guards _stopping
         self._active: list[Sequence] = []  # the sequences holding slots; loop thread only
         self._due_heap: list[tuple[float, int, Sequence]] = []  # loop thread only
@@ -225,8 +226,8 @@ class Scheduler(Engine):
                         finally:
                             self._cond.acquire()
                         return True
-        for seq in admitted:
-            self._admit(seq)
+        if admitted:
+            self._admit_all(admitted)
         self._flush_events()
         self._step_due()
         self._flush_events()
@@ -239,24 +240,36 @@ class Scheduler(Engine):
         for seq in [s for s in self._active if s.cancelled]:
             self._finish(seq, "cancelled")
 
-    def _admit(self, seq: Sequence) -> None:
+    def _admit_all(self, admitted: list[Sequence]) -> None:
+        """Give the admitted sequences their slots and prefill them together (one forward pass
+        on the transformers engine: a burst of arrivals no longer prefills one by one)."""
         now = time.monotonic()
-        seq.started_at = now
-        seq.due = now + seq.request.pacing.first_token_delay_s
-        self._active.append(seq)
-        if seq.request.max_new_tokens == 0 or seq.request.forced_ids == []:
-            self._finish(seq, "length" if seq.request.max_new_tokens == 0 else "stop")
+        to_prefill: list[Sequence] = []
+        for seq in admitted:
+            seq.started_at = now
+            seq.due = now + seq.request.pacing.first_token_delay_s
+            self._active.append(seq)
+            if seq.request.max_new_tokens == 0 or seq.request.forced_ids == []:
+                self._finish(seq, "length" if seq.request.max_new_tokens == 0 else "stop")
+            else:
+                to_prefill.append(seq)
+        if not to_prefill:
             return
         try:
-            self.backend.prefill(seq)
-        except Exception as exc:
-            log.exception("prefill failed")
-            self._finish(seq, "error", f"prefill failed: {exc}")
-            return
-        if seq.max_new_tokens <= 0:  # the prompt fills the model's context
-            self._finish(seq, "length")
-            return
-        heapq.heappush(self._due_heap, (seq.due, seq.id, seq))
+            if self.serial_prefill:  # one pass per request, as before batching
+                failures = [self.backend.prefill_many([seq])[0] for seq in to_prefill]
+            else:
+                failures = self.backend.prefill_many(to_prefill)
+        except Exception as exc:  # the batched pass itself failed: every one of them ends
+            failures = [exc] * len(to_prefill)
+        for seq, failure in zip(to_prefill, failures):
+            if failure is not None:
+                log.error("prefill failed: %r", failure)
+                self._finish(seq, "error", f"prefill failed: {failure}")
+            elif seq.max_new_tokens <= 0:  # the prompt fills the model's context
+                self._finish(seq, "length")
+            else:
+                heapq.heappush(self._due_heap, (seq.due, seq.id, seq))
 
     def _step_due(self) -> None:
         horizon = time.monotonic() + BATCH_TOLERANCE_S

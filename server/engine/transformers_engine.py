@@ -32,6 +32,8 @@ next step while the set of due sequences stays the same (the common case: unpace
 together every step), so the stacking copy is paid only when a sequence joins, leaves, or pacing
 splits the batch. Prefill runs at admission over the prompt minus its last token; that last token
 is fed by the first decode step, so every emitted token is computed by a step, when it is due.
+Sequences admitted in the same loop iteration (a burst of arrivals) prefill together: one
+left-padded pass per group of similar lengths (`prefill_many`), not one pass per request.
 """
 from __future__ import annotations
 
@@ -45,6 +47,10 @@ from typing import Any
 from server.engine.backend import Backend, Sequence, SequenceFailed
 
 log = logging.getLogger(__name__)
+
+# Padded prompt tokens per batched prefill pass: prompts of similar length go together up to this
+# (64 arrivals of a short chat prompt are one pass; long prompts are cut into several).
+PREFILL_BATCH_TOKENS = 8192
 
 
 def pick_device(device: str) -> str:
@@ -139,30 +145,87 @@ class TransformersBackend(Backend):
     # ---- prefill ----------------------------------------------------------------------------
 
     def prefill(self, seq: Sequence) -> None:
-        import torch
-        from transformers import DynamicCache
+        failure = self.prefill_many([seq])[0]
+        if failure is not None:
+            raise failure
 
+    def prefill_many(self, seqs: list[Sequence]) -> list[Exception | None]:
+        """Prefill every sequence admitted together: prompts of similar length share one
+        left-padded forward pass (the decode step's recipe: a 2D mask and per-row positions),
+        so a burst of arrivals costs a few passes instead of one per request."""
+        import torch
+
+        failures: list[Exception | None] = [None] * len(seqs)
+        prompts: dict[int, list[int]] = {}
+        for i, seq in enumerate(seqs):
+            try:
+                prompts[i] = self._checked_prompt(seq)
+            except ValueError as exc:
+                failures[i] = exc
+        for i, prompt in prompts.items():
+            seed = seqs[i].request.sampling.seed
+            gen = torch.Generator(device=self.device)
+            gen.manual_seed(seed if seed is not None else secrets.randbits(63))
+            seqs[i].state = _SlotState(kv=None, length=len(prompt) - 1, next_input=prompt[-1],
+                                       generator=gen)
+            # Each output token needs a position: stop with "length" at the end of the context.
+            seqs[i].max_new_tokens = min(seqs[i].max_new_tokens, self.max_positions - len(prompt) + 1)
+        # Shortest first, cut where the padding would pass the batch's budget.
+        order = sorted((i for i in prompts if len(prompts[i]) > 1), key=lambda i: len(prompts[i]))
+        for i in prompts:
+            if len(prompts[i]) <= 1:
+                seqs[i].state.kv = self._empty_kv()
+        group: list[int] = []
+        for i in order:
+            width = len(prompts[i]) - 1
+            if group and (len(group) + 1) * width > PREFILL_BATCH_TOKENS:
+                self._prefill_group(seqs, prompts, group, failures)
+                group = []
+            group.append(i)
+        if group:
+            self._prefill_group(seqs, prompts, group, failures)
+        return failures
+
+    def _checked_prompt(self, seq: Sequence) -> list[int]:
         prompt = [int(t) for t in seq.request.prompt_ids] or [0]
         if any(t < 0 or t >= self._vocab for t in prompt):
             raise ValueError(f"prompt token id out of range for a vocabulary of {self._vocab}")
         if len(prompt) >= self.max_positions:
             raise ValueError(f"prompt of {len(prompt)} tokens exceeds the model's "
                              f"{self.max_positions} positions")
-        seed = seq.request.sampling.seed
-        gen = torch.Generator(device=self.device)
-        gen.manual_seed(seed if seed is not None else secrets.randbits(63))
-        kv: list[tuple[Any, Any]] = []
-        if len(prompt) > 1:
-            cache = DynamicCache()
+        return prompt
+
+    def _prefill_group(self, seqs: list[Sequence], prompts: dict[int, list[int]],
+                       group: list[int], failures: list[Exception | None]) -> None:
+        """One forward pass over the group's prompts (all but their last token), left-padded;
+        each sequence keeps a view of its own columns of the cache."""
+        import torch
+        from transformers import DynamicCache
+
+        dev = self.device
+        width = max(len(prompts[i]) - 1 for i in group)
+        ids = torch.zeros(len(group), width, dtype=torch.long, device=dev)
+        mask = torch.zeros(len(group), width, dtype=torch.long, device=dev)
+        for row, i in enumerate(group):
+            body = prompts[i][:-1]
+            ids[row, width - len(body):] = torch.tensor(body, device=dev)
+            mask[row, width - len(body):] = 1
+        positions = (mask.cumsum(dim=1) - 1).clamp(min=0)
+        cache = DynamicCache()
+        try:
             with torch.inference_mode():
-                self.model(input_ids=torch.tensor([prompt[:-1]], device=self.device),
+                self.model(input_ids=ids, attention_mask=mask, position_ids=positions,
                            use_cache=True, logits_to_keep=1, **{self._cache_kw: cache})
-            kv = _cache_tensors(cache)
-        else:
-            kv = self._empty_kv()
-        seq.state = _SlotState(kv=kv, length=len(prompt) - 1, next_input=prompt[-1], generator=gen)
-        # Each output token needs a position: stop with "length" at the end of the context.
-        seq.max_new_tokens = min(seq.max_new_tokens, self.max_positions - len(prompt) + 1)
+        except Exception as exc:  # noqa: BLE001 - the group's pass failed: its requests end
+            log.exception("batched prefill of %d prompts failed", len(group))
+            for i in group:
+                failures[i] = exc
+            return
+        layers = _cache_tensors(cache)
+        for row, i in enumerate(group):
+            start = width - (len(prompts[i]) - 1)
+            seqs[i].state.kv = [(k[row:row + 1, :, start:], v[row:row + 1, :, start:])
+                                for k, v in layers]
 
     def _empty_kv(self) -> list[tuple[Any, Any]]:
         import torch

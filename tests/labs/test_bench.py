@@ -21,12 +21,12 @@ class Clock:
 
 
 def test_every_part_has_a_runner_and_an_estimate() -> None:
-    args = argparse.Namespace(streams=1000, duration=8.0, rounds=30, out=Path("unused"))
+    args = argparse.Namespace(streams=1000, duration=8.0, rounds=30, arrivals=1000, out=Path("unused"))
     plan = parts(args)
     assert tuple(plan) == PARTS
     assert all(part.expected_s > 0 for part in plan.values())
     # More streams, longer streams: a longer estimate.
-    bigger = parts(argparse.Namespace(streams=2000, duration=16.0, rounds=30, out=Path("unused")))
+    bigger = parts(argparse.Namespace(streams=2000, duration=16.0, rounds=30, arrivals=2000, out=Path("unused")))
     assert bigger["proxies"].expected_s > plan["proxies"].expected_s
 
 
@@ -62,3 +62,32 @@ def test_a_long_step_name_is_cut_never_the_times() -> None:
             line = bar.line()
     assert len(line) <= 80, line
     assert "25%" in line and "0:16:40 elapsed," in line and " left a: xxx" in line and line.endswith("…")
+
+
+def test_admission_target_reads_the_median_round_and_any_failure_fails_it() -> None:
+    from labs.bench.admission import TARGET_DIRECT_P99_S, TARGET_PROXY_P99_S, summarize
+
+    def runs(*p99s: float, failed: int = 0) -> list[dict]:
+        return [{"ttft_p50_s": p / 2, "ttft_p99_s": p, "failed": failed,
+                 "server_cpu_us_per_request": 500.0} for p in p99s]
+
+    assert summarize("direct", runs(0.1, 0.2, 0.9))["met"]  # one noisy round of three
+    assert not summarize("direct", runs(0.2, 0.35, 0.4))["met"]
+    assert summarize("nginx", runs(0.2, 0.35, 0.4))["met"]  # the proxies' target is 400 ms
+    assert not summarize("nginx", runs(0.1, 0.1, 0.1, failed=1))["met"]
+    assert (TARGET_DIRECT_P99_S, TARGET_PROXY_P99_S) == (0.3, 0.4)
+
+
+def test_bench_md_shows_the_admission_and_prefill_tables() -> None:
+    from labs.bench.admission import summarize
+    from labs.bench.markdown import markdown
+
+    row = {"ttft_p50_s": 0.1, "ttft_p99_s": 0.2, "failed": 0, "server_cpu_us_per_request": 400.0}
+    admission = {"arrivals": 1000, "rounds": 1, "configs": {"workers=1": {
+        "direct": summarize("direct", [row]), "nginx": summarize("nginx", [row])}}}
+    cell = {"ttft_p50_s": 0.05, "ttft_p99_s": 0.1, "failed": 0}
+    prefill = {"counts": [8], "rounds": 1, "median": {"short": {"serial": {"8": cell},
+                                                                "batched": {"8": cell}}}}
+    text = markdown({"admission": admission, "prefill": prefill}, "python -m labs bench")
+    assert "| --workers 1 | direct | 100 | 200 | 200 | 400 | 0 | < 300 ms: yes |" in text
+    assert "| short | 8 | 50 | 100 | 50 | 100 | 1.00x |" in text

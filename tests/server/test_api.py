@@ -334,3 +334,8 @@ def test_fd_limit_is_raised_at_start_up_and_a_low_one_is_reported(keep):
     else:
         assert soft == hard
         assert "raised from 256" in done.stderr
+
+
+def test_health_answers_like_vllm(api) -> None:
+    reply = api.client.get("/health")
+    assert reply.status_code == 200 and reply.content == b""

@@ -263,3 +263,46 @@ def test_bench_runs_and_writes_json(model_dir: str, tmp_path: Path) -> None:
     assert all(r["tokens"] == 4 * r["batch"] and r["tokens_per_s"] > 0 for r in result["runs"])
     # A latency is never negative, so `>= 0` would always hold: assert that it was measured.
     assert isinstance(result["cancel_to_slot_free_ms_median"], float)
+
+
+def test_prompts_admitted_together_prefill_in_one_pass_with_the_same_cache(
+        model_dir: str, tokenizer: Any, prompt: list[int]) -> None:
+    """Batched prefill (left-padded, per-row positions): one forward pass for a burst, and each
+    sequence's KV cache as if it had been prefilled alone; a bad prompt fails alone."""
+    import torch
+
+    from server.engine.backend import Sequence
+    from server.engine.transformers_engine import TransformersBackend
+
+    backend = TransformersBackend(model_dir, "cpu")
+    backend.load()
+    backend.enter_thread()
+    prompts = [prompt[:1], prompt[:9], prompt[:40], [10**6], prompt[:120]]
+
+    def seqs() -> list[Sequence]:
+        return [Sequence(id=i, request=GenerationRequest(p, 4, sampling=GREEDY), generation=None)
+                for i, p in enumerate(prompts)]  # type: ignore[arg-type]
+
+    alone = seqs()
+    for seq in alone:
+        backend.prefill_many([seq])
+    calls = 0
+    forward = backend.model.forward
+
+    def counted(*args: Any, **kw: Any) -> Any:
+        nonlocal calls
+        calls += 1
+        return forward(*args, **kw)
+
+    backend.model.forward = counted
+    together = seqs()
+    failures = backend.prefill_many(together)
+    assert calls == 1
+    assert [f is None for f in failures] == [True, True, True, False, True]
+    for a, b in zip(alone, together):
+        if a.state is None or b.state is None or a.state.kv is None:
+            continue
+        assert (a.state.length, a.state.next_input) == (b.state.length, b.state.next_input)
+        for (ka, va), (kb, vb) in zip(a.state.kv, b.state.kv):
+            assert ka.shape == kb.shape
+            assert torch.allclose(ka, kb, atol=1e-5) and torch.allclose(va, vb, atol=1e-5)
