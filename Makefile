@@ -38,7 +38,13 @@ help:
 	@echo "make test-docker        the container tests and the scenario guards in containers"
 	@echo "LAB_RUNTIME=docker make lab-NAME   run a scenario with the proxies in containers"
 
-setup: system-packages $(STAMPS)/venv $(MODEL_DIR)/config.json
+# The app hops (proxies/apps): Node packages from the committed lockfile, the Next.js site built
+# once, LiteLLM in its own venv; each step stamped, redone when what it reads changes.
+NODE_APPS    := proxies/apps/node
+# (`[...path]` is a Next.js route folder: its brackets escaped, or make would glob them.)
+NEXT_SOURCES := $(shell find $(NODE_APPS)/next-site -type f 2>/dev/null | sed 's/[][]/\\&/g')
+
+setup: system-packages $(STAMPS)/venv $(MODEL_DIR)/config.json $(STAMPS)/node $(STAMPS)/next $(STAMPS)/litellm
 
 system-packages:
 	@$(PYTHON) -m proxies.install
@@ -48,8 +54,20 @@ $(STAMPS)/venv: pyproject.toml
 	@mkdir -p $(STAMPS)
 	@test -x $(PY) || $(PYTHON) -m venv --system-site-packages $(VENV)
 	@$(PY) -c "import torch" 2>/dev/null || $(PY) -m pip install -q "$(TORCH_PIN)"
-	$(PY) -m pip install -q -e ".[test,locust]"
+	$(PY) -m pip install -q -e ".[test,locust,apps]"
 	@$(PY) -m proxies.install --check
+	@touch $@
+
+$(STAMPS)/node: $(NODE_APPS)/package-lock.json | $(STAMPS)/venv
+	$(PY) -m proxies.apps.install node
+	@touch $@
+
+$(STAMPS)/next: $(STAMPS)/node $(NEXT_SOURCES)
+	$(PY) -m proxies.apps.install next
+	@touch $@
+
+$(STAMPS)/litellm: proxies/apps/install.py | $(STAMPS)/venv
+	$(PY) -m proxies.apps.install litellm
 	@touch $@
 
 $(MODEL_DIR)/config.json: $(STAMPS)/venv server/model_builder.py $(wildcard server/corpus/*.txt)
@@ -83,14 +101,14 @@ lab-%: setup $(DOCKER_READY)
 docker-setup:
 	@docker/setup-engine.sh
 
-# FROM scratch + the host's nginx, HAProxy, Envoy and Python (about 2 s each): no registry needed.
+# FROM scratch + the host's nginx, HAProxy, Envoy, Python and node (about 2 s each): no registry needed.
 images-offline: setup docker-setup
 	$(PY) -m proxies.runtime.offline_images
 
 # The images the docker runtime will use: official ones if here or pullable, else stand-ins
 # (the server's stand-in rebuilt when it was built for another checkout).
 docker-ready: setup docker-setup
-	@$(PY) -m proxies.runtime.offline_images --if-missing nginx haproxy envoy server
+	@$(PY) -m proxies.runtime.offline_images --if-missing nginx haproxy envoy server apps
 
 test-docker: setup docker-setup images-offline
 	$(PY) -m pytest tests/docker tests/proxies/test_runtime.py -k docker

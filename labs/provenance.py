@@ -46,7 +46,16 @@ def collect(runtime: str, proxies: Sequence[str], server_commands: Mapping[str, 
 
 
 def proxy_origin(runtime: str, proxy: str) -> dict[str, Any]:
-    """Where the proxy that ran came from: the host binary (local) or the image (docker)."""
+    """Where the proxy that ran came from: the host binary (local) or the image (docker); for an
+    app hop, its components' versions (and in docker the apps image)."""
+    from proxies.apps import is_app
+
+    if is_app(proxy):
+        from proxies.apps.versions import versions
+
+        found = versions(proxy)
+        # In docker the image is the record (the versions are the mounted checkout's, as here).
+        return image_origin("apps") if runtime == "docker" else found
     if runtime == "docker":
         return image_origin(proxy)
     return dict(_binary(proxy))
@@ -131,4 +140,7 @@ def _origin_text(name: str, origin: Mapping[str, Any]) -> str:
         return f"{name} image `{origin['image']}`" + (f" ({image_id})" if image_id else "")
     if "version" in origin:
         return f"{name} {origin['version']}"
+    components = {k: v for k, v in origin.items() if k not in ("error", "image", "venv")}
+    if components:  # an app hop: its components' versions
+        return f"{name} (" + ", ".join(f"{k} {v}" for k, v in components.items()) + ")"
     return f"{name} ({origin.get('error', 'unknown')})"

@@ -10,10 +10,13 @@ The proxies' own variants (`defaults`, `fixed`) are rendered by `python -m proxi
 from __future__ import annotations
 
 import sys
+from pathlib import Path
 
 from labs import catalogue
 from labs.runner import hop_settings
 from labs.scenario import VariantName
+from proxies.apps import AppSettings, is_app
+from proxies.apps.launch import AppMissing, launch
 from proxies.install import BinaryProblem
 from proxies.rendering import render
 from proxies.validation import ConfigInvalid, validate
@@ -33,17 +36,19 @@ def rendered(name: str, variant_name: VariantName, proxy: str | None = None) -> 
         raise ValueError(f"{scenario.name} runs {', '.join(scenario.path)}, not {proxy}")
     variant = scenario.variant(variant_name)
     settings = hop_settings(proxy, variant.proxy.get(proxy, {}), scenario.base)
+    if isinstance(settings, AppSettings):  # an app's "config" is its command line and environment
+        return proxy, launch(settings, Path(f"/tmp/streamlab-{proxy}-WORKDIR")).shown()
     return proxy, render(settings)
 
 
 def main(name: str, variant_name: VariantName, proxy: str | None, check: bool) -> int:
     try:
         proxy, text = rendered(name, variant_name, proxy)
-    except (catalogue.UnknownScenario, ValueError) as exc:
+    except (catalogue.UnknownScenario, ValueError, AppMissing) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     try:
-        if check:
+        if check and not is_app(proxy):
             validate(text, proxy)
     except (ConfigInvalid, BinaryProblem) as exc:
         print(f"error: {exc}", file=sys.stderr)

@@ -18,10 +18,11 @@ import urllib.request
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterator, Mapping, Sequence
 
-from labs import client, provenance
+from labs import client, libclients, provenance
 from labs.measurements import StreamResult
 from labs.peaks import GaugePeaks
 from labs.scenario import VARIANTS, CheckResult, Run, Scenario, Variant, VariantName, Workload
+from proxies.apps import AppSettings, app_settings, is_app
 from proxies.base import ProxySettings
 from proxies.runtime import get_runtime
 from proxies.runtime.base import RunningProxy, Runtime
@@ -182,7 +183,7 @@ class Lab:
     @contextlib.contextmanager
     def path(self, proxies: Sequence[str], variant: Variant, server_port: int,
              base: str = "defaults") -> Iterator[list[RunningProxy]]:
-        """Start the proxies from the server outwards; yields them client-side first."""
+        """Start the hops (proxies and apps) from the server outwards; yields them client-side first."""
         with contextlib.ExitStack() as stack:
             upstream_port, started = server_port, []
             for proxy in reversed(proxies):
@@ -191,7 +192,8 @@ class Lab:
                     ports["admin_port"] = free_port()
                 settings = hop_settings(proxy, variant.proxy.get(proxy, {}), base, **ports)
                 self.progress(f"starting {proxy} on :{settings.listen_port}")
-                started.append(stack.enter_context(self.runtime.run_proxy(settings)))
+                run = self.runtime.run_app if is_app(proxy) else self.runtime.run_proxy
+                started.append(stack.enter_context(run(settings)))  # type: ignore[arg-type]
                 upstream_port = settings.listen_port
             yield list(reversed(started))
 
@@ -220,16 +222,24 @@ def _sample_interval(workload: Workload) -> float:
 
 
 def hop_settings(proxy: str, overrides: Mapping[str, Any], base: str = "defaults",
-                 **addressing: Any) -> ProxySettings:
-    """The base settings (the proxy's defaults or the fixed ones), then the variant's overrides,
-    then where the hop listens and forwards."""
+                 **addressing: Any) -> ProxySettings | AppSettings:
+    """The base settings (the proxy's defaults or the fixed ones; an app's own defaults), then
+    the variant's overrides, then where the hop listens and forwards."""
+    if is_app(proxy):
+        return app_settings(proxy).with_(**overrides, **addressing)
     return named_settings(proxy, base).with_(**overrides, **addressing)  # type: ignore[arg-type]
 
 
 async def drive(url: str, body: dict[str, Any], workload: Workload,
                 options: Mapping[str, Any]) -> list[StreamResult]:
-    """Run the workload: one stream, several in sequence, or several at once."""
+    """Run the workload: one stream, several in sequence, or several at once. The client option
+    `library` measures one stream through a real client library instead (labs.libclients)."""
     opts = dict(options)
+    if "library" in opts:
+        library, headers = str(opts.pop("library")), opts.pop("headers", None)
+        if opts:
+            raise ValueError(f"a library client takes only `headers` besides `library`, not {sorted(opts)}")
+        return [await libclients.measure_stream(library, url, body, headers)]
     if workload.disconnect_after_events is not None:
         opts["disconnect_after_events"] = workload.disconnect_after_events
     if workload.driver is not None:
@@ -295,7 +305,7 @@ def _proxy_stats(hops: Sequence[RunningProxy], suffixes: Sequence[str]) -> dict[
         return {}
     stats: dict[str, dict[str, int]] = {}
     for hop in hops:
-        if hop.settings.proxy != "envoy":
+        if getattr(hop.settings, "proxy", None) != "envoy":
             continue
         picked = {name: value for name, value in hop.stats().items()
                   if name.endswith(tuple(suffixes)) and value}

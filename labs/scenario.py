@@ -13,7 +13,7 @@ from typing import Any, Awaitable, Callable, Literal, Mapping, Sequence
 from labs.findings import FindingKind
 from labs.measurements import StreamResult
 
-Layer = Literal["proxy", "chain", "server", "client", "load"]
+Layer = Literal["proxy", "chain", "gateway", "app", "server", "client", "load"]
 VariantName = Literal["broken", "fixed"]
 VARIANTS: tuple[VariantName, ...] = ("broken", "fixed")
 
@@ -26,7 +26,7 @@ DEFAULT_SCRIPT = "Every token should reach the reader the moment the model makes
 class Variant:
     """One side of a scenario. For `fix`, every field is applied on top of the broken variant.
 
-    proxy: settings overrides per proxy name (on that proxy's own defaults, then broken's).
+    proxy: settings overrides per hop name, a proxy or an app (on its own defaults, then broken's).
     lab: `lab` request fields (docs/contract.md), merged over the workload's.
     server_args: flags for `python -m server` (a variant with other flags gets its own server).
     client: measuring-client options (labs.client.measure_stream keyword arguments).

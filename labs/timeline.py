@@ -24,6 +24,7 @@ from matplotlib.lines import Line2D  # noqa: E402
 from labs.measurements import StreamResult, percentile  # noqa: E402
 
 STREAMED = "#1f77b4"  # blue: an event that had a read to itself
+SENT = "#9e9e9e"  # grey rings: when the server wrote an event (lab.stamp)
 LUMPED = "#e66101"  # orange: an event that shared its read with others (a hop coalesced them)
 TTFT_C = "#1a9850"
 E2E_C = "#404040"
@@ -108,6 +109,14 @@ def _single(ax: Axes, r: StreamResult, top: float) -> None:
             label += f"\nafter {_ms(r.end_s - r.e2e_s)} of silence"
         ax.annotate(label, xy=(_end(r), len(content)), xytext=(8, -4),
                     textcoords="offset points", fontsize=8, color=BAD, va="top")
+    stamped = [(e.t - e.hop_s, e.t, y) for e, y in zip(content, ys) if e.hop_s is not None]
+    if stamped:
+        # When the server wrote each event (its `sent_at` stamp): the gap to the dot is the time
+        # the event spent on the way, so an event held one interval shows one interval of line.
+        ax.hlines([y for _, _, y in stamped], [s for s, _, _ in stamped], [t for _, t, _ in stamped],
+                  color=SENT, linewidth=1, zorder=2)
+        ax.scatter([s for s, _, _ in stamped], [y for _, _, y in stamped], s=14, facecolors="none",
+                   edgecolors=SENT, linewidths=0.8, zorder=2)
     beats = [e.t for e in r.events if e.kind == "comment"]
     if beats:
         ax.scatter(beats, [0] * len(beats), marker="|", s=60, color=HEARTBEAT, zorder=2)
@@ -116,6 +125,9 @@ def _single(ax: Axes, r: StreamResult, top: float) -> None:
              f"{r.bursts} burst{'s' if r.bursts != 1 else ''} for {len(content)} events"]
     if r.heartbeats:
         lines.append(f"{r.heartbeats} heartbeats (grey ticks)")
+    if stamped:
+        delays = sorted(t - s for s, t, _ in stamped)
+        lines.append(f"on the way: median {_ms(delays[(len(delays) - 1) // 2])}, max {_ms(delays[-1])}")
     ax.text(0.02, 0.97, "\n".join(lines), transform=ax.transAxes, va="top", fontsize=9,
             bbox=dict(boxstyle="round,pad=0.3", facecolor="white", edgecolor="#cccccc"))
     ax.set_ylabel("content events received")
@@ -226,6 +238,9 @@ def plot_timeline(variants: Mapping[str, Sequence[StreamResult]], path: str | Pa
     ]
     if not many:
         handles.append(Line2D([], [], color=E2E_C, linestyle=":", label="E2E (last byte)"))
+    if not many and any(e.hop_s is not None for v in variants.values() for r in v for e in r.content):
+        handles.append(Line2D([], [], marker="o", markerfacecolor="none", color=SENT,
+                              label="written by the server (its stamp)"))
     fig.legend(handles=handles, loc="lower center", ncol=len(handles), frameon=False, fontsize=9)
     # Title block in inches from the top, so it reads the same at every figure height.
     fig.text(0.01, 1 - 0.12 / height, title, fontsize=14, fontweight="bold", ha="left", va="top")

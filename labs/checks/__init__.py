@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from labs.checks.base import (ARRIVAL_SLACK_INTERVALS, HELD_SLACK_INTERVALS, STREAM_SLACK_INTERVALS,
                               STREAMED_READ_SHARE, threshold)
+from labs.checks.layers import (close_delimited, heartbeats_dropped, hop_said, resplit,
+                                server_sent_heartbeats)
 from labs.checks.many import (gap_p99_at_most, stayers_ttft_at_least, stayers_ttft_within,
                               ttft_max_at_least, ttft_p99_within, ttft_spread_at_least)
 from labs.checks.outcome import (complete_with_done, error_reported, failed_share_at_least,
@@ -28,6 +30,11 @@ from labs.checks.text import (no_stop_leak, replacement_chars_at_least, stop_lea
 
 __all__ = [
     "ARRIVAL_SLACK_INTERVALS",
+    "close_delimited",
+    "heartbeats_dropped",
+    "hop_said",
+    "resplit",
+    "server_sent_heartbeats",
     "HELD_SLACK_INTERVALS",
     "STREAMED_READ_SHARE",
     "STREAM_SLACK_INTERVALS",

@@ -7,6 +7,8 @@ from typing import TYPE_CHECKING, ContextManager, Mapping, Protocol, Sequence, r
 from proxies.base import ProxySettings
 
 if TYPE_CHECKING:
+    from proxies.apps.settings import AppSettings
+    from proxies.runtime.apps import RunningApp
     from server.launcher import ServerHandle
 
 
@@ -63,4 +65,10 @@ class Runtime(Protocol):
     def run_proxy(self, settings: ProxySettings,
                   workdir: Path | None = None) -> ContextManager[RunningProxy]:
         """Render, validate, start on the settings' ports, wait until ready; stop on exit."""
+        ...
+
+    def run_app(self, settings: "AppSettings",
+                workdir: Path | None = None) -> ContextManager["RunningApp"]:
+        """An app hop (proxies.apps): started with its Launch, ready once a real request through
+        it answers; stopped on exit."""
         ...

@@ -37,6 +37,8 @@ from proxies.validation import CONFIG_NAMES, ConfigInvalid, validate
 from server.processes import ManagedProcess, ProcessFailed, free_port
 
 if TYPE_CHECKING:
+    from proxies.apps.settings import AppSettings
+    from proxies.runtime.apps import RunningApp
     from server.launcher import ServerHandle
 
 CONFIG_DIR = "/etc/streamlab"  # the config, read-only
@@ -251,6 +253,12 @@ class DockerRuntime:
     def run_proxy(self, settings: ProxySettings,
                   workdir: Path | None = None) -> contextlib.AbstractContextManager[DockerProxy]:
         return run_proxy(settings, workdir)
+
+    def run_app(self, settings: AppSettings,
+                workdir: Path | None = None) -> contextlib.AbstractContextManager[RunningApp]:
+        from proxies.runtime.docker_apps import run_app  # it imports this module
+
+        return run_app(settings, workdir)
 
 
 # ---- the model server ------------------------------------------------------------------------

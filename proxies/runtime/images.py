@@ -23,7 +23,7 @@ from proxies.runtime.dockercli import DockerError, docker, image_present
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 
-Service = Literal["nginx", "haproxy", "envoy", "server"]
+Service = Literal["nginx", "haproxy", "envoy", "server", "apps"]
 Mode = Literal["auto", "official", "offline"]
 MODES: tuple[Mode, ...] = ("auto", "official", "offline")
 
@@ -34,6 +34,9 @@ OFFICIAL: dict[Service, str] = {
     "haproxy": "haproxy:2.6.12",
     "envoy": "envoyproxy/envoy:v1.40.0",
     "server": "streamlab/server:latest",  # built from docker/server.Dockerfile, never pulled
+    # The app hops (Node, gunicorn, LiteLLM) run the working tree's programs and installed
+    # packages: only the offline image, which mounts them, exists (this name is never used).
+    "apps": "streamlab/apps:latest",
 }
 # Built by `make images-offline` (proxies.runtime.offline_images) from this machine's binaries.
 OFFLINE: dict[Service, str] = {
@@ -41,6 +44,7 @@ OFFLINE: dict[Service, str] = {
     "haproxy": "streamlab/haproxy:host",
     "envoy": "streamlab/envoy:host",
     "server": "streamlab/server:host",
+    "apps": "streamlab/apps:host",
 }
 BUILD_HINT = "run `make images-offline` to build stand-ins from this machine's binaries"
 
@@ -94,6 +98,11 @@ def _choose(service: Service) -> Choice:
         return Choice(service, image, variable)
     wanted = mode()
     official, offline = OFFICIAL[service], OFFLINE[service]
+    if service == "apps":  # only the stand-in exists, whatever the mode: it mounts this checkout
+        if image_present(offline):
+            return Choice(service, offline, "offline")
+        raise ImageMissing(f"apps: {offline} is not built; {BUILD_HINT} (the app hops run this "
+                           "checkout's programs and installed packages)")
     if wanted == "offline":
         if not image_present(offline):
             raise ImageMissing(f"{service}: STREAMLAB_IMAGES=offline but {offline} is not built; {BUILD_HINT}")

@@ -22,6 +22,8 @@ from proxies.validation import validate
 from server.processes import ManagedProcess, managed, port_accepts, wait_until
 
 if TYPE_CHECKING:
+    from proxies.apps.settings import AppSettings
+    from proxies.runtime.apps import RunningApp
     from server.launcher import ServerHandle
 
 PROCESS_LOG = "process.log"  # the binary's stdout and stderr
@@ -175,3 +177,9 @@ class LocalRuntime:
     def run_proxy(self, settings: ProxySettings,
                   workdir: Path | None = None) -> contextlib.AbstractContextManager[LocalProxy]:
         return run_proxy(settings, workdir)
+
+    def run_app(self, settings: AppSettings,
+                workdir: Path | None = None) -> contextlib.AbstractContextManager[RunningApp]:
+        from proxies.runtime.apps import run_app  # the apps import this module
+
+        return run_app(settings, workdir)

@@ -1,6 +1,6 @@
 """Build stand-in images from this machine's binaries, for machines that cannot pull any image.
 
-    python -m proxies.runtime.offline_images [nginx haproxy envoy server]   (make images-offline)
+    python -m proxies.runtime.offline_images [nginx haproxy envoy server apps]   (make images-offline)
 
 Each image is `FROM scratch` (docker/offline.Dockerfile) plus one host binary, every shared
 library `ldd` lists for it, and a minimal /etc (passwd, group, nsswitch.conf): nothing is pulled,
@@ -31,7 +31,7 @@ from proxies.runtime.images import (OFFLINE, ImageMissing, Service, forget_choic
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 DOCKERFILE = REPO_ROOT / "docker" / "offline.Dockerfile"
-SERVICES: tuple[Service, ...] = ("nginx", "haproxy", "envoy", "server")
+SERVICES: tuple[Service, ...] = ("nginx", "haproxy", "envoy", "server", "apps")
 # Where each proxy's binary sits inside its image: the official images' places, so the same
 # `--entrypoint NAME` finds it in both.
 IMAGE_PATHS = {"nginx": "/usr/sbin/nginx", "haproxy": "/usr/local/sbin/haproxy",
@@ -154,17 +154,21 @@ def server_mounts() -> list[str]:
     return folders
 
 
-def server_rootfs(root: Path) -> tuple[RootFs, dict[str, str]]:
+def _shared_objects(folder: str) -> list[str]:
+    return [os.path.join(base, f) for base, _dirs, files in os.walk(folder)
+            for f in files if ".so" in f and not f.endswith(".py")]
+
+
+def server_rootfs(root: Path, extra: Sequence[str] = ()) -> tuple[RootFs, dict[str, str]]:
     """The system libraries the host interpreter and every extension module in it and in the venv
-    need, minus what the read-only mounts bring anyway."""
+    need (and those of the `extra` files), minus what the read-only mounts bring anyway."""
     mounts = server_mounts()
     interpreter = os.path.realpath(sys.executable)
-    objects = [interpreter]
+    objects = [interpreter, *extra]
     for folder in mounts:
         if folder == str(REPO_ROOT):
             folder = os.path.realpath(sys.prefix)  # only the venv's modules, not the whole tree
-        for base, _dirs, files in os.walk(folder):
-            objects += [os.path.join(base, f) for f in files if ".so" in f and not f.endswith(".py")]
+        objects += _shared_objects(folder)
     fs = RootFs(root)
     fs.add_base()
     inside = tuple(f + "/" for f in mounts)
@@ -178,6 +182,23 @@ def server_rootfs(root: Path) -> tuple[RootFs, dict[str, str]]:
     return fs, labels
 
 
+def apps_rootfs(root: Path) -> tuple[RootFs, dict[str, str]]:
+    """The server's image plus what the app hops need: the host's `node` (copied when the mounts
+    do not bring it) and the libraries of LiteLLM's own venv. Their programs and packages
+    (proxies/apps, node_modules, .venv, .venvs) come with the mounted repository."""
+    from proxies.apps.launch import LITELLM_VENV, AppMissing, node_binary
+
+    try:
+        node = node_binary()
+    except AppMissing as exc:
+        raise SystemExit(f"apps: {exc}") from None
+    extra = [node, *(_shared_objects(str(LITELLM_VENV)) if LITELLM_VENV.is_dir() else [])]
+    fs, labels = server_rootfs(root, extra)
+    if not any(node.startswith(folder + "/") for folder in server_mounts()):
+        fs.add_file(node, node, 0o755)
+    return fs, {**labels, "streamlab.node": node}
+
+
 def build(service: Service, quiet: bool = False) -> str:
     """Build OFFLINE[service] from this machine's files; returns the tag."""
     tag = OFFLINE[service]
@@ -185,8 +206,8 @@ def build(service: Service, quiet: bool = False) -> str:
     previous = image_inspect(tag)
     with tempfile.TemporaryDirectory(prefix=f"streamlab-image-{service}-") as tmp:
         context = Path(tmp)
-        fs, labels = (server_rootfs if service == "server" else
-                      lambda root: proxy_rootfs(service, root))(context / "rootfs")
+        make = {"server": server_rootfs, "apps": apps_rootfs}.get(service)
+        fs, labels = (make or (lambda root: proxy_rootfs(service, root)))(context / "rootfs")
         shutil.copy(DOCKERFILE, context / "Dockerfile")
         label_args = [arg for key, value in {"streamlab.offline": "1", **labels}.items()
                       for arg in ("--label", f"{key}={value}")]
@@ -225,12 +246,12 @@ def _usable(service: Service) -> bool:
     """Whether the runtime finds an image for `service` as things stand (pulling if it may)."""
     try:
         choice = image_for(service)
-        if service == "server" and choice.offline and not offline_server_built_here(choice.image):
+        if service in ("server", "apps") and choice.offline and not offline_server_built_here(choice.image):
             print(f"server: {choice.image} was built for another checkout; building it for this one")
             return False
         return True
     except ImageMissing as exc:
-        if os.environ.get(override_variable(service)) or mode() == "official":
+        if service != "apps" and (os.environ.get(override_variable(service)) or mode() == "official"):
             raise SystemExit(str(exc)) from None  # a stand-in would not be used anyway
         print(f"{service}: {str(exc).split(';')[0]}; building the stand-in")
         return False

@@ -78,3 +78,14 @@ def test_the_mode_insists(mode: str, expected: str | None, local: set[str],
 def test_the_server_image_is_built_never_pulled(local: set[str]) -> None:
     with pytest.raises(ImageMissing, match="docker/server.Dockerfile"):
         image_for("server")
+
+
+@pytest.mark.parametrize("mode", ["auto", "official", "offline"])
+def test_the_apps_run_in_their_stand_in_in_every_mode(mode: str, local: set[str],
+                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("STREAMLAB_IMAGES", mode)
+    with pytest.raises(ImageMissing, match="make images-offline"):
+        image_for("apps")  # never pulled: no official image of this checkout's programs exists
+    images.forget_choices()
+    local.add(OFFLINE["apps"])
+    assert image_for("apps").image == OFFLINE["apps"]

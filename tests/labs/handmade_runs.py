@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, fields, replace
 from typing import Any, Callable
 
+from labs.catalogue import apps
 from labs.catalogue import client as client_layer
 from labs.catalogue import browser, envoy, haproxy, nginx, server
 from labs.checks.stress import DISCONNECTS
@@ -240,6 +241,24 @@ def _stop_texts(met: str, partial: str) -> Make:
     return lambda s: s.run(s.streamed(6, text=met), s.streamed(18, text=partial))
 
 
+def _worker_timeout(cut_after: int) -> Make:
+    """gunicorn-sync-timeout: `cut_after` tokens, then the worker is killed (and says so)."""
+    said = ["gunicorn:3000 log: [2026-12-01 08:00:00 +0000] [1] [CRITICAL] WORKER TIMEOUT (pid:2)"]
+    return lambda s: s.run(s.cut(cut_after, 0.5), evidence=said)
+
+
+def _gateway(symptom: bool, silence_s: float) -> Make:
+    """litellm-heartbeats: the server pings all along; the client sees them (cure) or not."""
+    pings = {"streamlab_heartbeats_total": 12}
+    if symptom:
+        return lambda s: s.run(s.cut(5, silence_s), server_delta=pings)
+    return lambda s: s.run(s.streamed(pause_after=5, pause_s=silence_s, heartbeats=12), server_delta=pings)
+
+
+CHUNKED = {"transfer-encoding": "chunked"}
+MOJIBAKE = "鬱蒼とした森で\ufffd野家の🦩と\ufffd\ufffdが踊る。"
+
+
 HANDMADE: dict[str, Handmade] = {
     "nginx-buffering": _held(),
     "nginx-accel-header": _held(),
@@ -355,4 +374,29 @@ HANDMADE: dict[str, Handmade] = {
         # The stress is seven streams at once: the page asked for them one after another.
         cure_without_stress=lambda s: s.run(*in_turn(_tabs("h2", queued=0)(s).results)),
         symptom_without_stress=lambda s: s.run(*in_turn(_tabs("http/1.1", queued=1)(s).results))),
+    "express-compression": _held(encoding="gzip"),
+    "express-proxy-abort": _departure(release_s=3.0, generated=60, heard=1),
+    "nextjs-rewrites": _held(encoding="gzip"),
+    "gunicorn-sync-timeout": Handmade(
+        symptom=_worker_timeout(int(apps.GUNICORN_TIMEOUT_S * 10)),
+        cure=lambda s: s.run(s.streamed(60)),
+        cure_without_stress=lambda s: s.run(s.streamed(20)),  # over before the timeout could fire
+        symptom_without_stress=_worker_timeout(3)),  # cut at once: not the worker timeout
+    "litellm-heartbeats": Handmade(
+        symptom=_gateway(True, apps.GATEWAY_IDLE_TIMEOUT_S + 0.02), cure=_gateway(False, 4.0),
+        cure_without_stress=lambda s: s.run(s.streamed(heartbeats=12),
+                                            server_delta={"streamlab_heartbeats_total": 12}),
+        symptom_without_stress=_gateway(True, 0.02)),
+    "client-requests-iter-lines": Handmade(
+        symptom=lambda s: s.run(s.streamed(hop_s=s.dt)),
+        cure=lambda s: s.run(s.streamed(hop_s=0.002)),
+        # On a chunked answer the library is not put to the test.
+        cure_without_stress=lambda s: s.run(s.streamed(hop_s=0.002, headers=CHUNKED)),
+        symptom_without_stress=lambda s: s.run(s.streamed(hop_s=s.dt, headers=CHUNKED))),
+    "client-naive-parser": Handmade(
+        symptom=lambda s: s.run(s.streamed(43, text=MOJIBAKE, reads=600)),
+        cure=lambda s: s.run(s.streamed(43, reads=600)),
+        # One read per event: the parser never met a cut.
+        cure_without_stress=lambda s: s.run(s.streamed(43)),
+        symptom_without_stress=lambda s: s.run(s.streamed(43, text=MOJIBAKE))),
 }

@@ -27,13 +27,15 @@ import pytest
 from pydantic import ValidationError
 from starlette.requests import Request
 
-from labs import catalogue, client
+from labs import catalogue, client, libclients
 from labs.client import Options
+from labs.libclients import UnknownLibrary, check_library
 from labs.measurements import StreamResult
 from labs.runner import drive, hop_settings, request_body
 from labs.scenario import VARIANTS, Check, Run, Scenario, Variant, VariantName
 from labs.view import chromium
 from labs.view.specs import BROWSER_ONLY, PageRequest, page_request
+from proxies.apps import is_app
 from proxies.validation import ConfigInvalid, validate
 from server.event_source import body_from_query
 from server.schema import ChatCompletionRequest
@@ -79,8 +81,14 @@ def recorded_sends() -> Iterator[list[Sent]]:
             sent.append((json.loads(body_the_server_reads(request)), None))
         return [{"url": url} for _ in range(streams)]
 
+    async def library(name: str, url: str, body: Mapping[str, Any],
+                      headers: Mapping[str, str] | None = None) -> StreamResult:
+        sent.append((body, {"library": name, **({"headers": headers} if headers else {})}))
+        return StreamResult(url=url)
+
     with mock.patch.object(client, "measure_stream", one), mock.patch.object(client, "measure_many", many), \
-            mock.patch.object(chromium, "run_streams", in_the_browser):
+            mock.patch.object(chromium, "run_streams", in_the_browser), \
+            mock.patch.object(libclients, "measure_stream", library):
         yield sent
 
 
@@ -100,8 +108,11 @@ def request_problems(scenario: Scenario, variant_name: VariantName) -> list[str]
         client_options = opts if opts is not None else {
             name: value for name, value in options.items() if name not in BROWSER_ONLY}
         try:
+            client_options = dict(client_options)
+            if "library" in client_options:
+                check_library(client_options.pop("library"))
             Options(**client_options)
-        except TypeError as exc:
+        except (TypeError, UnknownLibrary) as exc:
             problems.append(f"{variant_name} client options: {exc}")
     return problems or ([] if sent else [f"{variant_name}: the workload sends no request"])
 
@@ -113,7 +124,9 @@ def hop_problems(scenario: Scenario, variant_name: VariantName) -> list[str]:
                 for proxy in variant.proxy if proxy not in scenario.path]
     for proxy in scenario.path:
         try:
-            validate(hop_settings(proxy, variant.proxy.get(proxy, {}), scenario.base))
+            settings = hop_settings(proxy, variant.proxy.get(proxy, {}), scenario.base)
+            if not is_app(proxy):  # an app's settings are validated by its model alone
+                validate(settings)
         except (ValidationError, ConfigInvalid) as exc:
             problems.append(f"{variant_name} {proxy}: {exc}")
     return problems
@@ -192,6 +205,16 @@ def test_a_typo_in_a_client_option_is_caught() -> None:
     scenario = catalogue.get("client-read-timeout")
     typo = dataclasses.replace(scenario, fix=Variant(client={"read_timeout": 10.0}))
     assert any("read_timeout" in p for p in request_problems(typo, "fixed"))
+
+
+def test_an_unknown_client_library_or_app_setting_is_caught() -> None:
+    scenario = catalogue.get("client-requests-iter-lines")
+    typo = dataclasses.replace(scenario, fix=Variant(client={"library": "httpx-iterlines"}))
+    assert any("httpx-iterlines" in p for p in request_problems(typo, "fixed"))
+    scenario = catalogue.get("gunicorn-sync-timeout")
+    bad = dataclasses.replace(scenario, fix=Variant(proxy={"gunicorn": {"worker_klass": "gthread"}}))
+    assert any("worker_klass" in p for p in hop_problems(bad, "fixed"))
+    assert not hop_problems(scenario, "fixed")
 
 
 def test_a_setting_the_proxy_binary_rejects_is_caught() -> None:

@@ -1,0 +1,147 @@
+"""How each app hop is started: its command line, environment and files, from its settings.
+
+Every runtime reads the same `Launch` (a host process runs it as it is; a container runs it with
+the repository mounted at the same path), so an app behaves the same in both.
+"""
+from __future__ import annotations
+
+import json
+import os
+import shlex
+import shutil
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from proxies.apps.settings import (AppSettings, ExpressSettings, GunicornSettings, LitellmSettings,
+                                   NextjsSettings, RelaySettings)
+
+APPS_DIR = Path(__file__).resolve().parent
+REPO_ROOT = APPS_DIR.parents[1]
+NODE_DIR = APPS_DIR / "node"
+NODE_MODULES = NODE_DIR / "node_modules"
+NEXT_SITE = NODE_DIR / "next-site"
+# `make setup` builds the site once into NEXT_BUILD; Next insists its distDir lies inside the
+# workspace (this folder), so each running site's own dist folder is made under NEXT_RUNS.
+NEXT_BUILD = NODE_DIR / ".next-build"
+NEXT_RUNS = NODE_DIR / ".next-runs"
+# The build's rewrite destination; each start sets the run's upstream in its place (see next_dist).
+NEXT_PLACEHOLDER = "http://upstream.streamlab.invalid:9"
+LITELLM_VENV = REPO_ROOT / ".venvs" / "litellm"
+# LiteLLM refuses to start without a master key; this one never leaves loopback.
+LITELLM_KEY = "sk-streamlab-local"
+READY_PATH = "/v1/models"
+
+
+class AppMissing(RuntimeError):
+    """An app's program or packages are not installed; the message says what to run."""
+
+
+@dataclass(frozen=True)
+class Launch:
+    """What to run for one app hop: argv (argv[0] a path), extra environment, files to write into
+    the work folder first, the folder to run in, and headers its readiness request needs."""
+
+    argv: list[str]
+    env: dict[str, str] = field(default_factory=dict)
+    files: dict[str, str] = field(default_factory=dict)
+    cwd: Path = REPO_ROOT
+    ready_headers: dict[str, str] = field(default_factory=dict)
+
+    def shown(self) -> str:
+        """The app's "config" as a report shows it: environment, command line, written files."""
+        lines = [f"{key}={shlex.quote(value)}" for key, value in sorted(self.env.items())]
+        lines.append(shlex.join(self.argv))
+        for name, text in self.files.items():
+            lines += ["", f"# {name}", text.rstrip()]
+        return "\n".join(lines) + "\n"
+
+
+def node_binary() -> str:
+    found = shutil.which("node")
+    if not found:
+        raise AppMissing("no `node` on PATH: install Node.js 20 or later (Debian: apt-get install nodejs npm)")
+    return os.path.realpath(found)
+
+
+def _require(path: Path, what: str) -> None:
+    if not path.exists():
+        raise AppMissing(f"{what} is not installed ({path} is missing): run `make setup`")
+
+
+def launch(settings: AppSettings, workdir: Path, python: str = sys.executable) -> Launch:
+    """The Launch of `settings`; `workdir` is the run's own folder (logs, written files)."""
+    listen = f"{settings.listen_host}:{settings.listen_port}"
+    if isinstance(settings, ExpressSettings):
+        _require(NODE_MODULES / "express", "Express")
+        return Launch([node_binary(), str(NODE_DIR / "express-app.mjs")], cwd=NODE_DIR, env={
+            "STREAMLAB_LISTEN": listen, "STREAMLAB_UPSTREAM": settings.upstream,
+            "STREAMLAB_COMPRESSION": settings.compression,
+            "STREAMLAB_ABORT_ON_CLOSE": "1" if settings.abort_on_close else "0"})
+    if isinstance(settings, NextjsSettings):
+        _require(NEXT_BUILD / "BUILD_ID", "the Next.js site's build")
+        dist = NEXT_RUNS / workdir.name
+        return Launch([node_binary(), str(NODE_MODULES / "next" / "dist" / "bin" / "next"), "start",
+                       str(NEXT_SITE), "-H", settings.listen_host, "-p", str(settings.listen_port)],
+                      cwd=NODE_DIR, env={
+                          "NEXT_TELEMETRY_DISABLED": "1", "STREAMLAB_UPSTREAM": settings.upstream,
+                          "STREAMLAB_NEXT_COMPRESS": "1" if settings.compress else "0",
+                          "STREAMLAB_NEXT_ROUTE": settings.route,
+                          "STREAMLAB_NEXT_DIST": os.path.relpath(dist, NEXT_SITE)})
+    if isinstance(settings, GunicornSettings):
+        args = [python, "-m", "gunicorn", "--bind", listen, "--worker-class", settings.worker_class,
+                "--workers", str(settings.workers), "--timeout", str(settings.timeout_s),
+                # Access lines on stdout (process.log); no control socket in the repository.
+                "--access-logfile", "-", "--no-control-socket"]
+        if settings.worker_class == "gthread":
+            args += ["--threads", str(settings.threads)]
+        return Launch([*args, "proxies.apps.wsgi_app:app"], env={"STREAMLAB_UPSTREAM": settings.upstream})
+    if isinstance(settings, LitellmSettings):
+        litellm = LITELLM_VENV / "bin" / "litellm"
+        _require(litellm, "The LiteLLM proxy")
+        config = {
+            # Every model name the client asks for goes to the upstream's OpenAI-compatible API.
+            "model_list": [{"model_name": "*", "litellm_params": {
+                "model": "openai/*", "api_base": f"{settings.upstream}/v1", "api_key": "none"}}],
+            "general_settings": {"master_key": LITELLM_KEY},
+        }
+        if settings.keepalive_ping_s is not None:
+            config["litellm_settings"] = {"sse_keepalive_ping_interval_seconds": settings.keepalive_ping_s}
+        return Launch(
+            [str(litellm), "--config", str(workdir / "litellm.yaml"), "--host", settings.listen_host,
+             "--port", str(settings.listen_port), "--num_workers", "1"],
+            # Its cost map from the package, not the network; no telemetry; the key it insists on.
+            env={"LITELLM_LOCAL_MODEL_COST_MAP": "True", "LITELLM_MASTER_KEY": LITELLM_KEY,
+                 "LITELLM_TELEMETRY": "False", "LITELLM_LOG": "ERROR", "NO_PROXY": "*"},
+            # JSON is YAML: what LiteLLM reads is exactly what the report shows.
+            files={"litellm.yaml": json.dumps(config, indent=2)}, cwd=workdir,
+            ready_headers={"Authorization": f"Bearer {LITELLM_KEY}"})
+    if isinstance(settings, RelaySettings):
+        args = [python, "-m", "proxies.apps.relay", "--listen", listen,
+                "--upstream", f"{settings.upstream_host}:{settings.upstream_port}",
+                "--seed", str(settings.seed), "--upstream-http", settings.upstream_http]
+        if settings.split is not None:
+            args += ["--split", f"{settings.split[0]}-{settings.split[1]}"]
+        return Launch(args)
+    raise TypeError(f"no launch for {type(settings).__name__}")
+
+
+def next_dist(dist: Path, upstream: str) -> Path:
+    """A running site's own dist folder: the setup build linked in, the rewrite set to `upstream`.
+
+    `rewrites()` is evaluated by `next build` and its destination baked into the build's
+    manifests (measured: `next start` with another STREAMLAB_UPSTREAM still went to the build's),
+    and a build takes ~20-30 s. So setup builds once against a placeholder, and each start links
+    that build here with the placeholder in the three manifests replaced by the run's upstream.
+    """
+    shutil.rmtree(dist, ignore_errors=True)
+    dist.mkdir(parents=True)
+    for entry in NEXT_BUILD.iterdir():
+        if entry.name in ("cache", "trace", "trace-build"):
+            continue  # what Next writes while it runs stays with this run
+        if entry.is_file() and NEXT_PLACEHOLDER in (text := entry.read_text(errors="replace")):
+            (dist / entry.name).write_text(text.replace(NEXT_PLACEHOLDER, upstream))
+        else:
+            (dist / entry.name).symlink_to(entry)
+    (dist / "cache").mkdir()
+    return dist

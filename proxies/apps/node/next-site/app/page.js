@@ -1,0 +1,3 @@
+export default function Home() {
+  return <p>streamlab: /v1/* goes to the model server</p>;
+}

@@ -1,0 +1,46 @@
+"""Which version of each app hop's component ran (for a run's provenance)."""
+from __future__ import annotations
+
+import json
+import subprocess
+from importlib import metadata
+from pathlib import Path
+
+from proxies.apps.launch import LITELLM_VENV, NODE_MODULES, AppMissing, node_binary
+
+# The package whose version names the component, per app.
+NODE_PACKAGES = {"express": ("express", "compression"), "nextjs": ("next", "react")}
+
+
+def _node_package(name: str) -> str:
+    try:
+        return json.loads((NODE_MODULES / name / "package.json").read_text())["version"]
+    except (OSError, ValueError, KeyError):
+        return "not installed"
+
+
+def _litellm() -> str:
+    found = sorted(LITELLM_VENV.glob("lib/python*/site-packages/litellm-*.dist-info"))
+    return found[-1].name.removeprefix("litellm-").removesuffix(".dist-info") if found else "not installed"
+
+
+def versions(app: str) -> dict[str, str]:
+    """{"component": "version", ...} for app `app` (the runtime that started it aside)."""
+    if app in NODE_PACKAGES:
+        try:
+            node = subprocess.run([node_binary(), "--version"], capture_output=True, text=True,
+                                  timeout=10).stdout.strip().lstrip("v")
+        except (AppMissing, OSError, subprocess.TimeoutExpired) as exc:
+            node = f"unavailable ({exc})"
+        return {"node": node, **{pkg: _node_package(pkg) for pkg in NODE_PACKAGES[app]}}
+    if app == "gunicorn":
+        found = {}
+        for dist in ("gunicorn", "flask", "requests"):
+            try:
+                found[dist] = metadata.version(dist)
+            except metadata.PackageNotFoundError:
+                found[dist] = "not installed"
+        return found
+    if app == "litellm":
+        return {"litellm": _litellm(), "venv": str(Path(LITELLM_VENV))}
+    return {"relay": "proxies/apps/relay.py"}

@@ -1,0 +1,103 @@
+"""Run an app hop (Express, Next.js, gunicorn, LiteLLM, the relay) as a host process or in a
+container, like the proxies: its own work folder, readiness polled on a real request through the
+app (`GET /v1/models`), stopped by PID (or container id) even when the body raises.
+
+    with run_app(ExpressSettings(listen_port=free_port(), upstream_port=server.port)) as app:
+        httpx.post(app.url + "/v1/chat/completions", ...)
+"""
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import tempfile
+import urllib.request
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Iterator
+
+from proxies.apps.launch import NEXT_RUNS, READY_PATH, Launch, launch, next_dist
+from proxies.apps.settings import AppSettings, NextjsSettings
+from proxies.runtime.local import PROCESS_LOG
+from server.processes import ManagedProcess, managed
+
+READY_TIMEOUT_S = 60.0  # LiteLLM takes ~5-7 s here, Next.js ~0.2 s, the others less
+
+
+@dataclass
+class RunningApp:
+    """A started, ready app hop (what runtime.base.RunningProxy offers, as far as an app has it)."""
+
+    settings: AppSettings
+    config_text: str
+    workdir: Path
+    launched: Launch
+    process: ManagedProcess | None = None
+    container_pid: int = 0
+
+    @property
+    def name(self) -> str:
+        return f"{self.settings.app}:{self.settings.listen_port}"
+
+    @property
+    def url(self) -> str:
+        return f"http://{self.settings.listen_host}:{self.settings.listen_port}"
+
+    @property
+    def pid(self) -> int:
+        if self.container_pid:
+            return self.container_pid
+        assert self.process is not None, "not started"
+        return self.process.pid
+
+    def access_log(self) -> list[str]:
+        return []  # apps write no access log the labs parse; error_log() has all they said
+
+    def error_log(self) -> str:
+        """Everything the app wrote to stdout and stderr (gunicorn's WORKER TIMEOUT, LiteLLM's errors)."""
+        try:
+            return (self.workdir / PROCESS_LOG).read_text(errors="replace")
+        except FileNotFoundError:
+            return ""
+
+    def ready(self) -> bool:
+        """A real request through the app answers 200 (a listening port alone proves nothing:
+        Next.js and LiteLLM open theirs before they can serve)."""
+        request = urllib.request.Request(self.url + READY_PATH, headers=self.launched.ready_headers)
+        try:
+            with urllib.request.urlopen(request, timeout=2) as response:
+                response.read()
+                return response.status == 200
+        except OSError:
+            return False
+
+
+@contextlib.contextmanager
+def prepared(settings: AppSettings, workdir: Path | None, kind: str) -> Iterator[RunningApp]:
+    """The app's work folder (its files written, a Next.js dist folder made), removed on exit."""
+    with contextlib.ExitStack() as stack:
+        if workdir is None:
+            workdir = Path(stack.enter_context(
+                tempfile.TemporaryDirectory(prefix=f"streamlab-{settings.app}-{kind}-")))
+        workdir.mkdir(parents=True, exist_ok=True)
+        os.chmod(workdir, 0o755)  # a container's user reads its files
+        launched = launch(settings, workdir)
+        for name, text in launched.files.items():
+            (workdir / name).write_text(text)
+            (workdir / name).chmod(0o644)
+        if isinstance(settings, NextjsSettings):
+            dist = next_dist(NEXT_RUNS / workdir.name, settings.upstream)
+            stack.callback(shutil.rmtree, dist, True)
+        yield RunningApp(settings=settings, config_text=launched.shown(), workdir=workdir,
+                         launched=launched)
+
+
+@contextlib.contextmanager
+def run_app(settings: AppSettings, workdir: Path | None = None,
+            ready_timeout_s: float = READY_TIMEOUT_S) -> Iterator[RunningApp]:
+    """Start the app as a host process in its own process group, wait until ready, yield, stop."""
+    with prepared(settings, workdir, "local") as app:
+        app.process = ManagedProcess(name=app.name, argv=app.launched.argv, log_path=app.workdir / PROCESS_LOG,
+                                     cwd=app.launched.cwd, env={**os.environ, **app.launched.env})
+        with managed(app.process, app.ready, ready_timeout_s):
+            yield app

@@ -1,0 +1,130 @@
+"""The app hops (proxies/apps): settings that refuse nonsense, the launch each runtime runs, and
+every app started, streaming a real answer, and stopped by PID (or container) in both runtimes."""
+from __future__ import annotations
+
+import asyncio
+import json
+import socket
+import urllib.request
+from typing import Iterator
+from unittest import mock
+
+import pytest
+from pydantic import ValidationError
+
+from labs.client import measure_stream
+from proxies.apps import APP_NAMES, app_settings
+from proxies.apps.launch import LITELLM_KEY, NEXT_PLACEHOLDER, NEXT_RUNS, launch
+from proxies.apps.relay import downgrade
+from proxies.apps.settings import GunicornSettings, LitellmSettings, RelaySettings
+from proxies.runtime import get_runtime
+from proxies.runtime.apps import RunningApp
+from proxies.runtime.base import Runtime
+from server.launcher import ServerHandle, running_server
+from server.processes import free_port, port_accepts
+from tests.runtimes import RUNTIMES, group_members, require_images
+
+
+@pytest.fixture(scope="module", params=RUNTIMES)
+def runtime(request: pytest.FixtureRequest) -> Runtime:
+    if request.param == "docker":
+        require_images(["apps"])
+    return get_runtime(request.param)
+
+
+@pytest.fixture(scope="module")
+def server() -> Iterator[ServerHandle]:
+    with running_server(("--engine", "synthetic")) as handle:
+        yield handle
+
+
+def body_for(server: ServerHandle, **lab: object) -> dict[str, object]:
+    with urllib.request.urlopen(server.url + "/v1/models", timeout=5) as response:
+        model = json.load(response)["data"][0]["id"]
+    return {"model": model, "stream": True, "messages": [{"role": "user", "content": "hi"}],
+            "lab": {"script": "Every token counts.", "tokens_per_s": 50, **lab}}
+
+
+# ---- settings and launch -----------------------------------------------------------------------
+
+def test_settings_refuse_what_the_app_would_misread() -> None:
+    with pytest.raises(ValidationError, match="gthread"):
+        GunicornSettings(threads=8)  # gunicorn would quietly switch to gthread
+    with pytest.raises(ValidationError, match="min <= max"):
+        RelaySettings(split=(40, 1))
+    with pytest.raises(ValidationError, match="worker_klass"):
+        app_settings("gunicorn").with_(worker_klass="gthread")
+    with pytest.raises(ValueError, match="known: express"):
+        app_settings("flask")
+
+
+def test_a_launch_shows_what_runs(tmp_path) -> None:
+    shown = launch(app_settings("gunicorn").with_(listen_port=4001, upstream_port=4002), tmp_path).shown()
+    assert "STREAMLAB_UPSTREAM=http://127.0.0.1:4002" in shown
+    assert "--bind 127.0.0.1:4001 --worker-class sync --workers 1 --timeout 30" in shown
+
+
+def test_litellm_pings_only_when_asked(tmp_path) -> None:
+    quiet = launch(LitellmSettings(upstream_port=4002), tmp_path)
+    config = json.loads(quiet.files["litellm.yaml"])
+    assert "litellm_settings" not in config and config["general_settings"]["master_key"] == LITELLM_KEY
+    assert quiet.env["LITELLM_LOCAL_MODEL_COST_MAP"] == "True"  # no cost map from the network
+    pinging = json.loads(launch(LitellmSettings(keepalive_ping_s=1.0), tmp_path).files["litellm.yaml"])
+    assert pinging["litellm_settings"] == {"sse_keepalive_ping_interval_seconds": 1.0}
+
+
+def test_the_relay_downgrades_only_the_request_line() -> None:
+    head = b"POST /v1/chat/completions HTTP/1.1\r\nX-Note: HTTP/1.1\r\n\r\n"
+    assert downgrade(head) == b"POST /v1/chat/completions HTTP/1.0\r\nX-Note: HTTP/1.1\r\n\r\n"
+
+
+# ---- every app, in each runtime ----------------------------------------------------------------
+
+@pytest.mark.parametrize("app", APP_NAMES)
+def test_each_app_streams_a_real_answer_and_stops(runtime: Runtime, server: ServerHandle, app: str) -> None:
+    settings = app_settings(app).with_(listen_port=free_port(), upstream_port=server.port)
+    with runtime.run_app(settings) as running:
+        assert running.pid > 0
+        headers = running.launched.ready_headers or None
+        result = asyncio.run(measure_stream(running.url + "/v1/chat/completions", body_for(server),
+                                            headers=headers, accept_encoding=None))
+        assert result.outcome == "complete" and result.text == "Every token counts.", result.error
+        started = running.process
+        pid = running.pid
+    assert started is not None and started.process is not None and started.process.poll() is not None
+    if runtime.name == "local":
+        assert group_members(pid) == []  # gunicorn's workers, Next's children: all gone
+    assert not port_accepts(settings.listen_port)
+    assert not any(NEXT_RUNS.glob(f"streamlab-{app}-*")) if NEXT_RUNS.is_dir() else True
+
+
+def test_the_relay_resplits_without_changing_a_byte(runtime: Runtime) -> None:
+    payload = ("data: " + "東京で寿司 🧑🏿‍🚀 " * 40 + "\n\n").encode()
+    with socket.create_server(("127.0.0.1", 0)) as upstream:
+        port = upstream.getsockname()[1]
+        settings = RelaySettings(listen_port=free_port(), upstream_port=port, split=(1, 40), seed=7)
+        # Readiness asks through the relay, and this upstream is a bare socket: the port will do.
+        with mock.patch.object(RunningApp, "ready", lambda self: port_accepts(self.settings.listen_port)), \
+                runtime.run_app(settings):
+            with socket.create_connection(("127.0.0.1", settings.listen_port), timeout=10) as client:
+                client.sendall(b"GET / HTTP/1.1\r\n\r\n")
+                served, _ = upstream.accept()
+                while not served.recv(1024):  # the readiness probe's connection, closed at once
+                    served.close()
+                    served, _ = upstream.accept()
+                with served:
+                    served.sendall(payload)
+                    served.shutdown(socket.SHUT_WR)
+                    reads, got = 0, b""
+                    while chunk := client.recv(65536):
+                        reads, got = reads + 1, got + chunk
+    assert got == payload
+    assert reads > len(payload) // 200, f"{reads} reads for {len(payload)} bytes: not re-split"
+
+
+def test_the_next_site_gets_the_run_upstream_not_the_placeholder(runtime: Runtime, server: ServerHandle) -> None:
+    settings = app_settings("nextjs").with_(listen_port=free_port(), upstream_port=server.port)
+    with runtime.run_app(settings) as running:
+        manifests = list((NEXT_RUNS / running.workdir.name).glob("*.json"))
+        texts = "".join(path.read_text() for path in manifests)
+        assert NEXT_PLACEHOLDER not in texts and settings.upstream in texts
