@@ -172,12 +172,16 @@ class ConfigCheck(_Guard):
         results = self._results()
         if self.file not in results:
             from labs.findings import UnusableInput
-            from labs.verify import verify_config
+            from labs.verify import CHECK_KINDS, verify_config
 
             option = self.config.getoption
             tuning = {name: value for name, value in (
                 ("max_silence_s", option("stream_max_silence")),
                 ("max_stream_s", option("stream_max_stream"))) if value is not None}
+            # Only the checks that can show the kinds -k left selected for this file, as the
+            # probe does: a run of one kind costs seconds, not the whole verify.
+            kinds = {item.kind for item in self._selected(ConfigCheck) if item.file == self.file}
+            tuning["checks"] = [name for name, shown in CHECK_KINDS.items() if kinds & set(shown)]
             try:
                 results[self.file] = verify_config(Path(self.file), proxy=option("stream_proxy"), **tuning)
             except UnusableInput as exc:
@@ -188,17 +192,25 @@ class ConfigCheck(_Guard):
         report = self._report()
         if isinstance(report, Exception):
             raise GuardFailure(f"{self.file} cannot be verified: {report}")
+        from labs.verify import CHECK_KINDS
+
         findings = [f for f in report.findings if f.kind == self.kind]
-        checks = [c for c in report.checks if getattr(c, "kind", None) == self.kind]
+        # The checks that look for this kind (a passing check names no kind of its own).
+        checks = [c for c in report.checks
+                  if self.kind in CHECK_KINDS.get(c.name, ()) or getattr(c, "kind", None) == self.kind]
         failures = [f for f in findings if f.severity == "failure"]
         for finding in findings:
             if finding.severity == "warning":
                 warnings.warn(StreamPathWarning(f"{self.file}: {self.kind}: {finding.evidence}"
                                                 f"{f' ({finding.reason})' if finding.reason else ''}"))
-        failed_checks = [c for c in checks if not c.passed and not getattr(c, "skipped", None)]
+        failed_checks = [c for c in checks if not c.passed and not getattr(c, "skipped", None)
+                         and getattr(c, "kind", None) == self.kind]
         if failures or failed_checks:
             observed = ("; ".join(f"{c.name}: {c.observed}" for c in failed_checks)
                         or "a dynamic check showed it")
             raise GuardFailure(_failure(f"{Path(self.file).name}: {self.kind}", failures, observed))
         if not findings and not checks:
             pytest.skip(f"verify ran no check for {self.kind} on {self.file}")
+        if checks and not any(c.passed for c in checks):  # they ran, but measured nothing usable
+            pytest.skip(f"{self.kind} could not be measured on {self.file}: "
+                        + "; ".join(f"{c.name}: {c.observed}" for c in checks))

@@ -43,7 +43,7 @@ def scenario_for(kind: FindingKind, proxy: str) -> str | None:
     same_proxy = [s for s in catalogue.SCENARIOS if s.kind == kind and s.path == (proxy,)]
     anywhere = [s for s in catalogue.SCENARIOS if s.kind == kind]
     chosen = (same_proxy or anywhere or [None])[0]
-    return f"make lab-{chosen.name}" if chosen else None
+    return chosen.name if chosen else None
 
 
 def findings(proxy: str, suspicions: list[Suspicion], measured: list[Measured],

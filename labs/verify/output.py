@@ -43,7 +43,7 @@ def print_report(report: VerifyReport, console: Console) -> None:
             evidence = f.evidence + (f" (limit {f.limit_s:g} s)" if f.limit_s is not None else "")
             if f.reason:
                 evidence += f"\n[dim]{f.reason}[/dim]"
-            findings.add_row(f.kind, severity, f.where or "-", evidence, f.fix or "-", f.scenario or "-")
+            findings.add_row(f.kind, severity, f.where or "-", evidence, f.fix or "-", f"make lab-{f.scenario}" if f.scenario else "-")
         console.print(findings)
     verdict = "[green]ok[/green]: no failure" if report.ok else f"[red]{len(report.failures())} failure(s)[/red]"
     console.print(f"{verdict} ({report.wall_s:.0f} s)")

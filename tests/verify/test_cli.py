@@ -49,7 +49,7 @@ def test_json_document_and_exit_status_of_a_failure():
     assert document["proxy"] == "nginx" and document["ok"] is False
     finding = next(f for f in document["findings"] if f["severity"] == "failure")
     assert finding["kind"] == "buffering" and finding["where"].endswith("nginx.conf:38")
-    assert finding["scenario"] == "make lab-nginx-buffering" and "proxy_buffering off" in finding["fix"]
+    assert finding["scenario"] == "nginx-buffering" and "proxy_buffering off" in finding["fix"]
     assert {"name", "passed", "observed"} == set(document["checks"][0])
     assert "+    listen 127.0.0.1:" in document["rewrites"] or "+        listen 127.0.0.1:" in document["rewrites"]
 

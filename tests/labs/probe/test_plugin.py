@@ -70,10 +70,12 @@ from pathlib import Path
 from labs.findings import CheckOutcome, Finding, PathReport, UnusableInput
 
 CALLS = Path(__file__).with_name("verify-calls.txt")
+CHECK_KINDS = {"streaming": ("buffering",), "silence-mid-stream": ("idle-timeout",),
+               "disconnect": ("disconnect-not-propagated",)}
 
-def verify_config(path, *, proxy=None, **options):
+def verify_config(path, *, proxy=None, checks=None, **options):
     with CALLS.open("a") as calls:
-        calls.write(f"{Path(path).name} {proxy}\\n")
+        calls.write(f"{Path(path).name} {proxy} {','.join(checks)}\\n")
     if path.name == "unusable.conf":
         raise UnusableInput('unknown directive "proxy_bufering"', file=str(path), line=3)
     report = PathReport()
@@ -89,6 +91,7 @@ def verify_config(path, *, proxy=None, **options):
 
 module = types.ModuleType("labs.verify")
 module.verify_config = verify_config
+module.CHECK_KINDS = CHECK_KINDS
 sys.modules["labs.verify"] = module
 """
 
@@ -114,9 +117,11 @@ def test_config_checks_fail_with_the_directive_and_the_fix(pytester, fake_verify
         "fix: proxy_buffering off;",
         "*unusable.conf cannot be verified: unusable.conf:3: unknown directive*",
     ])
-    # One verify per file, whatever the number of its tests, with the plugin's options.
+    # One verify per file, whatever the number of its tests, with the plugin's options, running
+    # only the checks that can show the selected kinds.
     assert fake_verify.read_text().split("\n")[:-1] == [
-        "broken.conf nginx", "clean.conf nginx", "unusable.conf nginx"]
+        "broken.conf nginx streaming,silence-mid-stream", "clean.conf nginx streaming,silence-mid-stream",
+        "unusable.conf nginx streaming,silence-mid-stream"]
 
 
 def test_a_kind_that_verify_did_not_check_is_skipped(pytester, fake_verify):
