@@ -20,7 +20,7 @@ SCENARIOS = $(shell test -x $(PY) && $(PY) -m labs names 2>/dev/null)
 DOCKER_READY  = $(if $(filter docker,$(LAB_RUNTIME)),docker-ready)
 DOCKER_GUARDS ?=
 
-.PHONY: setup system-packages test bench labs lab-all clean help
+.PHONY: setup system-packages test bench labs lab-all lab-view clean help
 .PHONY: docker-setup images-offline docker-ready test-docker docker-guards docker-clean
 .DEFAULT_GOAL := help
 
@@ -30,6 +30,7 @@ help:
 	@echo "make labs               list every scenario"
 	@echo "make lab-NAME           run one scenario, e.g. make lab-nginx-buffering"
 	@echo "make lab-all            run every scenario and write reports/index.md"
+	@echo "make lab-view           the browser view on http://127.0.0.1:8765 (VIEW_PORT=N for another port)"
 	@echo "make bench              the benchmarks (not part of make test)"
 	@echo "make docker-setup       start a Docker engine (installs docker.io on Debian as root)"
 	@echo "make images-offline     build stand-in images from this machine's binaries (no registry)"
@@ -40,6 +41,7 @@ setup: system-packages $(STAMPS)/venv $(MODEL_DIR)/config.json
 
 system-packages:
 	@$(PYTHON) -m proxies.install
+	@$(PYTHON) -m labs.view.install
 
 $(STAMPS)/venv: pyproject.toml
 	@mkdir -p $(STAMPS)
@@ -63,6 +65,11 @@ labs: setup
 
 lab-all: setup $(DOCKER_READY)
 	$(PY) -m labs run-all
+
+# The browser view: broken and fixed side by side, measured by the browser (python -m labs serve).
+VIEW_PORT ?= 8765
+lab-view: setup $(DOCKER_READY)
+	$(PY) -m labs serve --port $(VIEW_PORT) $(if $(LAB_RUNTIME),--runtime $(LAB_RUNTIME))
 
 lab-%: setup $(DOCKER_READY)
 	$(PY) -m labs run $*

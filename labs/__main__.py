@@ -4,6 +4,8 @@
     python -m labs run nginx-buffering [--variant broken|fixed|both] [--runtime local|docker] [--json]
     python -m labs run-all
     python -m labs render nginx-buffering [--variant broken|fixed] [--proxy PROXY]
+    python -m labs verify nginx.conf [--proxy nginx|haproxy|envoy] [--quick] [--json]
+    python -m labs serve [--host 127.0.0.1] [--port 8765] [--runtime local|docker]
 """
 from __future__ import annotations
 
@@ -31,9 +33,16 @@ def _parser() -> argparse.ArgumentParser:
                         help="which variant's settings (default: broken)")
     render.add_argument("--proxy", help="which hop, when the scenario's path has several proxies")
     render.add_argument("--no-validate", action="store_true", help="skip the binary's check")
+    from labs.view.cli import add_arguments as view_arguments
+    view_arguments(sub.add_parser("serve", help="the browser view: broken and fixed side by side, "
+                                  "measured by the browser (http://127.0.0.1:8765)"), DEFAULT_REPORTS)
     # The load lab (labs.load) and the benchmarks (labs.bench) take their own options.
     sub.add_parser("bench", help="every benchmark: reports/bench/*.json and bench.md "
                    "(options: python -m labs bench --help)", add_help=False)
+    sub.add_parser("verify", help="your own proxy config: settings in effect, measured in front of the "
+                   "lab's server (options: python -m labs verify --help)", add_help=False)
+    sub.add_parser("probe", help="probe a deployed path: python -m labs probe URL [URL ...] "
+                   "(options: python -m labs probe --help)", add_help=False)
     for name, help_text in (("run", "run one scenario"), ("run-all", "run every scenario, write an index")):
         cmd = sub.add_parser(name, help=help_text)
         if name == "run":
@@ -51,6 +60,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     if argv[:1] == ["bench"]:  # labs.bench parses its own options
         from labs import bench
         return bench.main(argv[1:])
+    if argv[:1] == ["verify"]:  # labs.verify.cli parses its own options
+        from labs.verify import cli
+        return cli.main(argv[1:])
+    if argv[:1] == ["probe"]:  # labs.probe parses its own options
+        from labs.probe.cli import main as probe
+        return probe(argv[1:])
     args = _parser().parse_args(argv)
     from labs import catalogue
 
@@ -64,6 +79,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         from labs import load
         return load.main(["--out", str(args.out / "load")]
                          + (["--runtime", args.runtime] if args.runtime else []))
+    if args.command == "serve":
+        from labs.view.cli import serve
+        return serve(args.host, args.port, args.runtime, args.out)
     if args.command == "render":
         from labs import render
         return render.main(args.name, args.variant, args.proxy, check=not args.no_validate)

@@ -59,9 +59,13 @@ class CheckOutcome:
     passed: bool
     observed: str
     kind: FindingKind | None = None  # the finding kind this check looks for, when it has one
+    skipped: str | None = None  # why the check could not measure (a pytest skip, not a pass)
 
     def to_json(self) -> dict[str, Any]:
-        return {"name": self.name, "passed": self.passed, "observed": self.observed}
+        out: dict[str, Any] = {"name": self.name, "passed": self.passed, "observed": self.observed}
+        if self.skipped:
+            out["skipped"] = self.skipped
+        return out
 
 
 @dataclass

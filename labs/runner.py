@@ -71,11 +71,13 @@ class Lab:
 
     def __init__(self, runtime: Runtime | str | None = None, engine: str | None = None,
                  server_env: Mapping[str, str] | None = None,
-                 progress: Progress | None = None) -> None:
+                 progress: Progress | None = None, server_args: Sequence[str] = ()) -> None:
         self.runtime = runtime if runtime is not None and not isinstance(runtime, str) else runtime_named(runtime)
         # The real model by default; `synthetic` only where a workload needs it (load).
         self.engine = engine or os.environ.get("LAB_ENGINE", "transformers")
         self.server_env = dict(server_env or {})
+        # Flags every server of this lab gets as well (the browser view: --cors-origin).
+        self.server_args = tuple(server_args)
         self.progress = progress or (lambda message: None)
         self._servers: dict[tuple[str, ...], ServerHandle] = {}
         self._models: dict[tuple[str, ...], str] = {}
@@ -95,9 +97,7 @@ class Lab:
 
     def server(self, args: Sequence[str] = (), nofile: int | None = None) -> ServerHandle:
         """The server for these flags (started on first use); `nofile`: its soft open-file limit."""
-        key = ("--engine", self.engine, *args)
-        # A server under another fd limit is another server; the key of the usual one is unchanged.
-        handle_key = key if nofile is None else (*key, f"<ulimit -Sn {nofile}>")
+        key, handle_key = self._keys(args, nofile)
         if handle_key not in self._servers:
             shown = " ".join(key) + ("" if nofile is None else f" under ulimit -Sn {nofile}")
             self.progress(f"starting the model server ({shown})")
@@ -113,9 +113,14 @@ class Lab:
         return command if nofile is None else f"ulimit -Sn {nofile}; {command}"
 
     def model_name(self, args: Sequence[str] = (), nofile: int | None = None) -> str:
-        key = ("--engine", self.engine, *args)
         self.server(args, nofile)
-        return self._models[key if nofile is None else (*key, f"<ulimit -Sn {nofile}>")]
+        return self._models[self._keys(args, nofile)[1]]
+
+    def _keys(self, args: Sequence[str], nofile: int | None) -> tuple[tuple[str, ...], tuple[str, ...]]:
+        """(the server's flags, the key of its handle)."""
+        key = ("--engine", self.engine, *args, *self.server_args)
+        # A server under another fd limit is another server; the key of the usual one is unchanged.
+        return key, key if nofile is None else (*key, f"<ulimit -Sn {nofile}>")
 
     # ---- one scenario --------------------------------------------------------------------
 
@@ -137,23 +142,37 @@ class Lab:
         server = self.server(variant.server_args, variant.server_nofile)
         started = time.monotonic()
         with self.path(scenario.path, variant, server.port, scenario.base) as hops:
-            entry = hops[0].url if hops else server.url
-            body = self.request_body(scenario.workload, variant)
-            options = {**scenario.workload.client, **variant.client}
-            gauges = sorted({gauge for check in scenario.checks(name) for gauge in check.samples})
-            with GaugePeaks(server.host, server.port, gauges, _sample_interval(scenario.workload)) as peaks:
-                before = server.metrics()
-                results = asyncio.run(drive(entry + "/v1/chat/completions", body, scenario.workload, options))
-            # The clients are done (or left on purpose): how long until the server stops working?
-            release_s = wait_idle(server, scenario.workload.settle_s)
-            delta = _counter_delta(before, server.metrics())
-            run = Run(variant=name, workload=scenario.workload, results=results, server_delta=delta,
-                      configs={hop.name: hop.config_text for hop in hops}, release_s=release_s,
-                      lab=dict(variant.lab), peaks=peaks.peaks)
-            if scenario.bisect:
-                run.hops = self._bisect(hops, server, body, options)
-            run.evidence = _evidence(hops)
-            run.proxy_stats = _proxy_stats(hops, scenario.proxy_stats)
+            run = self.measure(scenario, name, hops)
+        run.wall_s = time.monotonic() - started
+        return run
+
+    def entry_url(self, scenario: Scenario, name: VariantName, hops: Sequence[RunningProxy]) -> str:
+        """Where a client of this variant connects: the outermost hop, or the server itself."""
+        variant = scenario.variant(name)
+        return hops[0].url if hops else self.server(variant.server_args, variant.server_nofile).url
+
+    def measure(self, scenario: Scenario, name: VariantName, hops: Sequence[RunningProxy]) -> Run:
+        """Drive the variant's workload through its path, already started (`path`), and judge it."""
+        variant = scenario.variant(name)
+        server = self.server(variant.server_args, variant.server_nofile)
+        started = time.monotonic()
+        body = self.request_body(scenario.workload, variant)
+        options = {**scenario.workload.client, **variant.client}
+        url = self.entry_url(scenario, name, hops) + "/v1/chat/completions"
+        gauges = sorted({gauge for check in scenario.checks(name) for gauge in check.samples})
+        with GaugePeaks(server.host, server.port, gauges, _sample_interval(scenario.workload)) as peaks:
+            before = server.metrics()
+            results = asyncio.run(drive(url, body, scenario.workload, options))
+        # The clients are done (or left on purpose): how long until the server stops working?
+        release_s = wait_idle(server, scenario.workload.settle_s)
+        delta = _counter_delta(before, server.metrics())
+        run = Run(variant=name, workload=scenario.workload, results=results, server_delta=delta,
+                  configs={hop.name: hop.config_text for hop in hops}, release_s=release_s,
+                  lab=dict(variant.lab), peaks=peaks.peaks)
+        if scenario.bisect:
+            run.hops = self._bisect(list(hops), server, body, options)
+        run.evidence = _evidence(hops)
+        run.proxy_stats = _proxy_stats(hops, scenario.proxy_stats)
         run.wall_s = time.monotonic() - started
         return run
 

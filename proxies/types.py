@@ -18,6 +18,7 @@ _HOSTNAME = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?"
                        r"(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?)*")
 _MIME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._+-]{0,63}/[A-Za-z0-9][A-Za-z0-9._+-]{0,127}")
 _HEADER_VALUE = re.compile(r"[A-Za-z0-9 ,_.-]{0,64}")
+_FILE_PATH = re.compile(r"/[A-Za-z0-9._/-]{1,255}")
 
 
 def _pattern(regex: re.Pattern[str], what: str, example: str) -> Callable[[str], str]:
@@ -45,6 +46,8 @@ Host = Annotated[str, AfterValidator(_host)]
 MimeType = Annotated[str, AfterValidator(_pattern(_MIME, "a MIME type", "application/json"))]
 HeaderValue = Annotated[str, AfterValidator(_pattern(_HEADER_VALUE, "a plain header value",
                                                      "keep-alive"))]
+FilePath = Annotated[str, AfterValidator(_pattern(_FILE_PATH, "an absolute file path",
+                                                  "/etc/ssl/certs/proxy.pem"))]
 
 
 def _seconds_to_text(style: str) -> Callable[[object], object]:

@@ -16,15 +16,8 @@ import os
 import sys
 from typing import Sequence
 
-from server.config import (
-    DEFAULT_MODEL,
-    DETOKENIZER_KINDS,
-    DISCONNECT_MODES,
-    ERROR_MODES,
-    STREAMING_HEADER_NAMES,
-    ServerConfig,
-    StreamSettings,
-)
+from server import knobs
+from server.config import DEFAULT_MODEL, ServerConfig, StreamSettings
 
 LOG_LEVELS = ("critical", "error", "warning", "info", "debug")
 
@@ -47,28 +40,34 @@ def parse_args(argv: Sequence[str] | None = None) -> ServerConfig:
     add("--http", choices=("httptools", "h11"), default="httptools",
         help="uvicorn's HTTP parser: httptools (fast; chunked even to HTTP/1.0 clients) or h11")
     add("--log-level", choices=LOG_LEVELS, default="info")
+    limits = parser.add_argument_group("limits on slow or huge clients")
+    limits.add_argument("--max-header-bytes", type=int, default=32 * 1024,
+                        help="a larger request header block gets 431 (default 32 KiB)")
+    limits.add_argument("--max-headers", type=int, default=100,
+                        help="more request header fields get 431 (default 100)")
+    limits.add_argument("--header-timeout-s", type=float, default=15.0,
+                        help="headers not complete this long after the connection opened or the "
+                             "request began: 408 and close (default 15)")
+    limits.add_argument("--body-timeout-s", type=float, default=60.0,
+                        help="a request body not complete this long after its headers: 408 "
+                             "(default 60)")
+    limits.add_argument("--send-timeout-s", type=float, default=30.0,
+                        help="a stream blocked this long on a client that does not read is "
+                             "aborted and its slot freed (default 30)")
+    access = parser.add_argument_group("browsers and the lab extension")
+    access.add_argument("--cors-origin", action="append", default=[], metavar="ORIGIN",
+                        help="allow a browser page from this origin (repeatable; default none)")
+    access.add_argument("--lab-token", default=os.environ.get("STREAMLAB_LAB_TOKEN") or None,
+                        metavar="TOKEN",
+                        help="`lab` fields and /lab/ endpoints need `X-Lab-Token: TOKEN` "
+                             "(default: $STREAMLAB_LAB_TOKEN; none needed on a loopback bind)")
+    access.add_argument("--no-lab", dest="lab_enabled", action="store_false",
+                        help="turn the lab extension off: `lab` fields get 400, /lab/ 404")
     add("--access-log", action="store_true", help="log every request (uvicorn's access log)")
 
     modes = parser.add_argument_group("failure modes (server-wide defaults; most also per request "
                                       "in the body's `lab` object)")
-    modes.add_argument("--detokenizer", choices=DETOKENIZER_KINDS, default="incremental",
-                       help="naive: decode each token alone (U+FFFD in split characters)")
-    modes.add_argument("--no-stop-holdback", dest="stop_holdback", action="store_false",
-                       help="check stops after sending: a stop's beginning leaks")
-    modes.add_argument("--disconnect", choices=DISCONNECT_MODES, default="abort",
-                       help="ignore: keep generating after the client has gone")
-    modes.add_argument("--heartbeat-s", type=float, default=10.0,
-                       help="`: ping` after this much silence; 0 = none (default 10)")
-    modes.add_argument("--error-mode", choices=ERROR_MODES, default="inband",
-                       help="how a failure after the first byte ends the stream")
-    modes.add_argument("--coalesce-ms", type=float, default=0.0,
-                       help="write frames made within this window together; 0 = off")
-    modes.add_argument("--omit-header", action="append", default=[], type=str.lower,
-                       choices=STREAMING_HEADER_NAMES, metavar="NAME",
-                       help=f"leave this streaming header out (repeatable): "
-                            f"{', '.join(STREAMING_HEADER_NAMES)}")
-    modes.add_argument("--stall-timeout-s", type=float, default=0.0,
-                       help="no token for this long: in-band timeout error; 0 = never (default)")
+    knobs.add_flags(modes)
     modes.add_argument("--gzip-middleware", action="store_true",
                        help="gzip every response, SSE included (the stream arrives in lumps)")
     modes.add_argument("--gzip-exclude-sse", action="store_true",
@@ -84,17 +83,23 @@ def parse_args(argv: Sequence[str] | None = None) -> ServerConfig:
     if ns.slots < 1 or ns.max_queue < 0 or ns.max_body_bytes < 1 or ns.keep_alive_s <= 0:
         parser.error("--slots and --max-body-bytes must be >= 1, --max-queue >= 0, "
                      "--keep-alive-s > 0")
-    if ns.heartbeat_s < 0 or ns.coalesce_ms < 0 or ns.stall_timeout_s < 0:
-        parser.error("--heartbeat-s, --coalesce-ms and --stall-timeout-s must be >= 0")
-    stream = StreamSettings(
-        detokenizer=ns.detokenizer, stop_holdback=ns.stop_holdback, disconnect=ns.disconnect,
-        heartbeat_s=ns.heartbeat_s or None, error_mode=ns.error_mode, coalesce_ms=ns.coalesce_ms,
-        omit_headers=frozenset(ns.omit_header), stall_timeout_s=ns.stall_timeout_s or None)
+    if ns.max_header_bytes < 1024 or ns.max_headers < 1:
+        parser.error("--max-header-bytes must be >= 1024 and --max-headers >= 1")
+    for name in ("header_timeout_s", "body_timeout_s", "send_timeout_s", "keep_alive_s"):
+        if not 0 < getattr(ns, name) <= knobs.MAX_WAIT_S:
+            parser.error(f"--{name.replace('_', '-')} must be > 0 and at most {knobs.MAX_WAIT_S:g}")
+    if ns.lab_token is not None and not ns.lab_token.strip():
+        parser.error("--lab-token must not be empty")
+    stream = StreamSettings(**knobs.settings_from_flags(ns))
     return ServerConfig(
         host=ns.host, port=ns.port, model=ns.model, served_model_name=ns.served_model_name,
         device=ns.device, engine=ns.engine, slots=ns.slots, max_queue=ns.max_queue,
         max_body_bytes=ns.max_body_bytes, keep_alive_s=ns.keep_alive_s, http=ns.http,
         log_level=ns.log_level, access_log=ns.access_log,
+        max_header_bytes=ns.max_header_bytes, max_headers=ns.max_headers,
+        header_timeout_s=ns.header_timeout_s, body_timeout_s=ns.body_timeout_s,
+        send_timeout_s=ns.send_timeout_s, cors_origins=tuple(ns.cors_origin),
+        lab_enabled=ns.lab_enabled, lab_token=ns.lab_token,
         gzip_middleware=ns.gzip_middleware, gzip_exclude_sse=ns.gzip_exclude_sse,
         gzip_sync_flush=ns.gzip_sync_flush, blocking_loop=ns.blocking_loop,
         keep_fd_limit=ns.keep_fd_limit, stream=stream)
@@ -111,7 +116,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     from server.app import create_app, wrap_middleware
     from server.engine import EngineConfig, create_engine, eos_token_ids, load_tokenizer
-    from server.connections import protocol_class
+    from server.connections import HttpLimits, protocol_class
     from server.limits import raise_fd_limit
 
     raise_fd_limit(keep=config.keep_fd_limit)
@@ -131,11 +136,19 @@ def main(argv: Sequence[str] | None = None) -> int:
     # otherwise scanned it all and paused the event loop 230-270 ms (gap p99 311 ms; 98 ms frozen).
     gc.collect()
     gc.freeze()
-    uvicorn.run(wrap_middleware(app, config), host=config.host, port=config.port,
-                loop="uvloop", http=protocol_class(config.http), log_level=config.log_level,
-                access_log=config.access_log, timeout_keep_alive=config.keep_alive_s,
-                # Streams are long; a stuck shutdown should still end.
-                timeout_graceful_shutdown=5)
+    limits = HttpLimits(max_header_bytes=config.max_header_bytes,
+                        header_timeout_s=config.header_timeout_s)
+    server = uvicorn.Server(uvicorn.Config(
+        wrap_middleware(app, config), host=config.host, port=config.port, loop="uvloop",
+        http=protocol_class(config.http, limits), log_level=config.log_level,
+        access_log=config.access_log, timeout_keep_alive=config.keep_alive_s,
+        h11_max_incomplete_event_size=config.max_header_bytes,
+        # Streams are long; a stuck shutdown should still end.
+        timeout_graceful_shutdown=5))
+    app.state.on_engine_death = lambda: setattr(server, "should_exit", True)
+    server.run()
+    if app.state.engine_died:
+        return 3  # the engine died: a supervisor should restart the server
     return 0
 
 

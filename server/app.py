@@ -22,8 +22,10 @@ from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse, PlainTextResponse, Response
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from pydantic import ValidationError
+from starlette.middleware.cors import CORSMiddleware
+from starlette.requests import ClientDisconnect
 
-from server import errors, metrics
+from server import errors, event_source, metrics, records
 from server.config import ServerConfig
 from server.detokenizer import Vocabulary
 from server.engine.base import (
@@ -36,7 +38,8 @@ from server.engine.base import (
 )
 from server.errors import APIError
 from server.json_reply import JSONCompletion
-from server.middleware import BodySizeLimit, gzip_everything
+from server.lab_access import TOKEN_HEADER, LabAccess, LabGuard
+from server.middleware import BodySizeLimit, RequestChecks, gzip_everything
 from server.schema import ChatCompletionRequest, LabOptions
 from server.sse_writer import SSECompletion
 from server.stops import stop_handler
@@ -48,6 +51,12 @@ log = logging.getLogger("server.app")
 # long enough to stall every other stream's next token.
 OFF_LOOP_BYTES = 256 * 1024
 DEFAULT_CONTEXT = 2048
+# How often the app checks that the engine still runs (it exits when it does not).
+ENGINE_WATCH_S = 0.25
+
+
+class ClientLeft(Exception):
+    """The client went away before anything was sent (counted where it was noticed)."""
 
 
 class Service:
@@ -62,10 +71,28 @@ class Service:
         self.vocabulary = Vocabulary.from_tokenizer(tokenizer)
         self.eos_token_ids = eos_token_ids
         self.context_length = context_length or model_context_length(config.model, tokenizer)
+        # No token covers more characters than the longest one in the vocabulary, so a text
+        # longer than context x this cannot fit: refused before it is tokenized (an 8 MB prompt
+        # took seconds of CPU and ~1 GB to learn that).
+        self.max_token_chars = longest_token_chars(tokenizer)
+        self.lab_access = LabAccess.for_server(config.lab_enabled, config.lab_token, config.host)
         self.fingerprint = f"fp_streamlab_{engine.name}"
         self.started = int(time.time())
 
     # -- before the first byte ---------------------------------------------------------------
+
+    async def read_body(self, request: Request) -> bytes:
+        """The whole body within --body-timeout-s (408 after it: a trickled or short body)."""
+        try:
+            return await asyncio.wait_for(request.body(), self.config.body_timeout_s)
+        except asyncio.TimeoutError:
+            raise APIError(408, f"the request body did not arrive within "
+                           f"{self.config.body_timeout_s:g} s", code="request_timeout",
+                           headers={"Connection": "close"}) from None
+
+    def check_lab(self, request: ChatCompletionRequest, presented: str | None) -> None:
+        if request.lab is not None:
+            self.lab_access.check(presented, "the `lab` request field", param="lab")
 
     async def parse(self, body: bytes) -> ChatCompletionRequest:
         try:
@@ -75,7 +102,27 @@ class Service:
         except ValidationError as exc:
             raise errors.from_validation_errors(exc.errors()) from None
 
-    async def admit(self, request: ChatCompletionRequest, arrived_at: float) -> CompletionJob:
+    @staticmethod
+    async def _left_during(delay_s: float, receive: Any) -> bool:
+        """Wait `delay_s` (the lab's silence before headers); True if the client left meanwhile."""
+        if receive is None:
+            await asyncio.sleep(delay_s)  # pacing: the lab's silence before headers
+            return False
+
+        async def departure() -> None:
+            while (await receive())["type"] != "http.disconnect":
+                pass
+        watcher = asyncio.ensure_future(departure())
+        try:
+            await asyncio.wait_for(asyncio.shield(watcher), delay_s)  # pacing: the lab's silence
+        except asyncio.TimeoutError:
+            return False
+        finally:
+            watcher.cancel()
+        return True
+
+    async def admit(self, request: ChatCompletionRequest, arrived_at: float,
+                    receive: Any = None) -> CompletionJob:
         config = self.config
         if not config.accepts_model(request.model):
             raise APIError(404, f"the model {request.model!r} does not exist: this server serves "
@@ -96,8 +143,11 @@ class Service:
                           pause_after_tokens=lab.pause_after_tokens, pause_s=lab.pause_s),
             forced_ids=forced_ids,
             eos_token_ids=self.eos_token_ids)
-        if lab.headers_delay_s:
-            await asyncio.sleep(lab.headers_delay_s)  # pacing: the lab's silence before headers
+        if lab.headers_delay_s and await self._left_during(lab.headers_delay_s, receive):
+            # Nothing was admitted or sent: an abandoned request, never a 200.
+            metrics.REQUESTS_ABORTED.labels(reason="disconnect").inc()
+            metrics.REQUESTS.labels(status=errors.CLIENT_CLOSED).inc()
+            raise ClientLeft()
         try:
             generation = self.engine.submit(generation_request)
         except QueueFull as exc:
@@ -113,12 +163,28 @@ class Service:
             completion_id=f"chatcmpl-{uuid.uuid4().hex}", created=int(time.time()),
             model=request.model, system_fingerprint=self.fingerprint, arrived_at=arrived_at,
             include_usage=request.include_usage, stamp=lab.stamp,
-            error_after_tokens=lab.error_after_tokens, abort_after_tokens=lab.abort_after_tokens)
+            error_after_tokens=lab.error_after_tokens, abort_after_tokens=lab.abort_after_tokens,
+            send_timeout_s=config.send_timeout_s)
 
     async def _tokenize(self, request: ChatCompletionRequest,
                         lab: LabOptions) -> tuple[list[int], list[int] | None]:
+        if len(request.messages) > self.context_length:
+            # Every message costs at least one token of the template (its role marker).
+            raise APIError(400, f"{len(request.messages)} messages cannot fit in the model's "
+                           f"context of {self.context_length} tokens", param="messages",
+                           code="context_length_exceeded")
         messages = [{"role": m.role, "content": m.text()} for m in request.messages]
-        size = sum(len(m["content"]) for m in messages) + len(lab.script or "")
+        fits = self.context_length * self.max_token_chars
+        prompt_chars = sum(len(m["content"]) for m in messages)
+        if prompt_chars > fits:
+            raise APIError(400, f"the prompt is {prompt_chars} characters: more than the model's "
+                           f"context of {self.context_length} tokens can hold", param="messages",
+                           code="context_length_exceeded")
+        if lab.script is not None and len(lab.script) > fits:
+            raise APIError(400, f"lab.script is {len(lab.script)} characters: more than the "
+                           f"model's context of {self.context_length} tokens can hold",
+                           param="lab.script", code="context_length_exceeded")
+        size = prompt_chars + len(lab.script or "")
         if size > OFF_LOOP_BYTES:
             return await asyncio.to_thread(self._tokenize_now, messages, lab.script)
         return self._tokenize_now(messages, lab.script)
@@ -152,6 +218,15 @@ class Service:
         return asked
 
 
+def longest_token_chars(tokenizer: Any) -> int:
+    """The most characters one token of this vocabulary can stand for (at least 1)."""
+    with contextlib.suppress(Exception):
+        pieces = tokenizer.convert_ids_to_tokens(list(range(len(tokenizer))))
+        # Byte-level BPE shows a token as one character per byte: an upper bound on its text.
+        return max([1, *(len(piece) for piece in pieces if isinstance(piece, str))])
+    return 64  # an unknown tokenizer: a generous bound, still far below an 8 MB prompt
+
+
 def model_context_length(model: str, tokenizer: Any) -> int:
     """The model's context: config.json's max_position_embeddings, else the tokenizer's idea."""
     config_path = Path(model) / "config.json"
@@ -168,9 +243,19 @@ def create_app(config: ServerConfig, engine: Engine, tokenizer: Any,
                eos_token_ids: frozenset[int] = frozenset()) -> FastAPI:
     service = Service(config, engine, tokenizer, eos_token_ids)
 
+    async def watch_engine(app: FastAPI) -> None:
+        """A dead decode loop must not leave a live process answering 503 for ever: say so,
+        and stop the server (main() then exits non-zero) so that a supervisor restarts it."""
+        while engine.healthy:
+            await asyncio.sleep(ENGINE_WATCH_S)  # poll interval
+        app.state.engine_died = True
+        log.error("the engine stopped running: /healthz fails and the server exits")
+        app.state.on_engine_death()
+
     @contextlib.asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         await engine.start()
+        watcher = asyncio.ensure_future(watch_engine(app))
         describe = getattr(engine, "describe", None)
         details = describe() if describe else {"engine": engine.name, "slots": engine.slots,
                                                "max_queue": engine.max_queue}
@@ -180,19 +265,50 @@ def create_app(config: ServerConfig, engine: Engine, tokenizer: Any,
         try:
             yield
         finally:
+            watcher.cancel()
             await engine.close()
 
     app = FastAPI(title="streamlab model server", lifespan=lifespan, docs_url=None,
                   redoc_url=None, openapi_url=None)
     app.state.service = service
+    app.state.engine_died = False
+    # python -m server stops uvicorn here; without it (tests, embedding) the process is told.
+    app.state.on_engine_death = lambda: None
     errors.install_error_handlers(app)
+    records.install(app)
+    app.add_middleware(LabGuard, access=service.lab_access)
 
     @app.post("/v1/chat/completions")
     async def chat_completions(request: Request) -> Response:
         arrived_at = time.monotonic()
-        parsed = await service.parse(await request.body())
-        job = await service.admit(parsed, arrived_at)
-        return SSECompletion(job) if parsed.stream else JSONCompletion(job)
+        try:
+            body = await service.read_body(request)
+        except ClientDisconnect:
+            # Left mid-upload: nothing to answer, nothing went wrong here. One line, no 500.
+            log.info("%s left before its request body was complete",
+                     _peer(request.scope))
+            metrics.REQUESTS.labels(status=errors.CLIENT_CLOSED).inc()
+            return Response(status_code=int(errors.CLIENT_CLOSED))
+        parsed = await service.parse(body)
+        return await answer(request, parsed, arrived_at)
+
+    @app.get("/v1/chat/completions")
+    async def chat_completions_event_source(request: Request) -> Response:
+        """EventSource's form of the POST (server/event_source.py)."""
+        arrived_at = time.monotonic()
+        parsed = await service.parse(event_source.body_from_query(request, config.cors_origins))
+        return await answer(request, parsed, arrived_at)
+
+    async def answer(request: Request, parsed: ChatCompletionRequest, arrived_at: float) -> Response:
+        """Both forms of the route, once the request is parsed: admit it, then stream or reply."""
+        service.check_lab(parsed, request.headers.get(TOKEN_HEADER))
+        try:
+            job = await service.admit(parsed, arrived_at, request.receive)
+        except ClientLeft:
+            log.info("%s left during lab.headers_delay_s", _peer(request.scope))
+            return Response(status_code=int(errors.CLIENT_CLOSED))
+        return records.track(request, SSECompletion(job, request.headers.get(event_source.LAST_EVENT_ID))
+                             if parsed.stream else JSONCompletion(job))
 
     @app.get("/v1/models")
     async def list_models() -> dict[str, Any]:
@@ -215,9 +331,23 @@ def create_app(config: ServerConfig, engine: Engine, tokenizer: Any,
     return app
 
 
+def _peer(scope: Any) -> str:
+    client = scope.get("client")
+    return f"{client[0]}:{client[1]}" if client else "a client"
+
+
 def wrap_middleware(app: Any, config: ServerConfig) -> Any:
-    """The ASGI app uvicorn runs: the body limit outermost, then the gzip failure mode if asked."""
+    """The ASGI app uvicorn runs, outermost first: CORS (only with --cors-origin), the request
+    checks (header block, Content-Type), the body limit, then the gzip failure mode if asked."""
     if config.gzip_middleware:
         app = gzip_everything(app, exclude_sse=config.gzip_exclude_sse,
                               sync_flush=config.gzip_sync_flush)
-    return BodySizeLimit(app, config.max_body_bytes)
+    app = BodySizeLimit(app, config.max_body_bytes)
+    app = RequestChecks(app, config.max_header_bytes, config.max_headers)
+    if config.cors_origins:
+        app = CORSMiddleware(app, allow_origins=list(config.cors_origins),
+                             allow_methods=["GET", "POST"],
+                             allow_headers=["content-type", "authorization", TOKEN_HEADER.lower(),
+                                            event_source.LAST_EVENT_ID],
+                             max_age=600)
+    return app

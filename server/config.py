@@ -6,58 +6,30 @@ failure modes that can change per request; the server-wide default comes from th
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field, make_dataclass, replace
 from pathlib import Path
 from typing import Any, Literal, Mapping
+
+from server.knobs import BY_NAME, STREAM_KNOBS, STREAMING_HEADER_NAMES, setting_value
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_MODEL = str(REPO_ROOT / ".models" / "tiny")
 
-DetokenizerKind = Literal["incremental", "naive"]
-DisconnectMode = Literal["abort", "ignore"]
-ErrorMode = Literal["inband", "silent-close", "fake-done"]
-
-DETOKENIZER_KINDS: tuple[str, ...] = ("incremental", "naive")
-DISCONNECT_MODES: tuple[str, ...] = ("abort", "ignore")
-ERROR_MODES: tuple[str, ...] = ("inband", "silent-close", "fake-done")
-# The headers a streaming response carries, each switchable off (`nginx-accel-header` needs
-# X-Accel-Buffering missing). Lower-case: that is how they go on the wire and how they are named.
-STREAMING_HEADER_NAMES: tuple[str, ...] = ("content-type", "cache-control", "x-accel-buffering")
+# The per-stream settings, one field per per-stream knob (server/knobs.py), defaults included:
+# the defaults are the correct behaviour, every other value a failure mode.
+def _merged(self: Any, overrides: Mapping[str, Any]) -> Any:
+    """These settings with a request's explicit overrides (0 or null switch a timer off)."""
+    if not overrides:
+        return self
+    return replace(self, **{name: setting_value(BY_NAME[name], value)
+                            for name, value in overrides.items()})
 
 
-@dataclass(frozen=True)
-class StreamSettings:
-    """How one stream behaves; the defaults are the correct behaviour, the rest are failure modes."""
-
-    # "naive" decodes each token alone: U+FFFD wherever a character spans tokens.
-    detokenizer: DetokenizerKind = "incremental"
-    # False: stop strings are checked after the text left, so a stop's beginning leaks.
-    stop_holdback: bool = True
-    # "ignore": the client's departure goes unnoticed; generation runs to the end for nobody.
-    disconnect: DisconnectMode = "abort"
-    # SSE comment `: ping` after this much silence; None = no heartbeats.
-    heartbeat_s: float | None = 10.0
-    # How a failure after the first byte reaches the client: an in-band error event then [DONE]
-    # (correct), a clean end of the body without [DONE], or a fake successful ending.
-    error_mode: ErrorMode = "inband"
-    # Frames produced within this window leave in one write; 0 = one write per frame.
-    coalesce_ms: float = 0.0
-    # Streaming headers left out of the response.
-    omit_headers: frozenset[str] = frozenset()
-    # No token for this long ends the stream with an in-band timeout error; None = never.
-    stall_timeout_s: float | None = None
-
-    def merged(self, overrides: Mapping[str, Any]) -> "StreamSettings":
-        """These settings with a request's explicit overrides (0 or null switch a timer off)."""
-        if not overrides:
-            return self
-        changes = dict(overrides)
-        for timer in ("heartbeat_s", "stall_timeout_s"):
-            if timer in changes and not changes[timer]:
-                changes[timer] = None
-        if "omit_headers" in changes:
-            changes["omit_headers"] = frozenset(h.lower() for h in changes["omit_headers"] or ())
-        return replace(self, **changes)
+StreamSettings = make_dataclass(
+    "StreamSettings",
+    [(k.name, Any, field(default=setting_value(k, k.default))) for k in STREAM_KNOBS],
+    frozen=True, namespace={"merged": _merged, "__doc__": "How one stream behaves (server/knobs.py)."})
+StreamSettings.__module__ = __name__
 
 
 @dataclass(frozen=True)
@@ -75,6 +47,22 @@ class ServerConfig:
     # keep-alive timeouts (nginx 60 s), so a proxy never reuses a connection the server is
     # closing at that moment (a 502 race); uvicorn's own default is 5 s.
     keep_alive_s: float = 75.0
+    # HTTP limits against slow or huge clients (server/connections.py, server/middleware.py):
+    # a header block over max_header_bytes or max_headers fields gets 431; headers not complete
+    # header_timeout_s after the connection opened (or the request began) get 408, and so does a
+    # body not complete body_timeout_s after the headers; a stream whose writes stay blocked on
+    # a client that does not read for send_timeout_s is aborted and its slot freed.
+    max_header_bytes: int = 32 * 1024
+    max_headers: int = 100
+    header_timeout_s: float = 15.0
+    body_timeout_s: float = 60.0
+    send_timeout_s: float = 30.0
+    # Origins a browser may call the API from (CORS); none by default.
+    cors_origins: tuple[str, ...] = ()
+    # The lab extension (server/lab_access.py): off entirely with lab_enabled False; with a token,
+    # lab fields and /lab/ endpoints need `X-Lab-Token`; beyond loopback they need one.
+    lab_enabled: bool = True
+    lab_token: str | None = None
     # uvicorn's HTTP implementation. httptools is the fast one, but answers HTTP/1.0 requests
     # with chunked encoding; h11 answers them close-delimited, as HTTP/1.0 expects.
     http: Literal["httptools", "h11"] = "httptools"

@@ -23,6 +23,8 @@ log = logging.getLogger("server.errors")
 SERVER_ERROR = "server_error"
 OVERLOADED = "rate_limit_error"
 TIMEOUT = "timeout"
+# The status counted for a client that left before any response (nginx's convention; never sent).
+CLIENT_CLOSED = "499"
 
 
 class APIError(Exception):
@@ -97,7 +99,9 @@ def from_validation_errors(errors: list[dict[str, Any]]) -> APIError:
     elif kind == "missing":
         message = f"missing required parameter: {param}"
     else:
-        message = f"{param}: {first.get('msg', 'invalid value')}" if param else first.get("msg", "")
+        # A range check of our own (server/knobs.py) raises ValueError: pydantic prefixes it.
+        detail = str(first.get("msg", "invalid value")).removeprefix("Value error, ")
+        message = f"{param}: {detail}" if param else detail
     return APIError(400, message, param=param, code=kind or None)
 
 

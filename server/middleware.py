@@ -1,4 +1,5 @@
-"""Pure ASGI middleware: the request body limit, and the gzip failure mode.
+"""Pure ASGI middleware: the request checks (header block, Content-Type), the body limit, and the
+gzip failure mode.
 
 Pure ASGI (not BaseHTTPMiddleware) so that nothing sits between a stream and the socket: each
 body message of a response passes straight through.
@@ -11,7 +12,50 @@ import zlib
 from starlette.middleware.gzip import DEFAULT_EXCLUDED_CONTENT_TYPES, GZipMiddleware
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from server.errors import RequestTooLarge
+from server import metrics
+from server.errors import APIError, RequestTooLarge
+
+# Paths whose POST bodies are JSON (the API and the lab endpoints).
+JSON_PATH_PREFIXES = ("/v1/", "/lab/")
+
+
+class RequestChecks:
+    """Before any route: a parsed header block over the limits gets 431 (server/connections.py
+    bounds it while it arrives), and a POST to the API whose Content-Type is not
+    application/json gets 415. The second is what keeps a web page from starting generations on
+    a server on the user's loopback: a page may send text/plain or a typeless body cross-site
+    without asking (no CORS preflight), never application/json."""
+
+    def __init__(self, app: ASGIApp, max_header_bytes: int, max_headers: int) -> None:
+        self.app = app
+        self.max_header_bytes = max_header_bytes
+        self.max_headers = max_headers
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http":
+            error = self.check(scope)
+            if error is not None:
+                await _send_error(scope, send, error)
+                return
+        await self.app(scope, receive, send)
+
+    def check(self, scope: Scope) -> APIError | None:
+        headers = scope.get("headers", ())
+        if len(headers) > self.max_headers:
+            return APIError(431, f"the request has {len(headers)} header fields: the server's "
+                            f"limit is {self.max_headers}", code="request_headers_too_large")
+        size = sum(len(name) + len(value) + 4 for name, value in headers)
+        if size > self.max_header_bytes:
+            return APIError(431, f"the request headers are {size} bytes: the server's limit is "
+                            f"{self.max_header_bytes}", code="request_headers_too_large")
+        if scope.get("method") == "POST" and scope.get("path", "").startswith(JSON_PATH_PREFIXES):
+            kind = next((v for n, v in headers if n == b"content-type"), b"")
+            media = kind.split(b";", 1)[0].strip().lower()
+            if media != b"application/json":
+                shown = kind.decode("latin-1")[:100] or "none"
+                return APIError(415, f"the request body must be application/json (Content-Type "
+                                f"was {shown})", param="Content-Type", code="unsupported_media_type")
+        return None
 
 
 class BodySizeLimit:
@@ -33,7 +77,7 @@ class BodySizeLimit:
                 except ValueError:
                     announced = 0
                 if announced > self.max_bytes:
-                    await _send_error(send, RequestTooLarge(self.max_bytes))
+                    await _send_error(scope, send, RequestTooLarge(self.max_bytes))
                     return
         received = 0
         started = False
@@ -59,10 +103,12 @@ class BodySizeLimit:
         except RequestTooLarge as exc:
             if started:
                 raise
-            await _send_error(send, exc)
+            await _send_error(scope, send, exc)
 
 
-async def _send_error(send: Send, error: RequestTooLarge) -> None:
+async def _send_error(scope: Scope, send: Send, error: APIError) -> None:
+    if scope.get("path", "").startswith("/v1/chat"):  # as the app's own error handler counts
+        metrics.REQUESTS.labels(status=str(error.status)).inc()
     body = json.dumps(error.body()).encode()
     await send({"type": "http.response.start", "status": error.status,
                 # The rest of the body is not read: the connection cannot be reused.

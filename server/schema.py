@@ -1,23 +1,19 @@
 """The request body of POST /v1/chat/completions, validated once at the edge (pydantic 2).
 
-Strict types (a string is not a number), OpenAI's limits (temperature 0..2, top_p 0..1, at most 4
-stop sequences, n = 1 only here). Unknown top-level fields are ignored, as SDKs send extras; the
+Strict types (a string is not a number), OpenAI's limits (temperature 0..2, top_p 0..1, seed a
+signed 64-bit integer, at most 4 stop sequences, n = 1 only here), finite floats only. Unknown top-level fields are ignored, as SDKs send extras; the
 `lab` object forbids unknown fields so a typo in a scenario fails loudly (400, param `lab.<field>`).
 """
 from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, create_model, field_validator
 
-from server.config import (
-    STREAMING_HEADER_NAMES,
-    DetokenizerKind,
-    DisconnectMode,
-    ErrorMode,
-)
+from server.knobs import KNOBS, STREAM_KNOBS, Knob
 
-NonNegative = Annotated[float, Field(ge=0, le=86_400)]
+# Floats are finite; JSON numbers beyond them (1e999) or NaN literals are refused, not clamped.
+Finite = Field(allow_inf_nan=False)
 
 
 class TextPart(BaseModel):
@@ -45,70 +41,56 @@ class StreamOptions(BaseModel):
     include_usage: bool = False
 
 
-class LabOptions(BaseModel):
-    """The `lab` request extension (contract.md), plus per-request overrides of failure modes.
-
-    script               exact text to emit (teacher-forced: one real forward pass per token)
-    tokens_per_s         pacing of emitted tokens (engine side: each token computed when due)
-    headers_delay_s      silence before the response headers (the request waits, then is admitted)
-    first_token_delay_s  silence after the headers and the role chunk, before the first token
-    pause_after_tokens, pause_s   one silence after that many tokens
-    error_after_tokens   fail after that many tokens (in-band error, or per error_mode)
-    abort_after_tokens   drop the connection after that many tokens: no final chunk, no [DONE],
-                         no end of the chunked body (the client sees an incomplete read)
-    stamp                add "sent_at" (wall clock, float seconds, taken at the write) to every
-                         data chunk
-    Overrides of the server's flags, for this request only (null for a timer = off; null for the
-    others = the server's default):
-    detokenizer "incremental"|"naive", stop_holdback bool, disconnect "abort"|"ignore",
-    heartbeat_s float (0 = none), error_mode "inband"|"silent-close"|"fake-done",
-    coalesce_ms float (0 = off), omit_headers [names of streaming headers], stall_timeout_s float.
-    """
-
+class _LabBase(BaseModel):
     model_config = ConfigDict(extra="forbid", strict=True)
-
-    # What the model emits and when.
-    script: str | None = None
-    tokens_per_s: Annotated[float, Field(gt=0, le=1_000_000)] | None = None
-    headers_delay_s: NonNegative = 0.0
-    first_token_delay_s: NonNegative = 0.0
-    pause_after_tokens: Annotated[int, Field(ge=0)] | None = None
-    pause_s: NonNegative = 0.0
-    error_after_tokens: Annotated[int, Field(ge=0)] | None = None
-    abort_after_tokens: Annotated[int, Field(ge=0)] | None = None
-    stamp: bool = False
-    # Overrides of the server's --flags for this request only (config.StreamSettings).
-    detokenizer: DetokenizerKind | None = None
-    stop_holdback: bool | None = None
-    disconnect: DisconnectMode | None = None
-    heartbeat_s: NonNegative | None = None
-    error_mode: ErrorMode | None = None
-    coalesce_ms: Annotated[float, Field(ge=0, le=10_000)] | None = None
-    omit_headers: list[str] | None = None
-    stall_timeout_s: NonNegative | None = None
-
-    @field_validator("omit_headers")
-    @classmethod
-    def _known_headers(cls, names: list[str] | None) -> list[str] | None:
-        for name in names or ():
-            if name.lower() not in STREAMING_HEADER_NAMES:
-                raise ValueError(f"{name!r} is not one of {', '.join(STREAMING_HEADER_NAMES)}")
-        return names
 
     def stream_overrides(self) -> dict[str, Any]:
         """The StreamSettings fields this request set explicitly (None given = switched off)."""
-        fields = ("detokenizer", "stop_holdback", "disconnect", "heartbeat_s", "error_mode",
-                  "coalesce_ms", "omit_headers", "stall_timeout_s")
         overrides: dict[str, Any] = {}
-        for name in fields:
-            if name not in self.model_fields_set:
+        for knob in STREAM_KNOBS:
+            if knob.name not in self.model_fields_set:
                 continue
-            value = getattr(self, name)
+            value = getattr(self, knob.name)
             # null means "off" for the timers; for the others it means "the server's default".
-            if value is None and name not in ("heartbeat_s", "stall_timeout_s"):
+            if value is None and not knob.off_at_zero:
                 continue
-            overrides[name] = value
+            overrides[knob.name] = value
         return overrides
+
+
+def _lab_field(knob: Knob) -> tuple[Any, Any]:
+    """The schema field of one knob: its type, its range (knob.check), its default."""
+    checked = AfterValidator(knob.check)
+    base: Any
+    if knob.kind == "float":
+        base = Annotated[float, Field(allow_inf_nan=False), checked]
+    elif knob.kind == "int":
+        base = Annotated[int, checked]
+    elif knob.kind == "bool":
+        base = bool
+    elif knob.kind == "str":
+        base = str
+    elif knob.kind == "choice":
+        base = Literal[knob.choices]  # type: ignore[valid-type]
+    else:
+        base = Annotated[list[str], checked]
+    # A per-stream knob unset or null defers to the server's flag; a lab-only knob whose default
+    # is None is optional, the others (delays of 0 s, stamp off) are plain values.
+    if knob.flag or knob.default is None:
+        return base | None, Field(default=None, description=knob.help)
+    return base, Field(default=knob.default, description=knob.help)
+
+
+def _lab_doc() -> str:
+    lines = ["The `lab` request extension: per-request pacing and faults, and overrides of the",
+             "server's per-stream flags (server/knobs.py declares each one):", ""]
+    lines += [f"{k.name:<20} {k.range_text()}: {k.help}" for k in KNOBS]
+    return "\n".join(lines)
+
+
+LabOptions = create_model("LabOptions", __base__=_LabBase, __doc__=_lab_doc(),
+                          __module__=__name__,
+                          **{knob.name: _lab_field(knob) for knob in KNOBS})
 
 
 class ChatCompletionRequest(BaseModel):
@@ -120,9 +102,11 @@ class ChatCompletionRequest(BaseModel):
     stream_options: StreamOptions | None = None
     max_tokens: Annotated[int, Field(ge=1)] | None = None
     max_completion_tokens: Annotated[int, Field(ge=1)] | None = None
-    temperature: Annotated[float, Field(ge=0, le=2)] | None = None
-    top_p: Annotated[float, Field(gt=0, le=1)] | None = None
-    seed: int | None = None
+    temperature: Annotated[float, Finite, Field(ge=0, le=2)] | None = None
+    # A top_p too small for float32 still keeps the most likely token (the sampler's job).
+    top_p: Annotated[float, Finite, Field(gt=0, le=1)] | None = None
+    # OpenAI's seed is a 64-bit signed integer; beyond it is a 400, never an overflow deeper in.
+    seed: Annotated[int, Field(ge=-(2**63), le=2**63 - 1)] | None = None
     stop: str | Annotated[list[str], Field(max_length=4)] | None = None
     n: int | None = None
     lab: LabOptions | None = None

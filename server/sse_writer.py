@@ -1,12 +1,26 @@
 """`stream: true`: the SSE writer. Frames (server/sse.py) leave as they are made, or, with
-`coalesce_ms`, all frames made within one window leave in one write."""
+`coalesce_ms`, all frames made within one window leave in one write.
+
+With `event_ids`, every data frame carries `id: N` (N counts the stream's data frames), so an
+EventSource that loses the connection reconnects with `Last-Event-ID: N`; the answer is
+regenerated (the lab's answers are deterministic: a script, or a seed) and only the frames after
+N are sent. A server whose answers are sampled would keep each response's frames instead.
+A resumed stream is not dropped again by `abort_after_tokens`: that fault stands for one failure
+of the network, and only with ids can the server tell a reconnection from a new request.
+
+`split_utf8_ms` (failure mode of a hop that re-chunks): a frame holding a multi-byte character
+leaves in two writes that far apart, the first ending inside the character.
+"""
 from __future__ import annotations
 
 import asyncio
 import logging
 import time
 
+from starlette.types import Receive, Scope, Send
+
 from server import metrics, sse
+from server.sse import OpenFrame
 from server.streaming import Completion, CompletionJob, Fault
 
 log = logging.getLogger("server.streaming")
@@ -19,7 +33,7 @@ _METRIC_BATCH_WRITES = 64
 class SSECompletion(Completion):
     """`stream: true`: SSE frames as OpenAI sends them, written as they are made."""
 
-    def __init__(self, job: CompletionJob) -> None:
+    def __init__(self, job: CompletionJob, last_event_id: str | None = None) -> None:
         super().__init__(job)
         settings = job.settings
         self.raw_headers = sse.streaming_headers(settings.omit_headers)
@@ -35,11 +49,26 @@ class SSECompletion(Completion):
         self._first_content = True
         self._writes = self._frames = self._pings = 0
         self.last_emit_at = time.monotonic()
+        self._event_ids = bool(settings.event_ids)
+        self._data_frames = 0
+        self._resume_after = resume_point(last_event_id) if self._event_ids else 0
+        if self._resume_after:
+            job.abort_after_tokens = None
+        self._split_s = (settings.split_utf8_ms or 0.0) / 1000.0
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        # Up and down around everything, whichever way the stream ends (the gauge once leaked).
+        metrics.ACTIVE_STREAMS.inc()
+        try:
+            await super().__call__(scope, receive, send)
+        finally:
+            metrics.ACTIVE_STREAMS.dec()
+            if self._writer is not None:
+                self._writer.cancel()
 
     async def begin(self) -> None:
         await self.send({"type": "http.response.start", "status": 200, "headers": self.raw_headers})
         metrics.REQUESTS.labels(status="200").inc()
-        metrics.ACTIVE_STREAMS.inc()
         if self._coalesce_s > 0:
             self._writer = asyncio.ensure_future(self._write_loop())
         await self._emit(self.framer.role())
@@ -77,6 +106,12 @@ class SSECompletion(Completion):
     async def _emit(self, frame: bytes) -> None:
         if self.client_gone:
             return
+        if self._event_ids and frame.startswith(b"data:"):
+            self._data_frames += 1
+            if self._data_frames <= self._resume_after:
+                return  # the reconnecting client has this frame already
+            line = b"id: %d\n" % self._data_frames
+            frame = OpenFrame(line + frame) if type(frame) is OpenFrame else line + frame
         self.last_emit_at = time.monotonic()
         if self._writer is None:
             await self._write([frame])
@@ -93,6 +128,11 @@ class SSECompletion(Completion):
         self._frames += len(frames)
         if self._writes % _METRIC_BATCH_WRITES == 0:
             self._publish_counts()
+        cut = split_point(body) if self._split_s else None
+        if cut is not None:
+            await self.send({"type": "http.response.body", "body": body[:cut], "more_body": True})
+            await asyncio.sleep(self._split_s)  # the failure mode: the rest of the character later
+            body = body[cut:]
         await self.send({"type": "http.response.body", "body": body, "more_body": more_body})
 
     async def _write_loop(self) -> None:
@@ -108,12 +148,23 @@ class SSECompletion(Completion):
             if self._closing:
                 return
 
-    async def flush(self) -> None:
+    def left(self) -> None:
+        # Nobody reads what is pending: do not sit out the coalescing window for it.
         if self._writer is not None:
+            self._writer.cancel()
+
+    async def flush(self) -> None:
+        writer = self._writer
+        if writer is None:
+            return
+        if not self.client_gone:
             self._closing = True
             self._wake.set()
-            await self._writer
-            self._writer = None
+        # wait(), not await: the writer may be cancelled (left()) while this waits for it.
+        await asyncio.wait({writer})
+        self._writer = None
+        if not writer.cancelled() and writer.exception() is not None:
+            raise writer.exception()  # type: ignore[misc]
 
     def _publish_counts(self) -> None:
         metrics.STREAM_WRITES.inc(self._writes)
@@ -130,6 +181,17 @@ class SSECompletion(Completion):
                 await self.send({"type": "http.response.body", "body": b"", "more_body": False})
         finally:
             self._publish_counts()
-            metrics.ACTIVE_STREAMS.dec()
-            if self._writer is not None:
-                self._writer.cancel()
+
+
+def resume_point(last_event_id: str | None) -> int:
+    """The data frames a reconnecting client already has (0: none, or an id we did not send)."""
+    text = (last_event_id or "").strip()
+    return int(text) if text.isdigit() and len(text) < 10 else 0
+
+
+def split_point(body: bytes) -> int | None:
+    """Where to cut `body` so the first part ends inside its first multi-byte character."""
+    for index, byte in enumerate(body):
+        if byte >= 0xC0:  # a UTF-8 lead byte: cut after it
+            return index + 1
+    return None

@@ -15,7 +15,12 @@ Around the token loop (`Completion._pump`):
 * a ticker: `: ping` after `heartbeat_s` of silence (before the first token, in pauses, while
   queued for a slot), and the stall timeout (no token for `stall_timeout_s`: in-band timeout error);
 * a writer task, only when coalescing: frames made within `coalesce_ms` leave in one write
-  (the SSE writer's).
+  (the SSE writer's);
+* a send watchdog: a write blocked for `send_timeout_s` on a client that does not read aborts
+  the connection (the slot is freed, `reason="stalled-client"`); without it a stalled reader
+  held a slot, and the transport's buffer, for as long as it stayed connected.
+
+Every stream that ends early is counted once in streamlab_requests_aborted_total, by reason.
 """
 from __future__ import annotations
 
@@ -30,11 +35,13 @@ from starlette.types import Receive, Scope, Send
 
 from server import errors, metrics
 from server.config import StreamSettings
+from server.connections import ABORT_EXTENSION
 from server.detokenizer import Detokenizer
 from server.engine.base import EngineStopped, Generation
 from server.stops import StopHandler
 
 log = logging.getLogger("server.streaming")
+
 
 class CompletionText:
     """Token ids -> the text the client may see: the detokenizer, then stop handling."""
@@ -78,6 +85,7 @@ class CompletionJob:
     stamp: bool = False
     error_after_tokens: int | None = None
     abort_after_tokens: int | None = None
+    send_timeout_s: float | None = None  # --send-timeout-s: a write blocked longer aborts
 
 
 class Fault(Exception):
@@ -106,34 +114,108 @@ class Completion(Response):
         self.last_token_at = time.monotonic()
         self._stalled = False
         self._pump_task: asyncio.Task[Any] | None = None
+        self._counted: str | None = None  # the abort reason counted for this request
+        self._client_stalled = False  # the send watchdog aborted the connection
+        self._sending_since: float | None = None
+        self._watchdog: asyncio.TimerHandle | None = None
+        self._abort_connection: Any = None
 
     # -- the ASGI entry point --------------------------------------------------------------
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        self.send = send
-        await self.begin()
-        helpers = [asyncio.ensure_future(self._watch_disconnect(receive))]
-        if self.job.settings.stall_timeout_s or self.heartbeat_s:
-            helpers.append(asyncio.ensure_future(self._tick()))
-        self._pump_task = asyncio.ensure_future(self._pump())
+        self._abort_connection = scope.get("extensions", {}).get(ABORT_EXTENSION)
+        self.send = self._timed_send(send)
+        watcher: asyncio.Future[Any] | None = None
+        helpers: list[asyncio.Future[Any]] = []
+        outcome = "unfinished"
         try:
-            outcome = await asyncio.shield(self._pump_task)
-        except asyncio.CancelledError:
-            if not (self._pump_task.cancelled() and self.client_gone):
-                # We were cancelled ourselves: the server is shutting down under us.
-                self._pump_task.cancel()
-                self.job.generation.cancel("shutdown")
-                raise
-            outcome = "gone"  # the client left while the pump was past its own handler
+            self._arm_watchdog()
+            await self.begin()
+            # The watcher lives until the end is written (a coalesced tail can take a window).
+            watcher = asyncio.ensure_future(self._watch_disconnect(receive))
+            if self.job.settings.stall_timeout_s or self.heartbeat_s:
+                helpers.append(asyncio.ensure_future(self._tick()))
+            self._pump_task = asyncio.ensure_future(self._pump())
+            try:
+                outcome = await asyncio.shield(self._pump_task)
+            except asyncio.CancelledError:
+                if not (self._pump_task.cancelled() and self.client_gone):
+                    # We were cancelled ourselves: the server is shutting down under us.
+                    self._pump_task.cancel()
+                    self.job.generation.cancel("shutdown")
+                    outcome = "shutdown"
+                    raise
+                outcome = "gone"  # the client left while the pump was past its own handler
+            finally:
+                for helper in helpers:
+                    helper.cancel()
+            await self.end(outcome)
+        except Exception:
+            # A bug after the first byte: one stream ends, counted and logged; the connection
+            # is cut, since the response cannot be completed.
+            log.exception("%s: the stream failed", self.job.completion_id)
+            self.job.generation.cancel("error")
+            self._count("error")
+            self._abort()
+            outcome = "failed"
         finally:
-            for helper in helpers:
-                helper.cancel()
-        await self.end(outcome)
+            if watcher is not None:
+                watcher.cancel()
+            if self._watchdog is not None:
+                self._watchdog.cancel()
+            if outcome == "gone" or (outcome == "complete" and self.client_gone):
+                self._count("stalled-client" if self._client_stalled else "disconnect")
+
+    def _count(self, reason: str) -> None:
+        """Count this request's early end once (the first reason found is the one)."""
+        if self._counted is None:
+            self._counted = reason
+            metrics.REQUESTS_ABORTED.labels(reason=reason).inc()
+
+    # -- the send watchdog ----------------------------------------------------------------------
+
+    def _timed_send(self, send: Send) -> Send:
+        async def timed(message: Any) -> None:
+            self._sending_since = time.monotonic()
+            try:
+                await send(message)
+            finally:
+                self._sending_since = None
+        return timed
+
+    def _arm_watchdog(self) -> None:
+        timeout = self.job.send_timeout_s
+        if timeout:
+            # Checked a few times per timeout: a blocked write is noticed within 1.25 x of it.
+            self._watchdog = asyncio.get_running_loop().call_later(timeout / 4, self._check_send)
+
+    def _check_send(self) -> None:
+        since = self._sending_since
+        timeout = self.job.send_timeout_s or 0.0
+        if since is not None and time.monotonic() - since >= timeout and not self.client_gone:
+            log.info("%s: a write blocked for %g s on a client that does not read: aborting the "
+                     "stream after %d tokens", self.job.completion_id, timeout, self.tokens)
+            self._client_stalled = True
+            self.job.generation.cancel("stalled-client")
+            self._abort()
+            return
+        self._arm_watchdog()
+
+    def _abort(self) -> None:
+        """Cut the connection without flushing (a reader that stopped would never drain it);
+        uvicorn then unblocks the write and the disconnect watcher ends the stream."""
+        if self._abort_connection is not None:
+            self._abort_connection()
+        else:  # not under server/connections.py: end the stream; the slot is freed
+            self.client_gone = True
+            if self._pump_task is not None:
+                self._pump_task.cancel()
 
     async def _watch_disconnect(self, receive: Receive) -> None:
         while (await receive())["type"] != "http.disconnect":
             pass
         self.client_gone = True
+        self.left()
         generation = self.job.generation
         if self.job.settings.disconnect == "abort":
             # The engine frees the slot within one decode step and counts the token in flight
@@ -197,8 +279,7 @@ class Completion(Response):
                     if text.stopped:
                         finish = "stop"
             if self.client_gone:
-                metrics.REQUESTS_ABORTED.labels(reason="disconnect").inc()
-                return "gone"
+                return "gone"  # counted by __call__
             await self.complete(finish)
             return "complete"
         except EngineStopped as exc:
@@ -209,7 +290,7 @@ class Completion(Response):
             return await self._fail(fault)
         except AbortOnPurpose:
             generation.cancel("abort")
-            metrics.REQUESTS_ABORTED.labels(reason="abort").inc()
+            self._count("abort")
             await self.flush()
             log.info("%s: aborting the connection on purpose after %d tokens (lab)",
                      job.completion_id, self.tokens)
@@ -221,8 +302,7 @@ class Completion(Response):
             if current is not None:
                 current.uncancel()
             if self.client_gone:
-                metrics.REQUESTS_ABORTED.labels(reason="disconnect").inc()
-                return "gone"
+                return "gone"  # counted by __call__
             generation.cancel("stall")
             stall_s = job.settings.stall_timeout_s
             return await self._fail(Fault("stall", f"no token for {stall_s:g} s: the stream stalled",
@@ -236,7 +316,7 @@ class Completion(Response):
                          errors.SERVER_ERROR, "injected_error")
 
     async def _fail(self, fault: Fault) -> str:
-        metrics.REQUESTS_ABORTED.labels(reason=fault.reason).inc()
+        self._count(fault.reason)
         if self.client_gone:
             return "gone"
         return await self.failed(fault)
@@ -245,6 +325,9 @@ class Completion(Response):
 
     heartbeat_s: float | None = None
     last_emit_at: float = 0.0
+
+    def left(self) -> None:
+        """The client has gone (called once, on the event loop)."""
 
     async def begin(self) -> None: ...
     async def heartbeat(self) -> None: ...

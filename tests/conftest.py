@@ -10,6 +10,9 @@ from server.launcher import DEFAULT_MODEL_DIR
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
+# The pytest plugin's tests run pytest inside pytest (tests/labs/probe/test_plugin.py).
+pytest_plugins = ["pytester"]
+
 
 @pytest.fixture(scope="session")
 def model_dir() -> str:
@@ -20,3 +23,11 @@ def model_dir() -> str:
 
         build(Path(DEFAULT_MODEL_DIR))
     return str(DEFAULT_MODEL_DIR)
+
+
+@pytest.fixture(scope="session")
+def tokenizer(model_dir: str):
+    """The tiny model's tokenizer (server and reliability tests build apps in-process with it)."""
+    from server.engine import load_tokenizer
+
+    return load_tokenizer(model_dir)

@@ -1,19 +1,23 @@
-"""The README's scenario table is generated from the catalogue; it must not drift."""
+"""The README's generated sections (the scenario table, the knob table) must not drift."""
 from __future__ import annotations
 
 import re
 from pathlib import Path
 
 from labs.docs import BEGIN, END, scenario_table
+from server import knobs
 
 README = Path(__file__).resolve().parent.parent / "README.md"
 
 
-def test_readme_scenario_table_matches_the_catalogue() -> None:
+def _section(begin: str, end: str) -> str:
     text = README.read_text()
-    assert BEGIN in text and END in text, "README.md lacks the generated scenario table markers"
-    current = text[text.index(BEGIN):text.index(END) + len(END)]
-    assert current == scenario_table(), (
+    assert begin in text and end in text, f"README.md lacks the markers {begin!r} ... {end!r}"
+    return text[text.index(begin):text.index(end) + len(end)]
+
+
+def test_readme_scenario_table_matches_the_catalogue() -> None:
+    assert _section(BEGIN, END) == scenario_table(), (
         "README.md's scenario table is stale: regenerate it with `python -m labs readme-table`")
 
 
@@ -23,7 +27,7 @@ CITED = re.compile(r"(?<![\w.-])((?:docs/)?(?:contract|environment|scenarios|met
 SOURCES = (".py", ".j2", ".sh", ".md", ".yaml", ".Dockerfile")
 # Citations in files another change is rewriting (the lab options' declaration); to be pointed
 # at docs/ there.
-NOT_YET = {("server/schema.py", "contract.md")}
+NOT_YET: set[tuple[str, str]] = set()
 
 
 def test_the_documents_the_code_cites_are_in_the_repository() -> None:
@@ -47,3 +51,8 @@ def test_the_readme_links_every_document_and_their_links_resolve() -> None:
         text = (REPO / "docs" / name).read_text()
         for target in re.findall(r"\]\(([^)#:]+)\)", text):
             assert (REPO / "docs" / target).resolve().exists(), f"docs/{name} links {target}"
+
+
+def test_readme_knob_table_matches_the_declarations() -> None:
+    assert _section(knobs.BEGIN, knobs.END) == knobs.readme_table(), (
+        "README.md's knob table is stale: regenerate it with `python -m server.knobs --write README.md`")

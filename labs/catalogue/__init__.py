@@ -6,12 +6,12 @@
 from __future__ import annotations
 
 from labs.catalogue import chain, envoy, haproxy, nginx
-from labs.catalogue import client, server
+from labs.catalogue import browser, client, server
 from labs.scenario import VARIANTS, Scenario
 
 SCENARIOS: tuple[Scenario, ...] = (
     *nginx.SCENARIOS, *haproxy.SCENARIOS, *envoy.SCENARIOS, *chain.SCENARIOS,
-    *server.SCENARIOS, *client.SCENARIOS,
+    *server.SCENARIOS, *client.SCENARIOS, *browser.SCENARIOS,
 )
 BY_NAME: dict[str, Scenario] = {s.name: s for s in SCENARIOS}
 

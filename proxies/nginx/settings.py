@@ -1,13 +1,13 @@
 """nginx settings: every knob the catalogue switches, defaulting to nginx 1.22's own defaults."""
 from __future__ import annotations
 
-from typing import ClassVar, Literal, Union
+from typing import Any, ClassVar, Literal, Union
 
-from pydantic import Field, field_validator
+from pydantic import Field, field_validator, model_validator
 
 from proxies.base import ProxySettings, setting
 from proxies.errors import ERRORS, ProxyError, json_errors_setting
-from proxies.types import HeaderValue, MimeType, NginxDuration, NginxSize
+from proxies.types import FilePath, HeaderValue, MimeType, NginxDuration, NginxSize
 
 CORE = "https://nginx.org/en/docs/ngx_core_module.html"
 EVENTS = "https://nginx.org/en/docs/ngx_core_module.html"
@@ -17,6 +17,7 @@ GZIP = "https://nginx.org/en/docs/http/ngx_http_gzip_module.html"
 HTTP_CORE = "https://nginx.org/en/docs/http/ngx_http_core_module.html"
 # Statuses nginx answers on its own in front of one upstream (the upstream's own pass through).
 NGINX_OWN_ERRORS = (400, 408, 413, 414, 494, 500, 501, 502, 503, 504)
+SSL = "https://nginx.org/en/docs/http/ngx_http_ssl_module.html"
 
 
 class NginxSettings(ProxySettings):
@@ -98,6 +99,25 @@ class NginxSettings(ProxySettings):
         True, "announce nginx's version in the Server header and on error pages",
         f"{HTTP_CORE}#server_tokens")
     json_errors: bool = json_errors_setting("nginx", "HTML pages", f"{HTTP_CORE}#error_page")
+    # TLS with HTTP/2: every stream of a client shares one connection (browsers allow only six
+    # HTTP/1.1 connections per origin). Without certificate paths, one is made at run time.
+    tls_http2: bool = setting(
+        False, "listen with TLS and HTTP/2 instead of plain HTTP/1.1", f"{HTTP_CORE}#listen")
+    ssl_certificate: FilePath | None = setting(
+        None, "certificate file (None with tls_http2: a self-signed one made at run time)",
+        f"{SSL}#ssl_certificate")
+    ssl_certificate_key: FilePath | None = setting(
+        None, "its private key", f"{SSL}#ssl_certificate_key")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _certificate_when_tls(cls, data: Any) -> Any:
+        if isinstance(data, dict) and data.get("tls_http2") and not data.get("ssl_certificate"):
+            from proxies.tls import self_signed
+
+            data = {**data}
+            data["ssl_certificate"], data["ssl_certificate_key"] = self_signed()
+        return data
 
     # Compression.
     gzip: bool = setting(False, "gzip responses", f"{GZIP}#gzip")

@@ -216,6 +216,9 @@ def proxy_run_args(settings: ProxySettings, workdir: Path, config_path: Path, na
     args = [*base_run_args(name, proxy), *bind(config_path, f"{CONFIG_DIR}/{CONFIG_NAMES[proxy]}")]
     if proxy in ("nginx", "varnish", "apache", "caddy"):
         args += bind(workdir, PREFIX, readonly=False)
+    # A TLS variant's certificate, made at run time, at the same path inside.
+    for path in {getattr(settings, name, None) for name in ("ssl_certificate", "ssl_certificate_key")} - {None}:
+        args += bind(Path(path), str(path))
     for key, value in (proxy_env(proxy, f"{PREFIX}/", {}) or {}).items():
         args += ["--env", f"{key}={value}"]
     return [*args, "--entrypoint", ENTRYPOINTS.get(proxy, proxy), image, *proxy_args(settings)]

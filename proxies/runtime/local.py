@@ -51,7 +51,8 @@ class LocalProxy:
 
     @property
     def url(self) -> str:
-        return f"http://{self.settings.listen_host}:{self.settings.listen_port}"
+        scheme = "https" if getattr(self.settings, "tls_http2", False) else "http"
+        return f"{scheme}://{self.settings.listen_host}:{self.settings.listen_port}"
 
     @property
     def pid(self) -> int:

@@ -12,6 +12,11 @@ if TYPE_CHECKING:
     from server.engine.generation import ScheduledGeneration
 
 
+class SequenceFailed(Exception):
+    """In the list `Backend.step` returns, in place of a token: this sequence failed alone (its
+    sampling, say) and ends with an error; the others of the batch carry on."""
+
+
 @dataclass(eq=False)
 class Sequence:
     """One admitted or queued request, as the decode loop sees it. Touched by the loop thread only,
@@ -60,9 +65,10 @@ class Backend(abc.ABC):
         """Prepare `seq.state` from the prompt. May raise: the request then ends with 'error'."""
 
     @abc.abstractmethod
-    def step(self, seqs: list[Sequence]) -> list[int]:
+    def step(self, seqs: list[Sequence]) -> list[int | SequenceFailed]:
         """Compute the next token of every sequence, together. Forced sequences must return
-        `seq.next_forced_id`. May raise: every sequence of the batch then ends with 'error'."""
+        `seq.next_forced_id`. A SequenceFailed in a sequence's place ends that one alone; an
+        exception raised (the forward pass itself failed) ends every sequence of the batch."""
 
     def release(self, seq: Sequence) -> None:
         """Free what `prefill` allocated (the slot's KV cache)."""

@@ -31,7 +31,7 @@ from typing import Any
 
 from server import metrics
 from server.engine.admission import Admission
-from server.engine.backend import Backend, Sequence
+from server.engine.backend import Backend, Sequence, SequenceFailed
 from server.engine.base import Engine, EngineStopped, FinishReason, Generation, GenerationRequest, TokenEvent
 from server.engine.generation import End, ScheduledGeneration, Stopped, deliver_all
 
@@ -40,6 +40,8 @@ log = logging.getLogger(__name__)
 # Sequences due within this much of now are stepped together with the ones already due: a token
 # up to 1 ms early is invisible at any lab rate, and it lets paced streams share forward passes.
 BATCH_TOLERANCE_S = 0.001
+# The longest single wait of the loop; longer silences are several waits.
+MAX_WAIT_PIECE_S = 60.0
 
 
 class Scheduler(Engine):
@@ -210,6 +212,9 @@ class Scheduler(Engine):
             if not admitted:
                 delay = self._due_heap[0][0] - time.monotonic() if self._due_heap else 0.0
                 if delay > BATCH_TOLERANCE_S:
+                    # Waits are cut into bounded pieces (the loop re-checks after each): a wait
+                    # past threading.TIMEOUT_MAX raises OverflowError and used to kill the loop.
+                    delay = min(delay, MAX_WAIT_PIECE_S)
                     if block:
                         self._cond.wait(timeout=delay)
                         return True
@@ -280,6 +285,11 @@ class Scheduler(Engine):
         metrics.TOKENS_GENERATED.inc(len(batch))
         now = time.monotonic()
         for seq, token in zip(batch, tokens):
+            if isinstance(token, SequenceFailed):
+                # One sequence's failure (its sampling) ends that sequence alone.
+                log.warning("sequence %d failed: %s", seq.id, token)
+                self._finish(seq, "error", f"generation failed: {token}")
+                continue
             self._emit(seq, token, now)
 
     def _emit(self, seq: Sequence, token: int, now: float) -> None:

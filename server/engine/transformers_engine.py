@@ -42,7 +42,7 @@ import secrets
 from dataclasses import dataclass, field
 from typing import Any
 
-from server.engine.backend import Backend, Sequence
+from server.engine.backend import Backend, Sequence, SequenceFailed
 
 log = logging.getLogger(__name__)
 
@@ -175,7 +175,7 @@ class TransformersBackend(Backend):
 
     # ---- decode -----------------------------------------------------------------------------
 
-    def step(self, seqs: list[Sequence]) -> list[int]:
+    def step(self, seqs: list[Sequence]) -> list[int | SequenceFailed]:
         import torch
 
         batch = self._batch
@@ -196,14 +196,15 @@ class TransformersBackend(Backend):
         tokens = self._choose(seqs, logits)
         for st, tok in zip(states, tokens):
             st.length += 1
-            st.next_input = tok
+            if isinstance(tok, int):
+                st.next_input = tok
         return tokens
 
-    def _choose(self, seqs: list[Sequence], logits: Any) -> list[int]:
-        """Teacher forcing or sampling, per row."""
+    def _choose(self, seqs: list[Sequence], logits: Any) -> list[int | SequenceFailed]:
+        """Teacher forcing or sampling, per row; a row that cannot be sampled fails alone."""
         import torch
 
-        tokens: list[int] = []
+        tokens: list[int | SequenceFailed] = []
         greedy_rows: list[int] = []
         for row, seq in enumerate(seqs):
             forced = seq.next_forced_id
@@ -217,23 +218,32 @@ class TransformersBackend(Backend):
                 greedy_rows.append(row)
                 tokens.append(-1)
                 continue
-            row_logits = logits[row].float() / sp.temperature
-            probs = torch.softmax(row_logits, dim=-1)
-            if sp.top_p < 1.0:
-                sorted_p, order = torch.sort(probs, descending=True)
-                cum = torch.cumsum(sorted_p, dim=-1)
-                # Keep the smallest prefix whose mass reaches top_p (always at least one token).
-                drop = (cum - sorted_p) >= sp.top_p
-                sorted_p = sorted_p.masked_fill(drop, 0.0)
-                pick = torch.multinomial(sorted_p, 1, generator=seq.state.generator)
-                tokens.append(int(order[pick]))
-            else:
-                tokens.append(int(torch.multinomial(probs, 1, generator=seq.state.generator)))
+            try:
+                tokens.append(self._sample(logits[row], sp, seq.state.generator))
+            except Exception as exc:  # e.g. non-finite logits: this sequence alone fails
+                tokens.append(SequenceFailed(f"sampling failed: {exc}"))
         if greedy_rows:
             best = torch.argmax(logits[greedy_rows], dim=-1).tolist()
             for row, tok in zip(greedy_rows, best):
                 tokens[row] = int(tok)
         return tokens
+
+    @staticmethod
+    def _sample(row_logits: Any, sp: Any, generator: Any) -> int:
+        import torch
+
+        probs = torch.softmax(row_logits.float() / sp.temperature, dim=-1)
+        if sp.top_p < 1.0:
+            sorted_p, order = torch.sort(probs, descending=True)
+            cum = torch.cumsum(sorted_p, dim=-1)
+            # Keep the smallest prefix whose mass reaches top_p, and always the most likely
+            # token: a top_p that float32 rounds to 0 (1e-300) would otherwise drop them all.
+            drop = (cum - sorted_p) >= sp.top_p
+            drop[0] = False
+            sorted_p = sorted_p.masked_fill(drop, 0.0)
+            pick = torch.multinomial(sorted_p, 1, generator=generator)
+            return int(order[pick])
+        return int(torch.multinomial(probs, 1, generator=generator))
 
     def _rebatch(self, seqs: list[Sequence]) -> _Batch:
         """Stack the due sequences' KV caches into one left-padded batch."""

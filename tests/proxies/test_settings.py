@@ -10,6 +10,7 @@ from pydantic import ValidationError
 from proxies import (ApacheSettings, CaddySettings, ConfigInvalid, EnvoySettings, HaproxySettings,
                      NginxSettings, ProxySettings, VarnishSettings, render, validate)
 from proxies.rendering import render_template
+from proxies.tls import self_signed
 
 ADDRESSING: dict[str, Any] = {
     "listen_host": "127.0.0.2", "listen_port": 18080, "upstream_host": "localhost",
@@ -23,6 +24,11 @@ NON_DEFAULT: dict[type[ProxySettings], dict[str, dict[str, Any]]] = {
         "worker_connections": {"worker_connections": 4096},
         "worker_rlimit_nofile": {"worker_rlimit_nofile": 8192},
         "listen_backlog": {"listen_backlog": 4096},
+        "tls_http2": {"tls_http2": True},  # a certificate made at run time (proxies/tls.py)
+        "ssl_certificate": {"tls_http2": True, "ssl_certificate": self_signed()[0],
+                            "ssl_certificate_key": self_signed()[1]},
+        "ssl_certificate_key": {"tls_http2": True, "ssl_certificate": self_signed()[0],
+                                "ssl_certificate_key": self_signed()[1]},
         "proxy_buffering": {"proxy_buffering": False},
         "proxy_request_buffering": {"proxy_request_buffering": False},
         "proxy_buffer_size": {"proxy_buffer_size": "8k"},

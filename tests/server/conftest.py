@@ -22,13 +22,6 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 
 @pytest.fixture(scope="session")
-def tokenizer(model_dir: str) -> Any:
-    from server.engine import load_tokenizer
-
-    return load_tokenizer(model_dir)
-
-
-@pytest.fixture(scope="session")
 def server(model_dir: str) -> Iterator[ServerHandle]:
     """The synthetic engine with small limits; failure modes chosen per request via `lab`."""
     with running_server(["--engine", "synthetic", "--slots", "4", "--max-queue", "8",

@@ -1,0 +1,78 @@
+"""`python -m labs probe URL [URL ...]`: probe a deployed streaming path, name each fault and its hop."""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from typing import Sequence
+
+from labs.findings import EXIT_UNUSABLE, UnusableInput
+from labs.probe.base import DEFAULT_BUDGET_S, DEFAULT_MAX_SILENCE_S, DEFAULT_MAX_STREAM_S, DEFAULT_STREAMS
+
+EPILOG = """\
+URLs are OpenAI base URLs (http://host:port/v1), the outermost entry first, optionally followed
+by inner entries of the same path (each finding then names the innermost entry that still shows
+it). Behind the path, the lab's server as a canary origin lets the probe steer every check:
+    python -m server --engine synthetic --http h11 --slots 64
+(--http h11 answers HTTP/1.0 close-delimited, as most servers do, so a buffering hop shows).
+Against any other origin only what a client can see is measured.
+Exit status: 0 no failure, 1 a failure found, 2 the input cannot be used.
+"""
+
+
+def parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="python -m labs probe", description=__doc__.splitlines()[0],
+                                epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("urls", nargs="+", metavar="URL", help="OpenAI base URLs, outermost first")
+    p.add_argument("--max-silence", type=float, default=DEFAULT_MAX_SILENCE_S, metavar="S",
+                   help=f"longest silence to try, before the headers, after them and in mid-stream "
+                        f"(default {DEFAULT_MAX_SILENCE_S:g})")
+    p.add_argument("--max-stream", type=float, default=DEFAULT_MAX_STREAM_S, metavar="S",
+                   help=f"a stream longer than this looks for a total-duration limit "
+                        f"(default {DEFAULT_MAX_STREAM_S:g}, above Envoy's 15 s route timeout)")
+    p.add_argument("--streams", type=int, default=DEFAULT_STREAMS, metavar="N",
+                   help=f"concurrent streams for the connection-limit check (default {DEFAULT_STREAMS})")
+    p.add_argument("--budget", type=float, default=DEFAULT_BUDGET_S, metavar="S",
+                   help=f"bound on the whole run; checks that do not fit are skipped "
+                        f"(default {DEFAULT_BUDGET_S:g})")
+    p.add_argument("--api-key-env", metavar="VAR", help="environment variable holding the API key")
+    p.add_argument("--model", metavar="M", help="model to ask for (default: the first listed)")
+    p.add_argument("--lab-token-env", default="STREAMLAB_LAB_TOKEN", metavar="VAR",
+                   help="environment variable holding the canary's lab token, sent as X-Lab-Token "
+                        "(default STREAMLAB_LAB_TOKEN)")
+    p.add_argument("--check", action="append", dest="checks", metavar="NAME",
+                   help="run only this check or finding kind (repeatable; default: all)")
+    p.add_argument("--json", action="store_true", help="print one JSON document instead of tables")
+    return p
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = parser().parse_args(argv)
+    from rich.console import Console
+
+    from labs.probe.report import print_report
+    from labs.probe.run import probe_path
+
+    console = Console(stderr=args.json)
+    errors = Console(stderr=True)
+    try:
+        with console.status("probing") as status:
+            report = probe_path(
+                args.urls, max_silence_s=args.max_silence, max_stream_s=args.max_stream,
+                streams=args.streams, budget_s=args.budget, api_key_env=args.api_key_env,
+                lab_token_env=args.lab_token_env, model=args.model, checks=args.checks,
+                progress=status.update)
+    except UnusableInput as exc:
+        if args.json:
+            print(json.dumps({"urls": args.urls, "ok": False, "error": str(exc)}, indent=2))
+        errors.print(f"[red]error[/red]: {exc}", highlight=False)
+        return EXIT_UNUSABLE
+    if args.json:
+        print(json.dumps(report.to_json(), indent=2, default=str))
+    else:
+        print_report(report, console)
+    return report.exit_status
+
+
+if __name__ == "__main__":
+    sys.exit(main())

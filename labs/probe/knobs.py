@@ -1,0 +1,102 @@
+"""What the probe asks the origin for: the request bodies of each check, and their pacing.
+
+With a canary origin (the lab's server) every body carries `lab` knobs (docs/contract.md): an exact
+script, a token rate, a silence at a chosen place, a stamp on each event. The server is asked to
+behave the way that exposes faults: no `X-Accel-Buffering: no` header (it would switch nginx's
+buffering off for this one response and hide the setting) and no heartbeats unless a check needs
+them (a `: ping` resets every idle timer and would hide the limit being looked for).
+
+Against any other origin the body is an ordinary chat completion with `max_tokens`.
+"""
+from __future__ import annotations
+
+import math
+from typing import Any, Mapping
+
+from labs.scenario import DEFAULT_SCRIPT, Workload
+
+PROMPT = [{"role": "user", "content": "Tell me something, one token at a time."}]
+# An ordinary request for an origin the probe cannot steer: long enough to see how it streams.
+PLAIN_PROMPT = [{"role": "user", "content": "Count from 1 to 60 in words, separated by spaces."}]
+PLAIN_MAX_TOKENS = 96
+
+EXPOSING = {"omit_headers": ["X-Accel-Buffering"], "heartbeat_s": 0}
+
+# The stream the buffering, coalescing and compression checks judge: the catalogue's own
+# workload (one event per token, 10 per second), stamped with the server's send time.
+STREAM_WORKLOAD = Workload(lab={"stamp": True})
+
+# Silences: a few tokens around the silence, fast, so a try costs little more than the silence.
+SILENCE_TOKENS_PER_S = 20.0
+SILENCE_SCRIPT = "One two three four five six."
+MID_STREAM_AFTER_TOKENS = 2
+
+# The long stream: slow tokens, and heartbeats often enough to keep any idle timer of a second
+# or more quiet, so only a limit on the whole response can end it. A byte every 0.1 s also
+# bounds the error of the limit read from the last byte.
+LONG_TOKENS_PER_S = 4.0
+LONG_HEARTBEAT_S = 0.1
+
+# The departure: leave after a few events; the server pauses one token later, because some
+# proxies notice a client that left only when their next write to it fails.
+LEAVE_AFTER_EVENTS = 3
+LEAVE_TOKENS_PER_S = 20.0
+LEAVE_PAUSE_AFTER_TOKENS = 4
+LEAVE_PAUSE_S = 2.0
+LEAVE_SCRIPT = " ".join([DEFAULT_SCRIPT] * 3)
+
+# Concurrent streams: each about one second long.
+BURST_TOKENS_PER_S = 10.0
+BURST_SCRIPT = "A token stream should reach the reader one token at a time."
+
+
+def canary_body(model: str, lab: Mapping[str, Any], *, max_tokens: int = 1024) -> dict[str, Any]:
+    return {"model": model, "messages": PROMPT, "stream": True, "max_tokens": max_tokens,
+            "lab": {**EXPOSING, **lab}}
+
+
+def plain_body(model: str) -> dict[str, Any]:
+    return {"model": model, "messages": PLAIN_PROMPT, "stream": True,
+            "max_tokens": PLAIN_MAX_TOKENS}
+
+
+def stream_body(model: str) -> dict[str, Any]:
+    w = STREAM_WORKLOAD
+    return canary_body(model, {"script": w.script, "tokens_per_s": w.tokens_per_s, **w.lab})
+
+
+def silence_body(model: str, position: str, silence_s: float) -> dict[str, Any]:
+    """A short stream with one silence of `silence_s` at `position` (see silence.POSITIONS)."""
+    lab: dict[str, Any] = {"script": SILENCE_SCRIPT, "tokens_per_s": SILENCE_TOKENS_PER_S}
+    if position == "before-headers":
+        lab["headers_delay_s"] = round(silence_s, 3)
+    elif position == "after-headers":
+        lab["first_token_delay_s"] = round(silence_s, 3)
+    elif position == "mid-stream":
+        lab.update(pause_after_tokens=MID_STREAM_AFTER_TOKENS, pause_s=round(silence_s, 3))
+    else:
+        raise ValueError(f"unknown silence position {position!r}")
+    return canary_body(model, lab)
+
+
+def long_tokens(duration_s: float) -> int:
+    return math.ceil(duration_s * LONG_TOKENS_PER_S)
+
+
+def long_body(model: str, duration_s: float) -> dict[str, Any]:
+    """A stream of about `duration_s`, heartbeats on (`max_tokens` ends it; the script is ample)."""
+    tokens = long_tokens(duration_s)
+    words = DEFAULT_SCRIPT.split()
+    script = " ".join(words[i % len(words)] for i in range(tokens + len(words)))
+    return canary_body(model, {"script": script, "tokens_per_s": LONG_TOKENS_PER_S,
+                               "heartbeat_s": LONG_HEARTBEAT_S}, max_tokens=tokens)
+
+
+def leave_body(model: str, pause_s: float) -> dict[str, Any]:
+    return canary_body(model, {"script": LEAVE_SCRIPT, "tokens_per_s": LEAVE_TOKENS_PER_S,
+                               "pause_after_tokens": LEAVE_PAUSE_AFTER_TOKENS,
+                               "pause_s": round(pause_s, 3)})
+
+
+def burst_body(model: str) -> dict[str, Any]:
+    return canary_body(model, {"script": BURST_SCRIPT, "tokens_per_s": BURST_TOKENS_PER_S})

@@ -1,0 +1,91 @@
+"""What `labs probe` reports: findings with their hop, one check per line, and the numbers.
+
+    {"urls", "origin": "streamlab"|"other", "ok",
+     "findings": [{"kind", "severity", "hop", "evidence", "limit_s", "scenario", "fix", "reason"}],
+     "checks": [{"name", "passed", "observed"}], "measurements": {...}}
+"""
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field, is_dataclass
+from typing import Any
+
+from rich.console import Console
+from rich.table import Table
+
+from labs.findings import CheckOutcome, Finding, PathReport
+
+FINDING_KEYS = ("kind", "severity", "hop", "evidence", "limit_s", "scenario", "fix", "reason")
+
+
+@dataclass
+class ProbeReport(PathReport):
+    urls: list[str] = field(default_factory=list)
+    origin: str = "other"
+    measurements: dict[str, Any] = field(default_factory=dict)
+    _by_check: dict[str, Finding] = field(default_factory=dict, repr=False)
+
+    def add(self, seen: Any, scenario: str | None, fix: str | None) -> None:
+        """One check's observation: its check line, and its finding when it saw the fault."""
+        self.checks.append(CheckOutcome(name=seen.check, passed=not seen.fault, observed=seen.observed,
+                                        kind=seen.kind, skipped=seen.skipped))
+        if seen.fault:
+            finding = Finding(kind=seen.kind, severity="warning" if seen.reason else "failure",
+                              evidence=seen.evidence, scenario=scenario, fix=fix,
+                              limit_s=seen.limit_s, hop=seen.hop, reason=seen.reason)
+            self.findings.append(finding)
+            self._by_check[seen.check] = finding
+
+    def finding_for(self, check: str) -> Finding | None:
+        """The finding a check produced (None when it found nothing)."""
+        return self._by_check.get(check)
+
+    def hop_name(self, hop: int | None) -> str:
+        return "? (the probe could not tell)" if hop is None else f"{hop} ({self.urls[hop]})"
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "urls": self.urls, "origin": self.origin, "ok": self.ok,
+            "findings": [{key: getattr(f, key) for key in FINDING_KEYS} for f in self.findings],
+            "checks": [c.to_json() for c in self.checks],
+            "measurements": _plain(self.measurements),
+        }
+
+
+def _plain(value: Any) -> Any:
+    if is_dataclass(value) and not isinstance(value, type):
+        return asdict(value)
+    if isinstance(value, dict):
+        return {str(k): _plain(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    return value
+
+
+def print_report(report: ProbeReport, console: Console) -> None:
+    origin = ("the lab's server (a canary: every check can steer it)" if report.origin == "streamlab"
+              else "not the lab's server: only what a client can see was measured")
+    console.print(f"[bold]path[/bold]: {' -> '.join(report.urls)}")
+    console.print(f"[bold]origin[/bold]: {origin}")
+    checks = Table(title="checks", show_header=True, header_style="bold")
+    for column in ("check", "result", "observed"):
+        checks.add_column(column)
+    for check in report.checks:
+        verdict = ("[yellow]skipped[/yellow]" if check.skipped else
+                   "[green]pass[/green]" if check.passed else "[red]FAIL[/red]")
+        checks.add_row(check.name, verdict, check.observed)
+    console.print(checks)
+    for f in report.findings:
+        style = "red" if f.severity == "failure" else "yellow"
+        limit = "" if f.limit_s is None else f", limit {f.limit_s:.2f} s"
+        console.print(f"[{style}]{f.severity}[/{style}] [bold]{f.kind}[/bold] at hop "
+                      f"{report.hop_name(f.hop)}{limit}", highlight=False)
+        console.print(f"  evidence: {f.evidence}", highlight=False)
+        if f.reason:
+            console.print(f"  only a warning: {f.reason}", highlight=False)
+        for fix in (f.fix or "").split(" | "):
+            if fix:
+                console.print(f"  fix: {fix}", highlight=False)
+        if f.scenario:
+            console.print(f"  see it in the lab: make lab-{f.scenario}", highlight=False)
+    verdict = "[green]no failure found[/green]" if report.ok else "[red]failures found[/red]"
+    console.print(f"{verdict} ({len(report.findings)} findings, {len(report.checks)} checks)")

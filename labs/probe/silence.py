@@ -1,0 +1,196 @@
+"""Limits in time: how long a silence the path allows (and where), and how long a whole response.
+
+An idle limit is found per position of the silence: before the response headers (a proxy answers
+504), after them but before the first token, and in mid-stream (a 200 already sent, the stream is
+cut). The first try is a silence of `--max-silence`; when it is cut, the moment of the cut is a
+first estimate, and tries just under and over it (then bisection) bracket the limit to within
+about 10 %. Heartbeats are off for these streams: a `: ping` resets every idle timer.
+
+A total-duration limit is found with one stream longer than `--max-stream` that is never silent
+(heartbeats every 0.25 s): when it is cut, the cut's time is the limit. It runs before the
+silences, so a silence longer than the total limit is never mistaken for an idle limit.
+"""
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+
+from labs import client
+from labs.probe import knobs
+from labs.probe.base import Context, Observation, OutOfBudget, how_it_ended, secs, skipped, spent
+from labs.measurements import StreamResult
+
+POSITIONS = ("before-headers", "after-headers", "mid-stream")
+PLACE = {"before-headers": "before the response headers",
+         "after-headers": "after the response headers, before the first token",
+         "mid-stream": "in mid-stream"}
+TOLERANCE = 0.10  # the bracket's half-width, as a share of the limit
+MAX_TRIES = 8
+# The client's own read timeout is this much longer than the silence: it must never be the limit.
+CLIENT_SLACK_S = 5.0
+SAME_LIMIT = 0.25  # an inner entry cut within 25 % of the limit shows the same limit
+
+
+@dataclass
+class Try:
+    silence_s: float
+    passed: bool
+    ended: str
+    cut_after_s: float | None  # seconds of silence when the path ended the stream
+
+
+def _silence_start(position: str, result: StreamResult) -> float:
+    if position == "before-headers" or not result.events:
+        return 0.0
+    return max(e.t for e in result.events)
+
+
+async def try_silence(ctx: Context, hop: int, position: str, silence_s: float) -> Try:
+    ctx.progress(f"{silence_s:.2f} s of silence {PLACE[position]} through {ctx.path.urls[hop]}")
+    result = spent(ctx, await client.measure_stream(
+        ctx.path.completions(hop), knobs.silence_body(ctx.path.model or "", position, silence_s),
+        headers=ctx.path.headers(), accept_encoding=None, read_timeout_s=silence_s + CLIENT_SLACK_S,
+        total_timeout_s=ctx.budget.cap(silence_s + 2 * CLIENT_SLACK_S)))
+    passed = result.outcome == "complete"
+    cut = None
+    if not passed and result.outcome != "timeout" and result.end_s is not None:
+        cut = max(0.0, result.end_s - _silence_start(position, result))
+    return Try(round(silence_s, 3), passed, how_it_ended(result), cut)
+
+
+def cut_time(result: StreamResult) -> float | None:
+    """When a stream that is never silent was cut: the close, when it came within one byte
+    interval of the last byte; else (a hop held the connection open after the cut, as Envoy's
+    delayed_close_timeout does for a second) half a byte interval after the last byte."""
+    last, closed = result.e2e_s, result.end_s
+    if last is None:
+        return closed
+    if closed is not None and closed - last <= knobs.LONG_HEARTBEAT_S * 1.5:
+        return closed
+    return last + knobs.LONG_HEARTBEAT_S / 2
+
+
+def _bracketed(lo: float, hi: float) -> bool:
+    return lo > 0 and (hi - lo) <= 2 * TOLERANCE * (hi + lo) / 2
+
+
+class IdleTimeout:
+    kind, canary_only = "idle-timeout", True
+
+    def __init__(self, position: str) -> None:
+        self.position = position
+        self.name = f"idle-timeout-{position}"
+
+    def longest(self, ctx: Context) -> float:
+        """--max-silence, kept under a total limit found earlier (which would cut it first)."""
+        longest = ctx.settings.max_silence_s
+        total = ctx.notes.get("total_limit_s")
+        return min(longest, 0.8 * total) if total else longest
+
+    async def observe(self, ctx: Context, hop: int) -> Observation:
+        longest = self.longest(ctx)
+        if not ctx.budget.allows(longest + 1):
+            return skipped(self.name, self.kind, f"the budget has {ctx.budget.left():.0f} s left, "
+                                                 f"a silence of {longest:g} s does not fit")
+        tries = [await try_silence(ctx, hop, self.position, longest)]
+        if tries[0].passed:
+            total = ctx.notes.get("total_limit_s")
+            capped = (f" (kept under the {total:.2f} s total limit)"
+                      if total and longest < ctx.settings.max_silence_s else "")
+            return Observation(self.name, self.kind, False,
+                               f"a silence of {longest:.3g} s {PLACE[self.position]} passed{capped}",
+                               measurements={"tries": [asdict(t) for t in tries]})
+        first = tries[0]
+        estimate = first.cut_after_s if first.cut_after_s and first.cut_after_s <= longest * 1.05 else None
+        lo, hi = 0.0, longest
+        queue = [estimate * (1 - TOLERANCE), estimate * (1 + TOLERANCE)] if estimate else []
+        while len(tries) < MAX_TRIES and not _bracketed(lo, hi):
+            silence = queue.pop(0) if queue else ((lo + hi) / 2 if lo else hi / 2)
+            if not lo < silence < hi:
+                continue
+            if silence < 0.02 or not ctx.budget.allows(silence + 1):
+                break
+            try:
+                attempt = await try_silence(ctx, hop, self.position, silence)
+            except OutOfBudget:
+                break  # report the bracket found so far
+            tries.append(attempt)
+            if attempt.passed:
+                lo = silence
+            else:
+                hi = silence
+        limit = estimate if estimate is not None and lo <= estimate <= hi else (lo + hi) / 2
+        ctx.notes.setdefault("idle_limits_s", []).append(limit)
+        numbers = {"tries": [asdict(t) for t in tries], "passed_up_to_s": lo or None,
+                   "cut_from_s": hi}
+        cut = min((t for t in tries if not t.passed), key=lambda t: t.silence_s)
+        passed_text = f"{lo:.2f} s passed" if lo else "even the shortest silence tried was cut"
+        evidence = (f"a silence of {cut.silence_s:.2f} s {PLACE[self.position]} ended the stream "
+                    f"({cut.ended}; the client saw the end {secs(cut.cut_after_s)} after the "
+                    f"silence began); {passed_text}: an idle limit of "
+                    f"about {limit:.2f} s ({len(tries)} tries)")
+        observed = f"idle limit ~{limit:.2f} s {PLACE[self.position]} ({cut.ended})"
+        return Observation(self.name, self.kind, True, observed, evidence, limit_s=round(limit, 3),
+                           measurements=numbers)
+
+    async def shows(self, ctx: Context, hop: int, first: Observation) -> bool:
+        silence = first.measurements.get("cut_from_s")
+        if silence is None or first.limit_s is None:
+            return False
+        attempt = await try_silence(ctx, hop, self.position, silence)
+        if attempt.passed:
+            return False
+        cut = attempt.cut_after_s
+        return cut is None or abs(cut - first.limit_s) <= SAME_LIMIT * first.limit_s
+
+
+class TotalTimeout:
+    name, kind, canary_only = "total-timeout", "total-timeout", True
+
+    async def _long(self, ctx: Context, hop: int, duration_s: float) -> StreamResult:
+        ctx.progress(f"a {duration_s:.1f} s stream (heartbeats on) through {ctx.path.urls[hop]}")
+        return spent(ctx, await client.measure_stream(
+            ctx.path.completions(hop), knobs.long_body(ctx.path.model or "", duration_s),
+            headers=ctx.path.headers(), accept_encoding=None, read_timeout_s=CLIENT_SLACK_S,
+            total_timeout_s=ctx.budget.cap(duration_s + 3 * CLIENT_SLACK_S)))
+
+    async def observe(self, ctx: Context, hop: int) -> Observation:
+        # A little past --max-stream, so a limit of exactly that length still shows.
+        duration = ctx.settings.max_stream_s * 1.1 + 0.5
+        if not ctx.budget.allows(duration + 1):
+            return skipped(self.name, self.kind, f"the budget has {ctx.budget.left():.0f} s left, "
+                                                 f"a {duration:.0f} s stream does not fit")
+        result = await self._long(ctx, hop, duration)
+        numbers = {"duration_s": round(duration, 3), "stream": {
+            "outcome": result.outcome, "status": result.status, "end_s": result.end_s,
+            "content_events": result.content_events, "heartbeats": result.heartbeats}}
+        if result.outcome == "complete":
+            return Observation(self.name, self.kind, False,
+                               f"a {duration:.1f} s stream completed ({result.content_events} events)",
+                               measurements=numbers)
+        limit = cut_time(result)
+        if result.outcome == "timeout" or limit is None:
+            return Observation(self.name, self.kind, False,
+                               f"the {duration:.1f} s stream went silent ({how_it_ended(result)}): "
+                               f"no limit could be read", measurements=numbers)
+        ctx.notes["total_limit_s"] = limit
+        expected = knobs.long_tokens(duration)
+        late_close = result.end_s is not None and result.end_s - limit > 2 * knobs.LONG_HEARTBEAT_S
+        closed = f"; the connection closed only at {result.end_s:.2f} s" if late_close else ""
+        evidence = (f"a {duration:.1f} s stream that was never silent (heartbeats every "
+                    f"{knobs.LONG_HEARTBEAT_S:g} s) was cut {limit:.2f} s after the request "
+                    f"({how_it_ended(result)} of {expected}{closed}): a limit on the whole "
+                    f"response of about {limit:.2f} s")
+        return Observation(self.name, self.kind, True, f"cut after {limit:.2f} s ({how_it_ended(result)})",
+                           evidence, limit_s=round(limit, 3), measurements=numbers)
+
+    async def shows(self, ctx: Context, hop: int, first: Observation) -> bool:
+        if first.limit_s is None:
+            return False
+        result = await self._long(ctx, hop, first.limit_s * 1.5 + 0.5)
+        cut = cut_time(result)
+        return (result.outcome not in ("complete", "timeout") and cut is not None
+                and abs(cut - first.limit_s) <= SAME_LIMIT * first.limit_s)
+
+
+def time_checks() -> list[object]:
+    return [TotalTimeout(), *(IdleTimeout(p) for p in POSITIONS)]

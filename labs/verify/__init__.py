@@ -1,0 +1,19 @@
+"""`labs verify`: a user's own proxy config, read statically and measured in front of the lab's server.
+
+    from labs.verify import verify_config
+    report = verify_config(Path("nginx.conf"), quick=True)
+    report.ok, report.findings, report.checks, report.rewrites, report.to_json()
+
+Modules, one job each: `detect` (which proxy), `*_config` (parse), `*_read` (the route and the
+settings in effect), `rules` (what the settings suggest), `*_rewrite` + `rewrite` (run it here,
+loopback only), `launch` (the proxy's own validator, the process), `checks` (the measurements),
+`containers` (the same in the proxy's container), `judge` (findings), `output` + `cli` (tables,
+JSON, exit status), `run` (all of it).
+"""
+from __future__ import annotations
+
+from labs.verify.checks import CHECK_KINDS, CHECK_NAMES
+from labs.verify.model import Options, VerifyReport
+from labs.verify.run import lab_server, read_config, verify_config
+
+__all__ = ["CHECK_KINDS", "CHECK_NAMES", "Options", "VerifyReport", "lab_server", "read_config", "verify_config"]

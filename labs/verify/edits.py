@@ -1,0 +1,113 @@
+"""Edits on a config's own text, so what runs is the user's file with only the changes shown.
+
+Each edit replaces one statement (from its directive name to its `;` or end of line), comments one
+out, or inserts lines; the result is shown as a unified diff, and a line of the rewritten text can
+be traced back to the user's line (for the proxy's own error messages).
+"""
+from __future__ import annotations
+
+import difflib
+import re
+from dataclasses import dataclass, field
+
+MARK = "streamlab verify"
+
+
+@dataclass
+class TextEdits:
+    """Pending edits on one file's text; applied from the bottom up so offsets stay valid."""
+
+    original: str
+    terminator: str = ";"  # nginx statements end with ';', HAProxy and YAML lines at the newline
+    comment: str = "#"
+    _edits: list[tuple[int, int, str]] = field(default_factory=list)
+
+    def _line_start(self, line: int) -> int:
+        offset = 0
+        for _ in range(line - 1):
+            offset = self.original.index("\n", offset) + 1
+        return offset
+
+    def _statement(self, line: int, name: str) -> tuple[int, int]:
+        start_of_line = self._line_start(line)
+        end_of_line = self.original.find("\n", start_of_line)
+        end_of_line = len(self.original) if end_of_line < 0 else end_of_line
+        match = re.compile(rf"(?<![\w$-]){re.escape(name)}(?![\w-])").search(
+            self.original, start_of_line, end_of_line)
+        if match is None:
+            raise ValueError(f"no {name!r} on line {line}")
+        start = match.start()
+        if self.terminator == "\n":
+            return start, end_of_line
+        quote, index = None, start
+        while index < len(self.original):
+            char = self.original[index]
+            if quote:
+                if char == "\\":
+                    index += 1
+                elif char == quote:
+                    quote = None
+            elif char in "\"'":
+                quote = char
+            elif char == self.terminator:
+                return start, index + 1
+            index += 1
+        raise ValueError(f"the {name!r} statement on line {line} does not end")
+
+    def replace(self, line: int, name: str, new: str) -> None:
+        """Replace the statement `name ...;` that starts on `line` with `new` (no terminator)."""
+        start, end = self._statement(line, name)
+        tail = self.terminator if self.terminator != "\n" else ""
+        self._edits.append((start, end, new + tail))
+
+    def remove(self, line: int, name: str, why: str) -> None:
+        """Comment the statement out, saying why (the diff shows it)."""
+        start, end = self._statement(line, name)
+        old = self.original[start:end].replace("\n", " ")
+        self._edits.append((start, end, f"{self.comment} {old}  {self.comment} {MARK}: {why}"))
+
+    def insert_after(self, line: int, lines: list[str], indent: str = "    ") -> None:
+        """New lines after `line` (0: at the top of the file)."""
+        at = self._line_start(line + 1) if line else 0
+        if line and at == 0:
+            at = len(self.original)
+        text = "".join(f"{indent}{item}\n" for item in lines)
+        if at == len(self.original) and not self.original.endswith("\n"):
+            text = "\n" + text
+        self._edits.append((at, at, text))
+
+    def insert_in_block(self, line: int, name: str, lines: list[str], indent: str = "    ") -> None:
+        """New lines right after the `{` that opens the block `name` starting on `line`."""
+        start, _ = self._statement_start(line, name)
+        brace = self.original.index("{", start)
+        self._edits.append((brace + 1, brace + 1, "".join(f"\n{indent}{item}" for item in lines)))
+
+    def _statement_start(self, line: int, name: str) -> tuple[int, int]:
+        start_of_line = self._line_start(line)
+        match = re.compile(rf"(?<![\w$-]){re.escape(name)}(?![\w-])").search(self.original, start_of_line)
+        if match is None:
+            raise ValueError(f"no {name!r} from line {line}")
+        return match.start(), match.end()
+
+    def apply(self) -> str:
+        text = self.original
+        for start, end, new in sorted(self._edits, key=lambda e: (e[0], e[1]), reverse=True):
+            text = text[:start] + new + text[end:]
+        return text
+
+
+def unified_diff(original: str, rewritten: str, name: str) -> str:
+    lines = difflib.unified_diff(original.splitlines(keepends=True), rewritten.splitlines(keepends=True),
+                                 fromfile=name, tofile=f"{name} (as verify runs it)", n=1)
+    return "".join(line if line.endswith("\n") else line + "\n" for line in lines)
+
+
+def original_line(original: str, rewritten: str, line: int) -> int:
+    """The user's line that the rewritten text's `line` comes from (nearest one for new lines)."""
+    matcher = difflib.SequenceMatcher(a=original.splitlines(), b=rewritten.splitlines(), autojunk=False)
+    for tag, a1, a2, b1, b2 in matcher.get_opcodes():
+        if b1 < line <= b2 or (b1 == b2 == line - 1):
+            if tag == "equal":
+                return a1 + (line - b1)
+            return min(a1 + 1, max(a2, 1))
+    return line

@@ -1,0 +1,95 @@
+"""Findings from the static reading and the measurements together.
+
+A measured fault is a `failure`, named by the directive the reading holds responsible (or the
+proxy's default); a suspicion the measurement did not confirm is a `warning` that says why; each
+finding names the catalogue scenario that demonstrates its kind on this proxy (`make lab-NAME`).
+"""
+from __future__ import annotations
+
+from labs.findings import Finding, FindingKind
+from labs.verify.checks import CHECK_KINDS, Measured
+from labs.verify.model import DEFAULT, Suspicion
+
+# When a measurement shows a fault no setting explains: the setting to look at, and the fix.
+FALLBACK: dict[str, dict[str, tuple[str, str]]] = {
+    "nginx": {"buffering": ("proxy_buffering",
+                            'proxy_buffering off; proxy_http_version 1.1; proxy_set_header Connection "";'),
+              "coalescing": ("proxy_buffering", "proxy_buffering off;"),
+              "compression-delay": ("gzip_types", "gzip_types without text/event-stream"),
+              "idle-timeout": ("proxy_read_timeout", "proxy_read_timeout above the longest silence"),
+              "total-timeout": ("proxy_read_timeout", "no limit on the whole response for the streaming location"),
+              "disconnect-not-propagated": ("proxy_ignore_client_abort", "proxy_ignore_client_abort off;"),
+              "connection-limit": ("worker_connections", "worker_connections above twice the concurrent streams")},
+    "haproxy": {"buffering": ("option http-no-delay", "option http-no-delay"),
+                "coalescing": ("option http-no-delay", "option http-no-delay"),
+                "compression-delay": ("compression type", "compression type without text/event-stream"),
+                "idle-timeout": ("timeout server", "timeout server above the longest silence"),
+                "total-timeout": ("timeout server", "no whole-response limit for the streaming backend"),
+                "disconnect-not-propagated": ("option abortonclose", "option abortonclose"),
+                "connection-limit": ("frontend maxconn", "maxconn above the concurrent streams")},
+    "envoy": {"buffering": ("http_filters", "no filter that needs the whole response body"),
+              "coalescing": ("http_filters", "no filter that holds response data"),
+              "compression-delay": ("http_filters", "compressor content_type without text/event-stream"),
+              "idle-timeout": ("stream_idle_timeout", "stream_idle_timeout above the longest silence"),
+              "total-timeout": ("route timeout", "timeout: 0s on the streaming route"),
+              "disconnect-not-propagated": ("http_filters", "no filter that holds the upstream request"),
+              "connection-limit": ("max_requests", "circuit-breaker thresholds above the concurrent streams")},
+}
+
+
+def scenario_for(kind: FindingKind, proxy: str) -> str | None:
+    """The catalogue scenario that demonstrates `kind` on this proxy (else on any layer)."""
+    from labs import catalogue
+    same_proxy = [s for s in catalogue.SCENARIOS if s.kind == kind and s.path == (proxy,)]
+    anywhere = [s for s in catalogue.SCENARIOS if s.kind == kind]
+    chosen = (same_proxy or anywhere or [None])[0]
+    return f"make lab-{chosen.name}" if chosen else None
+
+
+def findings(proxy: str, suspicions: list[Suspicion], measured: list[Measured],
+             where_of: dict[str, str]) -> list[Finding]:
+    """`where_of`: setting name -> where, for the fallback of a fault no suspicion explains."""
+    out: list[Finding] = []
+    ran = {m.name: m for m in measured}
+    for m in measured:
+        if m.passed or m.kind is None:
+            continue
+        matching = [s for s in suspicions if s.kind == m.kind]
+        if matching:
+            for s in matching:
+                out.append(Finding(kind=m.kind, severity="failure", where=s.where,
+                                   evidence=f"{m.name}: {m.observed}. Read: {s.evidence}",
+                                   scenario=scenario_for(m.kind, proxy), fix=s.fix,
+                                   limit_s=s.limit_s if s.limit_s is not None else m.limit_s))
+        else:
+            setting, fix = FALLBACK[proxy][m.kind]
+            out.append(Finding(kind=m.kind, severity="failure", where=where_of.get(setting, DEFAULT),
+                               evidence=f"{m.name}: {m.observed}", scenario=scenario_for(m.kind, proxy),
+                               fix=fix, limit_s=m.limit_s))
+    failed_kinds = {f.kind for f in out}
+    for s in suspicions:
+        if s.kind in failed_kinds:
+            continue
+        checked = [ran[c] for c in s.checks if c in ran]
+        if checked:
+            reason = "measured here, it did not show: " + "; ".join(f"{c.name}: {c.observed}" for c in checked)
+        else:
+            reason = f"not measured (check {', '.join(s.checks)} not run)"
+        out.append(Finding(kind=s.kind, severity="warning", where=s.where, evidence=s.evidence,
+                           scenario=scenario_for(s.kind, proxy), fix=s.fix, limit_s=s.limit_s, reason=reason))
+    return _unique(out)
+
+
+def checks_for(kinds: set[str]) -> list[str]:
+    """The checks that can show these kinds, in the order they run."""
+    return [name for name, shown in CHECK_KINDS.items() if kinds & set(shown)]
+
+
+def _unique(found: list[Finding]) -> list[Finding]:
+    seen, out = set(), []
+    for f in found:
+        key = (f.kind, f.severity, f.where)
+        if key not in seen:
+            seen.add(key)
+            out.append(f)
+    return out

@@ -1,0 +1,113 @@
+"""What verify works with: the settings read from a config, the suspicions they raise, the options.
+
+A `Setting` is one streaming-relevant value in effect for the route that serves
+`POST /v1/chat/completions`, with where it comes from (`file:line`, or `default` when the proxy's
+own default applies). A `Suspicion` is what the static reading alone says about one finding kind;
+the dynamic checks then confirm it (a `failure`) or not (a `warning` with the reason).
+"""
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from labs.findings import FindingKind, PathReport, UnusableInput
+
+ROUTE_METHOD, ROUTE_PATH = "POST", "/v1/chat/completions"
+DEFAULT = "default"
+
+
+def display_path(file: str | Path) -> str:
+    """A file as the user can open it: relative to the working folder when inside it."""
+    relative = os.path.relpath(os.path.abspath(file))
+    return str(file) if relative.startswith("..") else relative
+
+
+@dataclass(frozen=True)
+class Options:
+    """The user's expectations of the path (the defaults are documented in README.md, "Check your own path").
+
+    max_silence_s: the longest silence the model may keep (prefill, queue, tool call) with no
+        heartbeat; the path must carry it before the first token and in mid-stream.
+    max_stream_s: the longest answer in seconds; the long-stream check runs a little past it.
+    streams: concurrent streams the path must carry at once.
+    """
+
+    max_silence_s: float = 20.0
+    max_stream_s: float = 20.0
+    streams: int = 100
+
+    def __post_init__(self) -> None:
+        if self.max_silence_s <= 0 or self.max_stream_s <= 0:
+            raise UnusableInput("--max-silence and --max-stream must be positive seconds")
+        if not 1 <= self.streams <= 2000:
+            raise UnusableInput("--streams must be between 1 and 2000 (load tests stay bounded)")
+
+
+@dataclass(frozen=True)
+class Setting:
+    """One value in effect: `text` as written (or the default spelled as a directive)."""
+
+    name: str
+    value: Any
+    text: str
+    where: str = DEFAULT
+
+    @property
+    def is_default(self) -> bool:
+        return self.where == DEFAULT
+
+
+@dataclass
+class Reading:
+    """The static reading of one config: the route found and every streaming setting in effect."""
+
+    proxy: str
+    file: Path
+    route: str  # e.g. "server nginx.conf:12 > location /v1/ (conf.d/api.conf:5)"
+    settings: dict[str, Setting] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)
+
+    def get(self, name: str) -> Setting:
+        return self.settings[name]
+
+    def value(self, name: str) -> Any:
+        return self.settings[name].value
+
+
+@dataclass(frozen=True)
+class Suspicion:
+    """What the settings alone suggest: a kind, the directive behind it, the fix, the check to run."""
+
+    kind: FindingKind
+    where: str
+    evidence: str
+    fix: str
+    checks: tuple[str, ...]  # the dynamic checks (labs.verify.checks) that can show it
+    limit_s: float | None = None
+
+
+@dataclass
+class VerifyReport(PathReport):
+    """A verify run: findings and checks (PathReport), plus what was verified and how it ran."""
+
+    proxy: str = ""
+    file: str = ""
+    rewrites: str = ""  # unified diff of every change made so the config runs here
+    route: str = ""
+    settings: dict[str, Setting] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)
+    wall_s: float = 0.0
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "proxy": self.proxy, "file": self.file, "ok": self.ok,
+            "findings": [f.to_json() for f in self.findings],
+            "checks": [c.to_json() for c in self.checks],
+            "rewrites": self.rewrites,
+            "route": self.route,
+            "settings": {name: {"value": s.text, "where": s.where} for name, s in self.settings.items()},
+            "notes": self.notes,
+            "wall_s": round(self.wall_s, 2),
+        }

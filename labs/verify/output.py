@@ -1,0 +1,49 @@
+"""How a verify report reads in a terminal (rich tables) and as one JSON document."""
+from __future__ import annotations
+
+import json
+
+from rich.console import Console
+from rich.syntax import Syntax
+from rich.table import Table
+
+from labs.verify.model import VerifyReport
+
+
+def to_json(report: VerifyReport) -> str:
+    return json.dumps(report.to_json(), indent=2)
+
+
+def print_report(report: VerifyReport, console: Console) -> None:
+    console.print(f"[bold]{report.proxy}[/bold] {report.file}: {report.route}")
+    settings = Table(title="settings in effect for POST /v1/chat/completions", show_header=True,
+                     header_style="bold")
+    for column in ("setting", "value", "where"):
+        settings.add_column(column)
+    for setting in report.settings.values():
+        settings.add_row(setting.name, setting.text, setting.where)
+    console.print(settings)
+    if report.rewrites:
+        console.print("[bold]changed so it runs here[/bold] (loopback only; $RUN is the run's own folder):")
+        console.print(Syntax(report.rewrites, "diff", theme="ansi_dark", word_wrap=True))
+    for note in report.notes:
+        console.print(f"note: {note}")
+    checks = Table(title="dynamic checks (the lab's client, in front of the lab's server)", header_style="bold")
+    for column in ("check", "result", "observed"):
+        checks.add_column(column)
+    for check in report.checks:
+        checks.add_row(check.name, "[green]pass[/green]" if check.passed else "[red]FAIL[/red]", check.observed)
+    console.print(checks)
+    if report.findings:
+        findings = Table(title="findings", header_style="bold", show_lines=True)
+        for column in ("kind", "severity", "where", "evidence", "fix", "scenario"):
+            findings.add_column(column, overflow="fold")
+        for f in report.findings:
+            severity = "[red]failure[/red]" if f.severity == "failure" else "[yellow]warning[/yellow]"
+            evidence = f.evidence + (f" (limit {f.limit_s:g} s)" if f.limit_s is not None else "")
+            if f.reason:
+                evidence += f"\n[dim]{f.reason}[/dim]"
+            findings.add_row(f.kind, severity, f.where or "-", evidence, f.fix or "-", f.scenario or "-")
+        console.print(findings)
+    verdict = "[green]ok[/green]: no failure" if report.ok else f"[red]{len(report.failures())} failure(s)[/red]"
+    console.print(f"{verdict} ({report.wall_s:.0f} s)")

@@ -1,0 +1,185 @@
+"""`verify_config`: read a user's config, run it here in front of the lab's server, measure, judge.
+
+    report = verify_config(Path("nginx.conf"))          # every check, about a minute
+    report = verify_config(Path("nginx.conf"), quick=True)  # only the checks the reading calls for
+    report.ok, report.findings, report.checks, report.rewrites
+
+Nothing but loopback is contacted: the rewritten config is parsed again and refused if it names
+any other address, and the run checks afterwards that every upstream it used was the lab's server.
+"""
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import re
+import tempfile
+import time
+from pathlib import Path
+from typing import Callable, Iterator, Sequence
+
+from labs.findings import CheckOutcome, UnusableInput
+from labs.verify import checks as dynamic
+from labs.verify import judge, rules
+from labs.verify.detect import PROXIES, detect
+from labs.verify.launch import RunningConfig, running, validate
+from labs.verify.model import Options, Reading, VerifyReport, display_path
+from labs.verify.rewrite import Rewritten, assert_loopback, is_loopback
+from server.processes import free_port
+from server.launcher import ServerHandle, running_server
+
+Progress = Callable[[str], None]
+
+
+def server_args(streams: int) -> list[str]:
+    """The lab's server as verify needs it: tokens without a model, enough slots, faults exposed
+    (HTTP/1.0 answered close-delimited; the requests ask it to omit X-Accel-Buffering)."""
+    slots = str(max(256, streams + 16))
+    return ["--engine", "synthetic", "--http", "h11", "--slots", slots, "--max-queue", slots]
+
+
+@contextlib.contextmanager
+def lab_server(streams: int = Options.streams) -> Iterator[ServerHandle]:
+    """A lab server to share between several verify runs (the tests, the pytest plugin)."""
+    with running_server(server_args(streams)) as server:
+        yield server
+
+
+def read_config(path: Path, proxy: str | None = None) -> Reading:
+    """The static reading alone (no process is started)."""
+    proxy = _proxy(path, proxy)
+    module = {"nginx": "nginx_read", "haproxy": "haproxy_read", "envoy": "envoy_read"}[proxy]
+    reader = __import__(f"labs.verify.{module}", fromlist=["read"])
+    return reader.read(path)
+
+
+def rewrite_config(path: Path, proxy: str, lab_port: int, folder: Path, *,
+                   in_container: bool = False) -> Rewritten:
+    """The config as it runs here; `in_container`: it runs as the invoking user in a container."""
+    if proxy == "nginx":
+        from labs.verify import nginx_config, nginx_read, nginx_rewrite
+        config = nginx_config.parse(path)
+        server, _ = nginx_read.select_route(config)
+        rewritten = nginx_rewrite.rewrite(config, server, lab_port, folder, drop_user=in_container)
+        rewritten.write()
+        assert_loopback(nginx_rewrite.addresses(rewritten.main))
+        return rewritten
+    if proxy == "haproxy":
+        from labs.verify import haproxy_config, haproxy_read, haproxy_rewrite
+        config = haproxy_config.parse(path)
+        frontend, _, notes = haproxy_read.select_route(config)
+        rewritten = haproxy_rewrite.rewrite(config, frontend, lab_port, folder, drop_user=in_container)
+        rewritten.host_header = haproxy_read.host_from_notes(notes)
+        assert_loopback(haproxy_rewrite.addresses(rewritten.files[str(path)][1]))
+    else:
+        from labs.verify import envoy_config, envoy_read, envoy_rewrite
+        _, data = envoy_config.load(path)
+        chosen = envoy_read.select_route(data, path)
+        rewritten = envoy_rewrite.rewrite(path, chosen.listener.get("name"), lab_port, folder)
+        rewritten.host_header = chosen.host_header
+        assert_loopback(envoy_rewrite.addresses(rewritten.files[str(path)][1]))
+    rewritten.write()
+    return rewritten
+
+
+def verify_config(path: Path, *, proxy: str | None = None, max_silence_s: float = Options.max_silence_s,
+                  max_stream_s: float = Options.max_stream_s, streams: int = Options.streams,
+                  runtime: str = "local", quick: bool = False, checks: Sequence[str] | None = None,
+                  progress: Progress | None = None, server: ServerHandle | None = None) -> VerifyReport:
+    """Verify one config; raises UnusableInput (exit status 2) when it cannot be used."""
+    started = time.monotonic()
+    say = progress or (lambda message: None)
+    path = Path(path)
+    if runtime not in ("local", "docker"):
+        raise UnusableInput(f"unknown runtime {runtime!r}; known: local, docker")
+    options = Options(max_silence_s, max_stream_s, streams)
+    proxy = _proxy(path, proxy)
+    say(f"reading {display_path(path)} ({proxy})")
+    reading = read_config(path, proxy)
+    report = VerifyReport(proxy=proxy, file=display_path(path), route=reading.route,
+                          settings=reading.settings, notes=list(reading.notes))
+    with contextlib.ExitStack() as stack:
+        # Rewrite and validate before any server starts, so a config the proxy rejects fails fast.
+        lab_port = server.port if server is not None else free_port()
+        folder = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix=f"streamlab-verify-{proxy}-")))
+        rewritten = rewrite_config(path, proxy, lab_port, folder, in_container=runtime == "docker")
+        report.rewrites = rewritten.diff
+        report.notes += rewritten.notes
+        say(f"checking it with {proxy}'s own validator")
+        validate(rewritten, runtime)
+        # After the proxy's own check, so a bad value gets the proxy's own message first.
+        suspected = rules.suspicions(reading, options)
+        selected = _selected(checks, quick, suspected)
+        if server is None:
+            say("starting the lab's server")
+            server = stack.enter_context(running_server(server_args(streams), port=lab_port))
+        say(f"starting {proxy} on 127.0.0.1:{rewritten.listen_port}")
+        proxy_run = stack.enter_context(running(rewritten, runtime))
+        measured = _measure(proxy_run, server, options, selected, say)
+        report.checks = [CheckOutcome(m.name, m.passed, m.observed, kind=m.kind) for m in measured]
+        report.checks.append(_loopback_check(proxy_run))
+    where_of = {name: setting.where for name, setting in reading.settings.items()}
+    report.findings = judge.findings(proxy, suspected, measured, where_of)
+    report.wall_s = time.monotonic() - started
+    return report
+
+
+def _proxy(path: Path, proxy: str | None) -> str:
+    if proxy is None:
+        return detect(path)
+    if proxy not in PROXIES:
+        raise UnusableInput(f"unknown proxy {proxy!r}; known: {', '.join(PROXIES)}")
+    if not path.is_file():
+        raise UnusableInput("no such file", file=str(path))
+    return proxy
+
+
+def _selected(checks: Sequence[str] | None, quick: bool, suspected: list) -> list[str]:
+    if checks is not None:
+        unknown = [c for c in checks if c not in dynamic.CHECK_NAMES]
+        if unknown:
+            raise UnusableInput(f"unknown check(s) {', '.join(unknown)}; known: {', '.join(dynamic.CHECK_NAMES)}")
+        return [c for c in dynamic.CHECK_NAMES if c in checks]
+    if quick:
+        wanted = {"streaming", *(c for s in suspected for c in s.checks)}
+        return [c for c in dynamic.CHECK_NAMES if c in wanted]
+    return list(dynamic.CHECK_NAMES)
+
+
+def _measure(proxy_run: RunningConfig, server: ServerHandle, options: Options, selected: list[str],
+             say: Progress) -> list[dynamic.Measured]:
+    from labs.runner import served_model
+    headers = {"Host": proxy_run.rewritten.host_header} if proxy_run.rewritten.host_header else {}
+    target = dynamic.Target(proxy_run.url, server, served_model(server.url), options, headers)
+
+    async def everything() -> list[dynamic.Measured]:
+        results: dict[str, dynamic.Measured] = {}
+        side_by_side = [c for c in selected if c in dynamic.CONCURRENT]
+        for name in selected:
+            if name in dynamic.CONCURRENT:
+                if name == side_by_side[0]:
+                    say(f"measuring {', '.join(side_by_side)} (side by side, "
+                        f"~{max(options.max_silence_s, options.max_stream_s):.0f} s)")
+                    done = await asyncio.gather(*(dynamic.RUNNERS[c](target) for c in side_by_side))
+                    results.update({m.name: m for m in done})
+                continue
+            say(f"measuring {name}")
+            results[name] = await dynamic.RUNNERS[name](target)
+        return [results[name] for name in selected]
+    return asyncio.run(everything())
+
+
+def _loopback_check(proxy_run: RunningConfig) -> CheckOutcome:
+    """What the proxy itself says it talked to: Envoy's upstream hosts, nginx's and HAProxy's logs."""
+    seen: set[str] = set()
+    if proxy_run.rewritten.admin_port is not None:
+        for line in proxy_run.admin("/clusters").splitlines():
+            match = re.match(r"^[^:]+::([^:]+):\d+::", line)
+            if match:
+                seen.add(match[1])
+    text = proxy_run.log_text()
+    seen.update(re.findall(r"upstream(?:_addr|_host)?[=:]\s*\"?\[?([0-9a-fA-F.:]+?)\]?:\d+", text))
+    seen.update(re.findall(r"connect\(\) to \[?([0-9a-fA-F.:]+?)\]?:\d+", text))
+    others = sorted(h for h in seen if not is_loopback(h))
+    observed = ("upstreams used: " + (", ".join(sorted(seen)) or "only the lab's server (no other address in the "
+                                      "proxy's logs)")) if not others else "OTHER ADDRESSES: " + ", ".join(others)
+    return CheckOutcome("loopback-only", not others, observed)

@@ -1,0 +1,97 @@
+"""`labs probe` against an origin that is not the lab's server: only what a client can see.
+
+A small OpenAI-compatible stub stands in for vLLM or a gateway (loopback only; it frames events
+with the lab's fake-upstream helpers, and adds the `/v1/models` list the probe asks for first).
+Model `streams` sends one event every 50 ms; `lumps` thinks for 1.5 s, then sends all in one write.
+"""
+from __future__ import annotations
+
+import json
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Iterator
+
+import pytest
+
+from labs.fakes.shapes import LAST_CHUNK, chunk, chunked, delta, token
+from labs.probe import probe_path
+
+EVENTS = 20
+
+
+class Stub(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+
+    def log_message(self, *args: object) -> None:  # quiet
+        pass
+
+    def _send(self, status: int, body: bytes, content_type: str) -> None:
+        self.send_response(status)
+        self.send_header("Content-Type", content_type)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def do_GET(self) -> None:
+        if self.path == "/v1/models":
+            models = [{"id": name, "object": "model", "owned_by": "someone-else"}
+                      for name in ("streams", "lumps")]
+            self._send(200, json.dumps({"object": "list", "data": models}).encode(), "application/json")
+        else:
+            self._send(404, b'{"error": {"message": "not found"}}', "application/json")
+
+    def do_POST(self) -> None:
+        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+        assert "lab" not in body, "an ordinary request must carry no lab knobs"
+        self.send_response(200)
+        self.send_header("Content-Type", "text/event-stream")
+        self.send_header("Transfer-Encoding", "chunked")
+        self.end_headers()
+        data = [chunk(delta(token(i))) for i in range(EVENTS)] + [chunk(delta(finish="stop")),
+                                                                  chunk("[DONE]")]
+        if body["model"] == "lumps":
+            time.sleep(1.5)  # pacing: the stub's silence, then one write
+            data = [b"".join(data)]
+        for piece in data:
+            if body["model"] == "streams":
+                time.sleep(0.05)  # pacing: one event every 50 ms
+            self.wfile.write(chunked(piece))
+            self.wfile.flush()
+        self.wfile.write(LAST_CHUNK)
+        self.wfile.flush()
+
+
+@pytest.fixture(scope="module")
+def stub() -> Iterator[str]:
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Stub)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}/v1"
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join(5)
+
+
+def test_a_streaming_origin_passes_and_the_canary_checks_say_what_they_need(stub):
+    report = probe_path([stub], model="streams")
+    assert report.origin == "other" and report.ok and report.findings == []
+    by_name = {c.name: c for c in report.checks}
+    assert by_name["buffering"].passed and not by_name["buffering"].skipped
+    assert by_name["compression-delay"].passed and "did not compress" in by_name["compression-delay"].observed
+    for name in ("coalescing", "total-timeout", "idle-timeout-mid-stream", "disconnect-not-propagated",
+                 "connection-limit"):
+        assert by_name[name].skipped and "needs a canary origin" in by_name[name].skipped
+    stream = report.measurements["buffering"]["identity"]
+    assert stream["content_events"] == EVENTS and stream["bursts"] >= 0.75 * EVENTS
+
+
+def test_a_lump_is_only_a_warning_without_a_canary(stub):
+    report = probe_path([stub], model="lumps", checks=["buffering"])
+    [finding] = report.findings
+    assert finding.kind == "buffering" and finding.severity == "warning"
+    assert "cannot tell" in finding.reason
+    assert report.ok and report.exit_status == 0  # a warning is not a failure
+    assert report.measurements["buffering"]["identity"]["bursts"] <= 2

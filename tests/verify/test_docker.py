@@ -1,0 +1,24 @@
+"""verify --runtime docker: the same user config, the proxy in its container (skips without an engine)."""
+from __future__ import annotations
+
+import pytest
+
+from labs.verify import verify_config
+from tests.runtimes import require_images
+from tests.verify.conftest import USER_CONFIGS, user_config_cases
+
+pytestmark = [pytest.mark.docker, pytest.mark.slow]
+CASES = {name: expected for name, expected in user_config_cases()}
+
+
+@pytest.mark.parametrize("name", ["nginx-debian-includes", "haproxy-user", "envoy-user"])
+def test_user_config_in_its_container(verify_server, name):
+    expected = CASES[name]
+    proxy = {"nginx": "nginx", "haproxy": "haproxy", "envoy": "envoy"}[name.split("-")[0]]
+    require_images([proxy])
+    report = verify_config(USER_CONFIGS / name / expected["config"], quick=True, runtime="docker",
+                           server=verify_server, **expected.get("options", {}))
+    failures = sorted({f.kind for f in report.findings if f.severity == "failure"})
+    assert failures == sorted(expected["failures"]), [(c.name, c.observed) for c in report.checks]
+    assert all(c.passed for c in report.checks if c.name == "loopback-only")
+    assert "runs as the invoking user in a container" in report.rewrites or proxy == "envoy"

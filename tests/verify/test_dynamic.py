@@ -1,0 +1,121 @@
+"""verify against real proxies: the catalogue's own configs, the exported ones, users' configs.
+
+Self-consistency with the catalogue: every scenario's rendered broken config is reported with the
+scenario's kind as a failure, and its fixed config with no failure, measured by the check that
+shows that kind (quick: only that check), with limits against the scenarios' scaled values: a 2 s
+silence against a 1 s timeout (10 s when fixed), a 4.5 s stream against a 2 s route timeout.
+"""
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from labs import catalogue
+from labs.verify import verify_config
+from labs.render import rendered
+from labs.verify.judge import checks_for
+from proxies.validation import CONFIG_NAMES
+from proxies.variants import variant
+from tests.verify.conftest import USER_CONFIGS, user_config_cases
+
+pytestmark = pytest.mark.slow
+REPO = Path(__file__).resolve().parents[2]
+SCALED = {"max_silence_s": 2.0, "max_stream_s": 2.5, "streams": 60}
+
+
+def _faulty_proxy(scenario) -> str:
+    """The proxy whose config holds the fault (a chain's broken hop is the one its fix changes)."""
+    changed = [p for p in scenario.path if scenario.fix.proxy.get(p)]
+    return (changed or list(scenario.path))[0]
+
+
+CASES = [(s, v) for s in catalogue.SCENARIOS if s.kind and s.path for v in ("broken", "fixed")
+         # A fix made on the server (it sends X-Accel-Buffering, heartbeats) leaves the proxy's config
+         # as broken as it was: verify rightly reports it, so only the broken side is a case.
+         if v == "broken" or s.fix.proxy.get(_faulty_proxy(s))]
+
+
+@pytest.mark.parametrize("scenario, side", CASES, ids=[f"{s.name}-{v}" for s, v in CASES])
+def test_catalogue_config(verify_server, tmp_path, scenario, side):
+    proxy = _faulty_proxy(scenario)
+    path = tmp_path / CONFIG_NAMES[proxy]
+    path.write_text(rendered(scenario.name, side, proxy)[1])
+    report = verify_config(path, checks=checks_for({scenario.kind}), server=verify_server, **SCALED)
+    failures = {f.kind for f in report.failures()}
+    shown = [(c.name, c.observed) for c in report.checks]
+    if side == "broken":
+        assert scenario.kind in failures, shown
+        assert all(f.where and f.fix and f.scenario for f in report.failures())
+    else:
+        assert not failures, shown
+    assert all(c.passed for c in report.checks if c.name == "loopback-only")
+
+
+@pytest.mark.parametrize("proxy", ["nginx", "haproxy", "envoy"])
+def test_exported_fixed_config_has_no_failure(verify_server, proxy):
+    """proxies/fixed/ as users copy it, every check (limits scaled to keep the suite fast)."""
+    path = REPO / "proxies" / "fixed" / CONFIG_NAMES[proxy]
+    report = verify_config(path, server=verify_server, max_silence_s=1.5, max_stream_s=2.0, streams=30)
+    assert {c.name for c in report.checks} >= {"streaming", "gzip", "silence-mid-stream", "long-stream",
+                                                "disconnect", "concurrent-streams", "loopback-only"}
+    assert report.ok, [(f.kind, f.evidence) for f in report.failures()]
+    assert all(c.passed for c in report.checks), [(c.name, c.observed) for c in report.checks]
+    assert not report.findings, [(f.kind, f.severity, f.where) for f in report.findings]
+
+
+@pytest.mark.parametrize("name, expected", user_config_cases(), ids=[c[0] for c in user_config_cases()])
+def test_user_config(verify_server, name, expected):
+    before = verify_server.metrics()
+    report = verify_config(USER_CONFIGS / name / expected["config"], quick=True, server=verify_server,
+                           **expected.get("options", {}))
+    failures = sorted({f.kind for f in report.findings if f.severity == "failure"})
+    warnings = sorted({f.kind for f in report.findings if f.severity == "warning"})
+    shown = [(c.name, c.observed) for c in report.checks]
+    assert failures == sorted(expected["failures"]), shown
+    assert warnings == sorted(expected["warnings"]), [(f.kind, f.evidence) for f in report.findings]
+    # Nothing but loopback: the proxy reports no other upstream, and the lab's server did serve it.
+    loopback = next(c for c in report.checks if c.name == "loopback-only")
+    assert loopback.passed, loopback.observed
+    served = verify_server.metrics().get("streamlab_tokens_generated_total", 0)
+    assert served > before.get("streamlab_tokens_generated_total", 0)
+    assert report.rewrites and not re.search(r"^\+(?!\s*#).*\b(10\.\d+\.\d+\.\d+|0\.0\.0\.0)\b", report.rewrites, re.M)
+
+
+SENTINEL_CONFIGS = {
+    "nginx": ("nginx.conf", "events {{}}\nhttp {{\n  upstream named {{ server 127.0.0.1:{port}; }}\n"
+              "  server {{\n    listen 127.0.0.1:{port};\n    location / {{ proxy_pass http://127.0.0.1:{port}; }}\n"
+              "    location /v1/ {{ proxy_pass http://named; proxy_buffering off; proxy_http_version 1.1;"
+              " proxy_set_header Connection \"\"; }}\n  }}\n}}\n"),
+    "haproxy": ("haproxy.cfg", "defaults\n    mode http\n    timeout connect 5s\n    timeout client 1m\n"
+                "    timeout server 1m\n    option http-no-delay\n    option abortonclose\nfrontend fe\n"
+                "    bind 127.0.0.1:{port}\n    default_backend b\nbackend b\n    server s 127.0.0.1:{port}\n"),
+}
+
+
+@pytest.mark.parametrize("proxy", ["envoy", "haproxy", "nginx"])
+def test_every_upstream_is_the_lab_server_even_a_loopback_one(verify_server, tmp_path, proxy):
+    """A listener stands where the config's upstreams point: verify must never reach it."""
+    import socket
+    sentinel = socket.socket()
+    sentinel.bind(("127.0.0.1", 0))
+    sentinel.listen(16)
+    sentinel.setblocking(False)
+    try:
+        port = sentinel.getsockname()[1]
+        if proxy == "envoy":  # the exported config, its upstream (and listener) at the sentinel
+            name, text = "envoy.yaml", (REPO / "proxies" / "fixed" / "envoy.yaml").read_text()
+            for fixed_port in ("8000", "8080"):
+                text = text.replace(f"port_value: {fixed_port}", f"port_value: {port}")
+        else:
+            name, template = SENTINEL_CONFIGS[proxy]
+            text = template.format(port=port)
+        path = tmp_path / name
+        path.write_text(text)
+        report = verify_config(path, checks=["streaming", "disconnect"], server=verify_server)
+        assert report.ok, [(c.name, c.observed) for c in report.checks]
+        with pytest.raises(BlockingIOError):
+            sentinel.accept()  # nobody connected to where the user's config pointed
+    finally:
+        sentinel.close()
