@@ -28,7 +28,7 @@ import time
 import zlib
 from dataclasses import dataclass
 from typing import Any, Literal, Mapping
-from urllib.parse import urlsplit
+from urllib.parse import urlencode, urlsplit
 
 import h11
 
@@ -48,6 +48,8 @@ class Options:
     non-streaming call): every event is dispatched at the last byte, in the last read.
     `disconnect_after_events` (stream mode only) closes the socket (FIN) right after that many
     content events have been dispatched; the time is `disconnect_s`.
+    `method="GET"` sends the request as EventSource does: no body, the JSON in the `request`
+    query parameter (the server's GET form, server/event_source.py), a URL a cache can key on.
 
     The default Accept-Encoding is what httpx (and so the OpenAI Python SDK) sends, so a
     proxy that compresses will compress for this client as it would for a real one.
@@ -60,6 +62,7 @@ class Options:
     headers: Mapping[str, str] | None = None
     accept_encoding: str | None = "gzip, deflate"
     disconnect_after_events: int | None = None
+    method: Literal["POST", "GET"] = "POST"
 
 
 @dataclass(frozen=True, slots=True)
@@ -86,9 +89,13 @@ def request_bytes(target: Target, body: bytes, opts: Options) -> bytes:
         ("Host", target.host_header),
         ("User-Agent", USER_AGENT),
         ("Accept", "text/event-stream"),
-        ("Content-Type", "application/json"),
-        ("Content-Length", str(len(body))),
     ]
+    path = target.path
+    if opts.method == "GET":
+        path += ("&" if "?" in path else "?") + urlencode({"request": body.decode()})
+        body = b""
+    else:
+        headers += [("Content-Type", "application/json"), ("Content-Length", str(len(body)))]
     if opts.accept_encoding:
         headers.append(("Accept-Encoding", opts.accept_encoding))
     taken = {k.lower() for k, _ in headers}
@@ -99,8 +106,8 @@ def request_bytes(target: Target, body: bytes, opts: Options) -> bytes:
     conn = h11.Connection(h11.CLIENT)
     return b"".join(
         conn.send(ev)  # type: ignore[misc]
-        for ev in (h11.Request(method="POST", target=target.path, headers=headers),
-                   h11.Data(data=body), h11.EndOfMessage())
+        for ev in (h11.Request(method=opts.method, target=path, headers=headers),
+                   *([h11.Data(data=body)] if body else []), h11.EndOfMessage())
     )
 
 

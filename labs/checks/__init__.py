@@ -7,6 +7,7 @@ workload's token interval (see `base`), never a tight absolute number.
 from __future__ import annotations
 
 from labs.checks.base import HELD_SLACK_INTERVALS, STREAM_SLACK_INTERVALS, STREAMED_READ_SHARE, threshold
+from labs.checks.cache import every_stream_live, replayed_from_cache, server_requests
 from labs.checks.many import (gap_p99_at_most, stayers_ttft_at_least, stayers_ttft_within,
                               ttft_max_at_least, ttft_p99_within, ttft_spread_at_least)
 from labs.checks.outcome import (complete_with_done, error_reported, failed_share_at_least,
@@ -39,6 +40,7 @@ __all__ = [
     "cut_at_deadline",
     "departed",
     "error_reported",
+    "every_stream_live",
     "failed_share_at_least",
     "finish_reason_is",
     "gap_p99_at_most",
@@ -54,11 +56,13 @@ __all__ = [
     "release_at_least",
     "release_within",
     "replacement_chars_at_least",
+    "replayed_from_cache",
     "sent_together_at_least",
     "server_heard_departures",
     "server_metric_at_least",
     "server_metric_at_most",
     "server_peak_at_least",
+    "server_requests",
     "silence_outlasted",
     "slot_held_at_least",
     "slot_held_at_most",

@@ -99,7 +99,8 @@ class LocalProxy:
     def error_log(self) -> str:
         own = _read(self.workdir / "error.log") if self.settings.proxy in ("nginx", "apache") else ""
         access = set(self.access_log())
-        rest = [line for line in self._process_lines() if line not in access]
+        # Varnish's start-up "Debug:" lines (its platform string has "-hcritbit" in it) are noise.
+        rest = [line for line in self._process_lines() if line not in access and not line.startswith("Debug:")]
         return own + "\n".join(rest)
 
     def stats(self, prefix: str = "") -> dict[str, int]:

@@ -13,7 +13,7 @@ READY_PATH = "/.streamlab-ready"
 # handling (hit, miss, pass, synth) says whether the cache answered; ttfb is Varnish's own.
 VARNISH_FORMAT = ('time=%{%Y-%m-%dT%H:%M:%S}t client=%h method=%m uri="%U" status=%s '
                   'handling=%{Varnish:handling}x duration_us=%D ttfb_s=%{Varnish:time_firstbyte}x '
-                  'bytes_sent=%b hits=%{VSL:Hit}x')
+                  'bytes_sent=%b')
 
 _PAIR = re.compile(r'(\w+)=("(?:[^"\\]|\\.)*"|\S*)')
 # `option httplog` as `log stdout format raw` prints it, e.g.

@@ -11,7 +11,8 @@ from dataclasses import dataclass, replace
 from typing import Any, Callable
 
 from labs.catalogue import client as client_layer
-from labs.catalogue import envoy, haproxy, nginx, server
+from labs.catalogue import apache, cdn, envoy, haproxy, nginx, server
+from labs.checks.cache import REQUESTS_OK
 from labs.checks.stress import DISCONNECTS
 from labs.measurements import Event, StreamResult
 from labs.scenario import Run, Scenario, VariantName
@@ -289,4 +290,9 @@ HANDMADE: dict[str, Handmade] = {
         cure_without_stress=lambda s: s.run(s.rushed()),
         symptom_without_stress=lambda s: s.run(s.rushed_lump(reads=20))),
     "client-read-timeout": _idle(client_layer.READ_TIMEOUT_S, outcome="timeout"),
+    "cdn-cache-replay": Handmade(
+        symptom=lambda s: s.run(s.streamed(), s.stream([0.0003] * 20, [1] * 20), server_delta={REQUESTS_OK: 1}),
+        cure=lambda s: s.run(s.streamed(), s.streamed(), server_delta={REQUESTS_OK: 2})),
+    "cdn-between-bytes": _idle(cdn.BETWEEN_BYTES_S),
+    "apache-proxy-timeout": _idle(apache.PROXY_TIMEOUT_S),
 }
