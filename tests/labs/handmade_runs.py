@@ -295,4 +295,9 @@ HANDMADE: dict[str, Handmade] = {
         cure=lambda s: s.run(s.streamed(), s.streamed(), server_delta={REQUESTS_OK: 2})),
     "cdn-between-bytes": _idle(cdn.BETWEEN_BYTES_S),
     "apache-proxy-timeout": _idle(apache.PROXY_TIMEOUT_S),
+    "caddy-encode": _held(encoding="gzip"),
+    "nginx-buffer-size": Handmade(
+        symptom=lambda s: s.run(s.streamed(hop_s=0.1)),
+        cure=lambda s: s.run(s.streamed(hop_s=0.002)),
+        cure_without_stress=lambda s: s.run(s.rushed(hop_s=0.002))),
 }
