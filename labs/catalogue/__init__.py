@@ -5,13 +5,13 @@
 """
 from __future__ import annotations
 
-from labs.catalogue import apache, caddy, cdn, chain, envoy, haproxy, nginx
+from labs.catalogue import apache, caddy, cdn, chain, envoy, haproxy, nginx, reload
 from labs.catalogue import browser, client, server
 from labs.scenario import VARIANTS, Scenario
 
 SCENARIOS: tuple[Scenario, ...] = (
     *nginx.SCENARIOS, *haproxy.SCENARIOS, *envoy.SCENARIOS, *cdn.SCENARIOS, *apache.SCENARIOS,
-    *caddy.SCENARIOS,
+    *caddy.SCENARIOS, *reload.SCENARIOS,
     *chain.SCENARIOS,
     *server.SCENARIOS, *client.SCENARIOS, *browser.SCENARIOS,
 )

@@ -21,8 +21,8 @@ from labs.checks.stream import (coalesced, content_encoded, content_events_at_mo
                                 held_to_end, hop_delay_at_least, hop_delay_at_most, socket_reads_spread,
                                 streamed, ttft_late)
 from labs.checks.stress import (STRESS_MARGIN_INTERVALS, cut_after_silence, cut_at_deadline, departed,
-                                outlived, sent_together_at_least, server_heard_departures,
-                                server_peak_at_least, silence_outlasted)
+                                outlived, reloaded_mid_stream, sent_together_at_least,
+                                server_heard_departures, server_peak_at_least, silence_outlasted)
 from labs.checks.text import (no_stop_leak, replacement_chars_at_least, stop_leaked, text_cut_short,
                               text_is_script)
 
@@ -55,6 +55,7 @@ __all__ = [
     "proxy_stat_at_least",
     "release_at_least",
     "release_within",
+    "reloaded_mid_stream",
     "replacement_chars_at_least",
     "replayed_from_cache",
     "sent_together_at_least",

@@ -11,7 +11,7 @@ from dataclasses import dataclass, replace
 from typing import Any, Callable
 
 from labs.catalogue import client as client_layer
-from labs.catalogue import apache, cdn, envoy, haproxy, nginx, server
+from labs.catalogue import apache, cdn, envoy, haproxy, nginx, reload, server
 from labs.checks.cache import REQUESTS_OK
 from labs.checks.stress import DISCONNECTS
 from labs.measurements import Event, StreamResult
@@ -193,6 +193,20 @@ def _stop_texts(met: str, partial: str) -> Make:
     return lambda s: s.run(s.streamed(6, text=met), s.streamed(18, text=partial))
 
 
+def _reload() -> Handmade:
+    """A reload mid-stream: the stream is cut when the drain limit ends (symptom), or runs to its
+    end (cure); without the stress, no reload happened at all."""
+    at = reload.RELOAD_AT_S
+
+    def cut(s: Shapes) -> StreamResult:
+        return s.cut(int(reload.CUT_AT_S / s.dt), 0.05)
+    return Handmade(
+        symptom=lambda s: s.run(cut(s), reloaded_at_s=at),
+        cure=lambda s: s.run(s.streamed(60), reloaded_at_s=at),
+        cure_without_stress=lambda s: s.run(s.streamed(60)),
+        symptom_without_stress=lambda s: s.run(cut(s)))
+
+
 HANDMADE: dict[str, Handmade] = {
     "nginx-buffering": _held(),
     "nginx-accel-header": _held(),
@@ -296,6 +310,8 @@ HANDMADE: dict[str, Handmade] = {
     "cdn-between-bytes": _idle(cdn.BETWEEN_BYTES_S),
     "apache-proxy-timeout": _idle(apache.PROXY_TIMEOUT_S),
     "caddy-encode": _held(encoding="gzip"),
+    "nginx-reload": _reload(),
+    "haproxy-reload": _reload(),
     "nginx-buffer-size": Handmade(
         symptom=lambda s: s.run(s.streamed(hop_s=0.1)),
         cure=lambda s: s.run(s.streamed(hop_s=0.002)),

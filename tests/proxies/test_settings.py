@@ -24,6 +24,7 @@ NON_DEFAULT: dict[type[ProxySettings], dict[str, dict[str, Any]]] = {
         "worker_connections": {"worker_connections": 4096},
         "worker_rlimit_nofile": {"worker_rlimit_nofile": 8192},
         "listen_backlog": {"listen_backlog": 4096},
+        "worker_shutdown_timeout": {"worker_shutdown_timeout": 3},
         "tls_http2": {"tls_http2": True},  # a certificate made at run time (proxies/tls.py)
         "ssl_certificate": {"tls_http2": True, "ssl_certificate": self_signed()[0],
                             "ssl_certificate_key": self_signed()[1]},
@@ -57,6 +58,7 @@ NON_DEFAULT: dict[type[ProxySettings], dict[str, dict[str, Any]]] = {
         "maxconn_global": {"maxconn_global": 4096},
         "maxconn_frontend": {"maxconn_frontend": 32},
         "maxconn_server": {"maxconn_server": 8},
+        "hard_stop_after": {"hard_stop_after": "3s"},
         "http_no_delay": {"http_no_delay": True},
         "abortonclose": {"abortonclose": True},
         "compression_algo": {"compression_algo": "gzip"},
