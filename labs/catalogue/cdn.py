@@ -2,8 +2,13 @@
 list, and the between-bytes timeout."""
 from __future__ import annotations
 
-from labs import checks
-from labs.scenario import Scaled, Scenario, Variant, Workload
+import asyncio
+import time
+from typing import Any, Mapping
+
+from labs import checks, client
+from labs.measurements import StreamResult
+from labs.scenario import Driver, Scaled, Scenario, Variant, Workload
 
 DOCS = "https://varnish-cache.org/docs/7.1"
 BETWEEN_BYTES_S = 2.0  # cdn-between-bytes: the backend's .between_bytes_timeout
@@ -11,6 +16,25 @@ SILENCE_S = 4.0
 # EventSource-style clients: a GET whose URL carries the request, which a cache can key on.
 GET = {"method": "GET"}
 NO_CACHE_CONTROL = {"omit_headers": ["cache-control"]}
+PREFILL_S = 3.0  # cdn-waiting-list: the server's silence before its headers
+SECOND_AFTER_S = 0.5  # the second user asks the same URL this long after the first
+# The waiting user's first token is late by at least half a prefill, in token intervals (10/s).
+WAITED_INTERVALS = 0.5 * PREFILL_S * Workload().tokens_per_s
+
+
+def staggered(count: int, apart_s: float) -> Driver:
+    """`count` users ask the same URL, each `apart_s` after the one before."""
+    async def drive(url: str, body: dict[str, Any], workload: Workload,
+                    options: Mapping[str, Any]) -> list[StreamResult]:
+        epoch = time.perf_counter()
+
+        async def user(index: int) -> StreamResult:
+            await asyncio.sleep(index * apart_s)
+            result = await client.measure_stream(url, body, **options)
+            result.start_s = index * apart_s
+            return result
+        return list(await asyncio.gather(*(user(i) for i in range(count))))
+    return drive
 
 SCENARIOS = [
     Scenario(
@@ -62,5 +86,36 @@ SCENARIOS = [
                 Scaled("silence mid-stream", f"{SILENCE_S:g}s", "minutes"),
                 Scaled("heartbeat interval", "0.25s", "10s")),
         sources=(f"{DOCS}/reference/vcl.html#backend-definition",),
+    ),
+    Scenario(
+        name="cdn-waiting-list",
+        layer="proxy",
+        kind="connection-limit",
+        symptom="two users asking the same thing: the second waits for the first's prefill, then its own",
+        path=("varnish",),
+        workload=Workload(lab={"headers_delay_s": PREFILL_S}, client=GET,
+                          driver=staggered(2, SECOND_AFTER_S)),
+        broken=Variant(),
+        fix=Variant(proxy={"varnish": {"pass_event_streams": True}}),
+        symptom_checks=(checks.sent_together_at_least(2, "two users on one URL"),
+                        checks.ttft_max_at_least(WAITED_INTERVALS)),
+        cure_checks=(checks.sent_together_at_least(2, "two users on one URL"),
+                     checks.ttft_p99_within(checks.STREAM_SLACK_INTERVALS), checks.complete_with_done()),
+        explanation=(
+            "Varnish collapses requests for the same object: while the first user's fetch has no "
+            "headers yet (the model's prefill), a second request for the same URL waits on the "
+            "object's waiting list. When the headers come with `Cache-Control: no-cache` (the "
+            "server's default), the object is not cacheable and the second request only then goes "
+            "to the backend itself: its TTFT is the first user's prefill plus its own. The server's "
+            "headers cannot fix this, the cache must not look event streams up at all: "
+            "`return (pass)` in vcl_recv for `Accept: text/event-stream`."),
+        fix_summary="VCL: if (req.http.Accept ~ \"text/event-stream\") { return (pass); }",
+        finding=(
+            "Measured here: with beresp.do_stream = false the second user waits for the whole first "
+            "answer (TTFT = the first user's E2E), and a POST is then fully buffered too."),
+        scaled=(Scaled("prefill (headers delay)", f"{PREFILL_S:g}s", "seconds under load"),
+                Scaled("second user", f"{SECOND_AFTER_S:g}s later", "any overlap")),
+        sources=(f"{DOCS}/users-guide/vcl-built-in-code.html",
+                 f"{DOCS}/reference/vcl.html#vcl-recv"),
     ),
 ]

@@ -207,6 +207,19 @@ def _reload() -> Handmade:
         symptom_without_stress=lambda s: s.run(cut(s)))
 
 
+def _waiting_list() -> Handmade:
+    """Two users on one URL, the second 0.5 s later: it waits for the first's headers, then its
+    own prefill (symptom), or both start after one prefill (cure); without the stress the two
+    never overlap."""
+    def late(s: Shapes) -> StreamResult:
+        return at(s.stream([t + cdn.PREFILL_S - cdn.SECOND_AFTER_S for t in s.times(14)]), cdn.SECOND_AFTER_S)
+    return Handmade(
+        symptom=lambda s: s.run(s.streamed(14), late(s)),
+        cure=lambda s: s.run(s.streamed(14), at(s.streamed(14), cdn.SECOND_AFTER_S)),
+        cure_without_stress=lambda s: s.run(*in_turn([s.streamed(14), s.streamed(14)])),
+        symptom_without_stress=lambda s: s.run(*in_turn([s.streamed(14), late(s)])))
+
+
 HANDMADE: dict[str, Handmade] = {
     "nginx-buffering": _held(),
     "nginx-accel-header": _held(),
@@ -308,6 +321,7 @@ HANDMADE: dict[str, Handmade] = {
         symptom=lambda s: s.run(s.streamed(), s.stream([0.0003] * 20, [1] * 20), server_delta={REQUESTS_OK: 1}),
         cure=lambda s: s.run(s.streamed(), s.streamed(), server_delta={REQUESTS_OK: 2})),
     "cdn-between-bytes": _idle(cdn.BETWEEN_BYTES_S),
+    "cdn-waiting-list": _waiting_list(),
     "apache-proxy-timeout": _idle(apache.PROXY_TIMEOUT_S),
     "caddy-encode": _held(encoding="gzip"),
     "nginx-reload": _reload(),
