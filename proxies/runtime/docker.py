@@ -215,7 +215,8 @@ def proxy_run_args(settings: ProxySettings, workdir: Path, config_path: Path, na
     proxy = settings.proxy
     args = [*base_run_args(name, proxy), *bind(config_path, f"{CONFIG_DIR}/{CONFIG_NAMES[proxy]}")]
     if proxy in ("nginx", "varnish", "apache", "caddy"):
-        args += bind(workdir, PREFIX, readonly=False)
+        # Relative paths (Caddy's access.log) resolve in the prefix, as in the local runtime.
+        args += [*bind(workdir, PREFIX, readonly=False), "--workdir", PREFIX]
     # A TLS variant's certificate, made at run time, at the same path inside.
     for path in {getattr(settings, name, None) for name in ("ssl_certificate", "ssl_certificate_key")} - {None}:
         args += bind(Path(path), str(path))
