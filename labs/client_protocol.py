@@ -63,6 +63,10 @@ class Options:
     accept_encoding: str | None = "gzip, deflate"
     disconnect_after_events: int | None = None
     method: Literal["POST", "GET"] = "POST"
+    # HTTP/2 over TLS (ALPN h2) with labs/client_h2.py; verify_tls=False accepts the lab's own
+    # self-signed loopback certificate.
+    http2: bool = False
+    verify_tls: bool = True
 
 
 @dataclass(frozen=True, slots=True)
@@ -233,6 +237,7 @@ class Exchange(asyncio.Protocol):
                 self._body(ev.data, t, read, wall)  # type: ignore[union-attr]
             elif kind is h11.Response:
                 r.status = ev.status_code  # type: ignore[union-attr]
+                r.headers_s = t
                 r.http_version = ev.http_version.decode()  # type: ignore[union-attr]
                 headers: dict[str, str] = {}
                 for name, value in ev.headers:  # type: ignore[union-attr]
