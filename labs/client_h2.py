@@ -78,11 +78,7 @@ class H2Exchange(Exchange):
                 self.transport.write(self.h2.data_to_send())
             return
         r = self.r
-        r.reads += 1
-        t = now - self.t0
-        if r.ttfb_s is None:
-            r.ttfb_s = t
-        r.e2e_s, self.last = t, now
+        t = self.note_read(now)
         try:
             events = self.h2.receive_data(data)
         except h2.exceptions.ProtocolError as exc:

@@ -185,11 +185,8 @@ class Exchange(asyncio.Protocol):
             return
         self._arm()
 
-    def data_received(self, data: bytes) -> None:
-        now = time.perf_counter()
-        wall = time.time()
-        if self.finished:
-            return
+    def note_read(self, now: float) -> float:
+        """Count one socket read that returned data at `now`; its time since t = 0."""
         r = self.r
         r.reads += 1
         t = now - self.t0
@@ -197,6 +194,15 @@ class Exchange(asyncio.Protocol):
             r.ttfb_s = t
         r.e2e_s = t
         self.last = now
+        return t
+
+    def data_received(self, data: bytes) -> None:
+        now = time.perf_counter()
+        wall = time.time()
+        if self.finished:
+            return
+        r = self.r
+        t = self.note_read(now)
         try:
             self.h11.receive_data(data)
             self._drain(t, r.reads, wall)
