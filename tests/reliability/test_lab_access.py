@@ -30,7 +30,7 @@ def exchange(tokenizer: Any, config: ServerConfig, requests: list[tuple[str, str
         engine = create_engine(EngineConfig(kind="synthetic", slots=2, max_queue=2), tokenizer)
         app: FastAPI = create_app(config, engine, tokenizer)
         if extra_route:  # a lab endpoint added later by another module: still guarded
-            @app.get("/lab/requests/{request_id}")
+            @app.get("/lab/later/{request_id}")
             async def record(request_id: str) -> dict:
                 return {"id": request_id}
         transport = httpx.ASGITransport(app=wrap_middleware(app, config))
@@ -46,7 +46,7 @@ def chat(body: dict, **headers: str) -> tuple[str, str, Any, dict]:
             {k.replace("_", "-"): v for k, v in headers.items()})
 
 
-def lab_get(path: str = "/lab/requests/abc", **headers: str) -> tuple[str, str, Any, dict]:
+def lab_get(path: str = "/lab/later/abc", **headers: str) -> tuple[str, str, Any, dict]:
     return ("GET", path, None, {k.replace("_", "-"): v for k, v in headers.items()})
 
 
@@ -117,3 +117,10 @@ def test_the_token_comes_from_the_flag_or_the_environment(monkeypatch) -> None:
     assert parse_args(["--no-lab"]).lab_enabled is False
     with pytest.raises(SystemExit):
         parse_args(["--lab-token", " "])
+
+
+def test_the_request_records_are_behind_the_same_guard(tokenizer) -> None:
+    """`GET /lab/requests/{id}` (server/records.py) is a lab endpoint like any other."""
+    got = exchange(tokenizer, ServerConfig(host="127.0.0.1", lab_token="s3cret"), [
+        lab_get("/lab/requests/abc"), lab_get("/lab/requests/abc", x_lab_token="s3cret")])
+    assert codes(got) == [(403, "lab_token_required"), (404, "record_not_found")]
