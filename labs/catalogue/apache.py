@@ -12,7 +12,7 @@ SCENARIOS = [
     Scenario(
         name="apache-proxy-timeout",
         layer="proxy",
-        kind="idle-timeout",
+        kind=None,  # not a finding `labs verify` can see yet (small events, no reload, 3 proxies)
         symptom="long answers end mid-sentence behind Apache, with a 200 already sent",
         path=("apache",),
         workload=Workload(lab={"pause_after_tokens": 5, "pause_s": SILENCE_S}),

@@ -21,12 +21,15 @@ RELOAD_SIGNALS: dict[str, signal.Signals] = {
     "nginx": signal.SIGHUP, "haproxy": signal.SIGUSR2, "apache": signal.SIGUSR1}
 
 
-def foreground_args(settings: ProxySettings, config: str, prefix: str) -> list[str]:
+def foreground_args(settings: ProxySettings | ProxyName, config: str, prefix: str) -> list[str]:
     """Arguments after the binary that run `config` in the foreground.
 
-    `prefix` is the proxy's own folder for its pid, logs and work files (ends with "/").
+    `prefix` is the proxy's own folder for its pid, logs and work files (ends with "/"). A proxy
+    name will do for every proxy but Varnish, whose listen address is a flag, not in its config.
     """
-    proxy: ProxyName = settings.proxy
+    proxy: ProxyName = settings if isinstance(settings, str) else settings.proxy
+    if proxy == "varnish" and isinstance(settings, str):
+        raise ValueError("varnishd's listen address is a flag: pass the settings, not the name")
     if proxy == "nginx":
         # -p: the config's relative paths (pid, logs, temp folders) resolve inside the prefix;
         # -e stderr: start-up errors land in process.log, not in /var/log/nginx.
@@ -39,6 +42,7 @@ def foreground_args(settings: ProxySettings, config: str, prefix: str) -> list[s
         # -F: foreground. The listen address is a flag, not part of the VCL. -n: its own work
         # folder (shared-memory log included, which varnishncsa/varnishlog read); -T none: no
         # management port; -j none: no privilege separation, so the folder stays the caller's.
+        assert not isinstance(settings, str)
         return ["-F", "-a", f"{settings.listen_host}:{settings.listen_port}", "-f", config,
                 "-n", f"{prefix}varnish", "-s", VARNISH_STORAGE, "-T", "none", "-j", "none"]
     if proxy == "apache":
