@@ -5,7 +5,8 @@ allows (what it does not allow is asserted as measured, so a change in the progr
   (a chunked prompt goes on to the server's own limit); Caddy counts the body as it forwards it,
   so a chunked prompt gets its own 413, but one with a Content-Length is already on its way: the
   server's own 413 or Caddy's 502 (Caddy 2.6 reports the limit it hit mid-proxy as a bad
-  gateway) comes back, whichever side sees the limit first, both in the OpenAI shape;
+  gateway) comes back, whichever side sees the limit first, both in the OpenAI shape, or (seen
+  under load) the connection closes before the answer is complete;
 - the proxy's own errors (the server down) are OpenAI-shaped JSON, and the defaults' are not;
 - a header trickle is closed by the header timeout (Apache's RequestReadTimeout, Caddy's
   read_header), and a silent connection by Varnish's runtime parameter timeout_idle (5 s).
@@ -48,8 +49,13 @@ def test_too_large_prompt(proxy_name: ProxyName, server: Any) -> None:
     seen = server.metrics().get('streamlab_requests_total{status="413"}', 0)
     body = _prompt()
     with fixed_proxy(proxy_name, server.port) as proxy:
-        sized = httpx.post(proxy.url + "/v1/chat/completions", content=body, timeout=30,
-                           headers={"content-type": "application/json"})
+        try:
+            sized: httpx.Response | None = httpx.post(
+                proxy.url + "/v1/chat/completions", content=body, timeout=30,
+                headers={"content-type": "application/json"})
+        except httpx.RemoteProtocolError:  # Caddy, measured under load: the answer cut short
+            assert proxy_name == "caddy"
+            sized = None
         chunked = httpx.post(proxy.url + "/v1/chat/completions", timeout=30,
                              content=(body[i:i + 65536] for i in range(0, len(body), 65536)),
                              headers={"content-type": "application/json"})
@@ -57,8 +63,10 @@ def test_too_large_prompt(proxy_name: ProxyName, server: Any) -> None:
     # Chunked: Caddy's own 413, or the server's own (same shape) behind Varnish and Apache.
     assert_openai_error(chunked, 413, "request_too_large")
     if proxy_name == "caddy":
-        assert_openai_error(sized, (413, 502))
+        if sized is not None:
+            assert_openai_error(sized, (413, 502))
     else:
+        assert sized is not None
         assert_openai_error(sized, 413, "request_too_large")
         assert server_413s == 1, "the proxy's 413 from the Content-Length; the server's for chunked"
 
