@@ -95,7 +95,9 @@ def test_past_reports_are_browsable(view: View, page: Page) -> None:
     tab.click("a[data-report=nginx-buffering]")
     image = tab.locator("img.picture").first
     image.wait_for()
-    assert tab.evaluate("img => img.complete && img.naturalWidth > 0", image.element_handle())
+    # Polled: the element is in the page before its picture has loaded; a broken one never does.
+    tab.wait_for_function("img => img.complete && img.naturalWidth > 0", arg=image.element_handle(),
+                          timeout=10_000)
     assert "nginx-buffering" in tab.inner_text("pre.markdown")
     assert page.errors == []
 
