@@ -26,6 +26,20 @@ from tests.reliability.conftest import (
 CHAT = b"POST /v1/chat/completions HTTP/1.1\r\nHost: t\r\nContent-Type: application/json\r\n"
 
 
+def trickle(sock: socket.socket, data: bytes, timeout_s: float) -> None:
+    """Send `data` a byte at a time, 20 bytes per `timeout_s`, until the server closes or five
+    timeouts have passed (a server without the limit would otherwise take the whole trickle)."""
+    start = time.monotonic()
+    for byte in data:
+        try:
+            sock.send(bytes([byte]))
+        except OSError:
+            return
+        time.sleep(timeout_s / 20)  # pacing: the trickle under test
+        if time.monotonic() - start > timeout_s * 5:
+            return
+
+
 def chat_request(fields: dict, close: bool = False) -> bytes:
     body = json.dumps({"model": "tiny", "messages": [{"role": "user", "content": "hi"}],
                        **fields}).encode()
@@ -113,15 +127,7 @@ def test_an_idle_keep_alive_connection_is_closed_after_the_keep_alive_timeout(ha
 def test_trickled_headers_get_408_after_the_header_timeout(limited) -> None:
     with connect(limited) as sock:
         start = time.monotonic()
-        status = None
-        for byte in b"GET /healthz HTTP/1.1\r\nHost: t\r\nX-Slow: " + b"a" * 200:
-            try:
-                sock.send(bytes([byte]))
-            except OSError:
-                break
-            time.sleep(HEADER_TIMEOUT_S / 20)  # pacing: the trickle under test
-            if time.monotonic() - start > HEADER_TIMEOUT_S * 5:
-                break
+        trickle(sock, b"GET /healthz HTTP/1.1\r\nHost: t\r\nX-Slow: " + b"a" * 200, HEADER_TIMEOUT_S)
         seen, _ = read_all(sock)
         status = status_of(seen)
     assert status == 408, seen[:300]
@@ -169,15 +175,7 @@ def test_a_trickled_body_gets_408_even_while_bytes_keep_coming(limited) -> None:
     body = json.dumps({"model": "tiny", "messages": [{"role": "user", "content": "x" * 200}]})
     with connect(limited) as sock:
         sock.sendall(CHAT + b"Content-Length: %d\r\n\r\n" % len(body))
-        start = time.monotonic()
-        for byte in body.encode():
-            try:
-                sock.send(bytes([byte]))
-            except OSError:
-                break
-            time.sleep(BODY_TIMEOUT_S / 20)  # pacing: the trickle under test
-            if time.monotonic() - start > BODY_TIMEOUT_S * 5:
-                break
+        trickle(sock, body.encode(), BODY_TIMEOUT_S)
         seen, _ = read_all(sock)
     assert status_of(seen) == 408, seen[:300]
     assert_server_fine(limited)
