@@ -27,6 +27,9 @@ Severity = Literal["failure", "warning"]
 
 # Exit statuses shared by verify, probe and load.
 EXIT_OK, EXIT_FAILURE, EXIT_UNUSABLE = 0, 1, 2
+# No verdict: `labs load` whose client ran out of CPU before the path showed a limit. The same
+# status as unusable input: either way the run cannot answer, and what to change is the run.
+EXIT_INCONCLUSIVE = EXIT_UNUSABLE
 
 
 @dataclass

@@ -14,11 +14,13 @@ from __future__ import annotations
 import csv
 import importlib.util
 import json
+import math
 import os
 import resource
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 from typing import Any, Mapping
@@ -29,7 +31,7 @@ from labs.load.own_path import OwnPath, finish_step, own_limits
 from labs.load.results import StepResult
 from labs.load.summary import ttft_histogram
 from labs.measurements import percentile
-from labs.resources import Sampler
+from labs.resources import Sampler, cpu_s
 
 LOCUSTFILE = Path(__file__).with_name("locustfile.py")
 KIND = "SSE"
@@ -64,7 +66,11 @@ def run_locust_step(path: OwnPath, n: int, tokens_per_s: float, baseline: StepRe
     workers = max(1, min(workers, n))
     duration = path.settings.duration_s
     deadline = 3 * duration + path.settings.ramp_s + 15.0
-    spawn_rate = n / path.settings.ramp_s if path.settings.ramp_s > 0 else max(n, 1) * 10
+    ramp = path.settings.ramp_s
+    spawn_rate = n / ramp if ramp > 0 else max(n, 1) * 10
+    # Locust's master sends floor(spawn rate) users at once, once every floor(rate) / rate s
+    # (~1 s): each user waits a random part of that interval, so the ramp is even, as the lab's.
+    spread = min(ramp, math.floor(spawn_rate) / spawn_rate) if ramp > 0 else 0.0
     port = path.entry_port()
     entry = path.url[: -len("/v1")] if path.url.endswith("/v1") else path.url
     stream_path = path.completions[len(entry):]
@@ -77,7 +83,8 @@ def run_locust_step(path: OwnPath, n: int, tokens_per_s: float, baseline: StepRe
                               str(master_port), "--run-time", f"{int(deadline + 10)}s",
                               "--stop-timeout", "5", "--stream-path", stream_path,
                               "--stream-body", json.dumps(path.body(), separators=(",", ":")),
-                              "--stream-deadline", f"{deadline:g}", "--json-file", prefix,
+                              "--stream-deadline", f"{deadline:g}", "--stream-spread",
+                              f"{spread:g}", "--json-file", prefix,
                               "--csv", prefix, "--only-summary")
         worker_cmd = _command(path, "--worker", "--master-host", "127.0.0.1", "--master-port",
                               str(master_port))
@@ -89,7 +96,7 @@ def run_locust_step(path: OwnPath, n: int, tokens_per_s: float, baseline: StepRe
         pids = {f"locust-{i}": p.pid for i, p in enumerate(processes)}
         started, children0 = time.perf_counter(), _children_cpu_s()
         try:
-            with Sampler(pids, ports=[port] if port else []) as sampler:
+            with Sampler(pids, ports=[port] if port else []) as sampler, PeakCpu(pids) as peak:
                 _wait(processes[0], deadline + 30.0)
         finally:
             for process in processes:  # the workers leave with the master; make sure, by PID
@@ -103,8 +110,47 @@ def run_locust_step(path: OwnPath, n: int, tokens_per_s: float, baseline: StepRe
     step = step_from_stats(path.host, n, stats, failures, path.tokens(), tokens_per_s, duration,
                            wall_s=wall, client_cpu_s=client_cpu)
     finish_step(step, sampler, port, tcp0)
+    step.client_peak_cpu_pct, step.client_peak_process = peak.busiest()
     step.limits = own_limits(step, baseline)
     return step
+
+
+class PeakCpu:
+    """The busiest second of each Locust process (% of one core): a worker is one gevent loop
+    on one core, so one that reaches ~100% is Locust's own limit, whatever the total says."""
+
+    WINDOW_S = 1.0
+
+    def __init__(self, pids: Mapping[str, int]) -> None:
+        self.pids, self.peaks = dict(pids), {name: 0.0 for name in pids}
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._loop, name="locust-cpu", daemon=True)
+
+    def __enter__(self) -> PeakCpu:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join()
+
+    def _loop(self) -> None:
+        last = {name: (time.perf_counter(), cpu_s(pid)) for name, pid in self.pids.items()}
+        while not self._stop.wait(self.WINDOW_S):
+            now = time.perf_counter()
+            for name, pid in self.pids.items():
+                used = cpu_s(pid)  # 0.0 once the process has gone: that window is skipped
+                t0, used0 = last[name]
+                if used > 0.0 and used >= used0:
+                    self.peaks[name] = max(self.peaks[name], 100.0 * (used - used0) / (now - t0))
+                last[name] = (now, used)
+
+    def busiest(self) -> tuple[float | None, str | None]:
+        if not self.peaks:
+            return None, None
+        name = max(self.peaks, key=lambda k: self.peaks[k])
+        role = "master" if name.endswith("-0") else f"worker {name.rsplit('-', 1)[1]}"
+        return round(self.peaks[name], 1), role
 
 
 def _children_cpu_s() -> float:

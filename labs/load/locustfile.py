@@ -8,10 +8,16 @@ master/worker aggregation show them:
                                            response_length = content events
     request_type SSE, name outcome: KIND   one per stream: complete, http-error, reset, ...
 
+    request_type SSE, name connect         from the call to the connection being open (ms):
+                                           address lookup and TCP (and TLS) connect
+
 Events are parsed by the lab's SSE parser (labs/sse_parser.py): the same rules as the lab's own
-client, so a role-only delta never counts as a first token. Differences from the lab's client:
-t = 0 is just before the request is sent, so TTFT includes the TCP connect (microseconds on
-loopback, more when the entry's accept queue is full), and a socket read is not numbered.
+client, so a role-only delta never counts as a first token. As in the lab's client, t = 0 is the
+request's write, right after its connection opened (the connection class below stamps it): the
+address lookup and the connect are `connect`, not TTFT. They are worth keeping apart: gevent
+resolves names in a thread pool, and under a few hundred streams per worker a lookup of even
+`127.0.0.1` waited 90-140 ms for the GIL (measured here), which a TTFT from the call counted as
+the path's. A socket read is not numbered (the lab's client numbers them).
 
 Each user sends one stream and then idles, so `-u N` is N concurrent streams; the master quits
 as soon as N streams have been reported (`--run-time` bounds it anyway). On one machine
@@ -25,6 +31,7 @@ machines (the body comes from `python -m labs load URL --print-body`):
 from __future__ import annotations
 
 import os
+import random
 import time
 from typing import Any
 
@@ -33,6 +40,9 @@ import locust.runners
 import requests
 from locust import User, constant, events, task
 from locust.runners import MasterRunner, WorkerRunner
+from requests.adapters import HTTPAdapter
+from urllib3.connection import HTTPConnection, HTTPSConnection
+from urllib3.connectionpool import HTTPConnectionPool, HTTPSConnectionPool
 
 from labs.sse_parser import SSEParser, classify
 
@@ -52,6 +62,52 @@ def _arguments(parser: Any) -> None:
     parser.add_argument("--api-key-env", default="", help="environment variable holding the API key")
     parser.add_argument("--stream-deadline", type=float, default=60.0,
                         help="seconds a stream may take in all before it counts as a timeout")
+    parser.add_argument("--stream-spread", type=float, default=0.0,
+                        help="seconds over which each user's start is spread at random: Locust "
+                             "starts users in batches of floor(spawn rate) once a second, so a "
+                             "ramp is a burst per second unless its starts are spread (0: none)")
+
+
+class _StampsConnect:
+    """A urllib3 connection that notes when it opened: the request is written right after."""
+
+    connected_at: float | None = None
+
+    def connect(self) -> None:
+        super().connect()  # type: ignore[misc]
+        self.connected_at = time.perf_counter()
+
+
+class _StampedHTTPConnection(_StampsConnect, HTTPConnection):
+    pass
+
+
+class _StampedHTTPSConnection(_StampsConnect, HTTPSConnection):
+    pass
+
+
+class _StampedHTTPPool(HTTPConnectionPool):
+    ConnectionCls = _StampedHTTPConnection
+
+
+class _StampedHTTPSPool(HTTPSConnectionPool):
+    ConnectionCls = _StampedHTTPSConnection
+
+
+class StampedAdapter(HTTPAdapter):
+    """requests' adapter with connections that note when they opened."""
+
+    def init_poolmanager(self, *args: Any, **kwargs: Any) -> None:
+        super().init_poolmanager(*args, **kwargs)
+        self.poolmanager.pool_classes_by_scheme = {"http": _StampedHTTPPool,
+                                                   "https": _StampedHTTPSPool}
+
+
+def _opened_at(response: requests.Response, called: float) -> float:
+    """When the response's connection opened (t = 0), or the call for a reused connection."""
+    connection = getattr(response.raw, "connection", None)
+    opened = getattr(connection, "connected_at", None)
+    return opened if opened is not None and opened >= called else called
 
 
 class OutcomeError(Exception):
@@ -92,6 +148,8 @@ class StreamingUser(User):
         self.headers = _headers(options)
         self.deadline_s = options.stream_deadline
         self.session = requests.Session()
+        self.session.mount("http://", StampedAdapter())
+        self.session.mount("https://", StampedAdapter())
         self.done = False
 
     @task
@@ -100,17 +158,21 @@ class StreamingUser(User):
             gevent.sleep(1.0)
             return
         self.done = True
+        spread = self.environment.parsed_options.stream_spread
+        if spread > 0:  # even out the once-a-second batch this user was started in
+            gevent.sleep(random.uniform(0.0, spread))
         self.measure()
 
     def measure(self) -> None:
         content: list[float] = []
         outcome, detail, status, saw_done = "truncated", "", None, False
         got_headers = False
-        t0 = time.perf_counter()
+        called = t0 = time.perf_counter()
         try:
             with gevent.Timeout(self.deadline_s, requests.Timeout("stream deadline")):
                 response = self.session.post(self.url, data=self.body, headers=self.headers,
                                              stream=True, timeout=(10.0, READ_TIMEOUT_S))
+                t0 = _opened_at(response, called)
                 got_headers, status = True, response.status_code
                 if status >= 400:
                     outcome, detail = "http-error", f"HTTP {status} {response.text[:120]!r}"
@@ -135,10 +197,14 @@ class StreamingUser(User):
             if saw_done:
                 outcome = "complete"
         e2e_ms = (time.perf_counter() - t0) * 1e3
-        self.report(content, outcome, detail, e2e_ms)
+        self.report(content, outcome, detail, e2e_ms, (t0 - called) * 1e3)
 
-    def report(self, content: list[float], outcome: str, detail: str, e2e_ms: float) -> None:
+    def report(self, content: list[float], outcome: str, detail: str, e2e_ms: float,
+               connect_ms: float) -> None:
         fire = self.environment.events.request.fire
+        if connect_ms > 0:
+            fire(request_type=KIND, name="connect", response_time=connect_ms, response_length=0,
+                 exception=None, context={})
         if content:
             fire(request_type=KIND, name="TTFT", response_time=content[0] * 1e3,
                  response_length=0, exception=None, context={})

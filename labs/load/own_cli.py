@@ -12,7 +12,7 @@ from typing import Any, Sequence
 from labs import provenance
 from labs.findings import EXIT_UNUSABLE, UnusableInput
 from labs.load.own_path import (LoadSettings, OwnPath, exit_status, findings, first_limit_hit,
-                                run_load, run_step)
+                                inconclusive_json, run_load, run_step, verdict)
 from labs.load.results import PathResult
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -26,7 +26,9 @@ max_tokens = rate x duration and streams at its own pace, which a one-stream bas
 Every step is judged against that baseline by the load lab's rules (make lab-load).
 With --locust the streams come from Locust (pip install 'streamlab[locust]'): a master and
 --workers local workers, headless; across machines see README (locust --master / --worker).
-Exit status: 0 no limit hit, 1 the path hit a limit, 2 the input cannot be used.
+Exit status: 0 every step healthy, 1 the path hit a limit, 2 no verdict: the input cannot be
+used, or the run was inconclusive (a step was limited only by the client machine's CPU and no
+step showed a limit of the path's; JSON "verdict": "inconclusive", "ok": false).
 """
 
 
@@ -133,10 +135,12 @@ def document(path: OwnPath, result: PathResult) -> dict[str, Any]:
     """The --json document, shaped like probe's."""
     found = findings(result.steps)
     hit = first_limit_hit(result.steps)
-    return {"url": path.url, "ok": hit is None, "origin": path.probe.origin,
+    said = verdict(result.steps)
+    return {"url": path.url, "ok": said == "ok", "verdict": said, "origin": path.probe.origin,
             "findings": [f.to_json() for f in found],
             "first_limit": None if hit is None else {
                 "at_streams": hit.concurrency, "limits": [vars(x) for x in hit.limits]},
+            "inconclusive": inconclusive_json(result.steps),
             "steps": [s.to_dict() for s in result.steps]}
 
 

@@ -18,10 +18,10 @@ from __future__ import annotations
 import asyncio
 import time
 from dataclasses import dataclass, field
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Literal, Sequence
 from urllib.parse import urlsplit
 
-from labs.findings import EXIT_FAILURE, EXIT_OK, Finding, UnusableInput
+from labs.findings import EXIT_FAILURE, EXIT_INCONCLUSIVE, EXIT_OK, Finding, UnusableInput
 from labs.load.analysis import diagnose
 from labs.load.evidence import tcp_counters
 from labs.load.paths import LoadPath, script
@@ -34,6 +34,8 @@ from labs.resources import Sampler, raise_own_fd_limit
 PROMPT = [{"role": "user", "content": "Tell me something, one token at a time."}]
 WAVE_SHARE = 0.9  # TTFT p99 at 90% of a stream's length: late streams waited for early ones
 CONNECTION_LIMIT = "connection limit: streams refused, reset or queued beyond a count"
+INCONCLUSIVE = ("inconclusive: limited by the client, not the path (the client machine's CPU ran "
+                "out before the path showed a limit)")
 Progress = Callable[[str], None]
 
 
@@ -167,12 +169,23 @@ def findings(steps: Sequence[StepResult]) -> list[Finding]:
 @dataclass
 class OwnPathResult(PathResult):
     """A path's steps whose first limit skips steps explained only by the client machine's CPU
-    (the report, the JSON and the exit status agree on it)."""
+    (the report, the JSON and the exit status agree on it). When such a step is all there is,
+    the run is inconclusive: the measurement ran out before the path showed a limit, so it
+    neither names one nor calls the path healthy at that count."""
 
     @property
     def first_limit(self) -> tuple[StepResult, list[Limit]] | None:
         hit = first_limit_hit(self.steps)
         return None if hit is None else (hit, hit.limits)
+
+    @property
+    def inconclusive(self) -> tuple[StepResult, list[Limit]] | None:
+        step = client_limited_step(self.steps)
+        return None if step is None else (step, step.limits)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {**super().to_dict(), "verdict": verdict(self.steps),
+                "inconclusive": inconclusive_json(self.steps)}
 
 
 def first_limit_hit(steps: Sequence[StepResult]) -> StepResult | None:
@@ -182,8 +195,50 @@ def first_limit_hit(steps: Sequence[StepResult]) -> StepResult | None:
     return None
 
 
+def client_limited_step(steps: Sequence[StepResult]) -> StepResult | None:
+    """The first step limited by the client's CPU, when no step showed a limit of the path's (a
+    path limit found at any count is a conclusive answer: the client's share is in its row)."""
+    if first_limit_hit(steps) is not None:
+        return None
+    for step in sorted(steps, key=lambda s: s.concurrency):
+        if not step.healthy:
+            return step
+    return None
+
+
+Verdict = Literal["ok", "limit", "inconclusive"]
+
+
+def verdict(steps: Sequence[StepResult]) -> Verdict:
+    """"limit": the path hit one; "inconclusive": the client's CPU ran out first, so the
+    steps from there on say nothing about the path; "ok": every step healthy."""
+    if first_limit_hit(steps) is not None:
+        return "limit"
+    return "inconclusive" if client_limited_step(steps) is not None else "ok"
+
+
+def healthy_up_to(steps: Sequence[StepResult]) -> int:
+    """The largest count whose step, and every step below it, was healthy (0: none)."""
+    top = 0
+    for step in sorted(steps, key=lambda s: s.concurrency):
+        if not step.healthy:
+            break
+        top = step.concurrency
+    return top
+
+
+def inconclusive_json(steps: Sequence[StepResult]) -> dict[str, Any] | None:
+    step = client_limited_step(steps)
+    if step is None:
+        return None
+    return {"at_streams": step.concurrency, "healthy_up_to": healthy_up_to(steps),
+            "reason": INCONCLUSIVE, "limits": [vars(x) for x in step.limits]}
+
+
 def exit_status(steps: Sequence[StepResult]) -> int:
-    return EXIT_FAILURE if first_limit_hit(steps) is not None else EXIT_OK
+    """0 every step healthy, 1 the path hit a limit, 2 inconclusive (no verdict, as for input
+    that cannot be used: rerun with more client CPU or fewer streams)."""
+    return {"ok": EXIT_OK, "limit": EXIT_FAILURE, "inconclusive": EXIT_INCONCLUSIVE}[verdict(steps)]
 
 
 # ---- the lab's client ------------------------------------------------------------------------

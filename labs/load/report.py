@@ -69,6 +69,15 @@ def limit_text(result: PathResult) -> tuple[str, str, str]:
     if result.error:
         return "-", "path did not run", result.error
     hit = result.first_limit
+    if hit is None and (cut := result.inconclusive) is not None:
+        step, limits = cut
+        healthy = [s.concurrency for s in result.steps if s.healthy and s.concurrency < step.concurrency]
+        below = (f"healthy up to {max(healthy):,} streams; " if healthy else "")
+        return (f"{step.concurrency:,}", "inconclusive: limited by the client, not the path",
+                f"{below}from {step.concurrency:,} streams the client machine's CPU ran out first "
+                f"({'; '.join(x.name for x in limits)}), so these steps say nothing about the path: "
+                f"rerun with more client CPU (--locust --workers N, or workers on other machines) "
+                f"or fewer streams. " + " Also: ".join(x.evidence for x in limits))
     if hit is None:
         top = max((s.concurrency for s in result.steps), default=0)
         return "-", f"none up to {top:,} streams", "every step healthy"
@@ -88,7 +97,10 @@ def print_path(result: PathResult, console: Console) -> None:
         table.add_row(*step_row(step), style=None if step.healthy else "red")
     console.print(table)
     at, name, evidence = limit_text(result)
-    console.print(f"  first limit: [bold]{name}[/]" + (f" at {at} streams" if at != "-" else ""))
+    if result.first_limit is None and result.inconclusive is not None:
+        console.print(f"  [bold yellow]{name}[/] (from {at} streams)")
+    else:
+        console.print(f"  first limit: [bold]{name}[/]" + (f" at {at} streams" if at != "-" else ""))
     if evidence:
         console.print(f"  {evidence}", soft_wrap=True)
 

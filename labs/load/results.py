@@ -60,6 +60,10 @@ class StepResult:
     server_accept_queue_peak: int = 0
     client_cpu_s: float = 0.0
     client_cpu_per_event_us: float | None = None
+    # The busiest second of the busiest client process (Locust: the master or one worker), % of
+    # one core: a single-threaded client process near 100% is the client's own limit.
+    client_peak_cpu_pct: float | None = None
+    client_peak_process: str | None = None
     server: dict[str, Any] = field(default_factory=dict)  # resources.Usage.to_dict()
     proxy: dict[str, Any] | None = None
     accept_queue_peak: int = 0  # at the entry point's listen socket
@@ -142,6 +146,13 @@ class PathResult:
         from labs.load.analysis import first_limit  # the analysis is built on these types
 
         return first_limit(self.steps)
+
+    @property
+    def inconclusive(self) -> tuple[StepResult, list[Limit]] | None:
+        """The step where the measurement, not the path, ran out, when it left no verdict. The
+        load lab samples its own processes and names a busy client as that path's limit, so
+        never here; `labs load URL` overrides it (labs/load/own_path.py)."""
+        return None
 
     def to_dict(self) -> dict[str, Any]:
         hit = self.first_limit

@@ -5,6 +5,7 @@ import argparse
 import io
 from pathlib import Path
 
+import pytest
 from rich.console import Console
 
 from labs.bench import PARTS
@@ -91,3 +92,31 @@ def test_bench_md_shows_the_admission_and_prefill_tables() -> None:
     text = markdown({"admission": admission, "prefill": prefill}, "python -m labs bench")
     assert "| --workers 1 | direct | 100 | 200 | 200 | 400 | 0 | < 300 ms: yes |" in text
     assert "| short | 8 | 50 | 100 | 50 | 100 | 1.00x |" in text
+
+
+def test_locust_agreement_tolerance_comes_from_rounding_batching_and_pacing() -> None:
+    from labs.bench.locust_agreement import compare, locust_rounding_s, server_ttft, tolerance
+    from labs.load import StepResult
+
+    # Locust's 2 significant digits of ms: half a step of 1, 10, 100 ms.
+    assert [locust_rounding_s(v) for v in (0.05, 0.5, 5.0)] == [0.0005, 0.005, 0.05]
+    # + the server's 1 ms batching window + a tenth of the 50 ms interval at 20 tok/s.
+    assert tolerance(0.050, 0.052) == pytest.approx(0.0005 + 0.001 + 0.005)
+    assert tolerance(0.140, 0.003) == pytest.approx(0.005 + 0.001 + 0.005)
+
+    def step(ttft50: float, gap99: float) -> StepResult:
+        return StepResult("p", 300, 160, 20.0, 8.0, ttft_p50_s=ttft50, ttft_p99_s=0.02,
+                          gap_p50_s=0.05, gap_p99_s=gap99)
+
+    rows = compare(step(0.003, 0.070), step(0.140, 0.072), step(0.005, 0.074))
+    assert rows["ttft_p50_s"]["lab"] == pytest.approx(0.004)  # the two lab runs' mean
+    assert not rows["ttft_p50_s"]["agree"] and rows["ttft_p50_s"]["lab_repeats"]
+    assert rows["gap_p99_s"]["agree"] and rows["gap_p99_s"]["lab_repeat"] == pytest.approx(0.004)
+    before = {'streamlab_time_to_first_token_seconds_bucket{le="0.005"}': 10.0,
+              'streamlab_time_to_first_token_seconds_bucket{le="0.01"}': 10.0,
+              'streamlab_time_to_first_token_seconds_bucket{le="+Inf"}': 10.0}
+    after = {'streamlab_time_to_first_token_seconds_bucket{le="0.005"}': 60.0,
+             'streamlab_time_to_first_token_seconds_bucket{le="0.01"}': 108.0,
+             'streamlab_time_to_first_token_seconds_bucket{le="+Inf"}': 110.0}
+    assert server_ttft(before, after) == {"requests": 100, "p50_at_most_s": 0.005,
+                                          "p99_at_most_s": float("inf")}

@@ -152,3 +152,112 @@ def test_another_origin_gets_a_plain_request_and_its_own_pace_is_the_ideal() -> 
     assert all(s.healthy and s.ideal_tok_s == 10.0 * s.concurrency for s in result.steps)
     path.probe.origin = "streamlab"
     assert path.body()["lab"]["tokens_per_s"] == 20.0
+
+
+def _client_limited_run(last: dict[str, Any]) -> tuple[Any, Any]:
+    """A canary path whose baseline and 10 streams are healthy and whose 48 streams are `last`."""
+    from labs.load.own_path import LoadSettings, OwnPath, run_load
+
+    path = OwnPath("http://127.0.0.1:9/v1", LoadSettings(streams=(10, 48), duration_s=2.0))
+    path.probe.origin, path.probe.model = "streamlab", "m"
+
+    def fake(p: OwnPath, n: int, rate: float, baseline: StepResult | None) -> StepResult:
+        s = step(n, **(last if n == 48 else {}))
+        s.limits = own_limits(s, baseline)
+        return s
+
+    return path, run_load(path, step_runner=fake)
+
+
+# 48 streams whose gaps were late while this client used 95% of a core (the machine otherwise idle).
+CLIENT_BOUND = dict(gap_p99_s=0.3, client_cpu_s=2.0, wall_s=2.1)
+
+
+def test_a_run_limited_only_by_the_client_is_inconclusive_never_healthy() -> None:
+    from labs.load import report
+    from labs.load.own_cli import document
+    from labs.load.own_path import INCONCLUSIVE, exit_status
+
+    path, result = _client_limited_run(CLIENT_BOUND)
+    assert [x.name for x in result.steps[-1].limits] == ["client CPU (one core)"]
+    assert exit_status(result.steps) == EXIT_UNUSABLE  # no verdict, as the CLI documents
+    doc = document(path, result)
+    assert (doc["ok"], doc["verdict"], doc["findings"], doc["first_limit"]) == (
+        False, "inconclusive", [], None)
+    assert doc["inconclusive"]["at_streams"] == 48 and doc["inconclusive"]["healthy_up_to"] == 10
+    assert doc["inconclusive"]["reason"] == INCONCLUSIVE
+    assert result.to_dict()["verdict"] == "inconclusive"
+    at, name, evidence = report.limit_text(result)
+    assert at == "48" and name.startswith("inconclusive: limited by the client")
+    assert "healthy up to 10 streams" in evidence and "client CPU (one core)" in evidence
+    text = report.markdown([result], {"intro": "x"})
+    assert "inconclusive" in text and "every step healthy" not in text
+
+
+def test_a_path_limit_beside_a_busy_client_is_still_the_paths_and_a_clean_run_is_ok() -> None:
+    """The other directions: resets are the path's even with the client busy; all healthy is ok."""
+    from labs.load.own_cli import document
+    from labs.load.own_path import exit_status
+
+    path, result = _client_limited_run({**CLIENT_BOUND, "outcomes": {"complete": 30, "reset": 18}})
+    assert result.steps[-1].limits[0].name == CONNECTION_LIMIT
+    doc = document(path, result)
+    assert (exit_status(result.steps), doc["ok"], doc["verdict"], doc["inconclusive"]) == (
+        EXIT_FAILURE, False, "limit", None)
+    assert doc["first_limit"]["at_streams"] == 48
+    path, result = _client_limited_run({})
+    doc = document(path, result)
+    assert (exit_status(result.steps), doc["ok"], doc["verdict"], doc["inconclusive"]) == (
+        EXIT_OK, True, "ok", None)
+
+
+def _other_origin() -> Iterator[str]:
+    """An OpenAI-compatible origin that only lists its models (all --print-body asks)."""
+    import threading
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    class Models(BaseHTTPRequestHandler):
+        def log_message(self, *args: object) -> None:
+            pass
+
+        def do_GET(self) -> None:
+            body = json.dumps({"object": "list", "data": [
+                {"id": "their-model", "object": "model", "owned_by": "someone-else"}]}).encode()
+            self.send_response(200 if self.path == "/v1/models" else 404)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Models)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}/v1"
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join(5)
+
+
+other_origin = pytest.fixture(_other_origin)
+
+
+def test_print_body_prints_what_every_stream_sends_and_runs_nothing(
+        stand: dict[str, str], other_origin: str, tmp_path: Path,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    out = tmp_path / "report"
+    # The canary: its lab knobs pace the stream at --rate for --duration and stamp each event.
+    assert main([stand["direct"], "--print-body", "--rate", "10", "--duration", "3",
+                 "--out", str(out)]) == EXIT_OK
+    body = json.loads(capsys.readouterr().out)
+    assert body["stream"] is True and body["max_tokens"] == 30
+    assert body["lab"]["tokens_per_s"] == 10.0 and body["lab"]["stamp"] is True
+    assert len(body["lab"]["script"].split()) >= 30 and body["messages"][0]["role"] == "user"
+    assert not out.exists()  # printed, not run: no report, no streams
+    # Another origin: an ordinary request, no lab knobs, its first listed model.
+    assert main([other_origin, "--print-body", "--duration", "2"]) == EXIT_OK
+    body = json.loads(capsys.readouterr().out)
+    assert "lab" not in body and body["model"] == "their-model" and body["max_tokens"] == 40
+    # An entry that does not answer: the body cannot be known, exit 2 with the reason.
+    assert main(["http://127.0.0.1:9/v1", "--print-body"]) == EXIT_UNUSABLE
