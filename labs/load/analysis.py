@@ -113,7 +113,9 @@ def diagnose(step: StepResult) -> list[Limit]:
                 f"hop delay p99 (server stamp -> client) {hop * 1e3:.0f} ms of a gap p99 of "
                 f"{gap * 1e3:.0f} ms")
     # Nothing said "no": whose CPU ran out? (percent of one core; the machine has two)
-    cpu = {"server": step.server.get("cpu_pct") or 0.0, "client": step.client_cpu_pct}
+    cpu = {"client": step.client_cpu_pct}
+    if step.server:  # sampled when the lab runs the server (`labs load URL` cannot see it)
+        cpu["server"] = step.server.get("cpu_pct") or 0.0
     if step.proxy is not None:
         cpu["proxy"] = step.proxy.get("cpu_pct") or 0.0
     total = sum(cpu.values())

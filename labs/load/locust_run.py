@@ -60,17 +60,24 @@ def _free_port() -> int:
     return free_port()
 
 
+def spawn_plan(n: int, ramp_s: float) -> tuple[float, float]:
+    """Locust's spawn rate for N starts over `ramp_s` (0: all at once), and the spread of each
+    user's start. Locust's master sends floor(rate) users at once, once every floor(rate) / rate
+    seconds (~1 s): each user waits a random part of that interval, so the ramp is as even as
+    the lab client's instead of a burst a second."""
+    if ramp_s <= 0:
+        return max(n, 1) * 10.0, 0.0
+    rate = n / ramp_s
+    return rate, min(ramp_s, max(1, math.floor(rate)) / rate)  # as locust/dispatch.py batches
+
+
 def run_locust_step(path: OwnPath, n: int, tokens_per_s: float, baseline: StepResult | None,
                     workers: int = 2) -> StepResult:
     """N streams from Locust: a master and `workers` local workers (one for a single stream)."""
     workers = max(1, min(workers, n))
     duration = path.settings.duration_s
     deadline = 3 * duration + path.settings.ramp_s + 15.0
-    ramp = path.settings.ramp_s
-    spawn_rate = n / ramp if ramp > 0 else max(n, 1) * 10
-    # Locust's master sends floor(spawn rate) users at once, once every floor(rate) / rate s
-    # (~1 s): each user waits a random part of that interval, so the ramp is even, as the lab's.
-    spread = min(ramp, math.floor(spawn_rate) / spawn_rate) if ramp > 0 else 0.0
+    spawn_rate, spread = spawn_plan(n, path.settings.ramp_s)
     port = path.entry_port()
     entry = path.url[: -len("/v1")] if path.url.endswith("/v1") else path.url
     stream_path = path.completions[len(entry):]

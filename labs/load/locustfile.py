@@ -25,7 +25,7 @@ as soon as N streams have been reported (`--run-time` bounds it anyway). On one 
 machines (the body comes from `python -m labs load URL --print-body`):
 
     locust -f labs/load/locustfile.py --master --headless -u 5000 -r 500 --expect-workers 8 \\
-        --host http://ENTRY:PORT --stream-body "$(cat body.json)" --csv out
+        --host http://ENTRY:PORT --stream-body "$(cat body.json)" --stream-spread 1 --csv out
     locust -f labs/load/locustfile.py --worker --master-host MASTER   # on each client machine
 """
 from __future__ import annotations

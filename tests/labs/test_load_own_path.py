@@ -261,3 +261,12 @@ def test_print_body_prints_what_every_stream_sends_and_runs_nothing(
     assert "lab" not in body and body["model"] == "their-model" and body["max_tokens"] == 40
     # An entry that does not answer: the body cannot be known, exit 2 with the reason.
     assert main(["http://127.0.0.1:9/v1", "--print-body"]) == EXIT_UNUSABLE
+
+
+def test_locust_starts_are_spread_over_its_once_a_second_batches() -> None:
+    from labs.load.locust_run import spawn_plan
+
+    assert spawn_plan(300, 2.0) == (150.0, 1.0)  # two batches of 150, each spread over 1 s
+    assert spawn_plan(300, 0.5) == (600.0, 0.5)  # one batch: spread over the whole ramp
+    assert spawn_plan(48, 0.0) == (480.0, 0.0)  # all at once: a burst on purpose
+    assert spawn_plan(1, 2.0) == (0.5, 2.0)
