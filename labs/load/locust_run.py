@@ -29,7 +29,7 @@ from labs.findings import UnusableInput
 from labs.load.evidence import tcp_counters
 from labs.load.own_path import OwnPath, finish_step, own_limits
 from labs.load.results import StepResult
-from labs.load.summary import ttft_histogram
+from labs.load.summary import percentile_bands, ttft_histogram
 from labs.measurements import percentile
 from labs.resources import Sampler, cpu_s
 
@@ -233,5 +233,6 @@ def step_from_stats(host: str, n: int, stats: list[dict[str, Any]], failures: Ma
         gap_p99_s=percentile(gaps, 99), gap_max_s=max(gaps) if gaps else None,
         content_events=content, wall_s=wall_s, delivered_tok_s=delivered,
         ttft_histogram=ttft_histogram(ttfts), client_cpu_s=client_cpu_s,
-        client_cpu_per_event_us=1e6 * client_cpu_s / content if content else None)
+        client_cpu_per_event_us=1e6 * client_cpu_s / content if content else None,
+        percentile_bands_s=percentile_bands(ttfts, gaps))
 

@@ -63,6 +63,9 @@ class StepResult:
     # The busiest second of the busiest client process (Locust: the master or one worker), % of
     # one core: a single-threaded client process near 100% is the client's own limit.
     client_peak_cpu_pct: float | None = None
+    # How precisely the step's samples fix each percentile (labs.measurements.percentile_band):
+    # "ttft_p50", "ttft_p99", "gap_p50", "gap_p99" -> [low, high] seconds.
+    percentile_bands_s: dict[str, list[float]] = field(default_factory=dict)
     client_peak_process: str | None = None
     server: dict[str, Any] = field(default_factory=dict)  # resources.Usage.to_dict()
     proxy: dict[str, Any] | None = None

@@ -8,7 +8,7 @@ from typing import Sequence
 
 from labs import client
 from labs.load.results import StepResult
-from labs.measurements import StreamResult, aggregate, percentile
+from labs.measurements import StreamResult, aggregate, percentile, percentile_band
 
 def summarize(path: str, batch: client.Batch, tokens: int, tokens_per_s: float,
               duration_s: float) -> StepResult:
@@ -28,7 +28,19 @@ def summarize(path: str, batch: client.Batch, tokens: int, tokens_per_s: float,
         delivered_tok_s=rate, steady_window_s=window,
         steady_gap_p99_s=percentile(steady_gaps(batch.results), 99),
         ttft_histogram=ttft_histogram([r.ttft_s for r in batch.results if r.ttft_s is not None]),
-        client_cpu_s=batch.client_cpu_s, client_cpu_per_event_us=agg["client_cpu_per_event_us"])
+        client_cpu_s=batch.client_cpu_s, client_cpu_per_event_us=agg["client_cpu_per_event_us"],
+        percentile_bands_s=percentile_bands([r.ttft_s for r in batch.results if r.ttft_s is not None],
+                                            [g for r in batch.results for g in r.gaps]))
+
+
+def percentile_bands(ttfts: Sequence[float], gaps: Sequence[float]) -> dict[str, list[float]]:
+    """The bands of TTFT and gap p50 and p99 (see StepResult.percentile_bands_s)."""
+    bands = {}
+    for name, values in (("ttft", ttfts), ("gap", gaps)):
+        for p in (50, 99):
+            if (band := percentile_band(values, p)) is not None:
+                bands[f"{name}_p{p}"] = band
+    return bands
 
 
 def steady_window(results: Sequence[StreamResult]) -> tuple[float, float] | None:

@@ -112,6 +112,14 @@ def test_locust_agreement_tolerance_comes_from_rounding_batching_and_pacing() ->
     assert rows["ttft_p50_s"]["lab"] == pytest.approx(0.004)  # the two lab runs' mean
     assert not rows["ttft_p50_s"]["agree"] and rows["ttft_p50_s"]["lab_repeats"]
     assert rows["gap_p99_s"]["agree"] and rows["gap_p99_s"]["lab_repeat"] == pytest.approx(0.004)
+    # A p99 fixed by few samples: each client's half-band adds in quadrature (3 and 4 ms: 5 ms).
+    lab, other = step(0.003, 0.070), step(0.003, 0.080)
+    assert not compare(lab, other, lab)["gap_p99_s"]["agree"]  # 10 ms > 6.5 ms
+    lab.percentile_bands_s = {"gap_p99": [0.067, 0.073]}
+    other.percentile_bands_s = {"gap_p99": [0.076, 0.084]}
+    row = compare(lab, other, lab)["gap_p99_s"]
+    assert row["sampling_s"] == pytest.approx(0.005)
+    assert row["tolerance"] == pytest.approx(0.0115) and row["agree"]  # 10 ms <= 6.5 + 5 ms
     before = {'streamlab_time_to_first_token_seconds_bucket{le="0.005"}': 10.0,
               'streamlab_time_to_first_token_seconds_bucket{le="0.01"}': 10.0,
               'streamlab_time_to_first_token_seconds_bucket{le="+Inf"}': 10.0}

@@ -136,3 +136,14 @@ def test_aggregate_counts_outcomes_and_pools_gaps() -> None:
     assert agg["ttft_p50_s"] == 0.1 and agg["ttft_max_s"] == 1.1
     assert agg["gap_max_s"] == pytest.approx(0.3) and agg["gap_p50_s"] == pytest.approx(0.1)
     assert agg["client_cpu_per_event_us"] == pytest.approx(0.004 / 6 * 1e6)
+
+
+def test_percentile_band_says_how_precisely_the_samples_fix_a_percentile() -> None:
+    from labs.measurements import percentile_band
+
+    values = [float(v) for v in range(1, 301)]
+    # p99 of 300: rank 297 +- 2 x sqrt(300 x 0.99 x 0.01) = 3.4 ranks: ranks 293 .. 300.
+    assert percentile_band(values, 99) == [293.0, 300.0]
+    # p50 of 300: rank 150 +- 17.3 ranks.
+    assert percentile_band(values, 50) == [132.0, 168.0]
+    assert percentile_band([5.0], 99) == [5.0, 5.0] and percentile_band([], 50) is None
