@@ -10,8 +10,9 @@ N x the baseline's tok/s, and a gap is late against the baseline's token interva
 Only what a client can see is evidence here (the path's processes are not ours to sample): the
 outcomes, the client errors, the TTFT histogram, the accept queue of a loopback entry, the
 machine's TCP counters, and this client's own CPU, so that a client that ran out of CPU is never
-reported as the path's limit. Streams refused, reset or queued beyond a count are the finding
-kind `connection-limit`.
+reported as the path's limit: when such a step is all the run found, the verdict is
+`inconclusive` (exit status 2), not healthy. Streams refused, reset or queued beyond a count are
+the finding kind `connection-limit`.
 """
 from __future__ import annotations
 
