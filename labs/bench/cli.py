@@ -56,8 +56,8 @@ def parts(args: argparse.Namespace) -> dict[str, Part]:
         Part("engine", lambda progress: run_module("server.engine.bench", args.out / "engine.json"), 5.0),
         Part("client", lambda progress: bench_client(progress), 2 * (2.0 + 3.0 + PER_1000_STREAMS_S
                                                                      * CLIENT_STREAMS / 1000)),
-        # Both clients at 300, 600 and 1,000 streams (measured here: 180 s on a busy machine).
-        Part("locust", lambda progress: bench_locust_agreement(progress), 6 * 25.0),
+        # Both clients at 300 (lab twice), then up to 2,000 streams (measured here: 120-180 s).
+        Part("locust", lambda progress: bench_locust_agreement(progress), 9 * 20.0),
     )}
 
 
