@@ -8,8 +8,8 @@ from typing_extensions import Self
 
 from proxies.types import Host, Port
 
-ProxyName = Literal["nginx", "haproxy", "envoy"]
-PROXY_NAMES: tuple[ProxyName, ...] = ("nginx", "haproxy", "envoy")
+ProxyName = Literal["nginx", "haproxy", "envoy", "varnish", "apache", "caddy"]
+PROXY_NAMES: tuple[ProxyName, ...] = ("nginx", "haproxy", "envoy", "varnish", "apache", "caddy")
 
 
 def setting(default: Any, doc: str, url: str) -> Any:

@@ -17,9 +17,12 @@ Every choice here is explained in the exported files' comments; the numbers:
 """
 from __future__ import annotations
 
+from proxies.apache.settings import ApacheSettings
+from proxies.caddy.settings import CaddySettings
 from proxies.envoy.settings import EnvoySettings
 from proxies.haproxy.settings import HaproxySettings
 from proxies.nginx.settings import NginxSettings
+from proxies.varnish.settings import VarnishSettings
 
 SILENCE = 300  # seconds: the longest silence a stream may keep, heartbeats aside
 COMPRESSIBLE = ("application/json", "text/plain")  # never text/event-stream
@@ -27,6 +30,8 @@ HEADERS = 10  # seconds to receive a request's headers
 IDLE = 60  # seconds an idle client connection (no request in flight) stays open
 BODY = 60  # seconds: the longest pause in a request body (nginx, HAProxy), the whole body (Envoy)
 MAX_BODY = 8 * 1024 * 1024  # bytes: the server's own --max-body-bytes default
+# Varnish's send_timeout bounds a WHOLE response (600 s by default): above any answer's length.
+LONGEST_ANSWER = 3600  # seconds
 # Envoy's admin paths the lab and operators read; nothing that changes or stops Envoy.
 ADMIN_READ_ONLY = ("/ready", "/stats", "/stats/prometheus", "/server_info")
 
@@ -66,3 +71,30 @@ def envoy() -> EnvoySettings:
         max_downstream_connections=8192,
         request_headers_timeout=HEADERS, request_timeout=BODY, downstream_idle_timeout=IDLE,
         max_request_bytes=MAX_BODY, json_errors=True, admin_allow_paths=ADMIN_READ_ONLY)
+
+
+def varnish() -> VarnishSettings:
+    # A CDN in front of a model: event streams are never cached nor coalesced; the backend's
+    # silences are bounded as elsewhere. Varnish's header timeout is its runtime parameter
+    # timeout_idle (5 s), already under HEADERS; the VCL can set only the idle wait after a request.
+    return VarnishSettings(
+        pass_event_streams=True, do_stream=True,
+        connect_timeout="5s", first_byte_timeout=SILENCE, between_bytes_timeout=SILENCE,
+        timeout_idle=IDLE, send_timeout=LONGEST_ANSWER, idle_send_timeout=BODY,
+        max_body_bytes=MAX_BODY, json_errors=True)
+
+
+def apache() -> ApacheSettings:
+    # Timeout also bounds a pause in the client's upload (BODY); ProxyTimeout the server's silences.
+    return ApacheSettings(
+        timeout=BODY, proxy_timeout=SILENCE, flushpackets="on", deflate_types=COMPRESSIBLE,
+        request_header_timeout=HEADERS, request_body_timeout=BODY, keepalive_timeout=IDLE,
+        limit_request_body=MAX_BODY, json_errors=True, max_request_workers=1000)
+
+
+def caddy() -> CaddySettings:
+    return CaddySettings(
+        encode=("gzip",), encode_skip_event_streams=True, flush_interval="-1",
+        dial_timeout="5s", read_timeout=SILENCE,
+        read_header_timeout=HEADERS, idle_timeout=IDLE,
+        max_body_bytes=MAX_BODY, json_errors=True)

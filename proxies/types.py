@@ -79,3 +79,11 @@ HaproxyDuration = Annotated[
 EnvoyDuration = Annotated[
     str, BeforeValidator(_seconds_to_text("protobuf")),
     AfterValidator(_pattern(re.compile(r"\d{1,9}(?:\.\d{1,9})?s"), "a protobuf duration", "15s"))]
+# Varnish VCL durations: https://varnish-cache.org/docs/7.1/reference/vcl.html#durations
+VarnishDuration = Annotated[
+    str, BeforeValidator(_seconds_to_text("unit")),
+    AfterValidator(_pattern(re.compile(r"\d{1,9}(?:\.\d{1,3})?(?:ms|s|m|h|d|w|y)"), "a VCL duration", "60s"))]
+# Caddy: Go durations (https://caddyserver.com/docs/conventions#durations), e.g. "10s", "500ms"
+CaddyDuration = Annotated[
+    str, BeforeValidator(_seconds_to_text("unit")),
+    AfterValidator(_pattern(re.compile(r"-1|\d{1,9}(?:ns|us|ms|s|m|h|d)"), "a Caddy duration (or -1)", "10s"))]

@@ -174,7 +174,7 @@ class Service:
             generation=generation, text=text, settings=settings,
             completion_id=next(COMPLETION_IDS), created=int(time.time()),
             model=request.model, system_fingerprint=self.fingerprint, arrived_at=arrived_at,
-            include_usage=request.include_usage, stamp=lab.stamp,
+            include_usage=request.include_usage, stamp=lab.stamp, pad_bytes=lab.pad_bytes,
             error_after_tokens=lab.error_after_tokens, abort_after_tokens=lab.abort_after_tokens,
             send_timeout_s=config.send_timeout_s)
 

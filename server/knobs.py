@@ -127,6 +127,9 @@ KNOBS: tuple[Knob, ...] = (
            "[DONE], no end of the chunked body"),
     Knob("stamp", "bool", False, "add `sent_at` (the server's wall clock at the write) to every "
          "data chunk"),
+    Knob("pad_bytes", "int", 0, "add a `pad` field of this many bytes to the role chunk and every content chunk "
+         "(large events, as tool-call arguments or images make them)", minimum=0,
+         maximum=1_048_576),
     # Per-stream settings: a server-wide flag, overridable per request.
     Knob("detokenizer", "choice", "incremental", "`naive` decodes each token alone: U+FFFD "
          "wherever a character spans tokens", choices=("incremental", "naive"), flag=True),

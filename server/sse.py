@@ -70,17 +70,20 @@ class ChunkFramer:
     plus `"usage":null` on every chunk when the client asked for a usage chunk (as OpenAI does).
     """
 
-    __slots__ = ("_head", "_content_head", "_content_tail", "stamp", "_usage_null")
+    __slots__ = ("_head", "_content_head", "_content_tail", "stamp", "_usage_null", "_pad")
 
     def __init__(self, completion_id: str, created: int, model: str, system_fingerprint: str,
-                 include_usage: bool = False, stamp: bool = False) -> None:
+                 include_usage: bool = False, stamp: bool = False, pad_bytes: int = 0) -> None:
         head = (b'{"id":' + _dumps(completion_id) + b',"object":"chat.completion.chunk","created":'
                 + str(int(created)).encode() + b',"model":' + _dumps(model)
                 + b',"system_fingerprint":' + _dumps(system_fingerprint) + b',"choices":')
         self._head = b"data: " + head
         self._usage_null = b',"usage":null' if include_usage else b""
         self._content_head = self._head + b'[{"index":0,"delta":{"content":'
-        self._content_tail = b'},"logprobs":null,"finish_reason":null}]' + self._usage_null
+        # `pad_bytes`: a top-level field SDKs ignore, so an event (the role chunk, the first a
+        # proxy sees, included) is as large as a scenario needs.
+        self._pad = b',"pad":"' + b"x" * pad_bytes + b'"' if pad_bytes else b""
+        self._content_tail = b'},"logprobs":null,"finish_reason":null}]' + self._usage_null + self._pad
         # Without stamps a frame is closed at once; with them seal() closes it at write time.
         self.stamp = stamp
 
@@ -95,7 +98,7 @@ class ChunkFramer:
 
     def role(self) -> bytes:
         return self._frame(self._head + b'[{"index":0,"delta":{"role":"assistant","content":""},'
-                           b'"logprobs":null,"finish_reason":null}]' + self._usage_null)
+                           b'"logprobs":null,"finish_reason":null}]' + self._usage_null + self._pad)
 
     def finish(self, reason: str) -> bytes:
         return self._frame(self._head + b'[{"index":0,"delta":{},"logprobs":null,"finish_reason":'

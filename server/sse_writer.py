@@ -39,7 +39,8 @@ class SSECompletion(Completion):
         self.raw_headers = sse.streaming_headers(settings.omit_headers)
         self.heartbeat_s = settings.heartbeat_s
         self.framer = sse.ChunkFramer(job.completion_id, job.created, job.model,
-                                      job.system_fingerprint, job.include_usage, job.stamp)
+                                      job.system_fingerprint, job.include_usage, job.stamp,
+                                      job.pad_bytes)
         self._stamp = job.stamp
         self._coalesce_s = settings.coalesce_ms / 1000.0
         self._pending: list[bytes] = []

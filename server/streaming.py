@@ -83,6 +83,7 @@ class CompletionJob:
     arrived_at: float  # time.monotonic() when the request arrived, for TTFT
     include_usage: bool = False
     stamp: bool = False
+    pad_bytes: int = 0
     error_after_tokens: int | None = None
     abort_after_tokens: int | None = None
     send_timeout_s: float | None = None  # --send-timeout-s: a write blocked longer aborts

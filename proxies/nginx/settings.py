@@ -35,6 +35,10 @@ class NginxSettings(ProxySettings):
         None, "open-file limit for workers (None: inherit the shell's `ulimit -n`)",
         f"{CORE}#worker_rlimit_nofile")
 
+    worker_shutdown_timeout: NginxDuration | None = setting(
+        None, "after a reload, how long old workers may keep serving requests in flight (None: "
+              "until they finish): a stream still running then is cut", f"{CORE}#worker_shutdown_timeout")
+
     listen_backlog: int | None = Field(
         None, ge=1, le=65535, description="accept queue of the listening socket (None: nginx's "
         f"511); a burst of new streams beyond it waits for SYN retransmits (1 s, 3 s, 7 s) "

@@ -31,7 +31,8 @@ from proxies.runtime.images import image_for
 from proxies.runtime.local import LocalProxy
 from server.launcher import _healthy
 from server.processes import free_port
-from tests.runtimes import PROXIES, on_free_ports, require_engine, require_images, unavailable
+from tests.runtimes import COMPOSE_PROXIES as PROXIES
+from tests.runtimes import on_free_ports, require_engine, require_images, unavailable
 
 PROFILES = " ".join(f"--profile {name}" for name in PROXIES)
 HERE = Path(__file__).resolve().parent

@@ -15,7 +15,8 @@ from proxies.export import FIXED_DIR
 from proxies.rendering import render
 from proxies.runtime.docker import CONFIG_DIR, PREFIX, proxy_args
 from tests.docker.conftest import Stack
-from tests.runtimes import PROXIES, stream
+from tests.runtimes import COMPOSE_PROXIES as PROXIES
+from tests.runtimes import stream
 
 REPO = Path(__file__).resolve().parents[2]
 REQUEST: dict[str, Any] = {

@@ -1,6 +1,7 @@
 """proxies/fixed/ equals a fresh export, runs as it is, and streams by construction; the CLI works."""
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -14,7 +15,7 @@ from proxies.fixed_settings import HEADERS, IDLE, MAX_BODY
 from proxies.variants import UnknownVariant, register_variant, variant_names
 
 REPO = Path(__file__).resolve().parents[2]
-FILES = ["nginx.conf", "haproxy.cfg", "envoy.yaml"]
+FILES = ["nginx.conf", "haproxy.cfg", "envoy.yaml", "varnish.vcl", "apache.conf", "Caddyfile"]
 
 
 def cli(*args: str) -> subprocess.CompletedProcess[str]:
@@ -35,10 +36,22 @@ def test_fixed_file_validates_as_a_user_would_run_it(name: str, tmp_path: Path) 
         command = [binary("nginx"), "-t", "-p", f"{tmp_path}/", "-c", str(path), "-e", "stderr"]
     elif name == "haproxy.cfg":
         command = [binary("haproxy"), "-c", "-f", str(path)]
+    elif name == "varnish.vcl":
+        command = [binary("varnish"), "-C", "-j", "none", "-f", str(path)]
+    elif name == "apache.conf":
+        command = [binary("apache"), "-t", "-d", str(tmp_path), "-f", str(path)]
+    elif name == "Caddyfile":
+        command = [binary("caddy"), "validate", "--config", str(path), "--adapter", "caddyfile"]
     else:
         command = [binary("envoy"), "--mode", "validate", "-c", str(path)]
-    result = subprocess.run(command, capture_output=True, text=True, timeout=60)
-    assert result.returncode == 0, result.stderr + result.stdout
+    env = {**os.environ, "HOME": str(tmp_path), "XDG_CONFIG_HOME": str(tmp_path), "XDG_DATA_HOME": str(tmp_path)}
+    result = subprocess.run(command, capture_output=True, text=True, timeout=60, env=env, cwd=tmp_path)
+    assert result.returncode == 0, (result.stderr + result.stdout)[-2000:]
+    if name in ("apache.conf", "Caddyfile"):
+        # Relative to the ServerRoot / the working folder: no root paths but the modules'.
+        directives = [line.split("#")[0] for line in path.read_text().splitlines()
+                      if not line.startswith("LoadModule")]
+        assert not any("/var/" in line or "/etc/" in line or "/run/" in line for line in directives)
     if name == "nginx.conf":
         directives = [line.split("#")[0] for line in path.read_text().splitlines()]
         assert not any("/var/" in line or "/etc/" in line or "/run/" in line for line in directives)
@@ -67,6 +80,13 @@ def test_fixed_settings_stream_well() -> None:
     assert "text/event-stream" not in envoy.compressor_content_types
     assert min(envoy.max_connections, envoy.max_pending_requests, envoy.max_requests) >= 1000
     assert not envoy.body_inspection
+    varnish, apache, caddy = (variant(p, "fixed") for p in ("varnish", "apache", "caddy"))
+    assert varnish.pass_event_streams and varnish.do_stream
+    assert varnish.between_bytes_timeout == varnish.first_byte_timeout == "300s"
+    assert varnish.send_timeout is not None and int(varnish.send_timeout[:-1]) >= 3600
+    assert apache.proxy_timeout == 300 and "text/event-stream" not in apache.deflate_types
+    assert apache.max_request_workers >= 1000
+    assert caddy.encode and caddy.encode_skip_event_streams and caddy.read_timeout == "300s"
 
 
 def test_export_rewrites_only_changed_files(tmp_path: Path) -> None:
@@ -82,7 +102,7 @@ def test_cli_export_check_passes() -> None:
     assert result.returncode == 0, result.stderr
 
 
-@pytest.mark.parametrize("proxy", ["nginx", "haproxy", "envoy"])
+@pytest.mark.parametrize("proxy", ["nginx", "haproxy", "envoy", "varnish", "apache", "caddy"])
 def test_cli_render_prints_the_variant(proxy: str) -> None:
     result = cli("render", proxy, "--variant", "fixed")
     assert result.returncode == 0, result.stderr
@@ -125,5 +145,13 @@ def test_fixed_settings_hold_against_hostile_clients() -> None:
     assert nginx.json_errors and haproxy.json_errors and envoy.json_errors and not nginx.server_tokens
     assert envoy.admin_allow_paths and not any(
         path in envoy.admin_allow_paths for path in ("/quitquitquit", "/healthcheck/fail", "/drain_listeners"))
+    varnish, apache, caddy = (variant(p, "fixed") for p in ("varnish", "apache", "caddy"))
+    # Varnish's first request's header wait is the runtime parameter timeout_idle (5 s), which a
+    # VCL cannot set; the VCL sets the idle wait between requests.
+    assert varnish.timeout_idle == f"{IDLE}s" and varnish.max_body_bytes == MAX_BODY and varnish.json_errors
+    assert (apache.request_header_timeout, apache.keepalive_timeout) == (HEADERS, IDLE)
+    assert apache.limit_request_body == MAX_BODY and apache.json_errors
+    assert (caddy.read_header_timeout, caddy.idle_timeout) == (f"{HEADERS}s", f"{IDLE}s")
+    assert caddy.max_body_bytes == MAX_BODY and caddy.json_errors
     # What still bounds a stream is unchanged: silences only, 300 s, far above the heartbeats.
     assert envoy.route_timeout == "0s" and haproxy.timeout_server == nginx.proxy_read_timeout == "300s"

@@ -35,6 +35,9 @@ ACCESS_FIELDS = {
               "upstream_connect_time", "bytes_sent"},
     "haproxy": {"status", "termination_state", "Tr", "Ta", "server"},
     "envoy": {"status", "flags", "duration_ms", "upstream_host"},
+    "varnish": {"status", "handling", "duration_us", "ttfb_s", "bytes_sent"},
+    "apache": {"status", "duration_us", "bytes_sent", "handler"},
+    "caddy": {"status", "duration_s", "bytes_sent", "proto"},
 }
 # How long the first access line may take. A container's output reaches process.log through the
 # attached `docker run` client, so it gets longer; both stay well under Envoy's default 10 s flush.

@@ -1,0 +1,57 @@
+"""The measuring client over HTTP/2 with TLS (ALPN h2): the same metrics as over HTTP/1.1 through
+the same nginx (TLS + HTTP/2 listener, a certificate made at run time), HEADERS timed."""
+from __future__ import annotations
+
+import asyncio
+from typing import Iterator
+
+import pytest
+
+from labs.client import measure_stream
+from labs.fakes.upstream import FakeUpstream, fake_upstream
+from proxies import NginxSettings
+from proxies.runtime.local import LocalProxy, run_proxy
+from server.processes import free_port
+
+BODY = {"model": "tiny", "stream": True, "messages": []}
+EVENTS, INTERVAL_S = 10, 0.05
+
+
+@pytest.fixture(scope="module")
+def tls_nginx() -> Iterator[LocalProxy]:
+    upstream: FakeUpstream
+    with fake_upstream() as upstream:
+        settings = NginxSettings(tls_http2=True, proxy_buffering=False, proxy_http_version="1.1",
+                                 proxy_connection_header="", listen_port=free_port(),
+                                 upstream_port=upstream.port)
+        with run_proxy(settings) as proxy:
+            yield proxy
+
+
+def url(proxy: LocalProxy) -> str:
+    return (f"https://127.0.0.1:{proxy.settings.listen_port}/v1/chat/completions"
+            f"?n={EVENTS}&interval={INTERVAL_S}")
+
+
+@pytest.mark.parametrize("http2", [True, False], ids=["h2", "http/1.1"])
+def test_same_metrics_over_both_protocols(tls_nginx: LocalProxy, http2: bool) -> None:
+    result = asyncio.run(measure_stream(url(tls_nginx), BODY, http2=http2, verify_tls=False))
+    assert result.status == 200 and result.outcome == "complete", result.error
+    assert result.http_version == ("2" if http2 else "1.1")
+    assert result.content_events == EVENTS and result.saw_done
+    assert result.headers_s is not None and result.headers_s <= (result.ttft_s or 0)
+    # Paced events, one read (DATA frame) each: the client times frames as it times reads.
+    assert result.ttft_s is not None and result.e2e_s is not None
+    assert result.e2e_s - result.ttft_s >= 0.5 * (EVENTS - 1) * INTERVAL_S
+    assert result.bursts >= EVENTS - 2, result.content_reads
+    assert result.headers["content-type"].startswith("text/event-stream")
+
+
+def test_the_lab_certificate_is_refused_when_verified(tls_nginx: LocalProxy) -> None:
+    result = asyncio.run(measure_stream(url(tls_nginx), BODY, http2=True))
+    assert result.outcome == "connect-error" and "CERTIFICATE_VERIFY_FAILED" in (result.error or "")
+
+
+def test_http2_needs_https() -> None:
+    with pytest.raises(ValueError, match="https URL"):
+        asyncio.run(measure_stream("http://127.0.0.1:1/v1/chat/completions", BODY, http2=True))
