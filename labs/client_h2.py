@@ -39,6 +39,10 @@ def request_headers(target: Target, body: bytes, opts: Options) -> list[tuple[st
     return headers + [(k.lower(), v) for k, v in (opts.headers or {}).items() if k.lower() not in taken]
 
 
+# The events that are the response itself (what TTFB times), not flow control on its stream.
+RESPONSE_FRAMES = (h2.events.ResponseReceived, h2.events.DataReceived, h2.events.StreamReset)
+
+
 class H2Exchange(Exchange):
     """One request on stream 1 of an HTTP/2 connection (Exchange's body handling and outcomes)."""
 
@@ -78,7 +82,11 @@ class H2Exchange(Exchange):
                 self.transport.write(self.h2.data_to_send())
             return
         r = self.r
+        before = r.ttfb_s
         t = self.note_read(now)
+        # TTFB is the response's first frame (HEADERS): connection frames (a SETTINGS ack, a
+        # WINDOW_UPDATE) a hop sends at once are not the response.
+        r.ttfb_s = before
         try:
             events = self.h2.receive_data(data)
         except h2.exceptions.ProtocolError as exc:
@@ -95,6 +103,8 @@ class H2Exchange(Exchange):
 
     def _event(self, event: object, t: float, read: int, wall: float) -> None:
         r = self.r
+        if r.ttfb_s is None and isinstance(event, RESPONSE_FRAMES):
+            r.ttfb_s = t  # not a WINDOW_UPDATE for the stream: nginx sends one on the body
         if isinstance(event, h2.events.ResponseReceived):
             headers = {str(k): str(v) for k, v in event.headers}
             r.status = int(headers.pop(":status"))

@@ -21,6 +21,8 @@ from server.config import STREAMING_HEADER_NAMES
 DONE = b"data: [DONE]\n\n"
 # A comment line: EventSource and the OpenAI SDK ignore it, proxies see bytes (idle timers reset).
 PING = b": ping\n\n"
+# `hello`: the same kind of comment right after the headers, so the body starts at once.
+HELLO = b": ok\n\n"
 
 STREAMING_HEADERS: dict[str, str] = {
     "content-type": "text/event-stream; charset=utf-8",

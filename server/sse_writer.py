@@ -56,6 +56,7 @@ class SSECompletion(Completion):
         if self._resume_after:
             job.abort_after_tokens = None
         self._split_s = (settings.split_utf8_ms or 0.0) / 1000.0
+        self._role_pending = settings.role_chunk == "with-first-token"
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         # Up and down around everything, whichever way the stream ends (the gauge once leaked).
@@ -72,7 +73,16 @@ class SSECompletion(Completion):
         metrics.REQUESTS.labels(status="200").inc()
         if self._coalesce_s > 0:
             self._writer = asyncio.ensure_future(self._write_loop())
+        if self.job.settings.hello:
+            await self._emit(sse.HELLO)
+        if self._role_pending:
+            return  # vLLM-style: the role chunk waits for the first token (or the end)
         await self._emit(self.framer.role())
+
+    async def _role_first(self) -> None:
+        if self._role_pending:
+            self._role_pending = False
+            await self._emit(self.framer.role())
 
     async def heartbeat(self) -> None:
         self._pings += 1
@@ -82,9 +92,11 @@ class SSECompletion(Completion):
         if self._first_content:
             self._first_content = False
             metrics.TIME_TO_FIRST_TOKEN.observe(time.monotonic() - self.job.arrived_at)
+            await self._role_first()
         await self._emit(self.framer.content(text))
 
     async def complete(self, finish_reason: str) -> None:
+        await self._role_first()
         await self._emit(self.framer.finish(finish_reason))
         if self.job.include_usage:
             generation = self.job.generation
@@ -93,6 +105,7 @@ class SSECompletion(Completion):
 
     async def failed(self, fault: Fault) -> str:
         mode = self.job.settings.error_mode
+        await self._role_first()
         if mode == "inband":
             metrics.INBAND_ERRORS.inc()
             await self._emit(self.framer.error(fault.error))

@@ -5,12 +5,12 @@
 """
 from __future__ import annotations
 
-from labs.catalogue import apache, apps, caddy, cdn, chain, envoy, haproxy, nginx, reload
+from labs.catalogue import apache, apps, caddy, cdn, chain, envoy, haproxy, http2, nginx, reload
 from labs.catalogue import browser, client, libraries, server
 from labs.scenario import VARIANTS, Scenario
 
 SCENARIOS: tuple[Scenario, ...] = (
-    *nginx.SCENARIOS, *haproxy.SCENARIOS, *envoy.SCENARIOS, *cdn.SCENARIOS, *apache.SCENARIOS,
+    *nginx.SCENARIOS, *http2.SCENARIOS, *haproxy.SCENARIOS, *envoy.SCENARIOS, *cdn.SCENARIOS, *apache.SCENARIOS,
     *caddy.SCENARIOS, *reload.SCENARIOS, *chain.SCENARIOS,
     *apps.SCENARIOS, *server.SCENARIOS, *client.SCENARIOS, *libraries.SCENARIOS, *browser.SCENARIOS,
 )

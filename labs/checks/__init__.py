@@ -20,11 +20,12 @@ from labs.checks.server import (release_at_least, release_within, server_metric_
                                 server_metric_at_most, slot_held_at_least, slot_held_at_most,
                                 tokens_for_nobody_at_least, tokens_for_nobody_at_most,
                                 writes_per_token_at_least, writes_per_token_at_most)
-from labs.checks.stream import (coalesced, content_encoded, content_events_at_most, heartbeats_at_least,
-                                held_to_end, hop_delay_at_least, hop_delay_at_most, socket_reads_spread,
-                                streamed, ttft_late)
+from labs.checks.stream import (coalesced, content_encoded, content_events_at_most, headers_at_least,
+                                headers_prompt, heartbeats_at_least, held_to_end, hop_delay_at_least,
+                                hop_delay_at_most, http_version_is, socket_reads_spread, streamed,
+                                ttft_late)
 from labs.checks.stress import (STRESS_MARGIN_INTERVALS, cut_after_silence, cut_at_deadline, departed,
-                                outlived, reloaded_mid_stream, sent_together_at_least,
+                                first_token_after, outlived, reloaded_mid_stream, sent_together_at_least,
                                 server_heard_departures, server_peak_at_least, silence_outlasted)
 from labs.checks.text import (no_stop_leak, replacement_chars_at_least, stop_leaked, text_cut_short,
                               text_is_script)
@@ -94,4 +95,8 @@ __all__ = [
     "ttft_spread_at_least",
     "writes_per_token_at_least",
     "writes_per_token_at_most",
+    "headers_at_least",
+    "headers_prompt",
+    "http_version_is",
+    "first_token_after",
 ]

@@ -154,3 +154,11 @@ def reloaded_mid_stream() -> Check:
         passed = bool(ends) and all(end is not None and end > run.reloaded_at_s for end in ends)
         return f"reloaded at {ms(run.reloaded_at_s)}, streams ended at {', '.join(ms(e) for e in ends)}", passed
     return Check("the proxy was reloaded while the streams ran", measure)
+
+
+def first_token_after(silence_s: float, what: str) -> Check:
+    """The first token came only after (at least half of) the silence the server applies before
+    it: what a variant that must wait for its headers through that silence depends on."""
+    return threshold(f"the first token came after at least half of {what} ({ms(silence_s)})",
+                     lambda run: run.first.ttft_s, lambda run: CUT_SHARE * silence_s,
+                     at_least=True, shown=lambda run, ttft: f"TTFT {ms(ttft)}")

@@ -442,4 +442,13 @@ HANDMADE: dict[str, Handmade] = {
         symptom=lambda s: s.run(s.streamed(hop_s=0.1)),
         cure=lambda s: s.run(s.streamed(hop_s=0.002)),
         cure_without_stress=lambda s: s.run(s.rushed(hop_s=0.002))),
+    # Headers held until the first DATA frame, against headers at once through the same silence;
+    # without the silence (first token at once) prompt headers prove nothing.
+    "nginx-http2-headers": Handmade(
+        symptom=lambda s: s.run(s.streamed(http_version="2", headers_s=s.due + 0.01)),
+        cure=lambda s: s.run(s.streamed(http_version="2", headers_s=0.005)),
+        cure_without_stress=lambda s: s.run(s.stream([0.01 + s.dt * i for i in range(20)],
+                                                     http_version="2", headers_s=0.005)),
+        symptom_without_stress=lambda s: s.run(s.stream([0.01 + s.dt * i for i in range(20)],
+                                                        http_version="2", headers_s=s.due))),
 }

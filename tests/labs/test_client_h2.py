@@ -55,3 +55,14 @@ def test_the_lab_certificate_is_refused_when_verified(tls_nginx: LocalProxy) -> 
 def test_http2_needs_https() -> None:
     with pytest.raises(ValueError, match="https URL"):
         asyncio.run(measure_stream("http://127.0.0.1:1/v1/chat/completions", BODY, http2=True))
+
+
+def test_ttfb_is_the_response_not_the_connection_frames(tls_nginx: LocalProxy) -> None:
+    """nginx over HTTP/2 sends a SETTINGS ack and a WINDOW_UPDATE for the request body at once,
+    and holds the HEADERS frame until the first DATA: TTFB is the HEADERS frame's read."""
+    silence_s = 0.6
+    target = f"https://127.0.0.1:{tls_nginx.settings.listen_port}/silence?k=0&silence={silence_s}"
+    result = asyncio.run(measure_stream(target, BODY, http2=True, verify_tls=False))
+    assert result.http_version == "2" and result.headers_s is not None
+    assert result.ttfb_s == result.headers_s, (result.ttfb_s, result.headers_s)
+    assert result.headers_s >= silence_s / 2, result.headers_s
