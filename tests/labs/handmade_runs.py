@@ -182,12 +182,15 @@ def _waves(s: Shapes) -> Run:
     return s.run(*first, *later)
 
 
-def _chain(held: bool) -> Make:
+def _chain(culprit: str | None) -> Make:
+    """A bisected chain: entering at the culprit hop or in front of it, the stream is a lump."""
     def make(s: Shapes) -> Run:
-        hop = s.lump() if held else s.streamed()
-        hops = {f"{i + 1}. enter at {name}:{4000 + i}": [hop] for i, name in enumerate(s.scenario.path)}
+        path = s.scenario.path
+        held_until = path.index(culprit) if culprit else -1
+        hops = {f"{i + 1}. enter at {name}:{4000 + i}": [s.lump() if i <= held_until else s.streamed()]
+                for i, name in enumerate(path)}
         hops[f"{len(hops) + 1}. direct to the server"] = [s.streamed()]
-        return s.run(hop, hops=hops)
+        return s.run(next(iter(hops.values()))[0], hops=hops)
     return make
 
 
@@ -329,7 +332,10 @@ HANDMADE: dict[str, Handmade] = {
         20, envoy.MAX_REQUESTS + envoy.MAX_PENDING, lambda s: s.refused("http-error", 503), ACTIVE, 20,
         proxy_stats={"envoy:1": {"cluster.lab.upstream_rq_pending_overflow": 8}}),
     "envoy-body-inspection": _held(),
-    "chain-buffering": Handmade(symptom=_chain(held=True), cure=_chain(held=False)),
+    "chain-buffering": Handmade(symptom=_chain("nginx"), cure=_chain(None)),
+    # The wrong culprit (the CDN in front) must fail the symptom: only Caddy's entry holds.
+    "chain-edge-compression": Handmade(symptom=_chain("caddy"), cure=_chain(None),
+                                       symptom_without_stress=_chain("varnish")),
     "server-disconnect": Handmade(
         symptom=lambda s: s.run(
             *(s.left() for _ in range(server.DISCONNECT_SLOTS)),
