@@ -70,11 +70,20 @@ ROWS: tuple[Row, ...] = (
     ("usage tokens / request (as the tool read it)", _fig(lambda f: _per_request(f.usage_tokens, f.requests))),
     ("server: tokens / request over the run", lambda r: _server_tokens(r.server)),
     ("server: TTFT mean (ms) over the run", lambda r: _ms(r.server.get("ttft_mean_s"))),
+    ("TTFT mean minus the server's (ms)", lambda r: _client_side(r)),
     ("tool CPU s (% of one core)", lambda r: "-" if r.cpu_s is None else f"{r.cpu_s:.2f} ({r.cpu_pct:.0f}%)"),
     ("tool CPU ms / completed request", lambda r: "-" if r.cpu_s is None or not r.figures
      or not r.figures.requests else f"{1e3 * r.cpu_s / r.figures.requests:.0f}"),
     ("tool wall s / processes", lambda r: "-" if r.wall_s is None else f"{r.wall_s:.1f} / {r.processes}"),
 )
+
+
+def _client_side(run: ToolRun) -> str:
+    """What the tool adds to the server's own TTFT: its client side, loopback and its clock."""
+    server = run.server.get("ttft_mean_s")
+    if not run.figures or run.figures.ttft_mean_s is None or server is None:
+        return "-"
+    return f"{(run.figures.ttft_mean_s - server) * 1e3:+.1f}"
 
 
 def _server_tokens(server: Mapping[str, Any]) -> str:
@@ -91,13 +100,17 @@ def table(runs: Sequence[ToolRun], streams: int) -> tuple[list[str], list[list[s
     return header, rows
 
 
+def _streams(n: int) -> str:
+    return f"{n} stream{'s' if n != 1 else ''}"
+
+
 def missing_lines(runs: Sequence[ToolRun]) -> list[str]:
     """One clear line per tool that has no figures, and every tool's notes."""
-    lines = [f"- {TITLES[run.tool]} at {run.streams} streams: **no figures** ({run.missing})"
+    lines = [f"- {TITLES[run.tool]} at {_streams(run.streams)}: **no figures** ({run.missing})"
              for run in runs if run.missing]
     for run in runs:
         for note in run.figures.notes if run.figures else ():
-            lines.append(f"- {TITLES[run.tool]} at {run.streams} streams: {note}")
+            lines.append(f"- {TITLES[run.tool]} at {_streams(run.streams)}: {note}")
     return lines
 
 
@@ -114,7 +127,7 @@ def markdown(result: Mapping[str, Any], runs: Sequence[ToolRun]) -> str:
     for streams in setup["streams"]:
         header, rows = table(runs, streams)
         requests = setup["requests"][str(streams)]
-        lines += [f"## {streams} stream{'s' if streams > 1 else ''} ({requests} requests per tool)", "",
+        lines += [f"## {_streams(streams)} ({requests} requests per tool)", "",
                   "| " + " | ".join(header) + " |", "| --- |" + " ---: |" * (len(header) - 1)]
         lines += ["| " + " | ".join(row) + " |" for row in rows]
         lines.append("")
@@ -132,7 +145,7 @@ def print_rich(result: Mapping[str, Any], runs: Sequence[ToolRun]) -> None:
     console = Console(width=None if Console().is_terminal else 110)
     for streams in result["setup"]["streams"]:
         header, rows = table(runs, streams)
-        view = Table(title=f"{streams} stream{'s' if streams > 1 else ''}: lab client, AIPerf, guidellm")
+        view = Table(title=f"{_streams(streams)}: lab client, AIPerf, guidellm")
         for i, name in enumerate(header):
             view.add_column(name, justify="left" if i == 0 else "right")
         for row in rows:

@@ -95,9 +95,10 @@ def test_table_keeps_a_missing_peers_column_and_says_why() -> None:
     assert cells["TTFT p50 (ms)"] == ["201.9", "n/a", "n/a"]
     assert cells["server: TTFT mean (ms) over the run"][0] == "201.8"
     assert cells["server: tokens / request over the run"][0] == "20.00 (10 requests)"
+    assert cells["TTFT mean minus the server's (ms)"] == ["+2.1", "n/a", "n/a"]
     assert cells["tool CPU s (% of one core)"][0] == "0.20 (10%)"
     lines = missing_lines([lab, failed])
-    assert lines == ["- AIPerf 0.13.0 at 1 streams: **no figures** (install failed: pip exited 1)"]
+    assert lines == ["- AIPerf 0.13.0 at 1 stream: **no figures** (install failed: pip exited 1)"]
     text = markdown(_result([1]), [lab, failed])
     assert "**no figures** (install failed: pip exited 1)" in text
     assert "| TTFT p50 (ms) | 201.9 | n/a | n/a |" in text  # guidellm was not run at all
