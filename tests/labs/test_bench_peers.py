@@ -179,3 +179,27 @@ def test_figures_default_to_not_reported() -> None:
     figures = Figures(requests=0, failed=3)
     header, rows = table([ToolRun("lab", 1, figures=figures)], 1)
     assert dict((row[0], row[1]) for row in rows)["TTFT mean (ms)"] == "-"
+
+
+class FakeServer:
+    url = "http://127.0.0.1:9"
+
+    def metrics(self) -> dict[str, float]:
+        return {}
+
+
+def test_a_tool_that_fails_or_writes_nothing_has_its_reason_in_the_report(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    def plan(argv: list[str]):
+        return lambda tool, url, model, streams, requests, out_dir: (argv, peer_guidellm.parse)
+
+    monkeypatch.setattr(peers, "_plan", plan([sys.executable, "-c", "print('no such model'); raise SystemExit(3)"]))
+    run = peers.run_tool("guidellm", 1, 3, FakeServer(), "tiny", tmp_path, missing={})
+    assert run.figures is None and run.missing.startswith("exited 3;")
+    assert "no such model" in run.missing  # the end of the tool's own log
+    assert run.cpu_s is not None and run.processes >= 1
+
+    monkeypatch.setattr(peers, "_plan", plan([sys.executable, "-c", "pass"]))
+    run = peers.run_tool("guidellm", 1, 3, FakeServer(), "tiny", tmp_path, missing={})
+    assert run.missing.startswith("its output could not be read: FileNotFoundError: guidellm wrote no "
+                                  "benchmarks.json")
