@@ -13,7 +13,7 @@ synthetic engine). The scheduler decides *when* and *which*:
   Backend.step call, so unpaced sequences share every forward pass.
 * Threading: the loop runs on its own thread (never the event loop), except in the
   `blocking_loop` failure mode. Tokens reach asyncio through one `call_soon_threadsafe` per loop
-  iteration (a batch of events), into an asyncio.Queue per generation
+  iteration (a batch of events), into a token buffer per generation
   (server/engine/generation.py).
 * Cancellation: `cancel()` flags the sequence and wakes the loop; the slot is freed at the start
   of the next iteration, i.e. within one decode step (at once if the loop was waiting).
@@ -350,19 +350,8 @@ class Scheduler(Engine):
         elif seq.generated >= seq.max_new_tokens:
             self._finish(seq, "length")
         else:
-            seq.due = self._next_due(seq, now)
+            seq.due = seq.next_due(now)
             heapq.heappush(self._due_heap, (seq.due, seq.id, seq))
-
-    @staticmethod
-    def _next_due(seq: Sequence, now: float) -> float:
-        pacing = seq.request.pacing
-        period = 1.0 / pacing.tokens_per_s if pacing.tokens_per_s else 0.0
-        # Anchored to the schedule (no drift from step time), but never more than one period
-        # behind now: an engine that fell behind resumes the rate instead of bursting.
-        due = max(seq.due + period, now - period) if period else now
-        if pacing.pause_after_tokens is not None and seq.generated == pacing.pause_after_tokens:
-            due = max(due, now) + pacing.pause_s
-        return due
 
     def _finish(self, seq: Sequence, reason: FinishReason, error: str | None = None) -> None:
         if seq.finished:
