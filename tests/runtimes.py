@@ -26,8 +26,8 @@ from proxies.runtime.local import LocalProxy
 from server.processes import free_port, port_accepts
 
 PROXIES: tuple[ProxyName, ...] = ("nginx", "haproxy", "envoy", "varnish", "apache", "caddy")
-# The proxies docker/compose.yaml runs; Varnish, Apache and Caddy run in the Docker runtime only.
-COMPOSE_PROXIES: tuple[ProxyName, ...] = ("nginx", "haproxy", "envoy")
+# The proxies docker/compose.yaml runs: every one.
+COMPOSE_PROXIES: tuple[ProxyName, ...] = PROXIES
 
 RUNTIMES = [
     pytest.param("local", id="local"),
