@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, Callable, Iterator, Mapping, Sequence
 
 from proxies.base import ProxyName, ProxySettings
 from proxies.rendering import render
+from proxies.tls import require_files
 from proxies.runtime.dockercli import DockerError, docker, docker_bin, host_user, require_engine
 from proxies.runtime.images import (Choice, ImageMissing, image_for, offline_server_built_here,
                                     offline_server_labels)
@@ -219,9 +220,9 @@ def proxy_run_args(settings: ProxySettings, workdir: Path, config_path: Path, na
     if proxy in ("nginx", "varnish", "apache", "caddy"):
         # Relative paths (Caddy's access.log) resolve in the prefix, as in the local runtime.
         args += [*bind(workdir, PREFIX, readonly=False), "--workdir", PREFIX]
-    # A TLS variant's certificate, made at run time, at the same path inside.
-    for path in {getattr(settings, name, None) for name in ("ssl_certificate", "ssl_certificate_key")} - {None}:
-        args += bind(Path(path), str(path))
+    # A TLS listener's certificate and key (the run-time ones or the user's), at the same paths inside.
+    for path in dict.fromkeys(settings.tls_files().values()):
+        args += bind(Path(path), path)
     for key, value in (proxy_env(proxy, f"{PREFIX}/", {}) or {}).items():
         args += ["--env", f"{key}={value}"]
     return [*args, "--entrypoint", ENTRYPOINTS.get(proxy, proxy), image, *proxy_args(settings)]
@@ -231,6 +232,7 @@ def proxy_run_args(settings: ProxySettings, workdir: Path, config_path: Path, na
 def run_proxy(settings: ProxySettings, workdir: Path | None = None,
               ready_timeout_s: float = 30.0) -> Iterator[DockerProxy]:
     """Render, validate, start the container, wait until ready (polling), yield; stop on exit."""
+    require_files(settings)
     require_engine()
     choice = image_for(settings.proxy)
     text = check(render(settings), settings.proxy, choice)
