@@ -70,15 +70,18 @@ def test_http11_still_works_on_the_same_tls_listener(name: ProxyName, runtime: R
     assert h1.bursts >= EVENTS - 3, h1.content_reads
 
 
+@pytest.mark.parametrize("http2", [True, False], ids=["h2", "http/1.1"])
 @pytest.mark.parametrize("name", TLS_PROXIES)
-def test_fixed_tls_config_passes_a_client_disconnect_upstream(name: ProxyName, runtime: Runtime,
+def test_fixed_tls_config_passes_a_client_disconnect_upstream(name: ProxyName, http2: bool, runtime: Runtime,
                                                               upstream: FakeUpstream) -> None:
-    """The h2 client hangs up mid-stream: the upstream sees its connection close within ~100 ms
-    of the event the client left after (the next one is due 500 ms later)."""
+    """The client hangs up mid-stream (close_notify, then its FIN, as a browser closing a tab): the
+    upstream sees its connection close within ~100 ms of the event the client left after (the
+    next one is due 500 ms later)."""
     with runtime.run_proxy(fixed_tls(name, upstream.port)) as proxy:
         before = len(upstream.stats.disconnects)
-        result = over(proxy.url + "/v1/chat/completions?n=50&interval=0.5", disconnect_after_events=2)
-        assert result.http_version == "2" and result.outcome == "disconnected", result.error
+        result = over(proxy.url + "/v1/chat/completions?n=50&interval=0.5", http2=http2,
+                      disconnect_after_events=2)
+        assert result.http_version == ("2" if http2 else "1.1") and result.outcome == "disconnected", result.error
         assert result.content_events == 2
         wait_until(lambda: len(upstream.stats.disconnects) > before, 2,
                    describe="the upstream to see the disconnect")
