@@ -7,12 +7,17 @@ was HTTP/2 (ALPN h2), so a listener that fell back to HTTP/1.1 cannot pass in it
 """
 from __future__ import annotations
 
+import http.client
+import os
+import socket
+import ssl
 from typing import Any
 
 import pytest
 from pydantic import ValidationError
 
-from labs.fakes.upstream import FakeUpstream
+from labs.client_h2 import tls_context
+from labs.fakes.upstream import FakeUpstream, fake_upstream
 from labs.measurements import StreamResult
 from proxies import EnvoySettings, NginxSettings, variant
 from proxies.base import ProxyName, ProxySettings
@@ -87,6 +92,56 @@ def test_fixed_tls_config_passes_a_client_disconnect_upstream(name: ProxyName, h
                    describe="the upstream to see the disconnect")
         delay = upstream.stats.disconnects[-1]
     assert 0 <= delay < 0.1, f"disconnect reached the upstream {delay * 1000:.0f} ms after its last write"
+
+
+@pytest.mark.parametrize("name", TLS_PROXIES)
+def test_fixed_tls_config_reuses_connections(name: ProxyName) -> None:
+    """Five h2 streams, then five requests on one kept-alive HTTP/1.1 TLS connection (as an SDK's
+    pool sends them): the client connection is kept, and the upstream's are reused."""
+    with fake_upstream() as fresh:
+        settings = fixed_tls(name, fresh.port)
+        with get_runtime("local").run_proxy(settings):
+            for _ in range(5):
+                assert over(f"https://{settings.listen_host}:{settings.listen_port}/v1/chat/completions"
+                            "?n=2&interval=0").saw_done
+            client = http.client.HTTPSConnection(settings.listen_host, settings.listen_port, timeout=10,
+                                                 context=tls_context(False, http2=False))
+            ports = set()  # the client side's port: one, if the connection was kept
+            try:
+                for _ in range(5):
+                    client.request("POST", "/v1/chat/completions?n=2&interval=0", body=b"{}",
+                                   headers={"Content-Type": "application/json"})
+                    assert b"[DONE]" in client.getresponse().read()
+                    assert client.sock is not None and client.sock.version() in ("TLSv1.2", "TLSv1.3")
+                    ports.add(client.sock.getsockname()[1])
+            finally:
+                client.close()
+            assert len(ports) == 1, "the proxy closed a keep-alive TLS connection"
+        assert fresh.stats.requests == 10
+        # One pool per nginx worker (worker_processes auto: one per core); Envoy runs one worker.
+        assert fresh.stats.connections <= min(2, os.cpu_count() or 1), "no upstream keepalive"
+
+
+def handshake(port: int, version: ssl.TLSVersion) -> str:
+    """The TLS version agreed with 127.0.0.1:PORT when the client offers only `version`."""
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+    context.check_hostname, context.verify_mode = False, ssl.CERT_NONE
+    context.minimum_version = context.maximum_version = version
+    context.set_ciphers("DEFAULT:@SECLEVEL=0")  # so that this client may offer TLS 1.1 at all
+    with socket.create_connection(("127.0.0.1", port), timeout=5) as raw:
+        with context.wrap_socket(raw) as tls:
+            return tls.version() or ""
+
+
+@pytest.mark.filterwarnings("ignore:ssl.TLSVersion.TLSv1_1 is deprecated:DeprecationWarning")  # offered on purpose
+@pytest.mark.parametrize("name", TLS_PROXIES)
+def test_fixed_tls_config_refuses_deprecated_tls_versions(name: ProxyName, upstream: FakeUpstream) -> None:
+    settings = fixed_tls(name, upstream.port)
+    with get_runtime("local").run_proxy(settings):
+        assert handshake(settings.listen_port, ssl.TLSVersion.TLSv1_2) == "TLSv1.2"
+        assert handshake(settings.listen_port, ssl.TLSVersion.TLSv1_3) == "TLSv1.3"
+        with pytest.raises(ssl.SSLError, match="PROTOCOL_VERSION"):
+            handshake(settings.listen_port, ssl.TLSVersion.TLSv1_1)
 
 
 # Measured, and taught in the configs' comments: when the server is silent after its headers
