@@ -25,7 +25,7 @@ import secrets
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Callable, Iterator, Mapping, Sequence
+from typing import TYPE_CHECKING, Callable, Iterable, Iterator, Mapping, Sequence
 
 from proxies.base import ProxyName, ProxySettings
 from proxies.rendering import render
@@ -108,11 +108,12 @@ def bind(source: Path | str, target: str, readonly: bool = True) -> list[str]:
 _checked: set[tuple[str, str]] = set()  # (image, sha256 of config) proven valid in this process
 
 
-def check(text: str, proxy: ProxyName, choice: Choice) -> str:
+def check(text: str, proxy: ProxyName, choice: Choice, files: Iterable[str] = ()) -> str:
     """Prove the config valid with the binary that will run it, before anything runs it.
 
     An offline image holds the host's own binary, so the (cached) host check is the same check
-    and costs no container; any other image checks in a throwaway container (~0.3 s, cached).
+    and costs no container; any other image checks in a throwaway container (~0.3 s, cached),
+    with `files` (a TLS config's certificate and key, which the binary loads) at their paths.
     """
     if choice.offline:
         return validate(text, proxy)
@@ -126,6 +127,7 @@ def check(text: str, proxy: ProxyName, choice: Choice) -> str:
         result = docker(["run", "--rm", "--network", "none", "--user", host_user(),
                          "--label", LABEL, "--tmpfs", f"{PREFIX}:mode=1777",
                          *bind(config, f"{CONFIG_DIR}/{CONFIG_NAMES[proxy]}"),
+                         *[arg for path in dict.fromkeys(files) for arg in bind(Path(path), path)],
                          *(["--env", f"HOME={PREFIX}"] if proxy == "caddy" else []),
                          "--entrypoint", ENTRYPOINTS.get(proxy, proxy), choice.image, *check_args(proxy)],
                         check=False, timeout=120)
@@ -235,7 +237,7 @@ def run_proxy(settings: ProxySettings, workdir: Path | None = None,
     require_files(settings)
     require_engine()
     choice = image_for(settings.proxy)
-    text = check(render(settings), settings.proxy, choice)
+    text = check(render(settings), settings.proxy, choice, settings.tls_files().values())
     with contextlib.ExitStack() as stack:
         if workdir is None:
             workdir = Path(stack.enter_context(

@@ -19,14 +19,16 @@ from pydantic import ValidationError
 from labs.client_h2 import tls_context
 from labs.fakes.upstream import FakeUpstream, fake_upstream
 from labs.measurements import StreamResult
-from proxies import EnvoySettings, NginxSettings, variant
+from proxies import ConfigInvalid, EnvoySettings, NginxSettings, render, variant
 from proxies.base import ProxyName, ProxySettings
 from proxies.export import with_lab_certificate
 from proxies.runtime import get_runtime
 from proxies.runtime.base import Runtime
+from proxies.runtime.docker import check
+from proxies.runtime.images import image_for
 from proxies.tls import CertificateMissing, self_signed
 from server.processes import port_accepts, wait_until
-from tests.runtimes import on_free_ports, stream
+from tests.runtimes import on_free_ports, require_images, stream
 
 TLS_PROXIES: tuple[ProxyName, ...] = ("nginx", "envoy")
 EVENTS, INTERVAL_S = 20, 0.05
@@ -208,3 +210,17 @@ def test_tls_on_without_files_makes_a_certificate_and_off_reads_none(model: type
     assert tuple(model(tls_http2=True).tls_files().values()) == self_signed()
     assert model().tls_files() == {}
     assert model().with_(**dict(zip(model.tls_fields, self_signed()))).tls_files() == {}
+
+
+@pytest.mark.docker
+def test_a_container_check_loads_the_certificate_at_its_path(monkeypatch: pytest.MonkeyPatch) -> None:
+    """An image that is not the host's binary (an official one) checks a config in a throwaway
+    container: the certificate and key must be mounted there too, or the binary cannot load them."""
+    require_images(["nginx"])
+    choice = image_for("nginx")
+    monkeypatch.setattr(type(choice), "offline", property(lambda self: False))  # check as for any image
+    settings = NginxSettings(tls_http2=True)
+    text = render(settings)
+    with pytest.raises(ConfigInvalid, match="cannot load certificate"):
+        check(text, "nginx", choice)
+    assert check(text, "nginx", choice, settings.tls_files().values()) == text
