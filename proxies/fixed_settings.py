@@ -14,6 +14,9 @@ Every choice here is explained in the exported files' comments; the numbers:
 - Bodies above the server's own limit (8 MiB, `--max-body-bytes`) get 413 at the proxy.
 - The proxies' own errors are OpenAI-shaped JSON (proxies/errors.py); nginx hides its version;
   Envoy's admin serves only read-only paths (a web page can POST to loopback).
+- TLS with HTTP/2 (`nginx-tls.conf`, `envoy-tls.yaml`): the same settings on a TLS listener that
+  offers h2 by ALPN, naming the user's certificate and key where Debian keeps them (the lab
+  swaps in a self-signed pair made at run time); TLS 1.2 and 1.3 only, sessions resumable.
 """
 from __future__ import annotations
 
@@ -34,6 +37,11 @@ MAX_BODY = 8 * 1024 * 1024  # bytes: the server's own --max-body-bytes default
 LONGEST_ANSWER = 3600  # seconds
 # Envoy's admin paths the lab and operators read; nothing that changes or stops Envoy.
 ADMIN_READ_ONLY = ("/ready", "/stats", "/stats/prometheus", "/server_info")
+# Where the TLS exports look for the user's certificate (PEM, chain after it) and its key.
+CERTIFICATE = "/etc/ssl/certs/proxy.pem"
+PRIVATE_KEY = "/etc/ssl/private/proxy.key"
+# About 40,000 TLS sessions, shared by nginx's workers: a reconnecting client skips the handshake.
+SESSION_CACHE = "shared:SSL:10m"
 
 
 def nginx() -> NginxSettings:
@@ -47,6 +55,12 @@ def nginx() -> NginxSettings:
         client_header_timeout=HEADERS, client_body_timeout=BODY, keepalive_timeout=IDLE,
         server_tokens=False, json_errors=True,
         gzip=True, gzip_types=COMPRESSIBLE)
+
+
+def nginx_tls() -> NginxSettings:
+    return nginx().with_(
+        tls_http2=True, ssl_certificate=CERTIFICATE, ssl_certificate_key=PRIVATE_KEY,
+        ssl_protocols=("TLSv1.2", "TLSv1.3"), ssl_session_cache=SESSION_CACHE)
 
 
 def haproxy() -> HaproxySettings:
@@ -71,6 +85,11 @@ def envoy() -> EnvoySettings:
         max_downstream_connections=8192,
         request_headers_timeout=HEADERS, request_timeout=BODY, downstream_idle_timeout=IDLE,
         max_request_bytes=MAX_BODY, json_errors=True, admin_allow_paths=ADMIN_READ_ONLY)
+
+
+def envoy_tls() -> EnvoySettings:
+    # Envoy's own TLS defaults already offer TLS 1.2 and 1.3 only, and resume sessions by ticket.
+    return envoy().with_(tls_http2=True, certificate_chain=CERTIFICATE, private_key=PRIVATE_KEY)
 
 
 def varnish() -> VarnishSettings:

@@ -49,6 +49,11 @@ HeaderValue = Annotated[str, AfterValidator(_pattern(_HEADER_VALUE, "a plain hea
 FilePath = Annotated[str, AfterValidator(_pattern(_FILE_PATH, "an absolute file path",
                                                   "/etc/ssl/certs/proxy.pem"))]
 
+# nginx's ssl_session_cache: https://nginx.org/en/docs/http/ngx_http_ssl_module.html#ssl_session_cache
+SslSessionCache = Annotated[str, AfterValidator(_pattern(
+    re.compile(r"off|none|shared:[A-Za-z0-9_]{1,32}:\d{1,6}[kKmM]?"), "an nginx session cache",
+    "shared:SSL:10m"))]
+
 
 def _seconds_to_text(style: str) -> Callable[[object], object]:
     """Accept a number of seconds as well as the proxy's own duration text."""

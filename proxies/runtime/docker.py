@@ -25,10 +25,11 @@ import secrets
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Callable, Iterator, Mapping, Sequence
+from typing import TYPE_CHECKING, Callable, Iterable, Iterator, Mapping, Sequence
 
 from proxies.base import ProxyName, ProxySettings
 from proxies.rendering import render
+from proxies.tls import require_files
 from proxies.runtime.dockercli import DockerError, docker, docker_bin, host_user, require_engine
 from proxies.runtime.images import (Choice, ImageMissing, image_for, offline_server_built_here,
                                     offline_server_labels)
@@ -107,11 +108,12 @@ def bind(source: Path | str, target: str, readonly: bool = True) -> list[str]:
 _checked: set[tuple[str, str]] = set()  # (image, sha256 of config) proven valid in this process
 
 
-def check(text: str, proxy: ProxyName, choice: Choice) -> str:
+def check(text: str, proxy: ProxyName, choice: Choice, files: Iterable[str] = ()) -> str:
     """Prove the config valid with the binary that will run it, before anything runs it.
 
     An offline image holds the host's own binary, so the (cached) host check is the same check
-    and costs no container; any other image checks in a throwaway container (~0.3 s, cached).
+    and costs no container; any other image checks in a throwaway container (~0.3 s, cached),
+    with `files` (a TLS config's certificate and key, which the binary loads) at their paths.
     """
     if choice.offline:
         return validate(text, proxy)
@@ -125,6 +127,7 @@ def check(text: str, proxy: ProxyName, choice: Choice) -> str:
         result = docker(["run", "--rm", "--network", "none", "--user", host_user(),
                          "--label", LABEL, "--tmpfs", f"{PREFIX}:mode=1777",
                          *bind(config, f"{CONFIG_DIR}/{CONFIG_NAMES[proxy]}"),
+                         *[arg for path in dict.fromkeys(files) for arg in bind(Path(path), path)],
                          *(["--env", f"HOME={PREFIX}"] if proxy == "caddy" else []),
                          "--entrypoint", ENTRYPOINTS.get(proxy, proxy), choice.image, *check_args(proxy)],
                         check=False, timeout=120)
@@ -219,9 +222,9 @@ def proxy_run_args(settings: ProxySettings, workdir: Path, config_path: Path, na
     if proxy in ("nginx", "varnish", "apache", "caddy"):
         # Relative paths (Caddy's access.log) resolve in the prefix, as in the local runtime.
         args += [*bind(workdir, PREFIX, readonly=False), "--workdir", PREFIX]
-    # A TLS variant's certificate, made at run time, at the same path inside.
-    for path in {getattr(settings, name, None) for name in ("ssl_certificate", "ssl_certificate_key")} - {None}:
-        args += bind(Path(path), str(path))
+    # A TLS listener's certificate and key (the run-time ones or the user's), at the same paths inside.
+    for path in dict.fromkeys(settings.tls_files().values()):
+        args += bind(Path(path), path)
     for key, value in (proxy_env(proxy, f"{PREFIX}/", {}) or {}).items():
         args += ["--env", f"{key}={value}"]
     return [*args, "--entrypoint", ENTRYPOINTS.get(proxy, proxy), image, *proxy_args(settings)]
@@ -231,9 +234,10 @@ def proxy_run_args(settings: ProxySettings, workdir: Path, config_path: Path, na
 def run_proxy(settings: ProxySettings, workdir: Path | None = None,
               ready_timeout_s: float = 30.0) -> Iterator[DockerProxy]:
     """Render, validate, start the container, wait until ready (polling), yield; stop on exit."""
+    require_files(settings)
     require_engine()
     choice = image_for(settings.proxy)
-    text = check(render(settings), settings.proxy, choice)
+    text = check(render(settings), settings.proxy, choice, settings.tls_files().values())
     with contextlib.ExitStack() as stack:
         if workdir is None:
             workdir = Path(stack.enter_context(

@@ -20,6 +20,7 @@ from proxies.binaries import binary
 from proxies.rendering import render
 from proxies.runtime import logs
 from proxies.runtime.invocation import RELOAD_SIGNALS, foreground_args, proxy_env
+from proxies.tls import require_files
 from proxies.validation import validate
 from server.processes import ManagedProcess, managed, port_accepts, wait_until
 
@@ -166,6 +167,7 @@ def command(settings: ProxySettings, workdir: Path, config_path: Path) -> list[s
 def run_proxy(settings: ProxySettings, workdir: Path | None = None,
               ready_timeout_s: float = 20.0) -> Iterator[LocalProxy]:
     """Render, validate, start, wait until ready (polling), yield; stop by PID even on errors."""
+    require_files(settings)
     text = validate(render(settings), settings.proxy)
     with contextlib.ExitStack() as stack:
         if workdir is None:

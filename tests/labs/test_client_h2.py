@@ -28,9 +28,9 @@ def tls_nginx() -> Iterator[LocalProxy]:
             yield proxy
 
 
-def url(proxy: LocalProxy) -> str:
+def url(proxy: LocalProxy, events: int = EVENTS, interval_s: float = INTERVAL_S) -> str:
     return (f"https://127.0.0.1:{proxy.settings.listen_port}/v1/chat/completions"
-            f"?n={EVENTS}&interval={INTERVAL_S}")
+            f"?n={events}&interval={interval_s}")
 
 
 @pytest.mark.parametrize("http2", [True, False], ids=["h2", "http/1.1"])
@@ -45,6 +45,19 @@ def test_same_metrics_over_both_protocols(tls_nginx: LocalProxy, http2: bool) ->
     assert result.e2e_s - result.ttft_s >= 0.5 * (EVENTS - 1) * INTERVAL_S
     assert result.bursts >= EVENTS - 2, result.content_reads
     assert result.headers["content-type"].startswith("text/event-stream")
+
+
+@pytest.mark.parametrize("http2", [True, False], ids=["h2", "http/1.1"])
+def test_leaving_closes_the_tls_connection_at_once(tls_nginx: LocalProxy, http2: bool) -> None:
+    """A client that leaves mid-stream sends its FIN right after the close_notify: nginx, which
+    does not read an HTTP/1.1 client while it streams to it, ends the request (its access line)
+    within a pause of the stream, not when the stream would have ended (10 s)."""
+    before = len(tls_nginx.access_log())
+    result = asyncio.run(measure_stream(url(tls_nginx, events=50, interval_s=0.2), BODY, http2=http2,
+                                        verify_tls=False, disconnect_after_events=1))
+    assert result.outcome == "disconnected" and result.http_version == ("2" if http2 else "1.1")
+    tls_nginx.wait_access_log(before + 1, timeout_s=1.0)
+    assert float(tls_nginx.access_entries()[-1]["request_time"]) < 1.0
 
 
 def test_the_lab_certificate_is_refused_when_verified(tls_nginx: LocalProxy) -> None:

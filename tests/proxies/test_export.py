@@ -10,12 +10,16 @@ import pytest
 
 from proxies import variant
 from proxies.binaries import binary
-from proxies.export import FIXED_DIR, export, fresh_exports, stale_files
-from proxies.fixed_settings import HEADERS, IDLE, MAX_BODY
+from proxies.export import EXPORTS, FIXED_DIR, export, fresh_exports, stale_files
+from proxies.fixed_settings import CERTIFICATE, HEADERS, IDLE, MAX_BODY, PRIVATE_KEY
+from proxies.tls import self_signed
 from proxies.variants import UnknownVariant, register_variant, variant_names
 
 REPO = Path(__file__).resolve().parents[2]
-FILES = ["nginx.conf", "haproxy.cfg", "envoy.yaml", "varnish.vcl", "apache.conf", "Caddyfile"]
+FILES = ["nginx.conf", "haproxy.cfg", "envoy.yaml", "varnish.vcl", "apache.conf", "Caddyfile",
+         "nginx-tls.conf", "envoy-tls.yaml"]
+# The TLS exports name the user's certificate and key; this machine has neither.
+USER_TLS_FILES = (CERTIFICATE, PRIVATE_KEY)
 
 
 def cli(*args: str) -> subprocess.CompletedProcess[str]:
@@ -31,7 +35,14 @@ def test_fixed_files_equal_a_fresh_export() -> None:
 @pytest.mark.parametrize("name", FILES)
 def test_fixed_file_validates_as_a_user_would_run_it(name: str, tmp_path: Path) -> None:
     path = FIXED_DIR / name
-    if name == "nginx.conf":
+    text = path.read_text()
+    if any(user_path in text for user_path in USER_TLS_FILES):
+        # As a user who put a certificate where the file names it: the lab's, at those lines only.
+        path = tmp_path / name
+        for user_path, lab_path in zip(USER_TLS_FILES, self_signed()):
+            text = text.replace(user_path, lab_path)
+        path.write_text(text)
+    if name.startswith("nginx"):
         # `nginx -p DIR -c FILE`: every path relative to the prefix, no root paths.
         command = [binary("nginx"), "-t", "-p", f"{tmp_path}/", "-c", str(path), "-e", "stderr"]
     elif name == "haproxy.cfg":
@@ -52,7 +63,8 @@ def test_fixed_file_validates_as_a_user_would_run_it(name: str, tmp_path: Path) 
         directives = [line.split("#")[0] for line in path.read_text().splitlines()
                       if not line.startswith("LoadModule")]
         assert not any("/var/" in line or "/etc/" in line or "/run/" in line for line in directives)
-    if name == "nginx.conf":
+    if name.startswith("nginx"):
+        # Only the certificate lines (swapped above) name a system path.
         directives = [line.split("#")[0] for line in path.read_text().splitlines()]
         assert not any("/var/" in line or "/etc/" in line or "/run/" in line for line in directives)
 
@@ -62,7 +74,7 @@ def test_fixed_file_listens_on_the_contract_addresses(name: str) -> None:
     text = (FIXED_DIR / name).read_text()
     assert "127.0.0.1:8080" in text or "address: 127.0.0.1, port_value: 8080" in text
     assert "127.0.0.1:8000" in text or "address: 127.0.0.1, port_value: 8000" in text
-    if name == "envoy.yaml":
+    if name.startswith("envoy"):
         assert "address: 127.0.0.1, port_value: 9901" in text
 
 
@@ -102,11 +114,28 @@ def test_cli_export_check_passes() -> None:
     assert result.returncode == 0, result.stderr
 
 
-@pytest.mark.parametrize("proxy", ["nginx", "haproxy", "envoy", "varnish", "apache", "caddy"])
-def test_cli_render_prints_the_variant(proxy: str) -> None:
-    result = cli("render", proxy, "--variant", "fixed")
+@pytest.mark.parametrize(("proxy", "name"), list(EXPORTS), ids=[f"{p}-{v}" for p, v in EXPORTS])
+def test_cli_render_prints_the_variant(proxy: str, name: str) -> None:
+    """The TLS ones too, although this machine lacks the certificate they name: the binary checks
+    the text with the lab's certificate in its place (a missing file is an error when it runs)."""
+    result = cli("render", proxy, "--variant", name)
     assert result.returncode == 0, result.stderr
-    assert result.stdout == (FIXED_DIR / variant(proxy, "fixed").config_name).read_text()
+    assert result.stdout == (FIXED_DIR / EXPORTS[proxy, name]).read_text()  # type: ignore[index]
+
+
+@pytest.mark.parametrize("proxy", ["nginx", "envoy"])
+def test_tls_exports_are_the_fixed_configs_on_a_tls_listener(proxy: str) -> None:
+    plain, tls = variant(proxy, "fixed"), variant(proxy, "fixed-tls")  # type: ignore[arg-type]
+    changed = {field for field in type(tls).model_fields if getattr(plain, field) != getattr(tls, field)}
+    assert changed <= {"tls_http2", *tls.tls_fields, "ssl_protocols", "ssl_session_cache"}
+    assert tuple(tls.tls_files().values()) == USER_TLS_FILES
+    text = (FIXED_DIR / EXPORTS[proxy, "fixed-tls"]).read_text()  # type: ignore[index]
+    assert all(path in text for path in USER_TLS_FILES)
+    if proxy == "nginx":
+        assert tls.ssl_protocols == ("TLSv1.2", "TLSv1.3") and tls.ssl_session_cache.startswith("shared:")
+        assert "listen                   127.0.0.1:8080 ssl http2 backlog=4096;" in text
+    else:
+        assert 'alpn_protocols: ["h2", "http/1.1"]' in text and "codec_type: AUTO" in text
 
 
 def test_cli_render_unknown_variant_lists_the_names() -> None:

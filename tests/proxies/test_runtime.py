@@ -13,7 +13,6 @@ import os
 import time
 import urllib.error
 from pathlib import Path
-from typing import Iterator
 
 import pytest
 
@@ -26,8 +25,7 @@ from proxies.runtime.base import RunningProxy, Runtime
 from proxies.runtime.docker import DockerRuntime
 from proxies.runtime.local import LocalRuntime, run_proxy
 from server.processes import free_port, port_accepts, wait_until
-from tests.runtimes import (PROXIES, RUNTIMES, assert_gone, assert_running, get, group_members,
-                            on_free_ports, require_images, stream)
+from tests.runtimes import PROXIES, assert_gone, assert_running, get, group_members, on_free_ports, stream
 
 # Fields each proxy's parsed access line must carry.
 ACCESS_FIELDS = {
@@ -42,21 +40,6 @@ ACCESS_FIELDS = {
 # How long the first access line may take. A container's output reaches process.log through the
 # attached `docker run` client, so it gets longer; both stay well under Envoy's default 10 s flush.
 ACCESS_LINE_WAIT_S = {"local": 2.0, "docker": 5.0}
-
-
-@pytest.fixture(scope="module", params=RUNTIMES)
-def runtime(request: pytest.FixtureRequest) -> Runtime:
-    """The runtime under test, from the registry the labs use. Module scope: pytest runs every
-    check for one runtime, then for the other, and checks the engine and images once."""
-    if request.param == "docker":
-        require_images(PROXIES)
-    return get_runtime(request.param)
-
-
-@pytest.fixture(scope="module")
-def upstream() -> Iterator[FakeUpstream]:
-    with fake_upstream() as server:
-        yield server
 
 
 # ---- both runtimes ---------------------------------------------------------------------------------

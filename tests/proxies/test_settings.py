@@ -30,6 +30,9 @@ NON_DEFAULT: dict[type[ProxySettings], dict[str, dict[str, Any]]] = {
                             "ssl_certificate_key": self_signed()[1]},
         "ssl_certificate_key": {"tls_http2": True, "ssl_certificate": self_signed()[0],
                                 "ssl_certificate_key": self_signed()[1]},
+        "ssl_protocols": {"tls_http2": True, "ssl_protocols": ("TLSv1.2", "TLSv1.3")},
+        "ssl_session_cache": {"tls_http2": True, "ssl_session_cache": "shared:SSL:10m"},
+        "http2_max_concurrent_streams": {"tls_http2": True, "http2_max_concurrent_streams": 256},
         "proxy_buffering": {"proxy_buffering": False},
         "proxy_request_buffering": {"proxy_request_buffering": False},
         "proxy_buffer_size": {"proxy_buffer_size": "8k"},
@@ -99,6 +102,11 @@ NON_DEFAULT: dict[type[ProxySettings], dict[str, dict[str, Any]]] = {
         "cluster_buffer_limit_bytes": {"cluster_buffer_limit_bytes": 65536},
         "body_inspection": {"body_inspection": True},
         "body_inspection_skip_event_stream": {"body_inspection": True, "body_inspection_skip_event_stream": True},
+        "tls_http2": {"tls_http2": True},  # a certificate made at run time (proxies/tls.py)
+        "certificate_chain": {"tls_http2": True, "certificate_chain": self_signed()[0],
+                              "private_key": self_signed()[1]},
+        "private_key": {"tls_http2": True, "certificate_chain": self_signed()[0],
+                        "private_key": self_signed()[1]},
     },
     VarnishSettings: {
         **{name: {name: value} for name, value in ADDRESSING.items()},
