@@ -20,7 +20,7 @@ SCENARIOS = $(shell test -x $(PY) && $(PY) -m labs names 2>/dev/null)
 DOCKER_READY  = $(if $(filter docker,$(LAB_RUNTIME)),docker-ready)
 DOCKER_GUARDS ?=
 
-.PHONY: setup system-packages test bench bench-gpu labs lab-all lab-view clean help
+.PHONY: setup system-packages test bench bench-gpu bench-peers labs lab-all lab-view clean help
 .PHONY: docker-setup images-offline docker-ready test-docker docker-guards docker-clean
 .DEFAULT_GOAL := help
 
@@ -33,6 +33,7 @@ help:
 	@echo "make lab-view           the browser view on http://127.0.0.1:8765 (VIEW_PORT=N for another port)"
 	@echo "make bench              the benchmarks (not part of make test)"
 	@echo "make bench-gpu          the engine on a CUDA GPU (BENCH_GPU_ARGS='--device cpu --size tiny': CPU path)"
+	@echo "make bench-peers        the lab client beside AIPerf and guidellm (installs both into .venvs/)"
 	@echo "make docker-setup       start a Docker engine (installs docker.io on Debian as root)"
 	@echo "make images-offline     build stand-in images from this machine's binaries (no registry)"
 	@echo "make test-docker        the container tests and the scenario guards in containers"
@@ -83,6 +84,12 @@ bench: setup
 BENCH_GPU_ARGS ?=
 bench-gpu: setup
 	$(PY) -m labs.bench.gpu $(BENCH_GPU_ARGS)
+
+# Not part of `make test`: AIPerf and guidellm (~2.6 GB) go into their own venvs under .venvs/,
+# guidellm's torch pinned to $(TORCH_PIN) (the CPU build), then all three tools run side by side.
+BENCH_PEERS_ARGS ?=
+bench-peers: setup
+	TORCH_PIN="$(TORCH_PIN)" $(PY) -m labs.bench.peers $(BENCH_PEERS_ARGS)
 
 labs: setup
 	@$(PY) -m labs list

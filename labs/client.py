@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from functools import cache
 from typing import Any, Mapping, Sequence
 
+from labs.client_h2 import H2Exchange, tls_context
 from labs.client_protocol import Exchange, Options, Target, request_bytes
 from labs.measurements import StreamResult, aggregate
 
@@ -29,13 +30,16 @@ async def _measure(target: Target, url: str, body: bytes, opts: Options, deadlin
                    epoch: float | None = None) -> StreamResult:
     result = StreamResult(url=url, mode=opts.mode)
     loop = asyncio.get_running_loop()
-    exchange = Exchange(result, opts, deadline)
+    if opts.http2 and not target.tls:
+        raise ValueError(f"http2 needs an https URL (HTTP/2 over TLS with ALPN), got {url!r}")
+    exchange = H2Exchange(result, opts, deadline) if opts.http2 else Exchange(result, opts, deadline)
     connect_timeout = min(opts.connect_timeout_s or math.inf, deadline - time.perf_counter())
     started = time.perf_counter()
+    context = (tls_context(opts.verify_tls) if opts.http2 else
+               (_tls_context() if opts.verify_tls else tls_context(False, http2=False)) if target.tls else None)
     try:
         await asyncio.wait_for(
-            loop.create_connection(lambda: exchange, target.host, target.port,
-                                   ssl=_tls_context() if target.tls else None),
+            loop.create_connection(lambda: exchange, target.host, target.port, ssl=context),
             timeout=None if connect_timeout == math.inf else max(0.0, connect_timeout),
         )
     except (OSError, asyncio.TimeoutError) as exc:
@@ -44,7 +48,10 @@ async def _measure(target: Target, url: str, body: bytes, opts: Options, deadlin
         return result
     result.connect_s = time.perf_counter() - started
     try:
-        exchange.send(request_bytes(target, body, opts))
+        if isinstance(exchange, H2Exchange):
+            exchange.send_request(target, body)
+        else:
+            exchange.send(request_bytes(target, body, opts))
         if epoch is not None:
             result.start_s = exchange.t0 - epoch
         await exchange.done

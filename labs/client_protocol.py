@@ -28,7 +28,7 @@ import time
 import zlib
 from dataclasses import dataclass
 from typing import Any, Literal, Mapping
-from urllib.parse import urlsplit
+from urllib.parse import urlencode, urlsplit
 
 import h11
 
@@ -48,6 +48,8 @@ class Options:
     non-streaming call): every event is dispatched at the last byte, in the last read.
     `disconnect_after_events` (stream mode only) closes the socket (FIN) right after that many
     content events have been dispatched; the time is `disconnect_s`.
+    `method="GET"` sends the request as EventSource does: no body, the JSON in the `request`
+    query parameter (the server's GET form, server/event_source.py), a URL a cache can key on.
 
     The default Accept-Encoding is what httpx (and so the OpenAI Python SDK) sends, so a
     proxy that compresses will compress for this client as it would for a real one.
@@ -60,6 +62,11 @@ class Options:
     headers: Mapping[str, str] | None = None
     accept_encoding: str | None = "gzip, deflate"
     disconnect_after_events: int | None = None
+    method: Literal["POST", "GET"] = "POST"
+    # HTTP/2 over TLS (ALPN h2) with labs/client_h2.py; verify_tls=False accepts the lab's own
+    # self-signed loopback certificate.
+    http2: bool = False
+    verify_tls: bool = True
 
 
 @dataclass(frozen=True, slots=True)
@@ -86,9 +93,13 @@ def request_bytes(target: Target, body: bytes, opts: Options) -> bytes:
         ("Host", target.host_header),
         ("User-Agent", USER_AGENT),
         ("Accept", "text/event-stream"),
-        ("Content-Type", "application/json"),
-        ("Content-Length", str(len(body))),
     ]
+    path = target.path
+    if opts.method == "GET":
+        path += ("&" if "?" in path else "?") + urlencode({"request": body.decode()})
+        body = b""
+    else:
+        headers += [("Content-Type", "application/json"), ("Content-Length", str(len(body)))]
     if opts.accept_encoding:
         headers.append(("Accept-Encoding", opts.accept_encoding))
     taken = {k.lower() for k, _ in headers}
@@ -99,8 +110,8 @@ def request_bytes(target: Target, body: bytes, opts: Options) -> bytes:
     conn = h11.Connection(h11.CLIENT)
     return b"".join(
         conn.send(ev)  # type: ignore[misc]
-        for ev in (h11.Request(method="POST", target=target.path, headers=headers),
-                   h11.Data(data=body), h11.EndOfMessage())
+        for ev in (h11.Request(method=opts.method, target=path, headers=headers),
+                   *([h11.Data(data=body)] if body else []), h11.EndOfMessage())
     )
 
 
@@ -174,11 +185,8 @@ class Exchange(asyncio.Protocol):
             return
         self._arm()
 
-    def data_received(self, data: bytes) -> None:
-        now = time.perf_counter()
-        wall = time.time()
-        if self.finished:
-            return
+    def note_read(self, now: float) -> float:
+        """Count one socket read that returned data at `now`; its time since t = 0."""
         r = self.r
         r.reads += 1
         t = now - self.t0
@@ -186,6 +194,15 @@ class Exchange(asyncio.Protocol):
             r.ttfb_s = t
         r.e2e_s = t
         self.last = now
+        return t
+
+    def data_received(self, data: bytes) -> None:
+        now = time.perf_counter()
+        wall = time.time()
+        if self.finished:
+            return
+        r = self.r
+        t = self.note_read(now)
         try:
             self.h11.receive_data(data)
             self._drain(t, r.reads, wall)
@@ -226,6 +243,7 @@ class Exchange(asyncio.Protocol):
                 self._body(ev.data, t, read, wall)  # type: ignore[union-attr]
             elif kind is h11.Response:
                 r.status = ev.status_code  # type: ignore[union-attr]
+                r.headers_s = t
                 r.http_version = ev.http_version.decode()  # type: ignore[union-attr]
                 headers: dict[str, str] = {}
                 for name, value in ev.headers:  # type: ignore[union-attr]
@@ -361,5 +379,12 @@ class Exchange(asyncio.Protocol):
                 self.transport.abort()
             else:
                 self.transport.close()
+                if self.transport.get_extra_info("ssl_object") is not None:
+                    # TLS: the close_notify is sent; the FIN follows at once, as a browser or an
+                    # SDK closes. asyncio would wait for the server's close_notify first (30 s,
+                    # or until the socket is collected once the loop has stopped), and a proxy
+                    # that does not read a client while it streams to it would not see the
+                    # departure (measured: nginx over HTTP/1.1, not seen within 5 s).
+                    self.transport.abort()
         if not self.done.done():
             self.done.set_result(None)

@@ -92,6 +92,7 @@ class StreamResult:
     connect_s: float | None = None  # TCP (and TLS) connect, before t = 0
     start_s: float = 0.0  # when t = 0 fell, seconds after the batch began (run_many)
     ttfb_s: float | None = None  # first response byte
+    headers_s: float | None = None  # the response headers (HTTP/1.1: the read completing them; HTTP/2: HEADERS)
     ttft_s: float | None = None  # first content event
     e2e_s: float | None = None  # last response byte
     disconnect_s: float | None = None  # when the client closed the socket on purpose

@@ -23,6 +23,7 @@ import pytest
 PATH_TEST = "test_stream_path"
 CONFIG_TEST = "test_stream_config"
 _RESULTS = pytest.StashKey[dict]()
+_LAB_SERVER = pytest.StashKey[Any]()
 
 
 class StreamPathWarning(UserWarning):
@@ -183,10 +184,24 @@ class ConfigCheck(_Guard):
             kinds = {item.kind for item in self._selected(ConfigCheck) if item.file == self.file}
             tuning["checks"] = [name for name, shown in CHECK_KINDS.items() if kinds & set(shown)]
             try:
-                results[self.file] = verify_config(Path(self.file), proxy=option("stream_proxy"), **tuning)
+                results[self.file] = verify_config(Path(self.file), proxy=option("stream_proxy"),
+                                                   server=self._lab_server(), **tuning)
             except UnusableInput as exc:
                 results[self.file] = exc
         return results[self.file]
+
+    def _lab_server(self) -> Any:
+        """One lab server for every --stream-config file of the session (started with the first
+        verify, stopped when pytest ends): each further file costs its checks, not a server start."""
+        if _LAB_SERVER not in self.config.stash:
+            import contextlib
+
+            from labs.verify import lab_server
+
+            stack = contextlib.ExitStack()
+            self.config.add_cleanup(stack.close)
+            self.config.stash[_LAB_SERVER] = stack.enter_context(lab_server())
+        return self.config.stash[_LAB_SERVER]
 
     def runtest(self) -> None:
         report = self._report()

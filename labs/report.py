@@ -69,9 +69,11 @@ def metric_rows(outcome: ScenarioOutcome) -> list[tuple[str, dict[VariantName, s
         row(f"envoy: {stat}", lambda r, s=stat: _num(sum(v for stats in r.proxy_stats.values()
                                                           for k, v in stats.items() if k.endswith(s))))
     if outcome.scenario.bisect:
-        labels = next(iter(runs.values())).hops.keys()
-        for label in labels:
-            row(f"TTFT {label}", lambda r, l=label: _ms(r.hops[l][0].ttft_s) if l in r.hops else "-")
+        # Each variant's hops listen on their own ports: rows go by entry point, port left out.
+        labels = list(next(iter(runs.values())).hops.keys())
+        for index, label in enumerate(labels):
+            row(f"TTFT {label.rsplit(':', 1)[0]}", lambda r, i=index: (
+                _ms(list(r.hops.values())[i][0].ttft_s) if i < len(r.hops) else "-"))
     return rows
 
 

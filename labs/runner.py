@@ -21,6 +21,7 @@ from typing import Any, Callable, Iterator, Mapping, Sequence
 from labs import client, libclients, provenance
 from labs.measurements import StreamResult
 from labs.peaks import GaugePeaks
+from labs.reloads import ReloadAt
 from labs.scenario import VARIANTS, CheckResult, Run, Scenario, Variant, VariantName, Workload
 from proxies.apps import AppSettings, app_settings, is_app
 from proxies.base import ProxySettings
@@ -163,13 +164,15 @@ class Lab:
         gauges = sorted({gauge for check in scenario.checks(name) for gauge in check.samples})
         with GaugePeaks(server.host, server.port, gauges, _sample_interval(scenario.workload)) as peaks:
             before = server.metrics()
-            results = asyncio.run(drive(url, body, scenario.workload, options))
+            with ReloadAt(hops, scenario.workload.reload_at_s) as reload:
+                results = asyncio.run(drive(url, body, scenario.workload, options))
         # The clients are done (or left on purpose): how long until the server stops working?
         release_s = wait_idle(server, scenario.workload.settle_s)
         delta = _counter_delta(before, server.metrics())
         run = Run(variant=name, workload=scenario.workload, results=results, server_delta=delta,
                   configs={hop.name: hop.config_text for hop in hops}, release_s=release_s,
-                  lab=dict(variant.lab), peaks=peaks.peaks)
+                  lab=dict(variant.lab), peaks=peaks.peaks, reloaded_at_s=reload.done_at_s,
+                  reload_error=reload.error)
         if scenario.bisect:
             run.hops = self._bisect(list(hops), server, body, options)
         run.evidence = _evidence(hops)

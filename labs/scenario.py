@@ -80,6 +80,9 @@ class Workload:
     request: Mapping[str, Any] = field(default_factory=dict)
     # Wait this long for the server to finish work after the clients are done (disconnects).
     settle_s: float = 10.0
+    # Reload every proxy on the path this many seconds after the workload starts (a deploy
+    # while streams run: nginx SIGHUP, HAProxy master-worker SIGUSR2); None: no reload.
+    reload_at_s: float | None = None
     driver: "Driver | None" = None
 
     @property
@@ -125,6 +128,10 @@ class Run:
     # The highest value of each server gauge a check asked for (Check.samples), read while the
     # workload ran: how many streams (or fds) were in flight at once.
     peaks: dict[str, float] = field(default_factory=dict)
+    # When the proxies were reloaded (seconds after the workload started; Workload.reload_at_s),
+    # None when no reload happened; reload_error says why one failed.
+    reloaded_at_s: float | None = None
+    reload_error: str | None = None
 
     @property
     def knobs(self) -> dict[str, Any]:

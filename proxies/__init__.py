@@ -17,6 +17,9 @@ _EXPORTS = {
     "NginxSettings": "proxies.nginx.settings",
     "HaproxySettings": "proxies.haproxy.settings",
     "EnvoySettings": "proxies.envoy.settings",
+    "VarnishSettings": "proxies.varnish.settings",
+    "ApacheSettings": "proxies.apache.settings",
+    "CaddySettings": "proxies.caddy.settings",
     "render": "proxies.rendering",
     "validate": "proxies.validation", "ConfigInvalid": "proxies.validation",
     "BinaryProblem": "proxies.install",
@@ -27,11 +30,14 @@ _EXPORTS = {
 __all__ = sorted(_EXPORTS)
 
 if TYPE_CHECKING:
+    from proxies.apache.settings import ApacheSettings
     from proxies.base import PROXY_NAMES, ProxyName, ProxySettings
+    from proxies.caddy.settings import CaddySettings
     from proxies.envoy.settings import EnvoySettings
     from proxies.haproxy.settings import HaproxySettings
     from proxies.install import BinaryProblem
     from proxies.nginx.settings import NginxSettings
+    from proxies.varnish.settings import VarnishSettings
     from proxies.rendering import render
     from proxies.validation import ConfigInvalid, validate
     from proxies.variants import SETTINGS_TYPES, UnknownVariant, register_variant, variant, variant_names

@@ -8,8 +8,8 @@ from typing_extensions import Self
 
 from proxies.types import Host, Port
 
-ProxyName = Literal["nginx", "haproxy", "envoy"]
-PROXY_NAMES: tuple[ProxyName, ...] = ("nginx", "haproxy", "envoy")
+ProxyName = Literal["nginx", "haproxy", "envoy", "varnish", "apache", "caddy"]
+PROXY_NAMES: tuple[ProxyName, ...] = ("nginx", "haproxy", "envoy", "varnish", "apache", "caddy")
 
 
 def setting(default: Any, doc: str, url: str) -> Any:
@@ -25,11 +25,19 @@ class ProxySettings(BaseModel):
     proxy: ClassVar[ProxyName]
     template: ClassVar[str]  # path under proxies/, e.g. "nginx/nginx.conf.j2"
     config_name: ClassVar[str]  # file name of the exported config, e.g. "nginx.conf"
+    # The settings naming the TLS certificate and its key, in that order (none: no TLS listener).
+    tls_fields: ClassVar[tuple[str, ...]] = ()
 
     listen_host: Host = Field("127.0.0.1", description="address the proxy listens on")
     listen_port: Port = Field(8080, description="port the proxy listens on")
     upstream_host: Host = Field("127.0.0.1", description="address of the upstream (server or next proxy)")
     upstream_port: Port = Field(8000, description="port of the upstream")
+
+    def tls_files(self) -> dict[str, str]:
+        """Setting name -> path of each TLS file the config reads (empty when TLS is off)."""
+        if not getattr(self, "tls_http2", False):
+            return {}
+        return {name: getattr(self, name) for name in self.tls_fields}
 
     def with_(self, **changes: Any) -> Self:
         """A copy with `changes` applied, validated again (model_copy(update=...) would not)."""

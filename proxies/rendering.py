@@ -29,5 +29,5 @@ def render_template(name: str, context: Mapping[str, Any]) -> str:
 def render(settings: ProxySettings) -> str:
     """The complete config text for `settings`; the proxy is known from the settings type."""
     if not isinstance(settings, ProxySettings):
-        raise TypeError(f"expected NginxSettings, HaproxySettings or EnvoySettings, got {type(settings).__name__}")
+        raise TypeError(f"expected a ProxySettings model (NginxSettings, ...), got {type(settings).__name__}")
     return render_template(settings.template, {"settings": settings})

@@ -49,6 +49,11 @@ HeaderValue = Annotated[str, AfterValidator(_pattern(_HEADER_VALUE, "a plain hea
 FilePath = Annotated[str, AfterValidator(_pattern(_FILE_PATH, "an absolute file path",
                                                   "/etc/ssl/certs/proxy.pem"))]
 
+# nginx's ssl_session_cache: https://nginx.org/en/docs/http/ngx_http_ssl_module.html#ssl_session_cache
+SslSessionCache = Annotated[str, AfterValidator(_pattern(
+    re.compile(r"off|none|shared:[A-Za-z0-9_]{1,32}:\d{1,6}[kKmM]?"), "an nginx session cache",
+    "shared:SSL:10m"))]
+
 
 def _seconds_to_text(style: str) -> Callable[[object], object]:
     """Accept a number of seconds as well as the proxy's own duration text."""
@@ -79,3 +84,11 @@ HaproxyDuration = Annotated[
 EnvoyDuration = Annotated[
     str, BeforeValidator(_seconds_to_text("protobuf")),
     AfterValidator(_pattern(re.compile(r"\d{1,9}(?:\.\d{1,9})?s"), "a protobuf duration", "15s"))]
+# Varnish VCL durations: https://varnish-cache.org/docs/7.1/reference/vcl.html#durations
+VarnishDuration = Annotated[
+    str, BeforeValidator(_seconds_to_text("unit")),
+    AfterValidator(_pattern(re.compile(r"\d{1,9}(?:\.\d{1,3})?(?:ms|s|m|h|d|w|y)"), "a VCL duration", "60s"))]
+# Caddy: Go durations (https://caddyserver.com/docs/conventions#durations), e.g. "10s", "500ms"
+CaddyDuration = Annotated[
+    str, BeforeValidator(_seconds_to_text("unit")),
+    AfterValidator(_pattern(re.compile(r"-1|\d{1,9}(?:ns|us|ms|s|m|h|d)"), "a Caddy duration (or -1)", "10s"))]

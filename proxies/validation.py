@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import hashlib
+import os
 import subprocess
 import tempfile
 from pathlib import Path
@@ -10,7 +11,8 @@ from proxies.base import PROXY_NAMES, ProxyName, ProxySettings
 from proxies.binaries import binary
 from proxies.rendering import render
 
-CONFIG_NAMES: dict[ProxyName, str] = {"nginx": "nginx.conf", "haproxy": "haproxy.cfg", "envoy": "envoy.yaml"}
+CONFIG_NAMES: dict[ProxyName, str] = {"nginx": "nginx.conf", "haproxy": "haproxy.cfg", "envoy": "envoy.yaml",
+                                      "varnish": "varnish.vcl", "apache": "apache.conf", "caddy": "Caddyfile"}
 _valid: set[tuple[str, str]] = set()  # (proxy, sha256 of text) already proven valid in this process
 
 
@@ -33,7 +35,26 @@ def check_command(proxy: ProxyName, folder: Path, config_name: str) -> list[str]
         return [binary("nginx"), "-t", "-q", "-p", f"{folder}/", "-c", config_name, "-e", "stderr"]
     if proxy == "haproxy":
         return [binary("haproxy"), "-c", "-f", str(config)]
+    if proxy == "varnish":
+        # -C compiles the VCL to C (printed on stderr) and runs nothing; the compiler's
+        # scratch files land in the working folder.
+        # -j none: as root Varnish would read the file as its own user, which the private
+        # throwaway folder keeps out.
+        return [binary("varnish"), "-C", "-j", "none", "-f", str(config)]
+    if proxy == "apache":
+        # -d: the throwaway folder is the ServerRoot, so relative log and pid paths resolve there.
+        return [binary("apache"), "-t", "-d", str(folder), "-f", str(config)]
+    if proxy == "caddy":
+        return [binary("caddy"), "validate", "--config", str(config), "--adapter", "caddyfile"]
     return [binary("envoy"), "--mode", "validate", "-c", str(config), "-l", "error"]
+
+
+def check_env(proxy: ProxyName, folder: Path) -> dict[str, str] | None:
+    """The environment the check runs in (None: inherited). Caddy keeps its state under HOME
+    and the XDG folders: point them at the throwaway folder, so nothing lands in the user's."""
+    if proxy != "caddy":
+        return None
+    return {**os.environ, "HOME": str(folder), "XDG_CONFIG_HOME": str(folder), "XDG_DATA_HOME": str(folder)}
 
 
 def validate(config: ProxySettings | str, proxy: ProxyName | None = None) -> str:
@@ -57,8 +78,11 @@ def validate(config: ProxySettings | str, proxy: ProxyName | None = None) -> str
         folder = Path(tmp)
         (folder / CONFIG_NAMES[proxy]).write_text(text)
         result = subprocess.run(check_command(proxy, folder, CONFIG_NAMES[proxy]), cwd=folder,
-                                capture_output=True, text=True, timeout=60)
+                                env=check_env(proxy, folder), capture_output=True, text=True, timeout=60)
     if result.returncode != 0:
-        raise ConfigInvalid(proxy, (result.stderr + result.stdout) or f"exit status {result.returncode}", text)
+        output = result.stderr + result.stdout
+        if proxy == "varnish":  # the compiler's message, not the C it printed before failing
+            output = output.split("/* ---===###")[0]
+        raise ConfigInvalid(proxy, output or f"exit status {result.returncode}", text)
     _valid.add(key)
     return text

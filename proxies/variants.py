@@ -13,13 +13,17 @@ from typing import Callable
 
 from proxies import fixed_settings
 from proxies.base import PROXY_NAMES, ProxyName, ProxySettings
+from proxies.apache.settings import ApacheSettings
+from proxies.caddy.settings import CaddySettings
 from proxies.envoy.settings import EnvoySettings
 from proxies.haproxy.settings import HaproxySettings
 from proxies.nginx.settings import NginxSettings
+from proxies.varnish.settings import VarnishSettings
 
 SettingsFactory = Callable[[], ProxySettings]
 SETTINGS_TYPES: dict[ProxyName, type[ProxySettings]] = {
-    "nginx": NginxSettings, "haproxy": HaproxySettings, "envoy": EnvoySettings}
+    "nginx": NginxSettings, "haproxy": HaproxySettings, "envoy": EnvoySettings,
+    "varnish": VarnishSettings, "apache": ApacheSettings, "caddy": CaddySettings}
 
 _registry: dict[ProxyName, dict[str, SettingsFactory]] = {proxy: {} for proxy in PROXY_NAMES}
 
@@ -69,3 +73,8 @@ for _proxy, _type in SETTINGS_TYPES.items():
 register_variant("nginx", "fixed", fixed_settings.nginx)
 register_variant("haproxy", "fixed", fixed_settings.haproxy)
 register_variant("envoy", "fixed", fixed_settings.envoy)
+register_variant("varnish", "fixed", fixed_settings.varnish)
+register_variant("apache", "fixed", fixed_settings.apache)
+register_variant("caddy", "fixed", fixed_settings.caddy)
+register_variant("nginx", "fixed-tls", fixed_settings.nginx_tls)
+register_variant("envoy", "fixed-tls", fixed_settings.envoy_tls)

@@ -38,11 +38,27 @@ log = logging.getLogger("server.connections")
 # Set in every request's ASGI scope: abort the connection at once, unflushed. A stream blocked on
 # a client that does not read ends this way (a close would wait for the buffer to drain).
 ABORT_EXTENSION = "streamlab.abort"
+# Also set: uvicorn's own `send` of the request, for a stream's body writes (server/sse_writer.py).
+# Between it and the app sit only layers that watch the response start (the error middlewares,
+# the body limit, CORS); each wrapped every body write in a coroutine of its own, a few per
+# token. A layer that does look at body messages removes it from the scope
+# (`without_body_send`: the records, the gzip failure mode), and the writes go through it.
+BODY_SEND_EXTENSION = "streamlab.body_send"
 
 
-def _offer_abort(scope: Any, transport: asyncio.Transport) -> None:
+def _offer_abort(scope: Any, transport: asyncio.Transport, body_send: Any = None) -> None:
     extensions = scope.setdefault("extensions", {})
     extensions.setdefault(ABORT_EXTENSION, transport.abort)
+    if body_send is not None:
+        extensions.setdefault(BODY_SEND_EXTENSION, body_send)
+
+
+def without_body_send(scope: Any) -> Any:
+    """`scope` for a layer that sees every body message: body writes must pass through it."""
+    extensions = scope.get("extensions")
+    if not extensions or BODY_SEND_EXTENSION not in extensions:
+        return scope
+    return {**scope, "extensions": {k: v for k, v in extensions.items() if k != BODY_SEND_EXTENSION}}
 
 
 @dataclass(frozen=True)
@@ -168,6 +184,8 @@ class LimitedHttpTools(_Limited, HttpToolsProtocol):
         _offer_abort(self.scope, self.transport)
         super().on_headers_complete()
         if self.cycle is not None:
+            # The cycle's task has not run yet: the app starts with the extension.
+            _offer_abort(self.cycle.scope, self.transport, self.cycle.send)
             self._open_cycles = [c for c in self._open_cycles if not c.response_complete]
             self._open_cycles.append(self.cycle)
         if len(self.pipeline) == 1:
@@ -191,7 +209,7 @@ class LimitedH11(_Limited, H11Protocol):
     def data_received(self, data: bytes) -> None:
         super().data_received(data)
         if self.cycle is not None:  # its task has not run yet: it starts with the extension
-            _offer_abort(self.cycle.scope, self.transport)
+            _offer_abort(self.cycle.scope, self.transport, self.cycle.send)
         if self.transport.is_closing():
             return
         if self.conn.their_state is h11.IDLE:

@@ -127,6 +127,9 @@ KNOBS: tuple[Knob, ...] = (
            "[DONE], no end of the chunked body"),
     Knob("stamp", "bool", False, "add `sent_at` (the server's wall clock at the write) to every "
          "data chunk"),
+    Knob("pad_bytes", "int", 0, "add a `pad` field of this many bytes to the role chunk and every content chunk "
+         "(large events, as tool-call arguments or images make them)", minimum=0,
+         maximum=1_048_576),
     # Per-stream settings: a server-wide flag, overridable per request.
     Knob("detokenizer", "choice", "incremental", "`naive` decodes each token alone: U+FFFD "
          "wherever a character spans tokens", choices=("incremental", "naive"), flag=True),
@@ -148,6 +151,13 @@ KNOBS: tuple[Knob, ...] = (
     Knob("split_utf8_ms", "float", 0.0, "a frame holding a multi-byte character leaves in two "
          "writes this far apart, split inside the character (a hop that re-chunks); 0 = off",
          minimum=0.0, maximum=10_000.0, flag=True),
+    Knob("role_chunk", "choice", "at-headers", "when the first data frame (the `role` chunk) "
+         "leaves: with the headers, or with the first token as vLLM sends it (the headers then "
+         "stand alone through the prefill)", choices=("at-headers", "with-first-token"), flag=True),
+    Knob("hello", "bool", False, "an SSE comment `: ok` right after the headers, so a hop that "
+         "holds the headers until the first body byte (nginx over HTTP/2) sends them at once; "
+         "off by default: with the role chunk at the headers it adds a write and changes nothing",
+         flag=True),
     Knob("stall_timeout_s", "float", 0.0, "no token for this long ends the stream with an "
          "in-band timeout error", minimum=0.0, maximum=MAX_WAIT_S, off_at_zero=True,
          smallest_on=0.01, flag=True),

@@ -13,6 +13,7 @@ from starlette.middleware.gzip import DEFAULT_EXCLUDED_CONTENT_TYPES, GZipMiddle
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from server import metrics
+from server.connections import without_body_send
 from server.errors import APIError, RequestTooLarge
 
 # Paths whose POST bodies are JSON (the API and the lab endpoints).
@@ -184,5 +185,15 @@ def gzip_everything(app: ASGIApp, exclude_sse: bool, sync_flush: bool = False) -
     (Starlette's GZipMiddleware, which flushes each chunk). `exclude_sse` is the fix for both."""
     if sync_flush:
         excluded = DEFAULT_EXCLUDED_CONTENT_TYPES if exclude_sse else ()
-        return GZipMiddleware(app, minimum_size=500, exclude_content_types=excluded)
-    return BufferedGzip(app, exclude_sse=exclude_sse)
+        return _SeesBodies(GZipMiddleware(app, minimum_size=500, exclude_content_types=excluded))
+    return _SeesBodies(BufferedGzip(app, exclude_sse=exclude_sse))
+
+
+class _SeesBodies:
+    """Around a layer that transforms body messages: every body write must pass through it."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        await self.app(without_body_send(scope), receive, send)

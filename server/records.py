@@ -27,6 +27,7 @@ from starlette.responses import Response
 from starlette.types import Message, Receive, Scope, Send
 
 from server import errors
+from server.connections import without_body_send
 
 REQUEST_ID_HEADER = "x-request-id"
 MAX_RECORDS = 1024
@@ -127,7 +128,7 @@ class _Tracked(Response):
             await send(message)
 
         try:
-            await self.inner(scope, watched_receive, watched_send)
+            await self.inner(without_body_send(scope), watched_receive, watched_send)
         finally:
             tokens = self._tokens()
             record.tokens_generated = tokens

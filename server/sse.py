@@ -10,6 +10,7 @@ object without its closing brace) and sealed by `seal()` when they leave.
 """
 from __future__ import annotations
 
+import functools
 import json
 import time
 # The C escaper (when built): quotes a str as JSON and keeps non-ASCII as is (shorter frames).
@@ -21,6 +22,8 @@ from server.config import STREAMING_HEADER_NAMES
 DONE = b"data: [DONE]\n\n"
 # A comment line: EventSource and the OpenAI SDK ignore it, proxies see bytes (idle timers reset).
 PING = b": ping\n\n"
+# `hello`: the same kind of comment right after the headers, so the body starts at once.
+HELLO = b": ok\n\n"
 
 STREAMING_HEADERS: dict[str, str] = {
     "content-type": "text/event-stream; charset=utf-8",
@@ -34,10 +37,15 @@ assert tuple(STREAMING_HEADERS) == STREAMING_HEADER_NAMES
 
 
 def streaming_headers(omit: Iterable[str] = ()) -> list[tuple[bytes, bytes]]:
-    """The ASGI header list of a stream, minus the ones a failure mode leaves out."""
-    left_out = {name.lower() for name in omit}
-    return [(name.encode(), value.encode()) for name, value in STREAMING_HEADERS.items()
-            if name not in left_out]
+    """The ASGI header list of a stream, minus the ones a failure mode leaves out (a fresh
+    list: a layer may append to it; built once per set of omitted names)."""
+    return list(_streaming_headers(frozenset(name.lower() for name in omit)))
+
+
+@functools.lru_cache(maxsize=64)
+def _streaming_headers(left_out: frozenset[str]) -> tuple[tuple[bytes, bytes], ...]:
+    return tuple((name.encode(), value.encode()) for name, value in STREAMING_HEADERS.items()
+                 if name not in left_out)
 
 
 class OpenFrame(bytes):
@@ -51,6 +59,9 @@ def seal(frames: Sequence[bytes], sent_at: float | None = None) -> bytes:
     if sent_at is None:
         return b"".join(frames)
     tail = b',"sent_at":%.6f}\n\n' % sent_at
+    if len(frames) == 1:  # the common write: one frame
+        frame = frames[0]
+        return frame + tail if type(frame) is OpenFrame else frame
     return b"".join(frame + tail if type(frame) is OpenFrame else frame for frame in frames)
 
 
@@ -62,6 +73,11 @@ def _dumps(obj: Any) -> bytes:
     return json.dumps(obj, ensure_ascii=False, separators=(",", ":")).encode()
 
 
+def _quoted(text: str) -> bytes:
+    """A str as a JSON string (json.dumps with these options builds an encoder per call)."""
+    return _json_escape(text).encode()
+
+
 class ChunkFramer:
     """Frames of one `chat.completion.chunk` stream, byte-identical to the OpenAI shape:
 
@@ -70,17 +86,20 @@ class ChunkFramer:
     plus `"usage":null` on every chunk when the client asked for a usage chunk (as OpenAI does).
     """
 
-    __slots__ = ("_head", "_content_head", "_content_tail", "stamp", "_usage_null")
+    __slots__ = ("_head", "_content_head", "_content_tail", "stamp", "_usage_null", "_pad")
 
     def __init__(self, completion_id: str, created: int, model: str, system_fingerprint: str,
-                 include_usage: bool = False, stamp: bool = False) -> None:
-        head = (b'{"id":' + _dumps(completion_id) + b',"object":"chat.completion.chunk","created":'
-                + str(int(created)).encode() + b',"model":' + _dumps(model)
-                + b',"system_fingerprint":' + _dumps(system_fingerprint) + b',"choices":')
+                 include_usage: bool = False, stamp: bool = False, pad_bytes: int = 0) -> None:
+        head = (b'{"id":' + _quoted(completion_id) + b',"object":"chat.completion.chunk","created":'
+                + b"%d" % int(created) + b',"model":' + _quoted(model)
+                + b',"system_fingerprint":' + _quoted(system_fingerprint) + b',"choices":')
         self._head = b"data: " + head
         self._usage_null = b',"usage":null' if include_usage else b""
         self._content_head = self._head + b'[{"index":0,"delta":{"content":'
-        self._content_tail = b'},"logprobs":null,"finish_reason":null}]' + self._usage_null
+        # `pad_bytes`: a top-level field SDKs ignore, so an event (the role chunk, the first a
+        # proxy sees, included) is as large as a scenario needs.
+        self._pad = b',"pad":"' + b"x" * pad_bytes + b'"' if pad_bytes else b""
+        self._content_tail = b'},"logprobs":null,"finish_reason":null}]' + self._usage_null + self._pad
         # Without stamps a frame is closed at once; with them seal() closes it at write time.
         self.stamp = stamp
 
@@ -95,11 +114,11 @@ class ChunkFramer:
 
     def role(self) -> bytes:
         return self._frame(self._head + b'[{"index":0,"delta":{"role":"assistant","content":""},'
-                           b'"logprobs":null,"finish_reason":null}]' + self._usage_null)
+                           b'"logprobs":null,"finish_reason":null}]' + self._usage_null + self._pad)
 
     def finish(self, reason: str) -> bytes:
         return self._frame(self._head + b'[{"index":0,"delta":{},"logprobs":null,"finish_reason":'
-                           + _dumps(reason) + b"}]" + self._usage_null)
+                           + _quoted(reason) + b"}]" + self._usage_null)
 
     def usage(self, prompt_tokens: int, completion_tokens: int) -> bytes:
         usage = {"prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens,

@@ -16,6 +16,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
+from typing import Any
 
 from starlette.types import Receive, Scope, Send
 
@@ -28,6 +29,14 @@ log = logging.getLogger("server.streaming")
 # Per-stream counters reach Prometheus in batches: a labelled counter's inc() takes a lock, and
 # a write costs only a few microseconds.
 _METRIC_BATCH_WRITES = 64
+_requests_ok: Any = None  # streamlab_requests_total{status="200"}: labels() looked up once
+
+
+def _count_ok() -> None:
+    global _requests_ok
+    if _requests_ok is None:
+        _requests_ok = metrics.REQUESTS.labels(status="200")
+    _requests_ok.inc()
 
 
 class SSECompletion(Completion):
@@ -39,11 +48,12 @@ class SSECompletion(Completion):
         self.raw_headers = sse.streaming_headers(settings.omit_headers)
         self.heartbeat_s = settings.heartbeat_s
         self.framer = sse.ChunkFramer(job.completion_id, job.created, job.model,
-                                      job.system_fingerprint, job.include_usage, job.stamp)
+                                      job.system_fingerprint, job.include_usage, job.stamp,
+                                      job.pad_bytes)
         self._stamp = job.stamp
         self._coalesce_s = settings.coalesce_ms / 1000.0
         self._pending: list[bytes] = []
-        self._wake = asyncio.Event()
+        self._wake: asyncio.Event | None = None  # the coalescing writer's (made in begin)
         self._writer: asyncio.Task[None] | None = None
         self._closing = False
         self._first_content = True
@@ -55,6 +65,7 @@ class SSECompletion(Completion):
         if self._resume_after:
             job.abort_after_tokens = None
         self._split_s = (settings.split_utf8_ms or 0.0) / 1000.0
+        self._role_pending = settings.role_chunk == "with-first-token"
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         # Up and down around everything, whichever way the stream ends (the gauge once leaked).
@@ -68,10 +79,20 @@ class SSECompletion(Completion):
 
     async def begin(self) -> None:
         await self.send({"type": "http.response.start", "status": 200, "headers": self.raw_headers})
-        metrics.REQUESTS.labels(status="200").inc()
+        _count_ok()
         if self._coalesce_s > 0:
+            self._wake = asyncio.Event()
             self._writer = asyncio.ensure_future(self._write_loop())
+        if self.job.settings.hello:
+            await self._emit(sse.HELLO)
+        if self._role_pending:
+            return  # vLLM-style: the role chunk waits for the first token (or the end)
         await self._emit(self.framer.role())
+
+    async def _role_first(self) -> None:
+        if self._role_pending:
+            self._role_pending = False
+            await self._emit(self.framer.role())
 
     async def heartbeat(self) -> None:
         self._pings += 1
@@ -81,9 +102,11 @@ class SSECompletion(Completion):
         if self._first_content:
             self._first_content = False
             metrics.TIME_TO_FIRST_TOKEN.observe(time.monotonic() - self.job.arrived_at)
+            await self._role_first()
         await self._emit(self.framer.content(text))
 
     async def complete(self, finish_reason: str) -> None:
+        await self._role_first()
         await self._emit(self.framer.finish(finish_reason))
         if self.job.include_usage:
             generation = self.job.generation
@@ -92,6 +115,7 @@ class SSECompletion(Completion):
 
     async def failed(self, fault: Fault) -> str:
         mode = self.job.settings.error_mode
+        await self._role_first()
         if mode == "inband":
             metrics.INBAND_ERRORS.inc()
             await self._emit(self.framer.error(fault.error))
@@ -104,6 +128,8 @@ class SSECompletion(Completion):
         return "complete"
 
     async def _emit(self, frame: bytes) -> None:
+        """One frame out: written now (the hot path, one per token: no list, no await but the
+        socket's), or handed to the coalescing writer."""
         if self.client_gone:
             return
         if self._event_ids and frame.startswith(b"data:"):
@@ -112,12 +138,24 @@ class SSECompletion(Completion):
                 return  # the reconnecting client has this frame already
             line = b"id: %d\n" % self._data_frames
             frame = OpenFrame(line + frame) if type(frame) is OpenFrame else line + frame
-        self.last_emit_at = time.monotonic()
-        if self._writer is None:
+        self.last_emit_at = now = time.monotonic()
+        if self._writer is not None:
+            self._pending.append(frame)
+            self._wake.set()  # type: ignore[union-attr]
+        elif self._split_s:
             await self._write([frame])
         else:
-            self._pending.append(frame)
-            self._wake.set()
+            if self._stamp and type(frame) is OpenFrame:
+                frame = sse.seal((frame,), sse.now_stamp())  # its send time, as it leaves
+            self._writes += 1
+            self._frames += 1
+            if self._writes % _METRIC_BATCH_WRITES == 0:
+                self._publish_counts()
+            self._sending_since = now  # for the send watchdog
+            try:
+                await self.body_send({"type": "http.response.body", "body": frame, "more_body": True})
+            finally:
+                self._sending_since = None
 
     async def _write(self, frames: list[bytes], more_body: bool = True) -> None:
         if self._stamp:
@@ -137,12 +175,14 @@ class SSECompletion(Completion):
 
     async def _write_loop(self) -> None:
         """Coalescing: the first frame opens a window; all frames made within it leave together."""
+        wake = self._wake
+        assert wake is not None
         while True:
-            await self._wake.wait()
+            await wake.wait()
             if not self._closing:
                 await asyncio.sleep(self._coalesce_s)
             frames, self._pending = self._pending, []
-            self._wake.clear()
+            wake.clear()
             if frames and not self.client_gone:
                 await self._write(frames)
             if self._closing:
@@ -159,7 +199,7 @@ class SSECompletion(Completion):
             return
         if not self.client_gone:
             self._closing = True
-            self._wake.set()
+            self._wake.set()  # type: ignore[union-attr]
         # wait(), not await: the writer may be cancelled (left()) while this waits for it.
         await asyncio.wait({writer})
         self._writer = None

@@ -35,7 +35,7 @@ from starlette.types import Receive, Scope, Send
 
 from server import errors, metrics
 from server.config import StreamSettings
-from server.connections import ABORT_EXTENSION
+from server.connections import ABORT_EXTENSION, BODY_SEND_EXTENSION
 from server.detokenizer import Detokenizer
 from server.engine.base import EngineStopped, Generation
 from server.stops import StopHandler
@@ -83,6 +83,7 @@ class CompletionJob:
     arrived_at: float  # time.monotonic() when the request arrived, for TTFT
     include_usage: bool = False
     stamp: bool = False
+    pad_bytes: int = 0
     error_after_tokens: int | None = None
     abort_after_tokens: int | None = None
     send_timeout_s: float | None = None  # --send-timeout-s: a write blocked longer aborts
@@ -123,8 +124,11 @@ class Completion(Response):
     # -- the ASGI entry point --------------------------------------------------------------
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        self._abort_connection = scope.get("extensions", {}).get(ABORT_EXTENSION)
+        extensions = scope.get("extensions") or {}
+        self._abort_connection = extensions.get(ABORT_EXTENSION)
         self.send = self._timed_send(send)
+        # Body writes of the hot path (SSECompletion._emit) time themselves for the watchdog.
+        self.body_send: Send = extensions.get(BODY_SEND_EXTENSION) or send
         watcher: asyncio.Future[Any] | None = None
         helpers: list[asyncio.Future[Any]] = []
         outcome = "unfinished"

@@ -3,10 +3,11 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import Iterator
 
 import pytest
 
-from server.launcher import DEFAULT_MODEL_DIR
+from server.launcher import DEFAULT_MODEL_DIR, ServerHandle
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
@@ -31,3 +32,14 @@ def tokenizer(model_dir: str):
     from server.engine import load_tokenizer
 
     return load_tokenizer(model_dir)
+
+
+@pytest.fixture(scope="session")
+def synthetic_server() -> Iterator[ServerHandle]:
+    """`python -m server --engine synthetic` with its default flags, one for the session: the
+    modules that only stream through it (tests/proxies, tests/labs) share it instead of
+    starting one each (a start costs seconds on a busy machine)."""
+    from server.launcher import running_server
+
+    with running_server(["--engine", "synthetic"]) as handle:
+        yield handle

@@ -25,7 +25,9 @@ from proxies.runtime.images import ImageMissing, image_for
 from proxies.runtime.local import LocalProxy
 from server.processes import free_port, port_accepts
 
-PROXIES: tuple[ProxyName, ...] = ("nginx", "haproxy", "envoy")
+PROXIES: tuple[ProxyName, ...] = ("nginx", "haproxy", "envoy", "varnish", "apache", "caddy")
+# The proxies docker/compose.yaml runs: every one.
+COMPOSE_PROXIES: tuple[ProxyName, ...] = PROXIES
 
 RUNTIMES = [
     pytest.param("local", id="local"),

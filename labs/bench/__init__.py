@@ -7,17 +7,25 @@ Writes reports/bench/<part>.json and reports/bench/bench.md (the README's table)
 bar and the time left while it runs. One module per part:
 
     admission         0. 1,000 simultaneous arrivals on the synthetic engine, direct and through
-                      each fixed config, --workers 1 and 2: TTFT p50/p99, the targets
+                      each fixed config, --workers 1 and 2, beside the reference servers:
+                      TTFT p50/p99, the targets, and why one is missed
     prefill           0b. the tiny model, 8/32/64 simultaneous arrivals, TTFT with serial and
                       batched prefill (short and long prompts)
     proxies           1. each fixed proxy config (proxies/fixed/) against direct: TTFT at one
                       stream, gap p99 and hop delay, then 1,000 streams at 20 tok/s; the targets
     server_cpu        2. server CPU per token without and with write coalescing; 1,000 streams x
-                      20 tok/s beside a plain FastAPI endpoint (plain_server)
+                      20 tok/s beside the reference servers; the target, and why it is missed
+    references        the reference servers: plain FastAPI (plain_server) and bare asyncio
+    profile           `python -m labs.bench.profile`: py-spy on the server during a burst or
+                      many streams, the path's phases (not a part of `make bench`)
     modules           3 and 4. `python -m server.bench` (framing, the whole server path) and
                       `python -m server.engine.bench` (tiny model tokens/s), as subprocesses
     measuring_client  5. the measuring client's own cost against a bare asyncio SSE server
     gpu               `make bench-gpu`: the engine on a CUDA GPU (not a part of `make bench`)
+    peers             `make bench-peers`: the lab client beside AIPerf and guidellm (not a part
+                      of `make bench`); peers_install (their venvs), peer_lab, peer_aiperf,
+                      peer_guidellm (each tool's command and output parser), tree_cpu (a
+                      process tree's CPU), peers_table (the side-by-side table)
     markdown          bench.md
     progress          the progress bar (redrawn by hand: no thread beside the measurements)
     cli               the command line, the parts in order, the files it writes

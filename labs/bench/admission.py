@@ -7,15 +7,23 @@ so TTFT is admission: accept, HTTP parse, JSON, validation, template, tokenizati
 the headers and the first frames). Rounds interleave the paths so that the machine's noise hits
 all of them alike; the verdict reads the median of the rounds' p99, and the table shows every
 round's. Server CPU per admitted request is the server's whole process tree (every worker).
+In the same rounds, the same burst goes to the two reference servers (labs/bench/references.py:
+a plain FastAPI endpoint with no engine, and a bare asyncio server with no framework): what this
+machine, its load and the client allow before any lab feature.
 
-Targets: TTFT p99 under 300 ms direct and under 400 ms through each fixed config.
+Targets: TTFT p99 under 300 ms direct and under 400 ms through each fixed config. A target
+missed comes with its measured reason (`reasons`): the server's CPU per request times the
+arrivals (a burst is admitted by one event loop per worker: the last arrival waits for all the
+others' work), the client's CPU on the same cores, the machine's load, and the references' p99.
 """
 from __future__ import annotations
 
 import contextlib
+import os
 import statistics
 from typing import Any
 
+from labs.bench import references
 from labs.bench.proxies import PROXIES, Progress, path_to
 from labs.load import LoadLab, LoadPath, ServerSpec
 
@@ -34,12 +42,16 @@ def _burst_path(proxy: str | None) -> LoadPath:
 
 def bench_admission(progress: Progress, arrivals: int = ARRIVALS, rounds: int = ROUNDS) -> dict[str, Any]:
     configs: dict[str, Any] = {}
+    refs: dict[str, list[dict[str, Any]]] = {references.PLAIN: [], references.BARE: []}
+    load = [os.getloadavg()[0]]
     for workers in WORKERS:
         spec = ServerSpec(workers=workers)
         rows: dict[str, list[dict[str, Any]]] = {name: [] for name in ("direct", *PROXIES)}
         with LoadLab(progress=progress) as lab, contextlib.ExitStack() as stack:
             server = lab.server(spec)
             proxies = {p: stack.enter_context(lab.proxy(path_to(p), server.port)) for p in PROXIES}
+            # The references share the first server's rounds (same minutes, same noise).
+            servers = stack.enter_context(references.references()) if workers == WORKERS[0] else {}
             for round_ in range(rounds):
                 for name in rows:
                     progress(f"admission: --workers {workers}, {arrivals} arrivals, {name}, "
@@ -50,11 +62,70 @@ def bench_admission(progress: Progress, arrivals: int = ARRIVALS, rounds: int = 
                         "ttft_p50_s": step.ttft_p50_s, "ttft_p99_s": step.ttft_p99_s,
                         "ttft_max_s": step.ttft_max_s, "failed": step.failed,
                         "server_cpu_us_per_request": step.server["cpu_s"] / arrivals * 1e6,
+                        "client_cpu_ms": step.client_cpu_s * 1e3,
                         "machine_busy_pct": step.machine_busy_pct,
                         "tcp_counters": step.tcp_counters})
+                body = lab.body(_burst_path(None), max(2, round(BURST_TOKENS_S * lab.tokens_per_s)))
+                for name, (url, pid) in servers.items():
+                    progress(f"admission: {arrivals} arrivals, reference: {name}, round {round_ + 1}/{rounds}")
+                    measured = references.measure(url, pid, references.reference_body(name, body),
+                                                  arrivals, 30.0)
+                    refs[name].append({**measured, "client_cpu_ms": measured["client_cpu_s"] * 1e3,
+                                       "server_cpu_us_per_request": measured["server_cpu_s"] / arrivals * 1e6})
         configs[f"workers={workers}"] = {name: summarize(name, runs) for name, runs in rows.items()}
-    return {"arrivals": arrivals, "rounds": rounds, "configs": configs,
-            "targets_s": {"direct": TARGET_DIRECT_P99_S, "proxy": TARGET_PROXY_P99_S}}
+        load.append(os.getloadavg()[0])
+    result = {"arrivals": arrivals, "rounds": rounds, "configs": configs,
+              "references": {name: summarize_reference(runs) for name, runs in refs.items() if runs},
+              "load_average_1m": load, "cores": os.cpu_count(),
+              "targets_s": {"direct": TARGET_DIRECT_P99_S, "proxy": TARGET_PROXY_P99_S}}
+    result["reasons"] = reasons(result)
+    return result
+
+
+def summarize_reference(runs: list[dict[str, Any]]) -> dict[str, Any]:
+    def median(key: str) -> float | None:
+        values = [r[key] for r in runs if r.get(key) is not None]
+        return statistics.median(values) if values else None
+    return {"runs": runs, "ttft_p50_median_s": median("ttft_p50_s"),
+            "ttft_p99_median_s": median("ttft_p99_s"), "failed": sum(r["failed"] or 0 for r in runs),
+            "server_cpu_us_per_request": median("server_cpu_us_per_request"),
+            "client_cpu_ms": median("client_cpu_ms")}
+
+
+def reasons(result: dict[str, Any]) -> list[str]:
+    """Why the missed targets are missed, from the run's own figures: first what the machine,
+    the client and the references showed, then one line per missed target (none when all are
+    met). A burst is admitted by one event loop per worker: the last arrival waits for the
+    others' work, so p99 cannot be below the server's CPU for the burst spread over its cores."""
+    n, cores = result["arrivals"], result.get("cores") or 1
+    missed = [(config, name, row) for config, paths in result["configs"].items()
+              for name, row in paths.items() if not row["met"] and row["ttft_p99_median_s"] is not None]
+    if not missed:
+        return []
+    runs = [r for _, _, row in missed for r in row["runs"]]
+    client = [r.get("client_cpu_ms") or 0.0 for r in runs]
+    busy = [r.get("machine_busy_pct") or 0.0 for r in runs]
+    load = result.get("load_average_1m") or []
+    context = (f"This machine: {cores} cores, {min(busy):.0f}-{max(busy):.0f}% busy during the "
+               f"bursts (% of one core, every process on it), load average "
+               f"{' -> '.join(f'{v:.1f}' for v in load)}; the measuring client used "
+               f"{min(client):.0f}-{max(client):.0f} ms of CPU per burst on the same cores")
+    refs = result.get("references") or {}
+    if refs:
+        context += "; in the same rounds " + ", ".join(
+            f"{name} reached p99 {ref['ttft_p99_median_s'] * 1e3:,.0f} ms with "
+            f"{ref['server_cpu_us_per_request']:.0f} us of CPU per request"
+            for name, ref in refs.items() if ref.get("ttft_p99_median_s") is not None)
+    out = [context + "."]
+    for config, name, row in missed:
+        cpu_ms = row["server_cpu_us_per_request"] * n / 1e3
+        target_ms = row["target_p99_s"] * 1e3
+        out.append(f"{config.replace('workers=', '--workers ')} {name}: p99 "
+                   f"{row['ttft_p99_median_s'] * 1e3:,.0f} ms, {row['ttft_p99_median_s'] * 1e3 / target_ms:.2f}x "
+                   f"the target; {row['server_cpu_us_per_request']:.0f} us of server CPU per request "
+                   f"is {cpu_ms:,.0f} ms for {n:,} arrivals, {cpu_ms / target_ms:.2f}x the target's "
+                   f"time on one core.")
+    return out
 
 
 def summarize(name: str, runs: list[dict[str, Any]]) -> dict[str, Any]:
@@ -86,5 +157,17 @@ def markdown_lines(result: dict[str, Any]) -> list[str]:
                 f"{'-' if p50 is None else f'{p50 * 1e3:.0f}'} | "
                 f"{'-' if p99 is None else f'{p99 * 1e3:.0f}'} | {each} | "
                 f"{row['server_cpu_us_per_request']:.0f} | {row['failed']} | "
-                f"< {row['target_p99_s'] * 1e3:.0f} ms: {'yes' if row['met'] else '**no**'} |")
+                f"< {row['target_p99_s'] * 1e3:.0f} ms: {'yes' if row['met'] else '**no**'} "
+                f"({(p99 or 0) / row['target_p99_s']:.2f}x) |")
+    for name, ref in (result.get("references") or {}).items():
+        each = " / ".join("-" if r["ttft_p99_s"] is None else f"{r['ttft_p99_s'] * 1e3:.0f}"
+                          for r in ref["runs"])
+        p50, p99 = ref["ttft_p50_median_s"], ref["ttft_p99_median_s"]
+        lines.append(f"| reference | {name} | {'-' if p50 is None else f'{p50 * 1e3:.0f}'} | "
+                     f"{'-' if p99 is None else f'{p99 * 1e3:.0f}'} | {each} | "
+                     f"{ref['server_cpu_us_per_request']:.0f} | {ref['failed']} | - |")
+    why = reasons(result)
+    if why:
+        lines += ["", "Why the missed targets are missed here (measured in this run):", ""]
+        lines += [f"- {reason}" for reason in why]
     return lines + [""]

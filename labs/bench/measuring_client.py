@@ -54,18 +54,27 @@ def _bare_sse_server(sock: socket.socket) -> None:
 
 
 @contextlib.contextmanager
-def bare_server() -> Iterator[str]:
+def bare_server_process() -> Iterator[tuple[str, int]]:
+    """The bare server in a child process: its URL and its PID (for its CPU). It answers a body
+    `{"n": events, "interval": seconds}`."""
     sock = socket.socket()
     sock.bind(("127.0.0.1", 0))
     sock.listen(4096)
     process = multiprocessing.get_context("fork").Process(target=_bare_sse_server, args=(sock,), daemon=True)
     process.start()
     try:
-        yield f"http://127.0.0.1:{sock.getsockname()[1]}/"
+        assert process.pid is not None
+        yield f"http://127.0.0.1:{sock.getsockname()[1]}/", process.pid
     finally:
         process.terminate()
         process.join(5)
         sock.close()
+
+
+@contextlib.contextmanager
+def bare_server() -> Iterator[str]:
+    with bare_server_process() as (url, _):
+        yield url
 
 
 def _client_case(url: str, streams: int, n: int, interval: float, loop: str) -> dict[str, Any]:

@@ -5,12 +5,13 @@
 """
 from __future__ import annotations
 
-from labs.catalogue import apps, chain, envoy, haproxy, nginx
+from labs.catalogue import apache, apps, caddy, cdn, chain, envoy, haproxy, http2, nginx, reload
 from labs.catalogue import browser, client, libraries, server
 from labs.scenario import VARIANTS, Scenario
 
 SCENARIOS: tuple[Scenario, ...] = (
-    *nginx.SCENARIOS, *haproxy.SCENARIOS, *envoy.SCENARIOS, *chain.SCENARIOS,
+    *nginx.SCENARIOS, *http2.SCENARIOS, *haproxy.SCENARIOS, *envoy.SCENARIOS, *cdn.SCENARIOS, *apache.SCENARIOS,
+    *caddy.SCENARIOS, *reload.SCENARIOS, *chain.SCENARIOS,
     *apps.SCENARIOS, *server.SCENARIOS, *client.SCENARIOS, *libraries.SCENARIOS, *browser.SCENARIOS,
 )
 BY_NAME: dict[str, Scenario] = {s.name: s for s in SCENARIOS}

@@ -2,6 +2,8 @@
 from __future__ import annotations
 
 from labs import checks
+from labs.catalogue.caddy import DOCS as CADDY_DOCS
+from labs.catalogue.caddy import FIRST_EVENT_BYTES
 from labs.catalogue.nginx import CLOSE_DELIMITED_SERVER, DOCS, NO_ACCEL_HEADER
 from labs.scenario import Scenario, Variant, Workload
 
@@ -31,5 +33,28 @@ SCENARIOS = [
             "passes the lump along."),
         fix_summary="fix the hop the bisection names (here nginx: proxy_buffering off, HTTP/1.1 upstream)",
         sources=(f"{DOCS}#proxy_buffering",),
+    ),
+    Scenario(
+        name="chain-edge-compression",
+        layer="chain",
+        symptom="behind the CDN some answers arrive all at once, and the CDN and nginx both stream",
+        path=("varnish", "caddy", "nginx"),
+        base="fixed",
+        bisect=True,
+        workload=Workload(lab={"pad_bytes": FIRST_EVENT_BYTES}),
+        broken=Variant(proxy={"caddy": {"encode_skip_event_streams": False}}),
+        fix=Variant(proxy={"caddy": {"encode_skip_event_streams": True}}),
+        symptom_checks=(checks.ttft_late(), checks.culprit_hop("caddy")),
+        cure_checks=(checks.streamed(), checks.culprit_hop(None)),
+        explanation=(
+            "Varnish (a CDN) -> Caddy -> nginx -> server, each with the production settings of "
+            "proxies/fixed/, except that the Caddy hop compresses every response (`encode gzip` "
+            "without the matcher that keeps event streams out). Small events would stream; these "
+            "carry a large first event (a tool call), so Caddy turns gzip on at the first write "
+            "and its encoder holds the answer to the end. Varnish passes the held stream along "
+            "(the fixed VCL passes event streams), so at the client it looks like the CDN's fault. "
+            "Bisecting the chain (entering at each hop, then at the server) names Caddy."),
+        fix_summary="fix the hop the bisection names (here Caddy: encode @compressible, skipping event streams)",
+        sources=(f"{CADDY_DOCS}/directives/encode",),
     ),
 ]

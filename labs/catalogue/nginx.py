@@ -1,4 +1,5 @@
-"""nginx scenarios: buffering, the accel header, gzip, read timeout, client abort, connections, keepalive."""
+"""nginx scenarios: buffering, buffer sizes, the accel header, gzip, read timeout, client abort,
+connections, keepalive."""
 from __future__ import annotations
 
 from labs import checks
@@ -17,6 +18,7 @@ WORKER_CONNECTIONS = 64  # nginx-worker-connections
 # Each proxied stream holds two of a worker's connections (the client's and the upstream's).
 STREAMS_PER_WORKER = WORKER_CONNECTIONS // 2
 KEEPALIVE_REQUESTS = 20  # nginx-upstream-keepalive
+BIG_EVENT_BYTES = 8000  # nginx-buffer-size: a tool call's arguments, an image, in one event
 
 SCENARIOS = [
     Scenario(
@@ -206,5 +208,32 @@ SCENARIOS = [
             "keep-alive timeout (uvicorn: 5 s), or nginx reuses connections the server is closing."),
         fix_summary='upstream { keepalive 16; } + proxy_http_version 1.1; + proxy_set_header Connection "";',
         sources=("https://nginx.org/en/docs/http/ngx_http_upstream_module.html#keepalive",),
+    ),
+    Scenario(
+        name="nginx-buffer-size",
+        layer="proxy",
+        kind=None,  # `labs verify` streams small events: a path check cannot see this one
+        symptom="small tokens stream, but big events (tool calls, images) arrive one event late",
+        path=("nginx",),
+        workload=Workload(lab={"stamp": True, "pad_bytes": BIG_EVENT_BYTES}),
+        broken=Variant(proxy={"nginx": {**STREAMING_UPSTREAM}}, lab=NO_ACCEL_HEADER),
+        fix=Variant(proxy={"nginx": {"proxy_buffering": False}}),
+        symptom_checks=(checks.hop_delay_at_least(0.5), checks.complete_with_done()),
+        cure_checks=(checks.hop_delay_at_most(0.25), checks.streamed(), checks.complete_with_done()),
+        explanation=(
+            "With proxy_buffering on and a chunked (HTTP/1.1) upstream, nginx forwards what it has "
+            "read at once, so small events stream. An event larger than its buffers (8 x 4 KB, and "
+            "proxy_busy_buffers_size 8 KB of them may be in flight to the client) does not: the part "
+            "that no longer fits waits until the next read frees a buffer, which is the next event. "
+            "Every big event arrives one event late (the hop delay is one token interval). Turn "
+            "buffering off for streams (or raise proxy_buffers and proxy_busy_buffers_size above "
+            "the largest event)."),
+        fix_summary="proxy_buffering off (or proxy_buffers / proxy_busy_buffers_size above the largest event)",
+        finding=(
+            "Measured here: with the same settings, events of a few hundred bytes stream with no "
+            "delay; only events near or above the busy-buffers size are held. A check with small "
+            "test events passes while tool calls and images lag."),
+        scaled=(Scaled("event size", f"{BIG_EVENT_BYTES // 1000} KB", "tool-call arguments, base64 images"),),
+        sources=(f"{DOCS}#proxy_buffering", f"{DOCS}#proxy_buffers", f"{DOCS}#proxy_busy_buffers_size"),
     ),
 ]

@@ -10,6 +10,7 @@ from labs.checks.base import (ARRIVAL_SLACK_INTERVALS, HELD_SLACK_INTERVALS, STR
                               STREAMED_READ_SHARE, threshold)
 from labs.checks.layers import (close_delimited, heartbeats_dropped, hop_said, resplit,
                                 server_sent_heartbeats)
+from labs.checks.cache import every_stream_live, replayed_from_cache, server_requests
 from labs.checks.many import (gap_p99_at_most, stayers_ttft_at_least, stayers_ttft_within,
                               ttft_max_at_least, ttft_p99_within, ttft_spread_at_least)
 from labs.checks.outcome import (complete_with_done, error_reported, failed_share_at_least,
@@ -19,12 +20,13 @@ from labs.checks.server import (release_at_least, release_within, server_metric_
                                 server_metric_at_most, slot_held_at_least, slot_held_at_most,
                                 tokens_for_nobody_at_least, tokens_for_nobody_at_most,
                                 writes_per_token_at_least, writes_per_token_at_most)
-from labs.checks.stream import (coalesced, content_encoded, content_events_at_most, heartbeats_at_least,
-                                held_to_end, hop_delay_at_least, hop_delay_at_most, socket_reads_spread,
-                                streamed, ttft_late)
+from labs.checks.stream import (coalesced, content_encoded, content_events_at_most, headers_at_least,
+                                headers_prompt, heartbeats_at_least, held_to_end, hop_delay_at_least,
+                                hop_delay_at_most, http_version_is, socket_reads_spread, streamed,
+                                ttft_late)
 from labs.checks.stress import (STRESS_MARGIN_INTERVALS, cut_after_silence, cut_at_deadline, departed,
-                                outlived, sent_together_at_least, server_heard_departures,
-                                server_peak_at_least, silence_outlasted)
+                                first_token_after, outlived, reloaded_mid_stream, sent_together_at_least,
+                                server_heard_departures, server_peak_at_least, silence_outlasted)
 from labs.checks.text import (no_stop_leak, replacement_chars_at_least, stop_leaked, text_cut_short,
                               text_is_script)
 
@@ -48,6 +50,7 @@ __all__ = [
     "cut_at_deadline",
     "departed",
     "error_reported",
+    "every_stream_live",
     "failed_share_at_least",
     "finish_reason_is",
     "gap_p99_at_most",
@@ -62,12 +65,15 @@ __all__ = [
     "proxy_stat_at_least",
     "release_at_least",
     "release_within",
+    "reloaded_mid_stream",
     "replacement_chars_at_least",
+    "replayed_from_cache",
     "sent_together_at_least",
     "server_heard_departures",
     "server_metric_at_least",
     "server_metric_at_most",
     "server_peak_at_least",
+    "server_requests",
     "silence_outlasted",
     "slot_held_at_least",
     "slot_held_at_most",
@@ -89,4 +95,8 @@ __all__ = [
     "ttft_spread_at_least",
     "writes_per_token_at_least",
     "writes_per_token_at_most",
+    "headers_at_least",
+    "headers_prompt",
+    "http_version_is",
+    "first_token_after",
 ]

@@ -109,3 +109,25 @@ def content_events_at_most(count: int) -> Check:
                      lambda run: max(r.content_events for r in run.results), lambda run: count,
                      at_least=False, fmt=lambda v: "-" if v is None else f"{v:g}",
                      shown=lambda run, seen: f"{seen:g} content events")
+
+
+def headers_at_least(seconds: float, why: str) -> Check:
+    """The response headers came no sooner than `seconds` (a hop held them back)."""
+    return threshold(f"the headers arrived no sooner than {ms(seconds)} ({why})",
+                     lambda run: run.first.headers_s, lambda run: seconds, at_least=True,
+                     shown=lambda run, at: f"headers at {ms(at)}")
+
+
+def headers_prompt() -> Check:
+    """The response headers came within the streamed slack of the request (nothing held them)."""
+    return threshold(f"the headers arrived within {STREAM_SLACK_INTERVALS:g} token intervals",
+                     lambda run: run.first.headers_s, intervals(STREAM_SLACK_INTERVALS), at_least=False,
+                     shown=lambda run, at: f"headers at {ms(at)}")
+
+
+def http_version_is(version: str) -> Check:
+    """The protocol the client really spoke (HTTP/2 only where ALPN chose `h2`)."""
+    def measure(run: Run) -> tuple[str, bool]:
+        seen = run.first.http_version
+        return f"HTTP/{seen or '?'}", seen == version
+    return Check(f"the client spoke HTTP/{version}", measure)

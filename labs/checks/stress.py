@@ -142,3 +142,23 @@ def server_heard_departures(count: int | None = None) -> Check:
                      lambda run: run.metric(DISCONNECTS), bound, at_least=True,
                      fmt=lambda v: "-" if v is None else f"{v:g}",
                      shown=lambda run, n: f"{n:g} requests aborted for a disconnect")
+
+
+def reloaded_mid_stream() -> Check:
+    """The proxies were reloaded while every stream still ran (Workload.reload_at_s): the
+    stress a reload scenario applies, proven for the cure as for the symptom."""
+    def measure(run: Run) -> tuple[str, bool]:
+        if run.reloaded_at_s is None:
+            return f"no reload ({run.reload_error or 'none happened'})", False
+        ends = [_lasted(r) for r in run.results]
+        passed = bool(ends) and all(end is not None and end > run.reloaded_at_s for end in ends)
+        return f"reloaded at {ms(run.reloaded_at_s)}, streams ended at {', '.join(ms(e) for e in ends)}", passed
+    return Check("the proxy was reloaded while the streams ran", measure)
+
+
+def first_token_after(silence_s: float, what: str) -> Check:
+    """The first token came only after (at least half of) the silence the server applies before
+    it: what a variant that must wait for its headers through that silence depends on."""
+    return threshold(f"the first token came after at least half of {what} ({ms(silence_s)})",
+                     lambda run: run.first.ttft_s, lambda run: CUT_SHARE * silence_s,
+                     at_least=True, shown=lambda run, ttft: f"TTFT {ms(ttft)}")

@@ -5,11 +5,12 @@ import ipaddress
 import re
 from typing import Annotated, Any, ClassVar, Optional
 
-from pydantic import AfterValidator, Field
+from pydantic import AfterValidator, Field, model_validator
 
 from proxies.base import ProxySettings, setting
 from proxies.errors import FALLBACK_CLIENT, FALLBACK_SERVER, ProxyError, errors_for, json_errors_setting
-from proxies.types import EnvoyDuration, MimeType, Port
+from proxies.tls import fill_certificate
+from proxies.types import EnvoyDuration, FilePath, MimeType, Port
 
 API = "https://www.envoyproxy.io/docs/envoy/v1.40.0/api-v3"
 ROUTE = f"{API}/config/route/v3/route_components.proto#envoy-v3-api-field-config-route-v3-routeaction"
@@ -24,6 +25,9 @@ LUA = "https://www.envoyproxy.io/docs/envoy/v1.40.0/configuration/http/http_filt
 BUFFER = f"{API}/extensions/filters/http/buffer/v3/buffer.proto"
 ADMIN = f"{API}/config/bootstrap/v3/bootstrap.proto#envoy-v3-api-field-config-bootstrap-v3-admin-allow-paths"
 OVERLOAD = "https://www.envoyproxy.io/docs/envoy/v1.40.0/configuration/operations/overload_manager/overload_manager"
+TLS = f"{API}/extensions/transport_sockets/tls/v3"
+DOWNSTREAM_TLS = f"{TLS}/tls.proto#envoy-v3-api-msg-extensions-transport-sockets-tls-v3-downstreamtlscontext"
+CERTIFICATE = f"{TLS}/common.proto#envoy-v3-api-field-extensions-transport-sockets-tls-v3-tlscertificate"
 
 
 def _admin_path(value: str) -> str:
@@ -53,6 +57,7 @@ class EnvoySettings(ProxySettings):
     proxy: ClassVar = "envoy"
     template: ClassVar[str] = "envoy/envoy.yaml.j2"
     config_name: ClassVar[str] = "envoy.yaml"
+    tls_fields: ClassVar[tuple[str, ...]] = ("certificate_chain", "private_key")
 
     admin_port: Port = Field(9901, description="admin interface port (stats, readiness), on 127.0.0.1")
 
@@ -113,6 +118,23 @@ class EnvoySettings(ProxySettings):
     admin_allow_paths: tuple[AdminPath, ...] = setting(
         (), "the only admin paths served (empty: all, Envoy's default); leave out the "
             "mutating ones (/quitquitquit, ...) that a web page could POST to", ADMIN)
+
+    # TLS with HTTP/2 on the listener (ALPN h2, http/1.1; the AUTO codec follows ALPN). Without
+    # certificate paths, a self-signed one for 127.0.0.1 is made at run time.
+    tls_http2: bool = setting(
+        False, "a TLS transport socket offering h2 and http/1.1 by ALPN (off: plain text, where "
+               "the AUTO codec still accepts h2c)", DOWNSTREAM_TLS)
+    certificate_chain: Optional[FilePath] = setting(
+        None, "certificate file, PEM, the chain after it (None with tls_http2: a self-signed one "
+              "made at run time)", f"{CERTIFICATE}-certificate-chain")
+    private_key: Optional[FilePath] = setting(
+        None, "its private key, PEM (named with the certificate, or both left unset)",
+        f"{CERTIFICATE}-private-key")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _certificate_when_tls(cls, data: Any) -> Any:
+        return fill_certificate(data, "tls_http2", *cls.tls_fields)
 
     # A stand-in for a WAF that inspects whole response bodies.
     body_inspection: bool = setting(

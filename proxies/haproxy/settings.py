@@ -35,6 +35,11 @@ class HaproxySettings(ProxySettings):
         description=f"concurrent requests sent to the server; the rest queue in HAProxy "
                     f"(None: unlimited) ({DOCS}#5.2-maxconn)")
 
+    # Reloads (master-worker, SIGUSR2): the old worker finishes its streams, unless this ends it.
+    hard_stop_after: Optional[HaproxyDuration] = setting(
+        None, "after a reload, how long the old worker may keep serving (None: until its "
+              "connections end): a stream still running then is cut", f"{DOCS}#3.1-hard-stop-after")
+
     # Latency of each event.
     http_no_delay: bool = setting(
         False, "send each chunk at once; without it HAProxy sends with MSG_MORE and events "

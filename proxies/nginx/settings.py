@@ -7,7 +7,8 @@ from pydantic import Field, field_validator, model_validator
 
 from proxies.base import ProxySettings, setting
 from proxies.errors import ERRORS, ProxyError, json_errors_setting
-from proxies.types import FilePath, HeaderValue, MimeType, NginxDuration, NginxSize
+from proxies.tls import fill_certificate
+from proxies.types import FilePath, HeaderValue, MimeType, NginxDuration, NginxSize, SslSessionCache
 
 CORE = "https://nginx.org/en/docs/ngx_core_module.html"
 EVENTS = "https://nginx.org/en/docs/ngx_core_module.html"
@@ -18,12 +19,14 @@ HTTP_CORE = "https://nginx.org/en/docs/http/ngx_http_core_module.html"
 # Statuses nginx answers on its own in front of one upstream (the upstream's own pass through).
 NGINX_OWN_ERRORS = (400, 408, 413, 414, 494, 500, 501, 502, 503, 504)
 SSL = "https://nginx.org/en/docs/http/ngx_http_ssl_module.html"
+HTTP2 = "https://nginx.org/en/docs/http/ngx_http_v2_module.html"
 
 
 class NginxSettings(ProxySettings):
     proxy: ClassVar = "nginx"
     template: ClassVar[str] = "nginx/nginx.conf.j2"
     config_name: ClassVar[str] = "nginx.conf"
+    tls_fields: ClassVar[tuple[str, ...]] = ("ssl_certificate", "ssl_certificate_key")
 
     # Processes and connection limits.
     worker_processes: Union[int, Literal["auto"]] = setting(
@@ -34,6 +37,10 @@ class NginxSettings(ProxySettings):
     worker_rlimit_nofile: int | None = setting(
         None, "open-file limit for workers (None: inherit the shell's `ulimit -n`)",
         f"{CORE}#worker_rlimit_nofile")
+
+    worker_shutdown_timeout: NginxDuration | None = setting(
+        None, "after a reload, how long old workers may keep serving requests in flight (None: "
+              "until they finish): a stream still running then is cut", f"{CORE}#worker_shutdown_timeout")
 
     listen_backlog: int | None = Field(
         None, ge=1, le=65535, description="accept queue of the listening socket (None: nginx's "
@@ -104,20 +111,28 @@ class NginxSettings(ProxySettings):
     tls_http2: bool = setting(
         False, "listen with TLS and HTTP/2 instead of plain HTTP/1.1", f"{HTTP_CORE}#listen")
     ssl_certificate: FilePath | None = setting(
-        None, "certificate file (None with tls_http2: a self-signed one made at run time)",
-        f"{SSL}#ssl_certificate")
+        None, "certificate file, PEM, the chain after it (None with tls_http2: a self-signed one "
+              "made at run time)", f"{SSL}#ssl_certificate")
     ssl_certificate_key: FilePath | None = setting(
-        None, "its private key", f"{SSL}#ssl_certificate_key")
+        None, "its private key, PEM (named with the certificate, or both left unset)",
+        f"{SSL}#ssl_certificate_key")
+    ssl_protocols: tuple[Literal["TLSv1", "TLSv1.1", "TLSv1.2", "TLSv1.3"], ...] = Field(
+        ("TLSv1", "TLSv1.1", "TLSv1.2", "TLSv1.3"), min_length=1,
+        description=f"TLS versions offered (nginx 1.22 still enables 1.0 and 1.1) ({SSL}#ssl_protocols)",
+        json_schema_extra={"docs": f"{SSL}#ssl_protocols"})
+    ssl_session_cache: SslSessionCache = setting(
+        "none", "TLS session resumption: `shared:NAME:SIZE` lets a reconnecting client skip the "
+                "full handshake on every worker (1 MB holds about 4,000 sessions)",
+        f"{SSL}#ssl_session_cache")
+    http2_max_concurrent_streams: int = Field(
+        128, ge=1, le=65535, description="streams one HTTP/2 connection may carry at once; a "
+        f"client queues the rest ({HTTP2}#http2_max_concurrent_streams)",
+        json_schema_extra={"docs": f"{HTTP2}#http2_max_concurrent_streams"})
 
     @model_validator(mode="before")
     @classmethod
     def _certificate_when_tls(cls, data: Any) -> Any:
-        if isinstance(data, dict) and data.get("tls_http2") and not data.get("ssl_certificate"):
-            from proxies.tls import self_signed
-
-            data = {**data}
-            data["ssl_certificate"], data["ssl_certificate_key"] = self_signed()
-        return data
+        return fill_certificate(data, "tls_http2", *cls.tls_fields)
 
     # Compression.
     gzip: bool = setting(False, "gzip responses", f"{GZIP}#gzip")

@@ -51,6 +51,11 @@ class RunningProxy(Protocol):
         """Counters and gauges whose name starts with `prefix` (Envoy only; others raise)."""
         ...
 
+    def reload(self) -> None:
+        """Reload the config of the running proxy (nginx SIGHUP, HAProxy master-worker SIGUSR2,
+        Apache SIGUSR1): streams in flight stay on the old workers. Others raise."""
+        ...
+
 
 class Runtime(Protocol):
     name: str

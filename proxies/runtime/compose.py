@@ -25,7 +25,7 @@ from proxies.runtime.images import Service, image_for
 REPO_ROOT = Path(__file__).resolve().parents[2]
 COMPOSE_FILE = REPO_ROOT / "docker" / "compose.yaml"
 OFFLINE_FILE = REPO_ROOT / "docker" / "compose.offline.yaml"
-SERVICES: tuple[Service, ...] = ("server", "nginx", "haproxy", "envoy")
+SERVICES: tuple[Service, ...] = ("server", "nginx", "haproxy", "envoy", "varnish", "apache", "caddy")
 
 
 class ComposeUnavailable(RuntimeError):

@@ -25,15 +25,18 @@ import secrets
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Callable, Iterator, Mapping, Sequence
+from typing import TYPE_CHECKING, Callable, Iterable, Iterator, Mapping, Sequence
 
 from proxies.base import ProxyName, ProxySettings
 from proxies.rendering import render
+from proxies.tls import require_files
 from proxies.runtime.dockercli import DockerError, docker, docker_bin, host_user, require_engine
 from proxies.runtime.images import (Choice, ImageMissing, image_for, offline_server_built_here,
                                     offline_server_labels)
-from proxies.runtime.local import PROCESS_LOG, LocalProxy, foreground_args
+from proxies.runtime.invocation import foreground_args, proxy_env
+from proxies.runtime.local import PROCESS_LOG, LocalProxy
 from proxies.validation import CONFIG_NAMES, ConfigInvalid, validate
+from proxies.variants import SETTINGS_TYPES
 from server.processes import ManagedProcess, ProcessFailed, free_port
 
 if TYPE_CHECKING:
@@ -45,16 +48,21 @@ CONFIG_DIR = "/etc/streamlab"  # the config, read-only
 PREFIX = "/var/lib/streamlab"  # nginx's -p prefix: pid, logs and temp folders (the work folder)
 LABEL = "streamlab"  # every container carries it: `docker ps --filter label=streamlab`
 STOP_TIMEOUT_S = 5  # SIGTERM through --init, SIGKILL after this
+# The binary each proxy's image runs, where it is not named like the proxy.
+ENTRYPOINTS = {"varnish": "varnishd", "apache": "apache2"}
 
 
-def proxy_args(proxy: ProxyName) -> list[str]:
-    """Arguments after `--entrypoint PROXY`: the local runtime's foreground command, pointed at
+def proxy_args(proxy: ProxyName | ProxySettings) -> list[str]:
+    """Arguments after `--entrypoint BINARY`: the local runtime's foreground command, pointed at
     the mounted config and prefix (docker/compose.yaml runs the same lines; a test keeps them so).
+    A proxy name stands for its defaults' addresses (127.0.0.1:8080, as the fixed configs listen).
 
-    nginx's prefix is the bind-mounted work folder, so its pid, logs and temp folders land where
-    the host reads them; HAProxy and Envoy log to stdout, which `docker run` streams to process.log.
+    The prefix is the bind-mounted work folder (nginx, Varnish, Apache, Caddy), so pid, logs and
+    work files land where the host reads them; HAProxy and Envoy log to stdout, which
+    `docker run` streams to process.log.
     """
-    return foreground_args(proxy, f"{CONFIG_DIR}/{CONFIG_NAMES[proxy]}", f"{PREFIX}/")
+    settings = SETTINGS_TYPES[proxy]() if isinstance(proxy, str) else proxy
+    return foreground_args(settings, f"{CONFIG_DIR}/{CONFIG_NAMES[settings.proxy]}", f"{PREFIX}/")
 
 
 def check_args(proxy: ProxyName) -> list[str]:
@@ -63,6 +71,12 @@ def check_args(proxy: ProxyName) -> list[str]:
         return ["-t", "-q", "-p", f"{PREFIX}/", "-c", config, "-e", "stderr"]
     if proxy == "haproxy":
         return ["-c", "-f", config]
+    if proxy == "varnish":
+        return ["-C", "-j", "none", "-f", config]
+    if proxy == "apache":
+        return ["-t", "-d", PREFIX, "-f", config]
+    if proxy == "caddy":
+        return ["validate", "--config", config, "--adapter", "caddyfile"]
     return ["--mode", "validate", "-c", config, "-l", "error"]
 
 
@@ -94,11 +108,12 @@ def bind(source: Path | str, target: str, readonly: bool = True) -> list[str]:
 _checked: set[tuple[str, str]] = set()  # (image, sha256 of config) proven valid in this process
 
 
-def check(text: str, proxy: ProxyName, choice: Choice) -> str:
+def check(text: str, proxy: ProxyName, choice: Choice, files: Iterable[str] = ()) -> str:
     """Prove the config valid with the binary that will run it, before anything runs it.
 
     An offline image holds the host's own binary, so the (cached) host check is the same check
-    and costs no container; any other image checks in a throwaway container (~0.3 s, cached).
+    and costs no container; any other image checks in a throwaway container (~0.3 s, cached),
+    with `files` (a TLS config's certificate and key, which the binary loads) at their paths.
     """
     if choice.offline:
         return validate(text, proxy)
@@ -112,7 +127,9 @@ def check(text: str, proxy: ProxyName, choice: Choice) -> str:
         result = docker(["run", "--rm", "--network", "none", "--user", host_user(),
                          "--label", LABEL, "--tmpfs", f"{PREFIX}:mode=1777",
                          *bind(config, f"{CONFIG_DIR}/{CONFIG_NAMES[proxy]}"),
-                         "--entrypoint", proxy, choice.image, *check_args(proxy)],
+                         *[arg for path in dict.fromkeys(files) for arg in bind(Path(path), path)],
+                         *(["--env", f"HOME={PREFIX}"] if proxy == "caddy" else []),
+                         "--entrypoint", ENTRYPOINTS.get(proxy, proxy), choice.image, *check_args(proxy)],
                         check=False, timeout=120)
     if result.returncode != 0:
         raise ConfigInvalid(proxy, (result.stderr + result.stdout) or f"exit status {result.returncode}", text)
@@ -202,21 +219,25 @@ def proxy_run_args(settings: ProxySettings, workdir: Path, config_path: Path, na
                    image: str) -> list[str]:
     proxy = settings.proxy
     args = [*base_run_args(name, proxy), *bind(config_path, f"{CONFIG_DIR}/{CONFIG_NAMES[proxy]}")]
-    if proxy == "nginx":
-        args += bind(workdir, PREFIX, readonly=False)
-        # A TLS variant's certificate, made at run time, at the same path inside.
-        for path in {getattr(settings, name, None) for name in ("ssl_certificate", "ssl_certificate_key")} - {None}:
-            args += bind(Path(path), str(path))
-    return [*args, "--entrypoint", proxy, image, *proxy_args(proxy)]
+    if proxy in ("nginx", "varnish", "apache", "caddy"):
+        # Relative paths (Caddy's access.log) resolve in the prefix, as in the local runtime.
+        args += [*bind(workdir, PREFIX, readonly=False), "--workdir", PREFIX]
+    # A TLS listener's certificate and key (the run-time ones or the user's), at the same paths inside.
+    for path in dict.fromkeys(settings.tls_files().values()):
+        args += bind(Path(path), path)
+    for key, value in (proxy_env(proxy, f"{PREFIX}/", {}) or {}).items():
+        args += ["--env", f"{key}={value}"]
+    return [*args, "--entrypoint", ENTRYPOINTS.get(proxy, proxy), image, *proxy_args(settings)]
 
 
 @contextlib.contextmanager
 def run_proxy(settings: ProxySettings, workdir: Path | None = None,
               ready_timeout_s: float = 30.0) -> Iterator[DockerProxy]:
     """Render, validate, start the container, wait until ready (polling), yield; stop on exit."""
+    require_files(settings)
     require_engine()
     choice = image_for(settings.proxy)
-    text = check(render(settings), settings.proxy, choice)
+    text = check(render(settings), settings.proxy, choice, settings.tls_files().values())
     with contextlib.ExitStack() as stack:
         if workdir is None:
             workdir = Path(stack.enter_context(

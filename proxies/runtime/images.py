@@ -23,7 +23,7 @@ from proxies.runtime.dockercli import DockerError, docker, image_present
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 
-Service = Literal["nginx", "haproxy", "envoy", "server", "apps"]
+Service = Literal["nginx", "haproxy", "envoy", "varnish", "apache", "caddy", "server", "apps"]
 Mode = Literal["auto", "official", "offline"]
 MODES: tuple[Mode, ...] = ("auto", "official", "offline")
 
@@ -33,6 +33,11 @@ OFFICIAL: dict[Service, str] = {
     "nginx": "nginx:1.22.1",
     "haproxy": "haproxy:2.6.12",
     "envoy": "envoyproxy/envoy:v1.40.0",
+    # Debian 12's versions. The official httpd image keeps its modules under /usr/local/apache2,
+    # not Debian's folder the template loads them from: point the template there to use it.
+    "varnish": "varnish:7.1.1",
+    "apache": "httpd:2.4.71",
+    "caddy": "caddy:2.6.2",
     "server": "streamlab/server:latest",  # built from docker/server.Dockerfile, never pulled
     # The app hops (Node, gunicorn, LiteLLM) run the working tree's programs and installed
     # packages: only the offline image, which mounts them, exists (this name is never used).
@@ -43,6 +48,9 @@ OFFLINE: dict[Service, str] = {
     "nginx": "streamlab/nginx:host",
     "haproxy": "streamlab/haproxy:host",
     "envoy": "streamlab/envoy:host",
+    "varnish": "streamlab/varnish:host",
+    "apache": "streamlab/apache:host",
+    "caddy": "streamlab/caddy:host",
     "server": "streamlab/server:host",
     "apps": "streamlab/apps:host",
 }

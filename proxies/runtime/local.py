@@ -9,6 +9,7 @@ from __future__ import annotations
 import contextlib
 import os
 import tempfile
+import socket
 import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
@@ -18,6 +19,8 @@ from proxies.base import ProxyName, ProxySettings
 from proxies.binaries import binary
 from proxies.rendering import render
 from proxies.runtime import logs
+from proxies.runtime.invocation import RELOAD_SIGNALS, foreground_args, proxy_env
+from proxies.tls import require_files
 from proxies.validation import validate
 from server.processes import ManagedProcess, managed, port_accepts, wait_until
 
@@ -74,7 +77,14 @@ class LocalProxy:
             return _read(self.workdir / "access.log").splitlines()
         if proxy == "haproxy":
             return [line for line in self._process_lines() if logs.parse_httplog(line)]
-        return [line for line in self._process_lines() if logs.is_logfmt_access_line(line)]
+        if proxy == "varnish":
+            lines = logs.varnish_access_lines(self.workdir / "varnish")
+        elif proxy in ("apache", "caddy"):
+            lines = _read(self.workdir / "access.log").splitlines()
+        else:
+            return [line for line in self._process_lines() if logs.is_logfmt_access_line(line)]
+        # The readiness probes are this runtime's own requests, not the caller's.
+        return [line for line in lines if logs.READY_PATH not in line]
 
     def wait_access_log(self, count: int, timeout_s: float = 5.0) -> list[str]:
         """access_log() once it holds at least `count` lines (lines land when a request ends)."""
@@ -85,12 +95,15 @@ class LocalProxy:
     def access_entries(self) -> list[dict[str, str]]:
         if self.settings.proxy == "haproxy":
             return [entry for line in self.access_log() if (entry := logs.parse_httplog(line))]
+        if self.settings.proxy == "caddy":
+            return [logs.parse_caddy_json(line) for line in self.access_log()]
         return [logs.parse_logfmt(line) for line in self.access_log()]
 
     def error_log(self) -> str:
-        own = _read(self.workdir / "error.log") if self.settings.proxy == "nginx" else ""
+        own = _read(self.workdir / "error.log") if self.settings.proxy in ("nginx", "apache") else ""
         access = set(self.access_log())
-        rest = [line for line in self._process_lines() if line not in access]
+        # Varnish's start-up "Debug:" lines (its platform string has "-hcritbit" in it) are noise.
+        rest = [line for line in self._process_lines() if line not in access and not line.startswith("Debug:")]
         return own + "\n".join(rest)
 
     def stats(self, prefix: str = "") -> dict[str, int]:
@@ -108,7 +121,33 @@ class LocalProxy:
     def ready(self) -> bool:
         if self.settings.proxy == "envoy" and not _http_ok(f"{self.admin_url}/ready"):
             return False
-        return port_accepts(self.settings.listen_port, self.settings.listen_host)
+        if not port_accepts(self.settings.listen_port, self.settings.listen_host):
+            return False
+        if self.settings.proxy in ("varnish", "apache", "caddy"):
+            # Apache opens its port before a bad config makes it exit, Varnish before its child
+            # has loaded the VCL: only an answer (whatever its status) proves it serves.
+            return _answers_itself(self.settings.listen_host, self.settings.listen_port)
+        return True
+
+    def reload(self) -> None:
+        """Reload the running proxy's config (RELOAD_SIGNALS): streams in flight stay on the
+        old workers, new connections get new ones. Raises for a proxy without a reload signal."""
+        sig = RELOAD_SIGNALS.get(self.settings.proxy)
+        if sig is None:
+            raise NotImplementedError(f"{self.settings.proxy} has no reload signal here")
+        os.kill(self.pid, sig)
+
+
+def _answers_itself(host: str, port: int) -> bool:
+    """Whether the proxy answers HTTP. The probe is an HTTP/1.1 request without a Host header,
+    which every proxy refuses with a 400 of its own: it never reaches the upstream (a request
+    counted there, or cached by Varnish, would skew what a test measures)."""
+    try:
+        with socket.create_connection((host, port), timeout=2) as sock:
+            sock.sendall(f"GET {logs.READY_PATH} HTTP/1.1\r\nConnection: close\r\n\r\n".encode())
+            return sock.recv(16).startswith(b"HTTP/1.")
+    except OSError:
+        return False
 
 
 def _http_ok(url: str) -> bool:
@@ -119,32 +158,16 @@ def _http_ok(url: str) -> bool:
         return False
 
 
-def foreground_args(proxy: ProxyName, config: str, prefix: str) -> list[str]:
-    """Arguments after the binary that run `config` in the foreground (any runtime may reuse them).
-
-    `prefix` is nginx's folder for its pid, logs and temp files (ends with "/").
-    """
-    if proxy == "nginx":
-        # -p: the config's relative paths (pid, logs, temp folders) resolve inside the prefix;
-        # -e stderr: start-up errors land in process.log, not in /var/log/nginx.
-        return ["-p", prefix, "-c", config, "-e", "stderr"]
-    if proxy == "haproxy":
-        return ["-db", "-f", config]  # -db: foreground, no daemon
-    # No hot restart: two Envoys would otherwise collide on shared memory. One worker thread.
-    # Access lines are flushed every 100 ms instead of Envoy's 10 s, so callers see them soon.
-    return ["-c", config, "--disable-hot-restart", "--concurrency", "1", "-l", "warning",
-            "--file-flush-interval-msec", "100"]
-
-
 def command(settings: ProxySettings, workdir: Path, config_path: Path) -> list[str]:
     """The foreground command line for a config file inside `workdir`."""
-    return [binary(settings.proxy), *foreground_args(settings.proxy, str(config_path), f"{workdir}/")]
+    return [binary(settings.proxy), *foreground_args(settings, str(config_path), f"{workdir}/")]
 
 
 @contextlib.contextmanager
 def run_proxy(settings: ProxySettings, workdir: Path | None = None,
               ready_timeout_s: float = 20.0) -> Iterator[LocalProxy]:
     """Render, validate, start, wait until ready (polling), yield; stop by PID even on errors."""
+    require_files(settings)
     text = validate(render(settings), settings.proxy)
     with contextlib.ExitStack() as stack:
         if workdir is None:
@@ -157,7 +180,8 @@ def run_proxy(settings: ProxySettings, workdir: Path | None = None,
         config_path.write_text(text)
         process = ManagedProcess(name=f"{settings.proxy}:{settings.listen_port}",
                                  argv=command(settings, workdir, config_path),
-                                 log_path=workdir / PROCESS_LOG, cwd=workdir)
+                                 log_path=workdir / PROCESS_LOG, cwd=workdir,
+                                 env=proxy_env(settings.proxy, f"{workdir}/", os.environ))
         running = LocalProxy(settings=settings, config_text=text, workdir=workdir, process=process)
         with managed(process, running.ready, ready_timeout_s):
             yield running

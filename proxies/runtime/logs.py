@@ -1,7 +1,19 @@
-"""Parse the proxies' access logs into dicts (nginx and Envoy: key=value; HAProxy: httplog)."""
+"""Parse the proxies' access logs into dicts (nginx, Envoy, Apache, Varnish: key=value;
+HAProxy: httplog; Caddy: JSON)."""
 from __future__ import annotations
 
+import json
 import re
+import subprocess
+from pathlib import Path
+
+# The path the runtimes request to prove a proxy serves (its lines are left out of access logs).
+READY_PATH = "/.streamlab-ready"
+# varnishncsa's line for each client request, in the same key=value shape as nginx's: the
+# handling (hit, miss, pass, synth) says whether the cache answered; ttfb is Varnish's own.
+VARNISH_FORMAT = ('time=%{%Y-%m-%dT%H:%M:%S}t client=%h method=%m uri="%U" status=%s '
+                  'handling=%{Varnish:handling}x duration_us=%D ttfb_s=%{Varnish:time_firstbyte}x '
+                  'bytes_sent=%b')
 
 _PAIR = re.compile(r'(\w+)=("(?:[^"\\]|\\.)*"|\S*)')
 # `option httplog` as `log stdout format raw` prints it, e.g.
@@ -27,3 +39,32 @@ def is_logfmt_access_line(line: str) -> bool:
 def parse_httplog(line: str) -> dict[str, str] | None:
     match = HTTPLOG.match(line)
     return match.groupdict() if match else None
+
+
+def varnish_access_lines(workdir: Path) -> list[str]:
+    """Varnish writes no log file: its shared-memory log is read on demand (`varnishncsa -d`
+    prints every finished request still in it, then exits)."""
+    from proxies.install import find_binary
+
+    varnishncsa = find_binary("varnishncsa")  # in Debian's varnish package, beside varnishd
+    if varnishncsa is None:
+        return []
+    try:
+        result = subprocess.run([varnishncsa, "-n", str(workdir), "-d", "-F", VARNISH_FORMAT],
+                                capture_output=True, text=True, timeout=10)
+    except (OSError, subprocess.TimeoutExpired):
+        return []
+    return [line for line in result.stdout.splitlines() if line.startswith("time=")]
+
+
+def parse_caddy_json(line: str) -> dict[str, str]:
+    """One of Caddy's JSON access lines, flattened to the keys the other proxies use."""
+    try:
+        record = json.loads(line)
+    except json.JSONDecodeError:
+        return {}
+    request = record.get("request", {})
+    return {"status": str(record.get("status", "")), "duration_s": str(record.get("duration", "")),
+            "bytes_sent": str(record.get("size", "")), "method": str(request.get("method", "")),
+            "uri": str(request.get("uri", "")), "proto": str(request.get("proto", "")),
+            "level": str(record.get("level", ""))}

@@ -25,17 +25,19 @@ from pathlib import Path
 from typing import Iterable, Sequence
 
 from proxies.install import check_binary, find_envoy
+from proxies.runtime.image_extras import extra_files, needs_ldd
 from proxies.runtime.dockercli import docker, image_inspect, require_engine
 from proxies.runtime.images import (OFFLINE, ImageMissing, Service, forget_choices, image_for, mode,
                                     offline_server_built_here, override_variable)
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 DOCKERFILE = REPO_ROOT / "docker" / "offline.Dockerfile"
-SERVICES: tuple[Service, ...] = ("nginx", "haproxy", "envoy", "server", "apps")
+SERVICES: tuple[Service, ...] = ("nginx", "haproxy", "envoy", "varnish", "apache", "caddy", "server", "apps")
 # Where each proxy's binary sits inside its image: the official images' places, so the same
 # `--entrypoint NAME` finds it in both.
 IMAGE_PATHS = {"nginx": "/usr/sbin/nginx", "haproxy": "/usr/local/sbin/haproxy",
-               "envoy": "/usr/local/bin/envoy"}
+               "envoy": "/usr/local/bin/envoy", "varnish": "/usr/sbin/varnishd",
+               "apache": "/usr/sbin/apache2", "caddy": "/usr/bin/caddy"}
 
 # nginx started as root drops its workers to `nobody` (group `nogroup` on Debian builds, `nginx`
 # in the official image's build); the names must resolve or nginx refuses to start.
@@ -137,6 +139,10 @@ def proxy_rootfs(service: str, root: Path) -> tuple[RootFs, dict[str, str]]:
     fs.add_base()
     fs.add_file(path, IMAGE_PATHS[service], 0o755)
     fs.add_libraries(ldd([os.path.realpath(path)]))
+    extras = extra_files(service)
+    for extra in extras:
+        fs.add_file(extra, _canonical_dir(extra))
+    fs.add_libraries(ldd([os.path.realpath(f) for f in extras if needs_ldd(f)]))
     # nginx's compiled-in folders, in case a config leaves one of its paths at the default.
     for folder in ("/var/lib/streamlab", "/etc/streamlab", "/var/log/nginx", "/var/lib/nginx"):
         fs.add_dir(folder)

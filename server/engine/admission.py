@@ -40,8 +40,9 @@ class Admission:
     def queued(self) -> int:
         return len(self._waiting)
 
-    def enqueue(self, seq: Sequence) -> None:
-        """Queue a new sequence for a slot, or raise QueueFull (event loop thread)."""
+    def enqueue(self, seq: Sequence, wake: bool = True) -> None:
+        """Queue a new sequence for a slot, or raise QueueFull (event loop thread). `wake=False`:
+        the caller wakes the decode loop itself (once for many submits)."""
         with self.cond:
             free = self.slots - self.in_use
             # Admission happens on the loop thread, so count the waiting ones against free
@@ -51,7 +52,8 @@ class Admission:
             self._waiting.append(seq)
             self._in_flight.add(seq.generation)
             metrics.QUEUED_REQUESTS.set(len(self._waiting))
-            self.cond.notify_all()
+            if wake:
+                self.cond.notify_all()
 
     def withdraw(self, seq: Sequence) -> bool:
         """Take a cancelled sequence out of the queue (caller holds cond). False when it is not
@@ -66,6 +68,8 @@ class Admission:
 
     def admit(self) -> list[Sequence]:
         """Give the free slots to the oldest waiting sequences (decode loop; caller holds cond)."""
+        if not self._waiting:  # the common case, every iteration: no gauge to set
+            return []
         admitted: list[Sequence] = []
         while self._waiting and self.in_use < self.slots:
             admitted.append(self._waiting.popleft())

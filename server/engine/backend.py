@@ -42,6 +42,17 @@ class Sequence:
         if self.max_new_tokens < 0:
             self.max_new_tokens = self.request.max_new_tokens
 
+    def next_due(self, now: float) -> float:
+        """When the token after the one just emitted is due (its pacing)."""
+        pacing = self.request.pacing
+        period = 1.0 / pacing.tokens_per_s if pacing.tokens_per_s else 0.0
+        # Anchored to the schedule (no drift from step time), but never more than one period
+        # behind now: an engine that fell behind resumes the rate instead of bursting.
+        due = max(self.due + period, now - period) if period else now
+        if pacing.pause_after_tokens is not None and self.generated == pacing.pause_after_tokens:
+            due = max(due, now) + pacing.pause_s
+        return due
+
     @property
     def next_forced_id(self) -> int | None:
         forced = self.request.forced_ids

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import abc
 from dataclasses import dataclass, field
-from typing import AsyncIterator, Literal
+from typing import AsyncIterator, Literal, NamedTuple
 
 
 class QueueFull(Exception):
@@ -62,8 +62,9 @@ class GenerationRequest:
 FinishReason = Literal["stop", "length", "cancelled", "error"]
 
 
-@dataclass(frozen=True)
-class TokenEvent:
+class TokenEvent(NamedTuple):
+    """One token (a tuple: made once per token per stream, ~3x cheaper than a frozen dataclass)."""
+
     token_id: int
     index: int  # 0-based position in the generated sequence
 

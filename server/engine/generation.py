@@ -1,12 +1,15 @@
 """A generation as the HTTP layer holds it: the asyncio side of one scheduled sequence.
 
 The decode loop (server/engine/scheduler.py) hands its events over in batches, one
-`call_soon_threadsafe(deliver_all, ...)` per loop iteration; each generation puts them on its own
-asyncio.Queue, which `async for` reads.
+`call_soon_threadsafe(deliver_all, ...)` per loop iteration; each generation appends them to its
+own buffer, which `async for` reads. The buffer is a deque and one future to wake its single
+reader: an asyncio.Queue did the same with a getter deque, a putter deque and an Event per
+generation, and a wake-up path that cost ~1 us more per token.
 """
 from __future__ import annotations
 
 import asyncio
+import collections
 import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, AsyncIterator, Protocol
@@ -42,7 +45,8 @@ class Stopped:
 class ScheduledGeneration(Generation):
     def __init__(self, scheduler: Canceller, request: GenerationRequest) -> None:
         self._scheduler = scheduler
-        self._queue: asyncio.Queue[TokenEvent | End | Stopped] = asyncio.Queue()
+        self._items: collections.deque[TokenEvent | End | Stopped] = collections.deque()
+        self._waiter: asyncio.Future[None] | None = None  # the reader, waiting for an item
         self._prompt_tokens = len(request.prompt_ids)
         self._completion_tokens = 0
         self.finish_reason: FinishReason | None = None
@@ -57,12 +61,28 @@ class ScheduledGeneration(Generation):
             self.finish_reason, self.error = item.reason, item.error
         elif isinstance(item, Stopped):
             self.finish_reason, self.error = "error", item.message
-        self._queue.put_nowait(item)
+        self._items.append(item)
+        waiter = self._waiter
+        if waiter is not None:
+            self._waiter = None
+            if not waiter.done():
+                waiter.set_result(None)
+
+    async def _next(self) -> TokenEvent | End | Stopped:
+        while not self._items:
+            waiter = self._waiter = asyncio.get_running_loop().create_future()
+            try:
+                await waiter
+            finally:
+                if self._waiter is waiter:  # cancelled while waiting
+                    self._waiter = None
+        return self._items.popleft()
 
     async def _iterate(self) -> AsyncIterator[TokenEvent]:
+        items = self._items
         while True:
-            item = await self._queue.get()
-            if isinstance(item, TokenEvent):
+            item = items.popleft() if items else await self._next()
+            if type(item) is TokenEvent:
                 self._completion_tokens += 1
                 yield item
             elif isinstance(item, End):

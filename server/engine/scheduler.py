@@ -13,7 +13,7 @@ synthetic engine). The scheduler decides *when* and *which*:
   Backend.step call, so unpaced sequences share every forward pass.
 * Threading: the loop runs on its own thread (never the event loop), except in the
   `blocking_loop` failure mode. Tokens reach asyncio through one `call_soon_threadsafe` per loop
-  iteration (a batch of events), into an asyncio.Queue per generation
+  iteration (a batch of events), into a token buffer per generation
   (server/engine/generation.py).
 * Cancellation: `cancel()` flags the sequence and wakes the loop; the slot is freed at the start
   of the next iteration, i.e. within one decode step (at once if the loop was waiting).
@@ -57,7 +57,13 @@ class Scheduler(Engine):
         self.blocking_loop = blocking_loop
         self.serial_prefill = serial_prefill
         self._cond = self.admission.cond  # also guards _stopping
-        self._active: list[Sequence] = []  # the sequences holding slots; loop thread only
+        # The sequences holding slots, as an ordered set (a dict: O(1) removal when one of 1,000
+        # ends; a list's remove() made a burst's ends quadratic). Loop thread only.
+        self._active: dict[Sequence, None] = {}
+        # Sequences cancelled while holding a slot, for the next iteration to free (guarded by
+        # _cond): the loop no longer scans every active sequence on every iteration for them.
+        self._cancelled: list[Sequence] = []
+        self._wake_scheduled = False  # event loop thread only (see _wake_soon)
         self._due_heap: list[tuple[float, int, Sequence]] = []  # loop thread only
         self._ids = itertools.count()
         self._stopping = False
@@ -115,10 +121,27 @@ class Scheduler(Engine):
         gen = ScheduledGeneration(self, request)
         seq = Sequence(id=next(self._ids), request=request, generation=gen)
         gen.seq = seq
-        self.admission.enqueue(seq)
+        self.admission.enqueue(seq, wake=False)
+        self._wake_soon()
+        return gen
+
+    def _wake_soon(self) -> None:
+        """Wake the decode loop once per event-loop iteration, however many requests were
+        submitted in it (event loop thread). Woken on every submit, the loop ran an iteration of
+        its own per request in a burst of 1,000: a GIL hand-off, an admission and a token step of
+        one sequence each time, and one event batch back per request."""
         if self._wake_async is not None:
             self._wake_async.set()
-        return gen
+            return
+        if self._wake_scheduled or self._loop is None:
+            return
+        self._wake_scheduled = True
+        self._loop.call_soon(self._wake_decode_loop)
+
+    def _wake_decode_loop(self) -> None:
+        self._wake_scheduled = False
+        with self._cond:
+            self._cond.notify_all()
 
     @property
     def healthy(self) -> bool:
@@ -154,6 +177,8 @@ class Scheduler(Engine):
             queued = self.admission.withdraw(seq)
             if queued:
                 seq.finished = True
+            else:
+                self._cancelled.append(seq)
             self._cond.notify_all()
         if queued:
             gen.deliver(End("cancelled"))
@@ -235,10 +260,12 @@ class Scheduler(Engine):
 
     def _reap_cancelled(self) -> None:
         """Free the slots of cancelled sequences (caller holds _cond)."""
-        if not any(s.cancelled for s in self._active):
+        if not self._cancelled:
             return
-        for seq in [s for s in self._active if s.cancelled]:
-            self._finish(seq, "cancelled")
+        cancelled, self._cancelled = self._cancelled, []
+        for seq in cancelled:
+            if seq in self._active:
+                self._finish(seq, "cancelled")
 
     def _admit_all(self, admitted: list[Sequence]) -> None:
         """Give the admitted sequences their slots and prefill them together (one forward pass
@@ -248,7 +275,7 @@ class Scheduler(Engine):
         for seq in admitted:
             seq.started_at = now
             seq.due = now + seq.request.pacing.first_token_delay_s
-            self._active.append(seq)
+            self._active[seq] = None
             if seq.request.max_new_tokens == 0 or seq.request.forced_ids == []:
                 self._finish(seq, "length" if seq.request.max_new_tokens == 0 else "stop")
             else:
@@ -323,19 +350,8 @@ class Scheduler(Engine):
         elif seq.generated >= seq.max_new_tokens:
             self._finish(seq, "length")
         else:
-            seq.due = self._next_due(seq, now)
+            seq.due = seq.next_due(now)
             heapq.heappush(self._due_heap, (seq.due, seq.id, seq))
-
-    @staticmethod
-    def _next_due(seq: Sequence, now: float) -> float:
-        pacing = seq.request.pacing
-        period = 1.0 / pacing.tokens_per_s if pacing.tokens_per_s else 0.0
-        # Anchored to the schedule (no drift from step time), but never more than one period
-        # behind now: an engine that fell behind resumes the rate instead of bursting.
-        due = max(seq.due + period, now - period) if period else now
-        if pacing.pause_after_tokens is not None and seq.generated == pacing.pause_after_tokens:
-            due = max(due, now) + pacing.pause_s
-        return due
 
     def _finish(self, seq: Sequence, reason: FinishReason, error: str | None = None) -> None:
         if seq.finished:
@@ -345,11 +361,7 @@ class Scheduler(Engine):
             self.backend.release(seq)
         except Exception:  # freeing must never take the loop down
             log.exception("release failed")
-        try:
-            self._active.remove(seq)
-        except ValueError:
-            pass
-        else:
+        if self._active.pop(seq, False) is None:  # it held a slot
             self.admission.free_slot()
         if seq.client_gone_at is not None:
             metrics.SLOT_HELD_AFTER_DISCONNECT.observe(time.monotonic() - seq.client_gone_at)
@@ -379,6 +391,7 @@ class Scheduler(Engine):
             except Exception:
                 pass
         self._active.clear()
+        self._cancelled.clear()
         self._due_heap.clear()
         self._running = False
         self._pending.extend((g, Stopped(message)) for g in gens)

@@ -31,7 +31,8 @@ from proxies.runtime.images import image_for
 from proxies.runtime.local import LocalProxy
 from server.launcher import _healthy
 from server.processes import free_port
-from tests.runtimes import PROXIES, on_free_ports, require_engine, require_images, unavailable
+from tests.runtimes import COMPOSE_PROXIES as PROXIES
+from tests.runtimes import on_free_ports, require_engine, require_images, unavailable
 
 PROFILES = " ".join(f"--profile {name}" for name in PROXIES)
 HERE = Path(__file__).resolve().parent
@@ -80,7 +81,16 @@ class Stack:
 
     @property
     def nginx_prefix(self) -> Path:
-        return self.folder / "nginx"
+        return self.prefix("nginx")
+
+    def prefix(self, proxy: ProxyName) -> Path:
+        """The work folder compose mounts for a proxy that writes files (logs, pid, Varnish's
+        shared-memory log); HAProxy and Envoy log to compose instead."""
+        return self.folder / proxy
+
+
+# The proxies that write into a mounted prefix (as in the Docker runtime).
+WITH_PREFIX: tuple[ProxyName, ...] = ("nginx", "varnish", "apache", "caddy")
 
 
 @pytest.fixture(scope="session")
@@ -94,11 +104,12 @@ def stack(tmp_path_factory: pytest.TempPathFactory, images: dict[str, str], serv
         path = folder / settings.config_name
         path.write_text(text)
         path.chmod(0o644)
-        # nginx's logs land in its mounted prefix; HAProxy and Envoy log to compose, not to files.
-        workdir = result.nginx_prefix if proxy == "nginx" else folder
+        # Logs land in the mounted prefix; HAProxy and Envoy log to compose, not to files.
+        workdir = result.prefix(proxy) if proxy in WITH_PREFIX else folder
+        if proxy in WITH_PREFIX:
+            workdir.mkdir(mode=0o755)
         result.proxies[proxy] = LocalProxy(settings=settings, config_text=text, workdir=workdir,
                                            process=None)  # type: ignore[arg-type]
-    result.nginx_prefix.mkdir(mode=0o755)
     folder.chmod(0o755)
     return result
 
@@ -113,10 +124,10 @@ def docker_compose_command(docker_engine: None, stack: Stack) -> str:
         raise
     env = compose_env({
         "SERVER_PORT": str(stack.server_port),
-        "NGINX_CONFIG": str(stack.folder / "nginx.conf"),
-        "HAPROXY_CONFIG": str(stack.folder / "haproxy.cfg"),
-        "ENVOY_CONFIG": str(stack.folder / "envoy.yaml"),
-        "NGINX_PREFIX": str(stack.nginx_prefix),
+        "VARNISH_PORT": str(stack.proxies["varnish"].settings.listen_port),
+        **{f"{proxy.upper()}_CONFIG": str(stack.folder / running.settings.config_name)
+           for proxy, running in stack.proxies.items()},
+        **{f"{proxy.upper()}_PREFIX": str(stack.prefix(proxy)) for proxy in WITH_PREFIX},
     })
     env_file = write_env_file(stack.folder / "compose.env", env)
     return f"{shlex.join(command)} --env-file {shlex.quote(str(env_file))} {PROFILES}"

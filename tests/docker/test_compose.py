@@ -13,9 +13,11 @@ from proxies import variant
 from proxies.base import ProxyName
 from proxies.export import FIXED_DIR
 from proxies.rendering import render
-from proxies.runtime.docker import CONFIG_DIR, PREFIX, proxy_args
-from tests.docker.conftest import Stack
-from tests.runtimes import PROXIES, stream
+from proxies.runtime.docker import CONFIG_DIR, ENTRYPOINTS, PREFIX, proxy_args
+from proxies.runtime.invocation import proxy_env
+from tests.docker.conftest import WITH_PREFIX, Stack
+from tests.runtimes import COMPOSE_PROXIES as PROXIES
+from tests.runtimes import stream
 
 REPO = Path(__file__).resolve().parents[2]
 REQUEST: dict[str, Any] = {
@@ -35,14 +37,18 @@ def test_compose_runs_what_the_runtime_runs() -> None:
     mounts by default are proxies/fixed/ (the test stack only moves them to free ports)."""
     services = yaml.safe_load((REPO / "docker" / "compose.yaml").read_text())["services"]
     for proxy in PROXIES:
-        service = services[proxy]
-        assert service["entrypoint"] == [proxy]
-        assert service["command"] == proxy_args(proxy)  # type: ignore[arg-type]
+        service, fixed = services[proxy], variant(proxy, "fixed")
+        assert service["entrypoint"] == [ENTRYPOINTS.get(proxy, proxy)]
+        # Varnish's listen port is a flag: a variable in the file, 8080 (the fixed one) by default.
+        command = [arg.replace("${VARNISH_PORT:-8080}", "8080") for arg in service["command"]]
+        assert command == proxy_args(fixed)
         assert service["network_mode"] == "host" and service["init"] is True
-        name = variant(proxy, "fixed").config_name
+        name = fixed.config_name
         assert f"../proxies/fixed/{name}}}:{CONFIG_DIR}/{name}:ro" in service["volumes"][0]
-        assert (FIXED_DIR / name).read_text() == render(variant(proxy, "fixed"))
-    assert services["nginx"]["volumes"][1].endswith(f":{PREFIX}")
+        assert (FIXED_DIR / name).read_text() == render(fixed)
+        if proxy in WITH_PREFIX:
+            assert service["volumes"][1].endswith(f":{PREFIX}") and service.get("working_dir", PREFIX) == PREFIX
+        assert service.get("environment") == proxy_env(proxy, f"{PREFIX}/", {})
 
 
 @pytest.mark.parametrize("proxy", PROXIES)

@@ -12,7 +12,8 @@ from typing import Any, Callable
 
 from labs.catalogue import apps
 from labs.catalogue import client as client_layer
-from labs.catalogue import browser, envoy, haproxy, nginx, server
+from labs.catalogue import apache, browser, cdn, envoy, haproxy, nginx, reload, server
+from labs.checks.cache import REQUESTS_OK
 from labs.checks.stress import DISCONNECTS
 from labs.measurements import Event, StreamResult
 from labs.scenario import Run, Scenario, VariantName
@@ -181,12 +182,15 @@ def _waves(s: Shapes) -> Run:
     return s.run(*first, *later)
 
 
-def _chain(held: bool) -> Make:
+def _chain(culprit: str | None) -> Make:
+    """A bisected chain: entering at the culprit hop or in front of it, the stream is a lump."""
     def make(s: Shapes) -> Run:
-        hop = s.lump() if held else s.streamed()
-        hops = {f"{i + 1}. enter at {name}:{4000 + i}": [hop] for i, name in enumerate(s.scenario.path)}
+        path = s.scenario.path
+        held_until = path.index(culprit) if culprit else -1
+        hops = {f"{i + 1}. enter at {name}:{4000 + i}": [s.lump() if i <= held_until else s.streamed()]
+                for i, name in enumerate(path)}
         hops[f"{len(hops) + 1}. direct to the server"] = [s.streamed()]
-        return s.run(hop, hops=hops)
+        return s.run(next(iter(hops.values()))[0], hops=hops)
     return make
 
 
@@ -259,6 +263,33 @@ CHUNKED = {"transfer-encoding": "chunked"}
 MOJIBAKE = "鬱蒼とした森で\ufffd野家の🦩と\ufffd\ufffdが踊る。"
 
 
+def _reload() -> Handmade:
+    """A reload mid-stream: the stream is cut when the drain limit ends (symptom), or runs to its
+    end (cure); without the stress, no reload happened at all."""
+    at = reload.RELOAD_AT_S
+
+    def cut(s: Shapes) -> StreamResult:
+        return s.cut(int(reload.CUT_AT_S / s.dt), 0.05)
+    return Handmade(
+        symptom=lambda s: s.run(cut(s), reloaded_at_s=at),
+        cure=lambda s: s.run(s.streamed(60), reloaded_at_s=at),
+        cure_without_stress=lambda s: s.run(s.streamed(60)),
+        symptom_without_stress=lambda s: s.run(cut(s)))
+
+
+def _waiting_list() -> Handmade:
+    """Two users on one URL, the second 0.5 s later: it waits for the first's headers, then its
+    own prefill (symptom), or both start after one prefill (cure); without the stress the two
+    never overlap."""
+    def late(s: Shapes) -> StreamResult:
+        return at(s.stream([t + cdn.PREFILL_S - cdn.SECOND_AFTER_S for t in s.times(14)]), cdn.SECOND_AFTER_S)
+    return Handmade(
+        symptom=lambda s: s.run(s.streamed(14), late(s)),
+        cure=lambda s: s.run(s.streamed(14), at(s.streamed(14), cdn.SECOND_AFTER_S)),
+        cure_without_stress=lambda s: s.run(*in_turn([s.streamed(14), s.streamed(14)])),
+        symptom_without_stress=lambda s: s.run(*in_turn([s.streamed(14), late(s)])))
+
+
 HANDMADE: dict[str, Handmade] = {
     "nginx-buffering": _held(),
     "nginx-accel-header": _held(),
@@ -301,7 +332,10 @@ HANDMADE: dict[str, Handmade] = {
         20, envoy.MAX_REQUESTS + envoy.MAX_PENDING, lambda s: s.refused("http-error", 503), ACTIVE, 20,
         proxy_stats={"envoy:1": {"cluster.lab.upstream_rq_pending_overflow": 8}}),
     "envoy-body-inspection": _held(),
-    "chain-buffering": Handmade(symptom=_chain(held=True), cure=_chain(held=False)),
+    "chain-buffering": Handmade(symptom=_chain("nginx"), cure=_chain(None)),
+    # The wrong culprit (the CDN in front) must fail the symptom: only Caddy's entry holds.
+    "chain-edge-compression": Handmade(symptom=_chain("caddy"), cure=_chain(None),
+                                       symptom_without_stress=_chain("varnish")),
     "server-disconnect": Handmade(
         symptom=lambda s: s.run(
             *(s.left() for _ in range(server.DISCONNECT_SLOTS)),
@@ -399,4 +433,28 @@ HANDMADE: dict[str, Handmade] = {
         # One read per event: the parser never met a cut.
         cure_without_stress=lambda s: s.run(s.streamed(43)),
         symptom_without_stress=lambda s: s.run(s.streamed(43, text=MOJIBAKE))),
+
+
+    "cdn-cache-replay": Handmade(
+        symptom=lambda s: s.run(s.streamed(), s.stream([0.0003] * 20, [1] * 20), server_delta={REQUESTS_OK: 1}),
+        cure=lambda s: s.run(s.streamed(), s.streamed(), server_delta={REQUESTS_OK: 2})),
+    "cdn-between-bytes": _idle(cdn.BETWEEN_BYTES_S),
+    "cdn-waiting-list": _waiting_list(),
+    "apache-proxy-timeout": _idle(apache.PROXY_TIMEOUT_S),
+    "caddy-encode": _held(encoding="gzip"),
+    "nginx-reload": _reload(),
+    "haproxy-reload": _reload(),
+    "nginx-buffer-size": Handmade(
+        symptom=lambda s: s.run(s.streamed(hop_s=0.1)),
+        cure=lambda s: s.run(s.streamed(hop_s=0.002)),
+        cure_without_stress=lambda s: s.run(s.rushed(hop_s=0.002))),
+    # Headers held until the first DATA frame, against headers at once through the same silence;
+    # without the silence (first token at once) prompt headers prove nothing.
+    "nginx-http2-headers": Handmade(
+        symptom=lambda s: s.run(s.streamed(http_version="2", headers_s=s.due + 0.01)),
+        cure=lambda s: s.run(s.streamed(http_version="2", headers_s=0.005)),
+        cure_without_stress=lambda s: s.run(s.stream([0.01 + s.dt * i for i in range(20)],
+                                                     http_version="2", headers_s=0.005)),
+        symptom_without_stress=lambda s: s.run(s.stream([0.01 + s.dt * i for i in range(20)],
+                                                        http_version="2", headers_s=s.due))),
 }

@@ -90,7 +90,7 @@ def test_bench_md_shows_the_admission_and_prefill_tables() -> None:
     prefill = {"counts": [8], "rounds": 1, "median": {"short": {"serial": {"8": cell},
                                                                 "batched": {"8": cell}}}}
     text = markdown({"admission": admission, "prefill": prefill}, "python -m labs bench")
-    assert "| --workers 1 | direct | 100 | 200 | 200 | 400 | 0 | < 300 ms: yes |" in text
+    assert "| --workers 1 | direct | 100 | 200 | 200 | 400 | 0 | < 300 ms: yes (0.67x) |" in text
     assert "| short | 8 | 50 | 100 | 50 | 100 | 1.00x |" in text
 
 
@@ -128,3 +128,50 @@ def test_locust_agreement_tolerance_comes_from_rounding_batching_and_pacing() ->
              'streamlab_time_to_first_token_seconds_bucket{le="+Inf"}': 110.0}
     assert server_ttft(before, after) == {"requests": 100, "p50_at_most_s": 0.005,
                                           "p99_at_most_s": float("inf")}
+
+
+def test_a_missed_admission_target_says_why_with_the_measured_figures() -> None:
+    from labs.bench.admission import markdown_lines, reasons, summarize, summarize_reference
+
+    def run(p99: float, cpu_us: float) -> dict:
+        return {"ttft_p50_s": p99 / 2, "ttft_p99_s": p99, "failed": 0, "client_cpu_ms": 250.0,
+                "machine_busy_pct": 180.0, "server_cpu_us_per_request": cpu_us}
+
+    result = {"arrivals": 1000, "rounds": 1, "cores": 2, "load_average_1m": [2.0, 3.0],
+              "configs": {"workers=1": {"direct": summarize("direct", [run(0.6, 550.0)]),
+                                        "nginx": summarize("nginx", [run(0.35, 300.0)])}},
+              "references": {"plain FastAPI": summarize_reference([run(0.32, 350.0)])}}
+    why = reasons(result)
+    assert len(why) == 2  # the context, then direct: nginx met its 400 ms
+    assert why[0].startswith("This machine: 2 cores, 180-180% busy")
+    assert "load average 2.0 -> 3.0; the measuring client used 250-250 ms" in why[0]
+    assert "plain FastAPI reached p99 320 ms with 350 us of CPU per request" in why[0]
+    assert why[1] == ("--workers 1 direct: p99 600 ms, 2.00x the target; 550 us of server CPU per "
+                      "request is 550 ms for 1,000 arrivals, 1.83x the target's time on one core.")
+    text = "\n".join(markdown_lines(result))
+    assert "| reference | plain FastAPI | 160 | 320 | 320 | 350 | 0 | - |" in text
+    assert "< 300 ms: **no** (2.00x)" in text and "- --workers 1 direct: p99 600 ms" in text
+    summarize_met = {**result, "configs": {"workers=1": {"nginx": result["configs"]["workers=1"]["nginx"]}}}
+    assert reasons(summarize_met) == []
+
+
+def test_the_profile_puts_each_sample_in_its_innermost_phase_and_scales_to_the_measured_cpu() -> None:
+    from labs.bench.profile import OTHER, phase_of, read_collapsed, summarize
+
+    raw = ["Runner.run (asyncio/runners.py:118);RequestResponseCycle.run_asgi (uvicorn/x.py:1);"
+           "create_app.<locals>.chat_completions (server/app.py:9);Service.parse (server/app.py:5);"
+           "BaseModel.model_validate_json (pydantic/main.py:3) 3",
+           "Runner.run (asyncio/runners.py:118);RequestResponseCycle.run_asgi (uvicorn/x.py:1) 1",
+           "Runner.run (asyncio/runners.py:118) 4", "", "not a stack line",
+           "Thread.run (threading.py:1);Scheduler._run_thread (server/engine/scheduler.py:2) 2",
+           "somewhere (else.py:1) 2"]
+    stacks = read_collapsed(raw)
+    assert [count for _, count in stacks] == [3, 1, 4, 2, 2]
+    assert phase_of(stacks[0][0]) == "JSON parse + validation (pydantic)"
+    assert phase_of(stacks[1][0]).startswith("framework layers")
+    assert phase_of(stacks[4][0]) == OTHER
+    result = summarize(stacks, cpu_us_per_unit=600.0)  # 12 samples share 600 us
+    phases = {name: (us, pct) for name, us, pct in result["phases"]}
+    assert phases["JSON parse + validation (pydantic)"] == (150.0, 25.0)
+    assert phases["decode loop (engine thread)"] == (100.0, 100 * 2 / 12)
+    assert result["top"][0] == ("Runner.run (runners.py)", 200.0, 100 * 4 / 12)

@@ -31,8 +31,8 @@ def lab() -> Iterator[Lab]:
 
 
 @pytest.fixture(scope="module")
-def server(lab: Lab) -> ServerHandle:
-    return lab.server()
+def server(synthetic_server: ServerHandle) -> ServerHandle:
+    return synthetic_server  # the one lab.server() would start, shared by the session
 
 
 def _lab(**knobs: Any) -> dict[str, Any]:

@@ -6,7 +6,6 @@ import asyncio
 import json
 import socket
 import urllib.request
-from typing import Iterator
 from unittest import mock
 
 import pytest
@@ -20,7 +19,7 @@ from proxies.apps.settings import GunicornSettings, LitellmSettings, RelaySettin
 from proxies.runtime import get_runtime
 from proxies.runtime.apps import RunningApp
 from proxies.runtime.base import Runtime
-from server.launcher import ServerHandle, running_server
+from server.launcher import ServerHandle
 from server.processes import free_port, port_accepts
 from tests.runtimes import RUNTIMES, group_members, require_images
 
@@ -33,9 +32,8 @@ def runtime(request: pytest.FixtureRequest) -> Runtime:
 
 
 @pytest.fixture(scope="module")
-def server() -> Iterator[ServerHandle]:
-    with running_server(("--engine", "synthetic")) as handle:
-        yield handle
+def server(synthetic_server: ServerHandle) -> ServerHandle:
+    return synthetic_server  # shared by the session (tests/conftest.py)
 
 
 def body_for(server: ServerHandle, **lab: object) -> dict[str, object]:

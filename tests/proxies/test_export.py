@@ -1,6 +1,7 @@
 """proxies/fixed/ equals a fresh export, runs as it is, and streams by construction; the CLI works."""
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -9,12 +10,16 @@ import pytest
 
 from proxies import variant
 from proxies.binaries import binary
-from proxies.export import FIXED_DIR, export, fresh_exports, stale_files
-from proxies.fixed_settings import HEADERS, IDLE, MAX_BODY
+from proxies.export import EXPORTS, FIXED_DIR, export, fresh_exports, stale_files
+from proxies.fixed_settings import CERTIFICATE, HEADERS, IDLE, MAX_BODY, PRIVATE_KEY
+from proxies.tls import self_signed
 from proxies.variants import UnknownVariant, register_variant, variant_names
 
 REPO = Path(__file__).resolve().parents[2]
-FILES = ["nginx.conf", "haproxy.cfg", "envoy.yaml"]
+FILES = ["nginx.conf", "haproxy.cfg", "envoy.yaml", "varnish.vcl", "apache.conf", "Caddyfile",
+         "nginx-tls.conf", "envoy-tls.yaml"]
+# The TLS exports name the user's certificate and key; this machine has neither.
+USER_TLS_FILES = (CERTIFICATE, PRIVATE_KEY)
 
 
 def cli(*args: str) -> subprocess.CompletedProcess[str]:
@@ -30,16 +35,36 @@ def test_fixed_files_equal_a_fresh_export() -> None:
 @pytest.mark.parametrize("name", FILES)
 def test_fixed_file_validates_as_a_user_would_run_it(name: str, tmp_path: Path) -> None:
     path = FIXED_DIR / name
-    if name == "nginx.conf":
+    text = path.read_text()
+    if any(user_path in text for user_path in USER_TLS_FILES):
+        # As a user who put a certificate where the file names it: the lab's, at those lines only.
+        path = tmp_path / name
+        for user_path, lab_path in zip(USER_TLS_FILES, self_signed()):
+            text = text.replace(user_path, lab_path)
+        path.write_text(text)
+    if name.startswith("nginx"):
         # `nginx -p DIR -c FILE`: every path relative to the prefix, no root paths.
         command = [binary("nginx"), "-t", "-p", f"{tmp_path}/", "-c", str(path), "-e", "stderr"]
     elif name == "haproxy.cfg":
         command = [binary("haproxy"), "-c", "-f", str(path)]
+    elif name == "varnish.vcl":
+        command = [binary("varnish"), "-C", "-j", "none", "-f", str(path)]
+    elif name == "apache.conf":
+        command = [binary("apache"), "-t", "-d", str(tmp_path), "-f", str(path)]
+    elif name == "Caddyfile":
+        command = [binary("caddy"), "validate", "--config", str(path), "--adapter", "caddyfile"]
     else:
         command = [binary("envoy"), "--mode", "validate", "-c", str(path)]
-    result = subprocess.run(command, capture_output=True, text=True, timeout=60)
-    assert result.returncode == 0, result.stderr + result.stdout
-    if name == "nginx.conf":
+    env = {**os.environ, "HOME": str(tmp_path), "XDG_CONFIG_HOME": str(tmp_path), "XDG_DATA_HOME": str(tmp_path)}
+    result = subprocess.run(command, capture_output=True, text=True, timeout=60, env=env, cwd=tmp_path)
+    assert result.returncode == 0, (result.stderr + result.stdout)[-2000:]
+    if name in ("apache.conf", "Caddyfile"):
+        # Relative to the ServerRoot / the working folder: no root paths but the modules'.
+        directives = [line.split("#")[0] for line in path.read_text().splitlines()
+                      if not line.startswith("LoadModule")]
+        assert not any("/var/" in line or "/etc/" in line or "/run/" in line for line in directives)
+    if name.startswith("nginx"):
+        # Only the certificate lines (swapped above) name a system path.
         directives = [line.split("#")[0] for line in path.read_text().splitlines()]
         assert not any("/var/" in line or "/etc/" in line or "/run/" in line for line in directives)
 
@@ -49,7 +74,7 @@ def test_fixed_file_listens_on_the_contract_addresses(name: str) -> None:
     text = (FIXED_DIR / name).read_text()
     assert "127.0.0.1:8080" in text or "address: 127.0.0.1, port_value: 8080" in text
     assert "127.0.0.1:8000" in text or "address: 127.0.0.1, port_value: 8000" in text
-    if name == "envoy.yaml":
+    if name.startswith("envoy"):
         assert "address: 127.0.0.1, port_value: 9901" in text
 
 
@@ -67,6 +92,13 @@ def test_fixed_settings_stream_well() -> None:
     assert "text/event-stream" not in envoy.compressor_content_types
     assert min(envoy.max_connections, envoy.max_pending_requests, envoy.max_requests) >= 1000
     assert not envoy.body_inspection
+    varnish, apache, caddy = (variant(p, "fixed") for p in ("varnish", "apache", "caddy"))
+    assert varnish.pass_event_streams and varnish.do_stream
+    assert varnish.between_bytes_timeout == varnish.first_byte_timeout == "300s"
+    assert varnish.send_timeout is not None and int(varnish.send_timeout[:-1]) >= 3600
+    assert apache.proxy_timeout == 300 and "text/event-stream" not in apache.deflate_types
+    assert apache.max_request_workers >= 1000
+    assert caddy.encode and caddy.encode_skip_event_streams and caddy.read_timeout == "300s"
 
 
 def test_export_rewrites_only_changed_files(tmp_path: Path) -> None:
@@ -82,11 +114,28 @@ def test_cli_export_check_passes() -> None:
     assert result.returncode == 0, result.stderr
 
 
-@pytest.mark.parametrize("proxy", ["nginx", "haproxy", "envoy"])
-def test_cli_render_prints_the_variant(proxy: str) -> None:
-    result = cli("render", proxy, "--variant", "fixed")
+@pytest.mark.parametrize(("proxy", "name"), list(EXPORTS), ids=[f"{p}-{v}" for p, v in EXPORTS])
+def test_cli_render_prints_the_variant(proxy: str, name: str) -> None:
+    """The TLS ones too, although this machine lacks the certificate they name: the binary checks
+    the text with the lab's certificate in its place (a missing file is an error when it runs)."""
+    result = cli("render", proxy, "--variant", name)
     assert result.returncode == 0, result.stderr
-    assert result.stdout == (FIXED_DIR / variant(proxy, "fixed").config_name).read_text()
+    assert result.stdout == (FIXED_DIR / EXPORTS[proxy, name]).read_text()  # type: ignore[index]
+
+
+@pytest.mark.parametrize("proxy", ["nginx", "envoy"])
+def test_tls_exports_are_the_fixed_configs_on_a_tls_listener(proxy: str) -> None:
+    plain, tls = variant(proxy, "fixed"), variant(proxy, "fixed-tls")  # type: ignore[arg-type]
+    changed = {field for field in type(tls).model_fields if getattr(plain, field) != getattr(tls, field)}
+    assert changed <= {"tls_http2", *tls.tls_fields, "ssl_protocols", "ssl_session_cache"}
+    assert tuple(tls.tls_files().values()) == USER_TLS_FILES
+    text = (FIXED_DIR / EXPORTS[proxy, "fixed-tls"]).read_text()  # type: ignore[index]
+    assert all(path in text for path in USER_TLS_FILES)
+    if proxy == "nginx":
+        assert tls.ssl_protocols == ("TLSv1.2", "TLSv1.3") and tls.ssl_session_cache.startswith("shared:")
+        assert "listen                   127.0.0.1:8080 ssl http2 backlog=4096;" in text
+    else:
+        assert 'alpn_protocols: ["h2", "http/1.1"]' in text and "codec_type: AUTO" in text
 
 
 def test_cli_render_unknown_variant_lists_the_names() -> None:
@@ -125,5 +174,13 @@ def test_fixed_settings_hold_against_hostile_clients() -> None:
     assert nginx.json_errors and haproxy.json_errors and envoy.json_errors and not nginx.server_tokens
     assert envoy.admin_allow_paths and not any(
         path in envoy.admin_allow_paths for path in ("/quitquitquit", "/healthcheck/fail", "/drain_listeners"))
+    varnish, apache, caddy = (variant(p, "fixed") for p in ("varnish", "apache", "caddy"))
+    # Varnish's first request's header wait is the runtime parameter timeout_idle (5 s), which a
+    # VCL cannot set; the VCL sets the idle wait between requests.
+    assert varnish.timeout_idle == f"{IDLE}s" and varnish.max_body_bytes == MAX_BODY and varnish.json_errors
+    assert (apache.request_header_timeout, apache.keepalive_timeout) == (HEADERS, IDLE)
+    assert apache.limit_request_body == MAX_BODY and apache.json_errors
+    assert (caddy.read_header_timeout, caddy.idle_timeout) == (f"{HEADERS}s", f"{IDLE}s")
+    assert caddy.max_body_bytes == MAX_BODY and caddy.json_errors
     # What still bounds a stream is unchanged: silences only, 300 s, far above the heartbeats.
     assert envoy.route_timeout == "0s" and haproxy.timeout_server == nginx.proxy_read_timeout == "300s"

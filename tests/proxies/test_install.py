@@ -12,10 +12,15 @@ from proxies import install
 REPO = Path(__file__).resolve().parents[2]
 
 
-@pytest.mark.parametrize("name", ["nginx", "haproxy", "envoy"])
+@pytest.mark.parametrize("name", install.PROXIES)
 def test_installed_binaries_pass(name: str) -> None:
     path, version = install.check_binary(name)
     assert Path(path).is_file() and version >= install.MIN_VERSIONS[name]
+
+
+def test_binary_names_differ_from_proxy_names_where_debian_says_so() -> None:
+    assert install.find_binary("varnish") == install.find_binary("varnishd")
+    assert install.find_binary("apache") == install.find_binary("apache2")
 
 
 def test_missing_binary_says_what_to_install(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -34,6 +39,10 @@ def test_old_binary_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:
     ("nginx", "nginx version: nginx/1.22.1\n", (1, 22, 1)),
     ("haproxy", "HAProxy version 2.6.12-1+deb12u4 2026/10/17 - https://haproxy.org/\n", (2, 6, 12)),
     ("envoy", "envoy  version: 9e55/1.40.0/Clean/RELEASE/BoringSSL\n", (1, 40, 0)),
+    ("varnish", "varnishd (varnish-7.1.1 revision 7cee1c581bead20e88d101ab3d72afb29f14d87a)\n", (7, 1, 1)),
+    ("apache", "Server version: Apache/2.4.71 (Debian)\nServer built:   2026-11-12T08:58:41\n", (2, 4, 71)),
+    ("caddy", "2.6.2\n", (2, 6, 2)),
+    ("caddy", "v2.8.4 h1:q3pe0wpBj1OcHFZ3n/1nl4V4bxBrYoSoab7rL9BMYNk=\n", (2, 8, 4)),
 ])
 def test_version_patterns(name: str, output: str, version: tuple[int, ...]) -> None:
     match = install.VERSION_PATTERNS[name].search(output)

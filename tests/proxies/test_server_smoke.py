@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 import pytest
 
@@ -26,10 +26,8 @@ REQUEST: dict[str, Any] = {
 
 
 @pytest.fixture(scope="module")
-def server() -> Iterator[Any]:
-    from server.launcher import running_server
-    with running_server(["--engine", "synthetic"]) as handle:
-        yield handle
+def server(synthetic_server: Any) -> Any:
+    return synthetic_server  # shared by the session (tests/conftest.py)
 
 
 def completion(url: str) -> StreamResult:

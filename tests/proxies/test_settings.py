@@ -7,8 +7,8 @@ import jinja2
 import pytest
 from pydantic import ValidationError
 
-from proxies import (ConfigInvalid, EnvoySettings, HaproxySettings, NginxSettings, ProxySettings,
-                     render, validate)
+from proxies import (ApacheSettings, CaddySettings, ConfigInvalid, EnvoySettings, HaproxySettings,
+                     NginxSettings, ProxySettings, VarnishSettings, render, validate)
 from proxies.rendering import render_template
 from proxies.tls import self_signed
 
@@ -24,11 +24,15 @@ NON_DEFAULT: dict[type[ProxySettings], dict[str, dict[str, Any]]] = {
         "worker_connections": {"worker_connections": 4096},
         "worker_rlimit_nofile": {"worker_rlimit_nofile": 8192},
         "listen_backlog": {"listen_backlog": 4096},
+        "worker_shutdown_timeout": {"worker_shutdown_timeout": 3},
         "tls_http2": {"tls_http2": True},  # a certificate made at run time (proxies/tls.py)
         "ssl_certificate": {"tls_http2": True, "ssl_certificate": self_signed()[0],
                             "ssl_certificate_key": self_signed()[1]},
         "ssl_certificate_key": {"tls_http2": True, "ssl_certificate": self_signed()[0],
                                 "ssl_certificate_key": self_signed()[1]},
+        "ssl_protocols": {"tls_http2": True, "ssl_protocols": ("TLSv1.2", "TLSv1.3")},
+        "ssl_session_cache": {"tls_http2": True, "ssl_session_cache": "shared:SSL:10m"},
+        "http2_max_concurrent_streams": {"tls_http2": True, "http2_max_concurrent_streams": 256},
         "proxy_buffering": {"proxy_buffering": False},
         "proxy_request_buffering": {"proxy_request_buffering": False},
         "proxy_buffer_size": {"proxy_buffer_size": "8k"},
@@ -57,6 +61,7 @@ NON_DEFAULT: dict[type[ProxySettings], dict[str, dict[str, Any]]] = {
         "maxconn_global": {"maxconn_global": 4096},
         "maxconn_frontend": {"maxconn_frontend": 32},
         "maxconn_server": {"maxconn_server": 8},
+        "hard_stop_after": {"hard_stop_after": "3s"},
         "http_no_delay": {"http_no_delay": True},
         "abortonclose": {"abortonclose": True},
         "compression_algo": {"compression_algo": "gzip"},
@@ -97,6 +102,50 @@ NON_DEFAULT: dict[type[ProxySettings], dict[str, dict[str, Any]]] = {
         "cluster_buffer_limit_bytes": {"cluster_buffer_limit_bytes": 65536},
         "body_inspection": {"body_inspection": True},
         "body_inspection_skip_event_stream": {"body_inspection": True, "body_inspection_skip_event_stream": True},
+        "tls_http2": {"tls_http2": True},  # a certificate made at run time (proxies/tls.py)
+        "certificate_chain": {"tls_http2": True, "certificate_chain": self_signed()[0],
+                              "private_key": self_signed()[1]},
+        "private_key": {"tls_http2": True, "certificate_chain": self_signed()[0],
+                        "private_key": self_signed()[1]},
+    },
+    VarnishSettings: {
+        **{name: {name: value} for name, value in ADDRESSING.items()},
+        "pass_event_streams": {"pass_event_streams": True},
+        "do_stream": {"do_stream": False},
+        "connect_timeout": {"connect_timeout": "5s"},
+        "first_byte_timeout": {"first_byte_timeout": 2},
+        "between_bytes_timeout": {"between_bytes_timeout": 2.5},
+        "timeout_idle": {"timeout_idle": 60},
+        "send_timeout": {"send_timeout": "1h"},
+        "idle_send_timeout": {"idle_send_timeout": "60s"},
+        "max_body_bytes": {"max_body_bytes": 8 * 1024 * 1024},
+        "json_errors": {"json_errors": True},
+    },
+    ApacheSettings: {
+        **{name: {name: value} for name, value in ADDRESSING.items()},
+        "timeout": {"timeout": 30},
+        "proxy_timeout": {"proxy_timeout": 2},
+        "flushpackets": {"flushpackets": "on"},
+        "deflate_types": {"deflate_types": ("text/event-stream",)},
+        "request_header_timeout": {"request_header_timeout": 10},
+        "request_body_timeout": {"request_body_timeout": 60},
+        "keepalive_timeout": {"keepalive_timeout": 60},
+        "limit_request_body": {"limit_request_body": 8 * 1024 * 1024},
+        "json_errors": {"json_errors": True},
+        "max_request_workers": {"max_request_workers": 1000},
+    },
+    CaddySettings: {
+        **{name: {name: value} for name, value in ADDRESSING.items()},
+        "encode": {"encode": ("gzip", "zstd")},
+        "encode_skip_event_streams": {"encode": ("gzip",), "encode_skip_event_streams": True},
+        "flush_interval": {"flush_interval": "-1"},
+        "dial_timeout": {"dial_timeout": 5},
+        "response_header_timeout": {"response_header_timeout": "30s"},
+        "read_timeout": {"read_timeout": 2},
+        "read_header_timeout": {"read_header_timeout": 10},
+        "idle_timeout": {"idle_timeout": "60s"},
+        "max_body_bytes": {"max_body_bytes": 8 * 1024 * 1024},
+        "json_errors": {"json_errors": True},
     },
 }
 MODELS = list(NON_DEFAULT)
@@ -173,6 +222,8 @@ def test_settings_are_immutable() -> None:
     (HaproxySettings, "timeout_server", 0.25, "250ms"),
     (EnvoySettings, "route_timeout", 0, "0s"),
     (EnvoySettings, "stream_idle_timeout", 1.25, "1.25s"),
+    (VarnishSettings, "between_bytes_timeout", 2, "2s"),
+    (CaddySettings, "read_timeout", 0.5, "500ms"),
 ])
 def test_durations_accept_seconds(model: type[ProxySettings], field: str, seconds: float, text: str) -> None:
     assert getattr(model(**{field: seconds}), field) == text
@@ -192,6 +243,9 @@ def test_strict_undefined_catches_a_missing_input(model: type[ProxySettings]) ->
     ("nginx", "events {}\nbogus_directive on;\n", 'unknown directive "bogus_directive"'),
     ("haproxy", "global\n    bogus_keyword 1\n", "unknown keyword 'bogus_keyword'"),
     ("envoy", "static_resources:\n  listeners:\n  - name: x\n", "address is necessary"),
+    ("varnish", "vcl 4.1;\nbogus;\n", "Expected one of"),
+    ("apache", "LoadModule mpm_event_module /usr/lib/apache2/modules/mod_mpm_event.so\nBogusDirective on\n", "Invalid command 'BogusDirective'"),
+    ("caddy", ":8080 {\n    bogus_directive\n}\n", "unrecognized directive: bogus_directive"),
 ])
 def test_config_invalid_carries_the_binary_message(proxy: str, text: str, message: str) -> None:
     with pytest.raises(ConfigInvalid) as caught:

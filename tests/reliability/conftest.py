@@ -36,6 +36,17 @@ def hardened(model_dir: str) -> Iterator[ServerHandle]:
         yield handle
 
 
+@pytest.fixture(scope="session")
+def proxy_upstream() -> Iterator[ServerHandle]:
+    """The synthetic server behind the fixed proxies (test_proxies_faults, test_proxies_hostile),
+    one for the session: those tests only stream through it and wait until its slots are free
+    again; a test that kills or stops a server starts its own."""
+    from tests.reliability.proxy_faults import running_server as proxy_faults_server
+
+    with proxy_faults_server() as handle:
+        yield handle
+
+
 @dataclass
 class Reply:
     status: int

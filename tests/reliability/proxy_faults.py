@@ -31,7 +31,13 @@ SCALED: dict[ProxyName, dict[str, Any]] = {
     "nginx": {"client_header_timeout": HEADER_TIMEOUT_S, "keepalive_timeout": IDLE_TIMEOUT_S},
     "haproxy": {"timeout_http_request": HEADER_TIMEOUT_S, "timeout_http_keep_alive": IDLE_TIMEOUT_S},
     "envoy": {"request_headers_timeout": HEADER_TIMEOUT_S, "downstream_idle_timeout": IDLE_TIMEOUT_S},
+    # Varnish's header wait is its runtime parameter timeout_idle (5 s), which a VCL cannot set.
+    "varnish": {"timeout_idle": IDLE_TIMEOUT_S},
+    "apache": {"request_header_timeout": int(HEADER_TIMEOUT_S), "keepalive_timeout": int(IDLE_TIMEOUT_S)},
+    "caddy": {"read_header_timeout": HEADER_TIMEOUT_S, "idle_timeout": IDLE_TIMEOUT_S},
 }
+# Varnish, Apache and Caddy: what each program allows is checked in test_more_proxies_hostile.py.
+MORE_PROXIES: tuple[ProxyName, ...] = ("varnish", "apache", "caddy")
 # Which bound closes a connection that never sends a byte: nginx and HAProxy time the first
 # request's headers from the accept; Envoy's header timer starts at the first byte, so its idle
 # timeout (no request in flight) is what closes a silent connection.

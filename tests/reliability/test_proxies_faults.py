@@ -29,9 +29,8 @@ FREED_WITHIN_S = 10.0
 
 
 @pytest.fixture(scope="module")
-def server() -> Iterator[Any]:
-    with running_server() as handle:
-        yield handle
+def server(proxy_upstream: Any) -> Any:
+    return proxy_upstream  # shared by the session (conftest)
 
 
 def _read_events(lines: Iterator[str], count: int) -> int:

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import json
 import threading
-from typing import Any, Iterator
+from typing import Any
 
 import httpx
 import openai
@@ -20,7 +20,7 @@ from proxies.runtime.local import run_proxy
 from server.processes import free_port, wait_until
 from tests.reliability.proxy_faults import (HEADER_TIMEOUT_S, IDLE_CLOSE_S, LATE_S, PROXIES,
                                             SILENT_BOUND_S, assert_openai_error, chat, connect,
-                                            content_event, exchange, fixed_proxy, running_server,
+                                            content_event, exchange, fixed_proxy,
                                             seconds_until_closed)
 from tests.runtimes import on_free_ports
 
@@ -32,9 +32,8 @@ CROSS_SITE = {"Origin": "http://attacker.example", "Referer": "http://attacker.e
 
 
 @pytest.fixture(scope="module")
-def server() -> Iterator[Any]:
-    with running_server() as handle:
-        yield handle
+def server(proxy_upstream: Any) -> Any:
+    return proxy_upstream  # shared by the session (conftest)
 
 
 @pytest.mark.parametrize("proxy_name", PROXIES)

@@ -108,6 +108,43 @@ def test_first_token_delay_is_silence_after_the_headers(api):
     assert first_token_after >= silence_s, first_token_after
 
 
+def _first_body_bytes(api, silence_s: float, lab: dict) -> tuple[bytes, float]:
+    """The first piece of a stream's body and when it came, the first token due after a silence."""
+    started = time.monotonic()
+    with api.client.stream("POST", "/v1/chat/completions",
+                           json=api.body(stream=True, max_tokens=2, lab={
+                               "first_token_delay_s": silence_s, "heartbeat_s": 0, **lab})) as response:
+        first = next(response.iter_raw())
+        return first, time.monotonic() - started
+
+
+def test_role_chunk_with_the_first_token_leaves_the_headers_alone_through_the_silence(api):
+    silence_s = 0.5
+    at_headers, at_headers_s = _first_body_bytes(api, silence_s, {})
+    assert b'"role":"assistant"' in at_headers and at_headers_s < silence_s / 2, at_headers_s
+    vllm_style, vllm_style_s = _first_body_bytes(api, silence_s, {"role_chunk": "with-first-token"})
+    assert vllm_style.startswith(b"data: ") and b'"role":"assistant"' in vllm_style
+    assert vllm_style_s >= silence_s, vllm_style_s  # nothing of the body before the first token
+    reply = api.stream(max_tokens=3, lab={"role_chunk": "with-first-token"})
+    assert reply.chunks[0]["choices"][0]["delta"] == {"role": "assistant", "content": ""}
+    assert reply.saw_done and len(reply.content_chunks) == 3
+
+
+def test_hello_comment_leaves_right_after_the_headers(api):
+    silence_s = 0.5
+    hello, hello_s = _first_body_bytes(api, silence_s, {"role_chunk": "with-first-token", "hello": True})
+    assert hello == b": ok\n\n" or hello.startswith(b": ok\n\n"), hello
+    assert hello_s < silence_s / 2, hello_s
+    reply = api.stream(max_tokens=2, lab={"hello": True})
+    assert reply.raw.startswith(b": ok\n\ndata: ") and reply.heartbeats == 1 and reply.saw_done
+
+
+def test_role_chunk_still_comes_first_when_the_stream_fails_before_a_token(api):
+    reply = api.stream(max_tokens=3, lab={"role_chunk": "with-first-token", "error_after_tokens": 0})
+    assert reply.chunks and reply.chunks[0]["choices"][0]["delta"]["role"] == "assistant"
+    assert reply.error_object is not None and reply.saw_done
+
+
 def test_tokens_are_paced(api):
     result = api.stream(max_tokens=10, lab={"tokens_per_s": 50})
     assert len(result.content_chunks) >= 8

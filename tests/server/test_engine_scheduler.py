@@ -267,3 +267,34 @@ def test_where_the_decode_loop_runs(tokenizer: Any, blocking: bool) -> None:
     else:
         assert loop_thread not in step_threads
         assert worst < 0.03
+
+
+def test_a_burst_of_submits_wakes_the_decode_loop_once_per_event_loop_iteration(tokenizer: Any) -> None:
+    """1,000 arrivals used to wake the decode thread 1,000 times (a GIL hand-off, an admission
+    and a one-sequence step each); the submits of one event-loop iteration now wake it once,
+    and every one of them is still served."""
+    async def main() -> tuple[list[int], list[list[int]]]:
+        engine = synthetic(tokenizer, slots=100, max_queue=0)
+        await engine.start()
+        cond = engine.admission.cond
+        wakes: list[int] = []
+        notify_all = cond.notify_all
+
+        def counted() -> None:
+            wakes.append(1)
+            notify_all()
+
+        cond.notify_all = counted  # type: ignore[method-assign]
+        first = [engine.submit(GenerationRequest([1], 3)) for _ in range(50)]
+        assert wakes == []  # none yet: the wake is due at the end of this iteration
+        await asyncio.sleep(0)  # one event-loop iteration: the scheduled wake runs
+        after_first = len(wakes)
+        second = [engine.submit(GenerationRequest([1], 3)) for _ in range(50)]
+        outs = await asyncio.gather(*(collect(g) for g in first + second))
+        counts = [after_first, len(wakes)]
+        await engine.close()  # (close wakes it too)
+        return counts, outs
+
+    counts, outs = run(main())
+    assert counts == [1, 2]
+    assert len(outs) == 100 and all(len(tokens) == 3 for tokens in outs)

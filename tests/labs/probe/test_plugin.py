@@ -65,7 +65,7 @@ def test_an_unusable_path_fails_the_selected_tests_with_the_reason(pytester):
 
 # A stand-in for the verify package, answering per file name, installed before any test runs.
 FAKE_VERIFY = """
-import sys, types
+import contextlib, sys, types
 from pathlib import Path
 from labs.findings import CheckOutcome, Finding, PathReport, UnusableInput
 
@@ -73,9 +73,18 @@ CALLS = Path(__file__).with_name("verify-calls.txt")
 CHECK_KINDS = {"streaming": ("buffering",), "silence-mid-stream": ("idle-timeout",),
                "disconnect": ("disconnect-not-propagated",)}
 
-def verify_config(path, *, proxy=None, checks=None, **options):
+def note(line):
     with CALLS.open("a") as calls:
-        calls.write(f"{Path(path).name} {proxy} {','.join(checks)}\\n")
+        calls.write(line + "\\n")
+
+@contextlib.contextmanager
+def lab_server():
+    note("lab server started")
+    yield "the-shared-lab-server"
+    note("lab server stopped")
+
+def verify_config(path, *, proxy=None, checks=None, server=None, **options):
+    note(f"{Path(path).name} {proxy} {','.join(checks)} {server}")
     if path.name == "unusable.conf":
         raise UnusableInput('unknown directive "proxy_bufering"', file=str(path), line=3)
     report = PathReport()
@@ -91,6 +100,7 @@ def verify_config(path, *, proxy=None, checks=None, **options):
 
 module = types.ModuleType("labs.verify")
 module.verify_config = verify_config
+module.lab_server = lab_server
 module.CHECK_KINDS = CHECK_KINDS
 sys.modules["labs.verify"] = module
 """
@@ -118,10 +128,14 @@ def test_config_checks_fail_with_the_directive_and_the_fix(pytester, fake_verify
         "*unusable.conf cannot be verified: unusable.conf:3: unknown directive*",
     ])
     # One verify per file, whatever the number of its tests, with the plugin's options, running
-    # only the checks that can show the selected kinds.
+    # only the checks that can show the selected kinds, all in front of one lab server (started
+    # once for the session, stopped when pytest ends).
     assert fake_verify.read_text().split("\n")[:-1] == [
-        "broken.conf nginx streaming,silence-mid-stream", "clean.conf nginx streaming,silence-mid-stream",
-        "unusable.conf nginx streaming,silence-mid-stream"]
+        "lab server started",
+        "broken.conf nginx streaming,silence-mid-stream the-shared-lab-server",
+        "clean.conf nginx streaming,silence-mid-stream the-shared-lab-server",
+        "unusable.conf nginx streaming,silence-mid-stream the-shared-lab-server",
+        "lab server stopped"]
 
 
 def test_a_kind_that_verify_did_not_check_is_skipped(pytester, fake_verify):

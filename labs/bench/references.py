@@ -1,0 +1,64 @@
+"""The reference servers the benchmark measures beside the lab's server, with the same client and
+the same streams in the same run: what this machine allows before any lab feature.
+
+* plain FastAPI (labs/bench/plain_server.py): an async generator of json.dumps chunks in a
+  StreamingResponse, as most OpenAI-compatible demos are written; same uvicorn and uvloop;
+* bare asyncio (labs/bench/measuring_client.py's server): uvloop streams, no HTTP library, no
+  framework; one write per event. Its cost is the floor of a Python server on this machine.
+"""
+from __future__ import annotations
+
+import contextlib
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any, Iterator, Mapping
+
+from labs.bench.measuring_client import bare_server_process
+from labs.load.streams import _lean_many, _no_gc_pauses, _runner
+from labs.measurements import percentile
+from labs.resources import Sampler
+
+PLAIN, BARE = "plain FastAPI", "bare asyncio"
+
+
+@contextlib.contextmanager
+def plain_fastapi() -> Iterator[tuple[str, int]]:
+    """labs/bench/plain_server.py in its own process: its chat-completions URL and PID."""
+    from server.processes import ManagedProcess, free_port, managed, port_accepts
+
+    port = free_port()
+    folder = Path(tempfile.mkdtemp(prefix="plain-server-"))
+    process = ManagedProcess("plain-fastapi", [sys.executable, "-m", "labs.bench.plain_server",
+                                               "--port", str(port)], folder / "server.log")
+    with managed(process, lambda: port_accepts(port)) as started:
+        yield f"http://127.0.0.1:{port}/v1/chat/completions", started.pid
+
+
+@contextlib.contextmanager
+def references() -> Iterator[dict[str, tuple[str, int]]]:
+    """Both reference servers, started once: name -> (URL, PID)."""
+    with plain_fastapi() as plain, bare_server_process() as bare:
+        yield {PLAIN: plain, BARE: bare}
+
+
+def reference_body(name: str, lab_body: Mapping[str, Any]) -> Mapping[str, Any]:
+    """What `name` needs to send the streams `lab_body` asks the lab's server for."""
+    if name == BARE:
+        lab = lab_body.get("lab") or {}
+        return {"n": int(lab_body["max_tokens"]), "interval": 1.0 / float(lab.get("tokens_per_s") or 20.0)}
+    return lab_body
+
+
+def measure(url: str, pid: int, body: Mapping[str, Any], streams: int, deadline_s: float) -> dict[str, Any]:
+    """`streams` streams at once against one reference server: TTFT, gaps, its CPU, the client's."""
+    with Sampler({"server": pid}) as sampler, _runner() as runner, _no_gc_pauses():
+        batch = runner.run(_lean_many(url, body, streams, deadline_s))
+    ttfts = [r.ttft_s for r in batch.results if r.ttft_s is not None]
+    gaps = [g for r in batch.results for g in r.gaps]
+    events = sum(r.content_events for r in batch.results)
+    return {"ttft_p50_s": percentile(ttfts, 50), "ttft_p99_s": percentile(ttfts, 99),
+            "ttft_max_s": max(ttfts) if ttfts else None, "gap_p99_s": percentile(gaps, 99),
+            "events": events, "server_cpu_s": sampler.usage["server"].cpu_s,
+            "client_cpu_s": batch.client_cpu_s, "machine_busy_pct": sampler.machine_busy_pct,
+            "failed": sum(r.outcome != "complete" for r in batch.results)}

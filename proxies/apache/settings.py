@@ -1,0 +1,70 @@
+"""Apache httpd settings (mod_proxy_http in front of the server), defaulting to httpd 2.4's own.
+
+Apache's durations are whole seconds. Modules are loaded from Debian's folder
+(`MODULES_DIR`); mod_unixd and mod_log_config are compiled in.
+"""
+from __future__ import annotations
+
+from typing import ClassVar, Literal, Optional
+
+from pydantic import Field
+
+from proxies.base import ProxySettings, setting
+from proxies.errors import ProxyError, errors_for, json_errors_setting
+from proxies.types import MimeType
+
+CORE = "https://httpd.apache.org/docs/2.4/mod/core.html"
+PROXY = "https://httpd.apache.org/docs/2.4/mod/mod_proxy.html"
+DEFLATE = "https://httpd.apache.org/docs/2.4/mod/mod_deflate.html"
+REQTIMEOUT = "https://httpd.apache.org/docs/2.4/mod/mod_reqtimeout.html"
+MPM = "https://httpd.apache.org/docs/2.4/mod/mpm_common.html"
+MODULES_DIR = "/usr/lib/apache2/modules"  # Debian's; other builds keep them elsewhere
+# Statuses Apache answers on its own in front of one backend.
+APACHE_OWN_ERRORS = (400, 408, 413, 500, 502, 503, 504)
+Seconds = Field(ge=1, le=86_400)
+
+
+class ApacheSettings(ProxySettings):
+    proxy: ClassVar = "apache"
+    template: ClassVar[str] = "apache/apache.conf.j2"
+    config_name: ClassVar[str] = "apache.conf"
+
+    # Silences from the backend.
+    timeout: int = Field(60, ge=1, le=86_400, description=(
+        f"seconds Apache waits on a read or write, client or backend ({CORE}#timeout)"))
+    proxy_timeout: Optional[int] = Field(None, ge=1, le=86_400, description=(
+        "longest silence from the backend before the stream is cut (None: `timeout` applies) "
+        f"({PROXY}#proxytimeout)"))
+    flushpackets: Literal["off", "on", "auto"] = setting(
+        "off", "flush each backend read to the client (ProxyPass key; measured: httpd 2.4 streams "
+        "SSE with off too)", f"{PROXY}#proxypass")
+
+    # Compression.
+    deflate_types: tuple[MimeType, ...] = setting(
+        (), "MIME types mod_deflate compresses (empty: mod_deflate not used)",
+        f"{DEFLATE}#recommended")
+
+    # Slow and silent clients (mod_reqtimeout; None: the module's defaults, header=20-40,
+    # MinRate=500 body=20,MinRate=500).
+    request_header_timeout: Optional[int] = Field(None, ge=1, le=86_400, description=(
+        f"seconds to receive the request headers ({REQTIMEOUT}#requestreadtimeout)"))
+    request_body_timeout: Optional[int] = Field(None, ge=1, le=86_400, description=(
+        f"seconds to receive the request body ({REQTIMEOUT}#requestreadtimeout)"))
+    keepalive_timeout: int = Field(5, ge=1, le=86_400, description=(
+        f"seconds an idle keep-alive connection waits for the next request ({CORE}#keepalivetimeout)"))
+
+    # Requests Apache refuses itself, and how it says so.
+    limit_request_body: int = Field(1 << 30, ge=0, le=(1 << 31) - 1, description=(
+        "largest request body in bytes, Content-Length or chunked (0: no limit; httpd 2.4.54+ "
+        f"defaults to 1 GiB) ({CORE}#limitrequestbody)"))
+    json_errors: bool = json_errors_setting("Apache", "HTML pages", f"{CORE}#errordocument")
+
+    # Concurrency (mpm_event): each stream holds a worker thread for its whole life.
+    max_request_workers: int = Field(400, ge=1, le=100_000, description=(
+        f"simultaneous requests (streams) served ({MPM}#maxrequestworkers)"))
+
+    modules_dir: ClassVar[str] = MODULES_DIR
+
+    @property
+    def error_pages(self) -> list[ProxyError]:
+        return errors_for(APACHE_OWN_ERRORS) if self.json_errors else []

@@ -1,0 +1,77 @@
+vcl 4.1;
+# Varnish (a CDN-style cache) in front of an OpenAI-compatible SSE server (streamlab).
+# Listens on 127.0.0.1:8080, proxies to 127.0.0.1:8000.
+# Run:      varnishd -F -a 127.0.0.1:8080 -f $PWD/varnish.vcl -n $PWD/varnish -s malloc,256m
+#           (the listen address is a command-line flag, not part of the VCL; -n: its own work folder)
+# Validate: varnishd -C -f $PWD/varnish.vcl   (compiles the VCL, runs nothing)
+# Anything this file does not handle falls through to the built-in VCL (https://varnish-cache.org/docs/7.1/users-guide/vcl-built-in-code.html):
+# GET and HEAD are looked up in the cache, other methods are passed.
+
+import std;
+
+backend upstream {
+    .host = "127.0.0.1";
+    .port = "8000";
+    # Time to open a connection to the server.
+    .connect_timeout = 5s;
+    # Time until the server's first byte (its headers): a longer prefill or queue is a 503.
+    .first_byte_timeout = 300s;
+    # The longest silence between two reads from the server: a longer pause cuts the stream
+    # after a 200 ("FetchError ... read err" in varnishlog). Keep it above the server's
+    # heartbeat interval.
+    # https://varnish-cache.org/docs/7.1/reference/vcl.html#backend-definition
+    .between_bytes_timeout = 300s;
+}
+
+sub vcl_recv {
+    # An idle client connection between requests is closed after this (the first request's
+    # headers are bounded by the runtime parameter timeout_idle, 5 s by default).
+    # https://varnish-cache.org/docs/7.1/reference/vcl-var.html#sess-timeout-idle
+    set sess.timeout_idle = 60s;
+    # The longest a whole response may take to reach the client: a bound on a stream's length
+    # (the runtime parameter's default is 600 s), so it must exceed the longest answer.
+    # https://varnish-cache.org/docs/7.1/reference/vcl-var.html#sess-send-timeout
+    set sess.send_timeout = 3600s;
+    # The longest pause between two writes to the client (a client that stopped reading).
+    # https://varnish-cache.org/docs/7.1/reference/vcl-var.html#sess-idle-send-timeout
+    set sess.idle_send_timeout = 60s;
+    # Prompts above this are answered 413 from the Content-Length alone, before the server sees
+    # a byte. Varnish cannot count a chunked body without buffering it, so those go on to the
+    # server, which enforces its own limit (--max-body-bytes) with the same 413.
+    if (std.integer(req.http.Content-Length, 0) > 8388608) {
+        return (synth(413));
+    }
+    # Event streams are answers for one user: never look them up in the cache. Without this a
+    # GET stream the server did not mark uncacheable is stored (120 s by default) and replayed
+    # whole to the next user, and a second user asking the same URL waits on the waiting list
+    # for the first user's headers. POSTs are passed by the built-in VCL already.
+    # https://varnish-cache.org/docs/7.1/users-guide/vcl-built-in-code.html
+    if (req.http.Accept ~ "text/event-stream") {
+        return (pass);
+    }
+}
+
+sub vcl_backend_response {
+    # on (the default): the body goes to the client while it is fetched. off: the whole answer
+    # is stored before the first byte leaves (TTFT = E2E), even for a passed POST.
+    # https://varnish-cache.org/docs/7.1/reference/vcl-var.html#beresp-do-stream
+    set beresp.do_stream = true;
+}
+
+# Varnish's own errors answer in the JSON shape OpenAI SDKs parse, instead of its HTML "Guru
+# Meditation" page. Errors the server sends pass through untouched.
+# https://varnish-cache.org/docs/7.1/reference/vcl.html#vcl-synth
+sub vcl_synth {
+    if (resp.status == 413) {
+        set resp.http.Content-Type = "application/json";
+        synthetic("""{"error": {"message": "The request body is larger than the proxy accepts.", "type": "invalid_request_error", "param": null, "code": "request_too_large"}}""");
+        return (deliver);
+    }
+}
+
+# The server down, refusing, or silent past a timeout: Varnish answers 503 itself.
+sub vcl_backend_error {
+    set beresp.http.Content-Type = "application/json";
+    synthetic("""{"error": {"message": "The model server is unavailable or overloaded behind the proxy.", "type": "server_error", "param": null, "code": "upstream_unavailable"}}""");
+    return (deliver);
+}
