@@ -136,11 +136,16 @@ class IdleTimeout:
         silence = first.measurements.get("cut_from_s")
         if silence is None or first.limit_s is None:
             return False
-        attempt = await try_silence(ctx, hop, self.position, silence)
-        if attempt.passed:
-            return False
-        cut = attempt.cut_after_s
-        return cut is None or abs(cut - first.limit_s) <= SAME_LIMIT * first.limit_s
+        # A cut far from the limit is asked once more: on a busy machine the client may see a
+        # cut late (measured: once at load 6, which named the hop in front of the culprit).
+        for _ in range(2):
+            attempt = await try_silence(ctx, hop, self.position, silence)
+            if attempt.passed:
+                return False
+            cut = attempt.cut_after_s
+            if cut is None or abs(cut - first.limit_s) <= SAME_LIMIT * first.limit_s:
+                return True
+        return False
 
 
 class TotalTimeout:
