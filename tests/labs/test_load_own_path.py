@@ -213,8 +213,9 @@ def test_a_path_limit_beside_a_busy_client_is_still_the_paths_and_a_clean_run_is
 
 def _other_origin() -> Iterator[str]:
     """An OpenAI-compatible origin that only lists its models (all --print-body asks)."""
-    import threading
-    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+    from http.server import BaseHTTPRequestHandler
+
+    from tests.stub_http import serving
 
     class Models(BaseHTTPRequestHandler):
         def log_message(self, *args: object) -> None:
@@ -229,15 +230,8 @@ def _other_origin() -> Iterator[str]:
             self.end_headers()
             self.wfile.write(body)
 
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Models)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}/v1"
-    finally:
-        server.shutdown()
-        server.server_close()
-        thread.join(5)
+    with serving(Models) as url:
+        yield url
 
 
 other_origin = pytest.fixture(_other_origin)

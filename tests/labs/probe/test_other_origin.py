@@ -7,15 +7,15 @@ Model `streams` sends one event every 50 ms; `lumps` thinks for 1.5 s, then send
 from __future__ import annotations
 
 import json
-import threading
 import time
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import Iterator
 
 import pytest
 
 from labs.fakes.shapes import LAST_CHUNK, chunk, chunked, delta, token
 from labs.probe import probe_path
+from tests.stub_http import serving
 
 EVENTS = 20
 
@@ -64,15 +64,8 @@ class Stub(BaseHTTPRequestHandler):
 
 @pytest.fixture(scope="module")
 def stub() -> Iterator[str]:
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Stub)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}/v1"
-    finally:
-        server.shutdown()
-        server.server_close()
-        thread.join(5)
+    with serving(Stub) as url:
+        yield url
 
 
 def test_a_streaming_origin_passes_and_the_canary_checks_say_what_they_need(stub):
