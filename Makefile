@@ -1,4 +1,5 @@
-# streamlab: every target depends on `setup`, which installs only what is missing.
+# streamlab: `make lab-NAME` installs what that lab needs (python -m labs setup NAME reads it off
+# the scenario's path); `make setup` and `make test` install everything. Only what is missing.
 SHELL        := /bin/bash
 PYTHON       ?= python3
 VENV         := .venv
@@ -12,23 +13,21 @@ export TRANSFORMERS_NO_ADVISORY_WARNINGS := 1
 # multi-GB CUDA build. A machine that already has torch (a GPU box) keeps its own.
 TORCH_PIN    ?= torch==2.13.0
 
-SCENARIOS = $(shell test -x $(PY) && $(PY) -m labs names 2>/dev/null)
-
 # LAB_RUNTIME=docker: the labs' proxies run in containers; make starts an engine and finds (or
 # builds) their images first. DOCKER_GUARDS: a `pytest -k` expression for the container pass of
 # the scenario guards; empty runs them all (~110 s here, about as long as the local pass).
 DOCKER_READY  = $(if $(filter docker,$(LAB_RUNTIME)),docker-ready)
 DOCKER_GUARDS ?=
 
-.PHONY: setup system-packages test bench bench-gpu bench-peers labs lab-all lab-view clean help
+.PHONY: setup test bench bench-gpu bench-peers labs lab-all lab-view clean help
 .PHONY: docker-setup images-offline docker-ready test-docker docker-guards docker-clean
 .DEFAULT_GOAL := help
 
 help:
-	@echo "make setup              install what is missing (.venv, proxies, the offline model)"
+	@echo "make setup              install everything that is missing (.venv, proxies, apps, Chromium, the model)"
 	@echo "make test               the whole test suite"
 	@echo "make labs               list every scenario"
-	@echo "make lab-NAME           run one scenario, e.g. make lab-nginx-buffering"
+	@echo "make lab-NAME           run one scenario, installing only what it needs, e.g. make lab-nginx-buffering"
 	@echo "make lab-all            run every scenario and write reports/index.md"
 	@echo "make lab-view           the browser view on http://127.0.0.1:8765 (VIEW_PORT=N for another port)"
 	@echo "make bench              the benchmarks (not part of make test)"
@@ -39,36 +38,24 @@ help:
 	@echo "make test-docker        the container tests and the scenario guards in containers"
 	@echo "LAB_RUNTIME=docker make lab-NAME   run a scenario with the proxies in containers"
 
-# The app hops (proxies/apps): Node packages from the committed lockfile, the Next.js site built
-# once, LiteLLM in its own venv; each step stamped, redone when what it reads changes.
-NODE_APPS    := proxies/apps/node
-# (`[...path]` is a Next.js route folder: its brackets escaped, or make would glob them.)
-NEXT_SOURCES := $(shell find $(NODE_APPS)/next-site -type f 2>/dev/null | sed 's/[][]/\\&/g')
+# What every lab needs: the Python environment with the real model's packages, and the model.
+LAB_BASE     := $(STAMPS)/venv $(MODEL_DIR)/config.json
 
-setup: system-packages $(STAMPS)/venv $(MODEL_DIR)/config.json $(STAMPS)/node $(STAMPS)/next $(STAMPS)/litellm
-
-system-packages:
-	@$(PYTHON) -m proxies.install
-	@$(PYTHON) -m labs.view.install
+# Everything: the test, load and app extras, then every hop's and client's own needs (Debian's
+# proxies and Chromium, the Node modules and the Next.js build, LiteLLM's venv; labs/needs.py).
+setup: $(STAMPS)/venv-full $(MODEL_DIR)/config.json
+	@$(PY) -m labs setup --all
+	@$(PY) -m proxies.install --check >/dev/null
 
 $(STAMPS)/venv: pyproject.toml
 	@mkdir -p $(STAMPS)
 	@test -x $(PY) || $(PYTHON) -m venv --system-site-packages $(VENV)
 	@$(PY) -c "import torch" 2>/dev/null || $(PY) -m pip install -q "$(TORCH_PIN)"
-	$(PY) -m pip install -q -e ".[test,locust,apps]"
-	@$(PY) -m proxies.install --check
+	$(PY) -m pip install -q -e ".[model]"
 	@touch $@
 
-$(STAMPS)/node: $(NODE_APPS)/package-lock.json | $(STAMPS)/venv
-	$(PY) -m proxies.apps.install node
-	@touch $@
-
-$(STAMPS)/next: $(STAMPS)/node $(NEXT_SOURCES)
-	$(PY) -m proxies.apps.install next
-	@touch $@
-
-$(STAMPS)/litellm: proxies/apps/install.py | $(STAMPS)/venv
-	$(PY) -m proxies.apps.install litellm
+$(STAMPS)/venv-full: $(STAMPS)/venv
+	$(PY) -m pip install -q -e ".[model,test,locust,apps]"
 	@touch $@
 
 $(MODEL_DIR)/config.json: $(STAMPS)/venv server/model_builder.py $(wildcard server/corpus/*.txt)
@@ -82,7 +69,7 @@ bench: setup
 
 # No CI depends on it: a machine with a CUDA GPU builds the gpu-size model and measures the engine.
 BENCH_GPU_ARGS ?=
-bench-gpu: setup
+bench-gpu: $(LAB_BASE)
 	$(PY) -m labs.bench.gpu $(BENCH_GPU_ARGS)
 
 # Not part of `make test`: AIPerf and guidellm (~2.6 GB) go into their own venvs under .venvs/,
@@ -91,7 +78,7 @@ BENCH_PEERS_ARGS ?=
 bench-peers: setup
 	TORCH_PIN="$(TORCH_PIN)" $(PY) -m labs.bench.peers $(BENCH_PEERS_ARGS)
 
-labs: setup
+labs: $(STAMPS)/venv
 	@$(PY) -m labs list
 
 lab-all: setup $(DOCKER_READY)
@@ -99,10 +86,12 @@ lab-all: setup $(DOCKER_READY)
 
 # The browser view: broken and fixed side by side, measured by the browser (python -m labs serve).
 VIEW_PORT ?= 8765
-lab-view: setup $(DOCKER_READY)
+lab-view: $(LAB_BASE) $(DOCKER_READY)
+	@$(PY) -m labs setup view
 	$(PY) -m labs serve --port $(VIEW_PORT) $(if $(LAB_RUNTIME),--runtime $(LAB_RUNTIME))
 
-lab-%: setup $(DOCKER_READY)
+lab-%: $(LAB_BASE) $(DOCKER_READY)
+	@$(PY) -m labs setup $*
 	$(PY) -m labs run $*
 
 docker-setup:

@@ -5,6 +5,7 @@
     python -m labs run-all
     python -m labs render nginx-buffering [--variant broken|fixed] [--proxy PROXY]
     python -m labs verify nginx.conf [--proxy nginx|haproxy|envoy] [--quick] [--json]
+    python -m labs setup nginx-buffering [NAME ...] | --all [--check]
     python -m labs serve [--host 127.0.0.1] [--port 8765] [--runtime local|docker]
     python -m labs load URL [--streams N[,N...]] [--locust --workers N] [--json]
 """
@@ -40,6 +41,8 @@ def _parser() -> argparse.ArgumentParser:
     # The load lab (labs.load) and the benchmarks (labs.bench) take their own options.
     sub.add_parser("bench", help="every benchmark: reports/bench/*.json and bench.md "
                    "(options: python -m labs bench --help)", add_help=False)
+    sub.add_parser("setup", help="install what a lab needs and nothing else: python -m labs setup "
+                   "NAME | --all (options: python -m labs setup --help)", add_help=False)
     sub.add_parser("verify", help="your own proxy config: settings in effect, measured in front of the "
                    "lab's server (options: python -m labs verify --help)", add_help=False)
     sub.add_parser("probe", help="probe a deployed path: python -m labs probe URL [URL ...] "
@@ -69,6 +72,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     if argv[:1] == ["probe"]:  # labs.probe parses its own options
         from labs.probe.cli import main as probe
         return probe(argv[1:])
+    if argv[:1] == ["setup"]:  # labs.needs parses its own options
+        from labs.needs import main as setup
+        return setup(argv[1:])
     if argv[:1] == ["load"]:  # labs.load.own_cli parses its own options
         from labs.load.own_cli import main as load
         return load(argv[1:])

@@ -24,6 +24,8 @@ LAUNCH_ARGS = ("--no-sandbox", "--disable-gpu", "--disable-background-networking
 PAGE_PATH = "/__streamlab/browser-client"
 PAGE_HTML = "<!doctype html><meta charset=utf-8><title>streamlab browser client</title>"
 CANDIDATES = ("chromium", "chromium-browser", "google-chrome")
+# What a workload this module drives needs installed (labs.needs reads it off the driver).
+NEEDS = ("chromium", "python-browser")
 
 
 class ChromiumMissing(RuntimeError):
@@ -94,4 +96,5 @@ def chromium_driver() -> Driver:
         spec = browser_spec(url, body, workload, options)
         raw = await run_streams(url, spec, workload.streams, workload.concurrency)
         return [from_browser(r) for r in raw]
+    driver.needs = NEEDS  # type: ignore[attr-defined]
     return driver

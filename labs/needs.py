@@ -1,0 +1,129 @@
+"""What a lab needs installed, read from what it declares: its path's hops (proxies.needs), its
+client library, its driver (Chromium for the browser-layer scenarios). Nothing is listed twice:
+
+    python -m labs setup nginx-buffering     install what that lab needs, nothing else
+    python -m labs setup load view           the load lab's proxies; every hop the view can play
+    python -m labs setup --all               everything (what `make setup` and the suite need)
+    python -m labs setup NAME --check        say what is missing; install nothing (exit 1 if any)
+
+Its own errors (an unknown name, a step that cannot run here) exit 2 with one line.
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from typing import Iterable, Sequence
+
+from labs.scenario import Scenario
+from labs.view.chromium import NEEDS as BROWSER_DRIVER_NEEDS
+from proxies.needs import (HOP_NEEDS, REQUIREMENTS, CannotInstall, Requirement, hop_needs,
+                           install_missing, pip_extra)
+
+# The measuring client's libraries (labs.libclients.LIBRARIES) that are not base dependencies.
+LIBRARY_NEEDS: dict[str, tuple[str, ...]] = {
+    "requests-iter-lines": ("python-apps",), "requests-chunk-1": ("python-apps",),
+    "openai": ("python-sdk",),
+}
+
+
+def _chromium_present() -> bool:
+    from labs.view.install import found
+    return found() is not None
+
+
+def _python_present(module: str):
+    import importlib.util
+    return lambda: importlib.util.find_spec(module) is not None
+
+
+# The proxies layer's requirements, and the clients' own.
+ALL: dict[str, Requirement] = {**REQUIREMENTS, **{r.name: r for r in (
+    Requirement("chromium", "Chromium, from Debian's package (Playwright drives it)", _chromium_present,
+                apt="chromium"),
+    Requirement("python-browser", "Playwright's Python driver (the extra [browser])",
+                _python_present("playwright"), pip_extra("browser")),
+    Requirement("python-sdk", "the OpenAI SDK (the extra [sdk])", _python_present("openai"),
+                pip_extra("sdk")),
+)}}
+# What a browser-driven workload needs, as labs.view.chromium.chromium_driver declares it.
+BROWSER_NEEDS = BROWSER_DRIVER_NEEDS
+# Besides every hop: what the whole test suite needs (pytest and its plugins are in [test]).
+SUITE_NEEDS = (*BROWSER_NEEDS, "python-sdk", "python-apps")
+
+
+def _unique(names: Iterable[str]) -> list[str]:
+    out: list[str] = []
+    for name in names:
+        if name not in out:
+            out.append(name)
+    return out
+
+
+def scenario_needs(scenario: Scenario) -> list[str]:
+    """The requirements of one scenario: its hops, the client libraries of both variants, its driver."""
+    variants = (scenario.variant("broken"), scenario.variant("fixed"))
+    libraries = {options.get("library") for options in
+                 (scenario.workload.client, *(variant.client for variant in variants))}
+    driver_needs = getattr(scenario.workload.driver, "needs", ())
+    return _unique([*hop_needs(scenario.path),
+                    *(need for library in libraries if library for need in LIBRARY_NEEDS.get(library, ())),
+                    *driver_needs])
+
+
+def load_needs() -> list[str]:
+    from labs.load.paths import PATHS
+    return hop_needs(path.proxy for path in PATHS if path.proxy)
+
+
+def view_needs() -> list[str]:
+    """Every hop the view can play; its client is the user's own browser, so no Chromium."""
+    from labs import catalogue
+    return _unique(need for scenario in catalogue.SCENARIOS for need in scenario_needs(scenario)
+                   if need not in BROWSER_NEEDS)
+
+
+def everything() -> list[str]:
+    return _unique([*hop_needs(HOP_NEEDS), *SUITE_NEEDS])
+
+
+def needs_of(name: str) -> list[str]:
+    """The requirements of a lab by the name `make lab-NAME` takes (a scenario, load, view, all)."""
+    if name == "all":
+        return everything()
+    if name == "load":
+        return load_needs()
+    if name == "view":
+        return view_needs()
+    from labs import catalogue
+    return scenario_needs(catalogue.get(name))
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m labs setup", description=__doc__.splitlines()[0])
+    parser.add_argument("names", nargs="*", metavar="NAME", help="scenario names, `load`, `view`")
+    parser.add_argument("--all", action="store_true", help="everything the labs and the tests use")
+    parser.add_argument("--check", action="store_true", help="report what is missing; install nothing")
+    args = parser.parse_args(argv)
+    if not args.names and not args.all:
+        parser.error("name a lab (e.g. nginx-buffering) or pass --all")
+    from labs import catalogue
+    try:
+        needed = _unique(need for name in (["all"] if args.all else args.names) for need in needs_of(name))
+    except catalogue.UnknownScenario as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    if args.check:
+        absent = [ALL[name] for name in needed if not ALL[name].present()]
+        for requirement in absent:
+            print(f"missing: {requirement.name}: {requirement.what}", file=sys.stderr)
+        return 1 if absent else 0
+    started = time.monotonic()
+    try:
+        installed = install_missing(needed, ALL)
+    except (CannotInstall, SystemExit) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    if installed:
+        print(f"setup: installed {', '.join(installed)} in {time.monotonic() - started:.1f} s", flush=True)
+    return 0

