@@ -8,6 +8,10 @@ STAMPS       := .setup-stamps
 MODEL_DIR    := .models/tiny
 export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_NO_ADVISORY_WARNINGS := 1
+# Python keeps the modules it compiles in .venv/ and the checkout (both ignored by git); where the
+# environment turns that off, every lab would compile torch and transformers again: the model
+# server's start took 8-10 s instead of 4.4 s here.
+unexport PYTHONDONTWRITEBYTECODE
 
 # torch 2.13.0 is the CPU build that lies on this machine's disk; any other version pulls a
 # multi-GB CUDA build. A machine that already has torch (a GPU box) keeps its own.
@@ -47,15 +51,22 @@ setup: $(STAMPS)/venv-full $(MODEL_DIR)/config.json
 	@$(PY) -m labs setup --all
 	@$(PY) -m proxies.install --check >/dev/null
 
+# torch first, with pip: its CPU build lies on this machine's disk, where only pip looks (without
+# compiling its 2,000 modules: the first run compiles the few hundred a lab imports). Then uv
+# installs the rest, ~6x faster than pip here (parallel downloads), torch held where it is.
+UV           := $(VENV)/bin/uv
+UV_INSTALL    = $(UV) pip install -q --python $(PY) --constraint $(STAMPS)/torch.txt
 $(STAMPS)/venv: pyproject.toml
 	@mkdir -p $(STAMPS)
 	@test -x $(PY) || $(PYTHON) -m venv --system-site-packages $(VENV)
-	@$(PY) -c "import torch" 2>/dev/null || $(PY) -m pip install -q "$(TORCH_PIN)"
-	$(PY) -m pip install -q -e ".[model]"
+	@$(PY) -c "import torch" 2>/dev/null || $(PY) -m pip install -q --no-compile "$(TORCH_PIN)"
+	@test -x $(UV) || $(PY) -m pip install -q "uv>=0.9,<1"
+	@$(PY) -c "import torch; print('torch==' + torch.__version__)" > $(STAMPS)/torch.txt
+	$(UV_INSTALL) -e ".[model]"
 	@touch $@
 
 $(STAMPS)/venv-full: $(STAMPS)/venv
-	$(PY) -m pip install -q -e ".[model,test,locust,apps]"
+	$(UV_INSTALL) -e ".[model,test,locust,apps]"
 	@touch $@
 
 $(MODEL_DIR)/config.json: $(STAMPS)/venv server/model_builder.py $(wildcard server/corpus/*.txt)
@@ -90,9 +101,13 @@ lab-view: $(LAB_BASE) $(DOCKER_READY)
 	@$(PY) -m labs setup view
 	$(PY) -m labs serve --port $(VIEW_PORT) $(if $(LAB_RUNTIME),--runtime $(LAB_RUNTIME))
 
-lab-%: $(LAB_BASE) $(DOCKER_READY)
-	@$(PY) -m labs setup $*
+# The model is built while what the lab's path needs is installed (python -m labs setup NAME).
+lab-%: $(STAMPS)/venv $(DOCKER_READY)
+	@$(MAKE) --no-print-directory -j2 $(MODEL_DIR)/config.json needs-$*
 	$(PY) -m labs run $*
+
+needs-%: $(STAMPS)/venv
+	@$(PY) -m labs setup $*
 
 docker-setup:
 	@docker/setup-engine.sh
