@@ -18,18 +18,19 @@ unexport PYTHONDONTWRITEBYTECODE
 TORCH_PIN    ?= torch==2.13.0
 
 # LAB_RUNTIME=docker: the labs' proxies run in containers; make starts an engine and finds (or
-# builds) their images first. DOCKER_GUARDS: a `pytest -k` expression for the container pass of
-# the scenario guards; empty runs them all (~110 s here, about as long as the local pass).
+# builds) their images first. DOCKER_GUARDS: a `pytest -k` expression for `make docker-guards`,
+# the container pass of the scenario guards; empty runs them all.
 DOCKER_READY  = $(if $(filter docker,$(LAB_RUNTIME)),docker-ready)
 DOCKER_GUARDS ?=
 
-.PHONY: setup test bench bench-gpu bench-peers labs lab-all lab-view clean help
+.PHONY: setup test check bench bench-gpu bench-peers labs lab-all lab-view clean help
 .PHONY: docker-setup images-offline docker-ready test-docker docker-guards docker-clean
 .DEFAULT_GOAL := help
 
 help:
 	@echo "make setup              install everything that is missing (.venv, proxies, apps, Chromium, the model)"
-	@echo "make test               the whole test suite"
+	@echo "make test               the whole test suite (what CI runs), TEST_WORKERS=5 side by side"
+	@echo "make check              the fast tests (catalogue, layout, docs, units, static verify)"
 	@echo "make labs               list every scenario"
 	@echo "make lab-NAME           run one scenario, installing only what it needs, e.g. make lab-nginx-buffering"
 	@echo "make lab-all            run every scenario and write reports/index.md"
@@ -72,8 +73,23 @@ $(STAMPS)/venv-full: $(STAMPS)/venv
 $(MODEL_DIR)/config.json: $(STAMPS)/venv server/model_builder.py $(wildcard server/corpus/*.txt)
 	$(PY) -m server.model_builder --out $(MODEL_DIR)
 
+# Every test, side by side: TEST_WORKERS pytest-xdist workers (the suite mostly waits on paced
+# streams and silences, so more workers than cores pay off; docs/testing.md). Where a Docker
+# engine answers, the container tests run too, on images found or built first.
+TEST_WORKERS ?= 5
+XDIST         = -n $(TEST_WORKERS) --dist loadscope
 test: setup
-	$(PY) -m pytest
+	@if docker info >/dev/null 2>&1; then $(PY) -m proxies.runtime.offline_images --if-missing; fi
+	$(PY) -m pytest $(XDIST)
+
+# The fast tests for the inner loop (no proxy, server or browser started): the catalogue, the
+# layout and the docs, the units, verify's static reading.
+CHECK_TESTS  := tests/labs/test_catalogue.py tests/test_layout.py tests/test_docs.py \
+                tests/verify/test_static.py tests/labs/test_measurements.py tests/labs/test_peaks.py \
+                tests/labs/test_timeline.py tests/server/test_sse.py tests/server/test_detokenizer.py \
+                tests/proxies/test_settings.py tests/view/test_specs.py
+check: $(STAMPS)/venv-full
+	$(PY) -m pytest -q -m "not slow" $(CHECK_TESTS)
 
 bench: setup
 	$(PY) -m labs bench
@@ -121,13 +137,13 @@ images-offline: setup docker-setup
 docker-ready: setup docker-setup
 	@$(PY) -m proxies.runtime.offline_images --if-missing nginx haproxy envoy server apps
 
+# Only the container tests (make test runs them too, where an engine answers).
 test-docker: setup docker-setup images-offline
-	$(PY) -m pytest tests/docker tests/proxies/test_runtime.py -k docker
-	$(MAKE) --no-print-directory docker-guards
+	$(PY) -m pytest $(XDIST) -m docker
 
 # The scenario guards with the server and every proxy in containers.
 docker-guards: setup docker-ready
-	LAB_RUNTIME=docker $(PY) -m pytest tests/test_scenarios.py $(if $(DOCKER_GUARDS),-k '$(DOCKER_GUARDS)')
+	$(PY) -m pytest $(XDIST) tests/test_scenarios.py -m docker $(if $(DOCKER_GUARDS),-k '$(DOCKER_GUARDS)')
 
 # Containers left by a run that was killed (their owner process is gone).
 docker-clean:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import random
 import signal
 import socket
 import subprocess
@@ -21,11 +22,50 @@ class ProcessFailed(RuntimeError):
     """A managed process exited early or never became ready; the message carries its log tail."""
 
 
+# STREAMLAB_PORTS=LOW-HIGH: take ports from that range only. The test suite gives each of its
+# parallel workers a range of its own, below the kernel's ephemeral ports, so two workers never
+# pick the same port in the moment between choosing it and a process binding it.
+PORTS_VARIABLE = "STREAMLAB_PORTS"
+
+
+def _port_range() -> tuple[int, int] | None:
+    text = os.environ.get(PORTS_VARIABLE, "")
+    if not text:
+        return None
+    low, _, high = text.partition("-")
+    if not (low.isdigit() and high.isdigit() and 0 < int(low) <= int(high) < 65536):
+        raise ValueError(f"{PORTS_VARIABLE}={text!r}: expected LOW-HIGH, e.g. 20000-21999")
+    return int(low), int(high)
+
+
 def free_port(host: str = "127.0.0.1") -> int:
-    """A port nobody listens on right now (the kernel picks it; a tiny race remains)."""
+    """A port nobody listens on right now (the kernel picks it, or one from STREAMLAB_PORTS;
+    a tiny race with other programs remains)."""
+    span = _port_range()
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind((host, 0))
-        return sock.getsockname()[1]
+        if span is None:
+            sock.bind((host, 0))
+            return sock.getsockname()[1]
+    low, high = span
+    size = high - low + 1
+    global _next_port
+    if _next_port is None:  # each process starts elsewhere in the range, then goes on in turn
+        _next_port = random.randrange(size)
+    for _ in range(size):
+        port = low + _next_port % size
+        _next_port += 1
+        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+            try:
+                sock.bind((host, port))
+            except OSError:
+                continue
+            return port
+    raise OSError(f"no free port in {PORTS_VARIABLE}={low}-{high}")
+
+
+# Where free_port goes on in STREAMLAB_PORTS: ports handed out in turn, as the kernel does, so two
+# picked before either is bound are never the same one (a random pick repeated one in ~1,000).
+_next_port: int | None = None
 
 
 def port_accepts(port: int, host: str = "127.0.0.1", timeout: float = 0.2) -> bool:

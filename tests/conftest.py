@@ -8,8 +8,31 @@ from typing import Iterator
 import pytest
 
 from server.launcher import DEFAULT_MODEL_DIR, ServerHandle
+from server.processes import PORTS_VARIABLE
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
+
+
+def _worker_ports() -> None:
+    """Under pytest-xdist (make test runs workers side by side), each worker takes its ports from
+    a range of its own (server.processes.free_port), so no two pick the same one."""
+    worker = os.environ.get("PYTEST_XDIST_WORKER", "")
+    if worker.startswith("gw") and worker[2:].isdigit() and PORTS_VARIABLE not in os.environ:
+        index = int(worker[2:]) % 12
+        low = 20000 + index * 1000
+        os.environ[PORTS_VARIABLE] = f"{low}-{low + 999}"
+
+
+_worker_ports()
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """make test's workers (pytest-xdist, --dist loadscope) take a module's or a class's tests
+    together; the scenario guards' classes come first, as they are the longest to run."""
+    guards = [item for item in items if item.nodeid.startswith("tests/test_scenarios.py::")]
+    if guards and len(guards) < len(items):
+        chosen = set(guards)
+        items[:] = guards + [item for item in items if item not in chosen]
 
 # The pytest plugin's tests run pytest inside pytest (tests/labs/probe/test_plugin.py).
 pytest_plugins = ["pytester"]

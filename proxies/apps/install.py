@@ -71,7 +71,13 @@ def install_litellm() -> None:
     python = LITELLM_VENV / "bin" / "python"
     if not python.exists():
         _run([sys.executable, "-m", "venv", str(LITELLM_VENV)], NODE_DIR)
-    _run([str(python), "-m", "pip", "install", "-q", LITELLM_PIN], NODE_DIR)
+    # uv beside the lab's Python (make setup installs it) resolves and downloads in parallel:
+    # pip took minutes for LiteLLM's ~150 packages here.
+    uv = Path(sys.executable).parent / "uv"
+    if uv.exists():
+        _run([str(uv), "pip", "install", "-q", "--python", str(python), LITELLM_PIN], NODE_DIR)
+    else:
+        _run([str(python), "-m", "pip", "install", "-q", LITELLM_PIN], NODE_DIR)
     print(f"{LITELLM_VENV.name} venv: {_size(LITELLM_VENV)}")
 
 

@@ -39,9 +39,10 @@ from proxies.apps import is_app
 from proxies.validation import ConfigInvalid, validate
 from server.event_source import body_from_query
 from server.schema import ChatCompletionRequest
+from tests.ids import other_id
 from tests.labs.handmade_runs import HANDMADE, Handmade, Shapes
 
-SCENARIOS = [pytest.param(scenario, id=scenario.name) for scenario in catalogue.SCENARIOS]
+SCENARIOS = [pytest.param(scenario, id=other_id(scenario.name)) for scenario in catalogue.SCENARIOS]
 URL = "http://127.0.0.1:9/v1/chat/completions"  # never contacted: the client is replaced
 
 
@@ -236,7 +237,7 @@ def test_an_unknown_or_misplaced_proxy_setting_is_caught() -> None:
 
 # ---- the checks, on hand-made runs -----------------------------------------------------------
 
-BOTH = [pytest.param(scenario, variant, id=f"{scenario.name}-{variant}")
+BOTH = [pytest.param(scenario, variant, id=other_id(scenario.name, variant))
         for scenario in catalogue.SCENARIOS for variant in VARIANTS]
 EXPECTED = {"broken": "the symptom", "fixed": "the cure"}
 

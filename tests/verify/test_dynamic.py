@@ -18,6 +18,7 @@ from labs.render import rendered
 from labs.verify.judge import checks_for
 from proxies.apps import is_app
 from proxies.validation import CONFIG_NAMES
+from tests.ids import other_id
 from proxies.variants import variant
 from tests.verify.conftest import USER_CONFIGS, user_config_cases
 
@@ -41,7 +42,7 @@ CASES = [(s, v) for s in catalogue.SCENARIOS if s.kind and s.path and not any(ma
          if v == "broken" or s.fix.proxy.get(_faulty_proxy(s))]
 
 
-@pytest.mark.parametrize("scenario, side", CASES, ids=[f"{s.name}-{v}" for s, v in CASES])
+@pytest.mark.parametrize("scenario, side", CASES, ids=[other_id(s.name, v) for s, v in CASES])
 def test_catalogue_config(verify_server, tmp_path, scenario, side):
     proxy = _faulty_proxy(scenario)
     path = tmp_path / CONFIG_NAMES[proxy]

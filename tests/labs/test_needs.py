@@ -1,0 +1,84 @@
+"""What a lab installs is read off what it declares (labs/needs.py, proxies/needs.py)."""
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+
+from labs import catalogue
+from labs.libclients import LIBRARIES
+from labs.needs import ALL, LIBRARY_NEEDS, everything, main, needs_of, scenario_needs, view_needs
+from proxies.needs import HOP_NEEDS, CannotInstall, Requirement, install_missing
+from proxies.runtime.images import Service
+from tests.ids import other_id
+
+
+def test_the_flagship_lab_needs_nginx_and_nothing_else() -> None:
+    assert needs_of("nginx-buffering") == ["nginx"]
+
+
+NEEDS = [
+    ("express-compression", ["node-modules"]),
+    ("nextjs-rewrites", ["node-modules", "next-build"]),
+    ("litellm-heartbeats", ["nginx", "litellm"]),
+    ("chain-edge-compression", ["varnish", "caddy", "nginx"]),
+    ("client-requests-iter-lines", ["python-apps"]),
+    ("browser-textdecoder", ["chromium", "python-browser"]),
+    ("server-disconnect", []),
+]
+
+
+@pytest.mark.parametrize(("name", "expected"), NEEDS, ids=[other_id(name) for name, _ in NEEDS])
+def test_each_lab_needs_what_its_path_client_and_driver_use(name: str, expected: list[str]) -> None:
+    assert needs_of(name) == expected
+
+
+def test_every_hop_and_library_of_the_catalogue_is_declared() -> None:
+    hops = {hop for scenario in catalogue.SCENARIOS for hop in scenario.path}
+    assert hops <= set(HOP_NEEDS), f"hops without requirements: {hops - set(HOP_NEEDS)}"
+    assert set(LIBRARY_NEEDS) <= set(LIBRARIES)
+    declared = {name for needs in HOP_NEEDS.values() for name in needs} | {
+        name for needs in LIBRARY_NEEDS.values() for name in needs}
+    assert declared <= set(ALL)
+    for scenario in catalogue.SCENARIOS:  # computable for every scenario, every name known
+        assert set(scenario_needs(scenario)) <= set(ALL)
+
+
+def test_everything_is_every_requirement_and_the_view_needs_no_browser_of_ours() -> None:
+    assert set(everything()) == set(ALL)
+    assert "chromium" not in view_needs() and "nginx" in view_needs()
+    assert set(needs_of("load")) == {"nginx", "haproxy", "envoy"}
+
+
+def test_only_what_is_missing_is_installed_and_a_failed_step_says_so() -> None:
+    state = {"there": False}
+    registry = {
+        "present": Requirement("present", "already here", lambda: True,
+                               install=lambda: pytest.fail("installed what was there")),
+        "absent": Requirement("absent", "made by its step", lambda: state["there"],
+                              install=lambda: state.update(there=True)),
+        "broken": Requirement("broken", "a step that does nothing", lambda: False, install=lambda: None),
+    }
+    assert install_missing(["present", "absent"], registry) == ["absent"]
+    assert install_missing(["present", "absent"], registry) == []  # the second run installs nothing
+    with pytest.raises(CannotInstall, match="broken was installed but is still not usable"):
+        install_missing(["broken"], registry)
+
+
+def test_an_unknown_lab_is_one_line_and_exit_2(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["no-such-lab"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("error: no scenario named 'no-such-lab'") and "\n" not in err
+
+
+def test_check_installs_nothing_and_reports_what_is_missing() -> None:
+    out = subprocess.run([sys.executable, "-m", "labs", "setup", "--check", "nginx-buffering"],
+                         capture_output=True, text=True, timeout=60)
+    assert out.returncode in (0, 1), out.stderr
+    assert out.returncode == (1 if not ALL["nginx"].present() else 0)
+
+
+def test_a_docker_service_exists_for_every_proxy_requirement() -> None:
+    proxies = {name for name, r in ALL.items() if r.check is not None}
+    assert proxies <= set(Service.__args__)  # type: ignore[attr-defined]
