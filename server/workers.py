@@ -13,10 +13,10 @@ are live sums: slots, streams, queue). Not aggregated: the `process_*` metrics (
 view; the supervisor's own `/proc` children are the whole server's CPU) and request records
 (`GET /lab/requests/{id}` is answered by the worker that served the request, or 404 by another).
 
-When it helps (measured: the README's Benchmarks, `make bench`'s admission part): a burst of arrivals is admitted by one event
-loop per worker, so admission runs on as many cores as are free. On this 2-core machine with
-the measuring client on the same cores, two workers compete with the client for the second
-core: see the benchmark's figures for what that gives here.
+When it helps (measured: docs/benchmarks.md, `make bench`'s admission part): a burst of arrivals
+is admitted by one event loop per worker, so admission runs on as many cores as are free. On
+this 2-core machine with the measuring client on the same cores, two workers compete with the
+client for the second core: see the benchmark's figures for what that gives here.
 
 A worker that exits ends the server: the supervisor stops the others and exits with the
 worker's code (3 when its engine died), so a supervisor above restarts the whole.

@@ -3,8 +3,8 @@
     python -m labs bench                       # everything, ~3 minutes on 2 cores
     python -m labs bench --only proxies --streams 300
 
-Writes reports/bench/<part>.json and reports/bench/bench.md (the README's table), with a progress
-bar and the time left while it runs. One module per part:
+Writes reports/bench/<part>.json and reports/bench/bench.md (the tables docs/benchmarks.md
+quotes), with a progress bar and the time left while it runs. One module per part:
 
     admission         0. 1,000 simultaneous arrivals on the synthetic engine, direct and through
                       each fixed config, --workers 1 and 2, beside the reference servers:

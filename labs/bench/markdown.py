@@ -1,4 +1,4 @@
-"""bench.md: every part's results as the tables the README quotes."""
+"""bench.md: every part's results as the tables docs/benchmarks.md quotes."""
 from __future__ import annotations
 
 from typing import Any, Mapping

@@ -25,7 +25,7 @@ paces every stream (--rate, --duration); any other origin gets an ordinary promp
 max_tokens = rate x duration and streams at its own pace, which a one-stream baseline measures.
 Every step is judged against that baseline by the load lab's rules (make lab-load).
 With --locust the streams come from Locust (pip install 'streamlab[locust]'): a master and
---workers local workers, headless; across machines see README (locust --master / --worker).
+--workers local workers, headless; across machines see docs/load.md (locust --master / --worker).
 Exit status: 0 every step healthy, 1 the path hit a limit, 2 no verdict: the input cannot be
 used, or the run was inconclusive (a step was limited only by the client machine's CPU and no
 step showed a limit of the path's; JSON "verdict": "inconclusive", "ok": false).

@@ -26,7 +26,7 @@ def display_path(file: str | Path) -> str:
 
 @dataclass(frozen=True)
 class Options:
-    """The user's expectations of the path (the defaults are documented in README.md, "Check your own path").
+    """The user's expectations of the path (the defaults are documented in docs/verify.md).
 
     max_silence_s: the longest silence the model may keep (prefill, queue, tool call) with no
         heartbeat; the path must carry it before the first token and in mid-stream.

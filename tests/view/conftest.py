@@ -15,7 +15,7 @@ from labs.view.chromium import launch_options
 from server.processes import ManagedProcess, free_port, managed
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
-# Screenshots of real runs, for the README (reports/ is not committed).
+# Screenshots of real runs, as docs/view.md describes them (reports/ is not committed).
 SCREENSHOTS = REPO_ROOT / "reports" / "view"
 
 

@@ -21,7 +21,7 @@ from proxies.variants import variant
 from server.launcher import ServerHandle, running_server
 from server.processes import free_port
 
-# The canary as the README tells users to run it: model-free, close-delimited answers to
+# The canary as docs/probe.md tells users to run it: model-free, close-delimited answers to
 # HTTP/1.0 (so a buffering nginx shows), enough slots that the origin itself never queues.
 CANARY_ARGS = ("--engine", "synthetic", "--http", "h11", "--slots", "64", "--max-queue", "256")
 Hop = tuple[str, str, Mapping[str, Any]]
