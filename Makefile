@@ -55,7 +55,7 @@ $(STAMPS)/venv: pyproject.toml
 	@mkdir -p $(STAMPS)
 	@test -x $(PY) || $(PYTHON) -m venv --system-site-packages $(VENV)
 	@$(PY) -c "import torch" 2>/dev/null || $(PY) -m pip install -q "$(TORCH_PIN)"
-	$(PY) -m pip install -q -e ".[test,locust,apps]"
+	$(PY) -m pip install -q -e ".[model,test,locust,apps]"
 	@$(PY) -m proxies.install --check
 	@touch $@
 
