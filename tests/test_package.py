@@ -170,7 +170,10 @@ def installed(tmp_path_factory: pytest.TempPathFactory) -> Path:
     assert installing.returncode == 0, installing.stderr[-2000:]
     purelib = Path(run([str(bin_dir / "python"), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
                        root).stdout.strip())
-    ours = dict.fromkeys(sysconfig.get_paths()[k] for k in ("purelib", "platlib"))
+    # This interpreter's site folders, the system's too when its venv sees them (make setup's
+    # .venv does: a dependency may be satisfied there); the checkout is never one of them.
+    ours = dict.fromkeys([sysconfig.get_paths()[k] for k in ("purelib", "platlib")]
+                         + [p for p in sys.path if Path(p).name in ("site-packages", "dist-packages")])
     assert not any(Path(p) == REPO or REPO in Path(p).parents for p in ours)
     (purelib / "_streamlab_test_deps.pth").write_text("".join(f"{p}\n" for p in ours), encoding="utf-8")
     return bin_dir
