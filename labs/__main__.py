@@ -8,6 +8,8 @@
     python -m labs setup nginx-buffering [NAME ...] | --all [--check]
     python -m labs serve [--host 127.0.0.1] [--port 8765] [--runtime local|docker]
     python -m labs load URL [--streams N[,N...]] [--locust --workers N] [--json]
+
+Installed, the console command `streamlab` is the same: `streamlab verify nginx.conf`.
 """
 from __future__ import annotations
 
@@ -17,12 +19,13 @@ import sys
 from pathlib import Path
 from typing import Sequence
 
-REPO_ROOT = Path(__file__).resolve().parent.parent
-DEFAULT_REPORTS = REPO_ROOT / "reports"
+from server.locations import checkout, reports_dir
+
+DEFAULT_REPORTS = reports_dir()  # the checkout's reports/, else ./reports
 
 
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="python -m labs", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog=_prog(), description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="command", required=True)
     listing = sub.add_parser("list", help="every scenario with its one-line symptom")
     listing.add_argument("--json", action="store_true", help="the list as JSON (name, layer, path, symptom, command)")
@@ -61,6 +64,11 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _prog() -> str:
+    """`streamlab` when run as the console command, else `python -m labs`."""
+    return "streamlab" if Path(sys.argv[0]).name == "streamlab" else "python -m labs"
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv[:1] == ["bench"]:  # labs.bench parses its own options
@@ -92,6 +100,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return load.main(["--out", str(args.out / "load")]
                          + (["--runtime", args.runtime] if args.runtime else []))
     if args.command == "serve":
+        if not _model_ready():
+            return 2
         from labs.view.cli import serve
         return serve(args.host, args.port, args.runtime, args.out)
     if args.command == "render":
@@ -100,7 +110,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.command == "readme-table":
         from labs.docs import scenario_table, update_readme
         if args.write:
-            changed = update_readme(REPO_ROOT / "README.md")
+            root = checkout()
+            if root is None:
+                print("error: --write updates a checkout's README.md; this is an installed package",
+                      file=sys.stderr)
+                return 2
+            changed = update_readme(root / "README.md")
             print("README.md updated" if changed else "README.md already up to date")
         else:
             print(scenario_table())
@@ -111,10 +126,28 @@ def main(argv: Sequence[str] | None = None) -> int:
         except catalogue.UnknownScenario as exc:
             print(f"error: {exc}", file=sys.stderr)
             return 2
+        if not _model_ready():
+            return 2
         variants = ("broken", "fixed") if args.variant == "both" else (args.variant,)
         return _run([scenario], variants, args.runtime, args.out, as_json=args.json)
+    if not _model_ready():
+        return 2
     from labs.run_all import run_all
     return run_all(list(catalogue.SCENARIOS), args.runtime, args.out)
+
+
+def _model_ready() -> bool:
+    """The scenarios' server runs the transformers engine ($LAB_ENGINE, else the default):
+    its extra installed and the default model built before any server starts (else says why)."""
+    import os
+
+    from server.config import DEFAULT_MODEL
+    from server.model_builder import prepare
+
+    problem = prepare(os.environ.get("LAB_ENGINE", "transformers"), DEFAULT_MODEL, say_as="labs")
+    if problem is not None:
+        print(f"error: {problem}", file=sys.stderr)
+    return problem is None
 
 
 def _run(scenarios, variants, runtime, out: Path, *, as_json: bool = False) -> int:

@@ -32,6 +32,14 @@ EXIT_OK, EXIT_FAILURE, EXIT_UNUSABLE = 0, 1, 2
 EXIT_INCONCLUSIVE = EXIT_UNUSABLE
 
 
+def lab_command(scenario: str) -> str:
+    """How a reader runs a catalogue scenario: `make lab-NAME` in a checkout, else the console
+    command of the installed package."""
+    from server.locations import checkout
+
+    return f"make lab-{scenario}" if checkout() is not None else f"streamlab run {scenario}"
+
+
 @dataclass
 class Finding:
     kind: FindingKind

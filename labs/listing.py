@@ -16,6 +16,7 @@ from typing import IO, Sequence
 from rich.console import Console
 from rich.table import Table
 
+from labs.findings import lab_command
 from labs.scenario import Scenario
 
 LOAD_SYMPTOM = "ramp 10 -> 1,000 concurrent streams per path; what breaks first"
@@ -36,13 +37,13 @@ class Row:
     def of(cls, scenario: Scenario) -> "Row":
         hops = (*scenario.path, "server") if scenario.path else ("client", "server")
         return cls(scenario.name, scenario.layer, " -> ".join(hops), scenario.symptom,
-                   f"make lab-{scenario.name}")
+                   lab_command(scenario.name))
 
 
 def rows(scenarios: Sequence[Scenario]) -> list[Row]:
     """Every scenario, then the load lab (which is no Scenario: it ramps many paths)."""
     return [*(Row.of(s) for s in scenarios),
-            Row("load", "load", "client -> each proxy -> server", LOAD_SYMPTOM, "make lab-load")]
+            Row("load", "load", "client -> each proxy -> server", LOAD_SYMPTOM, lab_command("load"))]
 
 
 def as_json(listed: Sequence[Row]) -> str:

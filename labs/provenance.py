@@ -21,7 +21,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
-REPO_ROOT = Path(__file__).resolve().parent.parent
+from server.locations import checkout
 
 
 def started_now() -> str:
@@ -85,8 +85,13 @@ def image_origin(service: str) -> dict[str, Any]:
     return {"image": choice.image, "image_id": record.get("Id"), "chosen_by": choice.why}
 
 
-def git_state(repo: Path = REPO_ROOT) -> dict[str, Any]:
-    """{"commit", "dirty"} of the checkout, or {"commit": None, "error"} outside one."""
+def git_state(repo: Path | None = None) -> dict[str, Any]:
+    """{"commit", "dirty"} of the checkout, or {"commit": None, "error"} outside one (an
+    installed package: whatever git repository site-packages lies in is not this code's)."""
+    repo = repo or checkout()
+    if repo is None:
+        return {"commit": None, "dirty": None, "version": _version(),
+                "error": "an installed package, not a checkout"}
     def git(*args: str) -> str:
         return subprocess.run(["git", "-C", str(repo), *args], capture_output=True, text=True,
                               timeout=10, check=True).stdout.strip()
@@ -96,6 +101,15 @@ def git_state(repo: Path = REPO_ROOT) -> dict[str, Any]:
     except (OSError, subprocess.SubprocessError) as exc:
         return {"commit": None, "dirty": None, "error": f"not a git checkout here ({type(exc).__name__})"}
     return {"commit": commit, "dirty": dirty}
+
+
+def _version() -> str | None:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("streamlab")
+    except PackageNotFoundError:
+        return None
 
 
 def _usable_cpus() -> int | None:
@@ -126,6 +140,8 @@ def one_line(info: Mapping[str, Any]) -> str:
     git = info.get("git") or {}
     if git.get("commit"):
         parts.append(f"commit {git['commit'][:12]}" + (" (uncommitted changes)" if git.get("dirty") else ""))
+    elif git.get("version"):
+        parts.append(f"streamlab {git['version']}")
     else:
         parts.append("commit unknown")
     cpus, usable = info.get("cpus"), info.get("cpus_usable")

@@ -119,7 +119,9 @@ def _failure(title: str, findings: list[Any], observed: str, urls: list[str] | N
             lines.append(f"limit: {finding.limit_s:.2f} s")
         lines += [f"fix: {fix}" for fix in (finding.fix or "").split(" | ") if fix]
         if finding.scenario:
-            lines.append(f"see: make lab-{finding.scenario}")
+            from labs.findings import lab_command
+
+            lines.append(f"see: {lab_command(finding.scenario)}")
     return "\n".join(lines)
 
 

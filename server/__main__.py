@@ -1,6 +1,6 @@
 """`python -m server`: the OpenAI-compatible streaming model server.
 
-    python -m server                                  # 127.0.0.1:8000, .models/tiny, transformers
+    python -m server                                  # 127.0.0.1:8000, the tiny model, transformers
     python -m server --engine synthetic --port 8001   # same tokens without a model, for load tests
     python -m server --no-stop-holdback --heartbeat-s 0   # failure modes, see --help
 
@@ -28,7 +28,8 @@ def parse_args(argv: Sequence[str] | None = None) -> ServerConfig:
     add = parser.add_argument
     add("--host", default="127.0.0.1", help="address to bind (default: loopback only)")
     add("--port", type=int, default=8000)
-    add("--model", default=DEFAULT_MODEL, help="a local model folder or a cached hub id")
+    add("--model", default=DEFAULT_MODEL,
+        help="a local model folder or a cached hub id (default: the tiny model, built on first use)")
     add("--served-model-name", default=None, help="the name clients use (default: folder name)")
     add("--device", choices=("auto", "cpu", "cuda"), default="auto")
     add("--engine", choices=("transformers", "synthetic"), default="transformers")
@@ -119,6 +120,13 @@ def parse_args(argv: Sequence[str] | None = None) -> ServerConfig:
 
 def main(argv: Sequence[str] | None = None) -> int:
     config = parse_args(argv)
+    from server.model_builder import prepare
+
+    # Before any worker starts: the transformers engine's extra, and the default model built.
+    problem = prepare(config.engine, config.model)
+    if problem is not None:
+        print(f"server: {problem}, or run --engine synthetic (no model needed)", file=sys.stderr)
+        return 2
     if config.workers > 1:
         from server.workers import supervise
 
@@ -137,12 +145,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     from server.limits import raise_fd_limit
 
     raise_fd_limit(keep=config.keep_fd_limit)
+    from server.extras import MissingExtra
+
     try:
-        tokenizer = load_tokenizer(config.model)
+        tokenizer = load_tokenizer(config.model, config.engine)
+    except MissingExtra as exc:
+        print(f"server: {exc}", file=sys.stderr)
+        return 2
     except (OSError, ValueError) as exc:
         logging.getLogger("server").error(
-            "cannot load the tokenizer of %r: %s (run `make setup` to build the default model)",
-            config.model, exc)
+            "cannot load the tokenizer of %r: %s (`python -m server.model_builder --out %s` "
+            "builds the default model)", config.model, exc, DEFAULT_MODEL)
         return 2
     engine = create_engine(EngineConfig(
         kind=config.engine, model=config.model, device=config.device, slots=config.slots,

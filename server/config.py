@@ -11,9 +11,11 @@ from pathlib import Path
 from typing import Any, Literal, Mapping
 
 from server.knobs import BY_NAME, STREAM_KNOBS, STREAMING_HEADER_NAMES, setting_value
+from server.locations import default_model_dir
 
-REPO_ROOT = Path(__file__).resolve().parent.parent
-DEFAULT_MODEL = str(REPO_ROOT / ".models" / "tiny")
+# The checkout's .models/tiny (make setup builds it), else the user's cache folder (built on
+# first use by the transformers engine; the synthetic engine needs only the shipped tokenizer).
+DEFAULT_MODEL = str(default_model_dir())
 
 # The per-stream settings, one field per per-stream knob (server/knobs.py), defaults included:
 # the defaults are the correct behaviour, every other value a failure mode.
@@ -89,7 +91,7 @@ class ServerConfig:
         if self.served_model_name:
             return self.served_model_name
         path = Path(self.model)
-        return path.name if path.exists() else self.model
+        return path.name if path.exists() or self.model == DEFAULT_MODEL else self.model
 
     def accepts_model(self, name: str) -> bool:
         """Clients may name the model by its served name or by what --model was given."""

@@ -12,8 +12,8 @@ back an incomplete tail and emit it once the character is complete:
   difference, holding back while the window ends in U+FFFD.
 * `NaiveDetokenizer`: each token decoded on its own (`server-detokenizer`, broken variant).
 
-`Vocabulary.from_tokenizer` inspects a transformers tokenizer once per server; each request then
-gets a fresh, cheap detokenizer from `vocabulary.detokenizer(kind)`.
+`Vocabulary.from_tokenizer` inspects the tokenizer (transformers', or server/bpe.py's) once per
+server; each request then gets a fresh, cheap detokenizer from `vocabulary.detokenizer(kind)`.
 """
 from __future__ import annotations
 
@@ -163,14 +163,7 @@ def _byte_table(tokenizer: Any) -> list[bytes] | None:
     tokens to their text. Anything unexpected (another decoder, a token outside GPT-2's byte
     alphabet) means the generic detokenizer is used instead: exactness first, speed second.
     """
-    backend = getattr(tokenizer, "backend_tokenizer", None)
-    if backend is None:
-        return None
-    try:
-        decoder = json.loads(backend.to_str()).get("decoder") or {}
-    except (ValueError, AttributeError):
-        return None
-    if decoder.get("type") != "ByteLevel":
+    if _decoder_type(tokenizer) != "ByteLevel":
         return None
     size = len(tokenizer)
     special = set(getattr(tokenizer, "all_special_ids", ()))
@@ -187,3 +180,18 @@ def _byte_table(tokenizer: Any) -> list[bytes] | None:
         else:
             table.append(bytes(byte_of[ch] for ch in token))
     return table
+
+
+def _decoder_type(tokenizer: Any) -> str | None:
+    """The tokenizer's decoder: from the Rust tokenizer's JSON (transformers), or as server/bpe.py's
+    pure-Python tokenizer states it."""
+    stated = getattr(tokenizer, "decoder_type", None)
+    if isinstance(stated, str):
+        return stated
+    backend = getattr(tokenizer, "backend_tokenizer", None)
+    if backend is None:
+        return None
+    try:
+        return (json.loads(backend.to_str()).get("decoder") or {}).get("type")
+    except (ValueError, AttributeError):
+        return None

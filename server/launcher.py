@@ -18,10 +18,11 @@ from typing import Iterator, Mapping, Sequence
 
 from prometheus_client.parser import text_string_to_metric_families
 
+from server.locations import PACKAGE_ROOT, checkout, default_model_dir
 from server.processes import ManagedProcess, free_port, managed
 
-REPO_ROOT = Path(__file__).resolve().parent.parent
-DEFAULT_MODEL_DIR = REPO_ROOT / ".models" / "tiny"
+REPO_ROOT = PACKAGE_ROOT  # the checkout, or site-packages when installed
+DEFAULT_MODEL_DIR = default_model_dir()
 
 
 @dataclass
@@ -103,7 +104,9 @@ def running_server(args: Sequence[str] = (), *, host: str = "127.0.0.1", port: i
         process = ManagedProcess(
             name=f"server:{port}",
             argv=[*launch, "--host", host, "--port", str(port), *args],
-            log_path=folder / "server.log", cwd=REPO_ROOT, env=child_env)
+            # From a checkout `-m server` finds the packages in it; installed, in site-packages,
+            # so it runs in its own folder (a `server/` in the caller's folder would shadow it).
+            log_path=folder / "server.log", cwd=checkout() or folder, env=child_env)
         url = f"http://{host}:{port}"
         with managed(process, lambda: _healthy(url), ready_timeout_s) as started:
             yield ServerHandle(host=host, port=port, process=started)

@@ -1,6 +1,7 @@
 """Build the offline default model: a byte-level BPE tokenizer and a small random Llama.
 
     python -m server.model_builder --out .models/tiny [--size tiny|gpu] [--seed 0]
+    python -m server.model_builder --tokenizer-only --out server/tokenizer   # what ships (no torch)
 
 The tokenizer is trained with `tokenizers` on the corpus this package ships (server/corpus/*.txt:
 English, Japanese, emoji with skin tones and ZWJ sequences), wrapped as a transformers fast
@@ -19,6 +20,7 @@ interrupted build never leaves a folder with a config.json (the Makefile's targe
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import shutil
 import sys
@@ -32,7 +34,11 @@ from pathlib import Path
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
+from server import extras  # noqa: E402
+from server.locations import default_model_dir  # noqa: E402
+
 CORPUS_DIR = Path(__file__).parent / "corpus"
+SHIPPED_TOKENIZER = Path(__file__).parent / "tokenizer"  # server/bpe.py reads it
 
 # Special tokens get the first ids, in this order, so their ids never move between builds.
 ENDOFTEXT = "<|endoftext|>"
@@ -151,6 +157,19 @@ def build_model(tokenizer, size: str, seed: int):
     return model
 
 
+def write_tokenizer(out: Path, corpus_dir: Path = CORPUS_DIR) -> Path:
+    """The tokenizer alone, with the model's eos ids (no torch): server/tokenizer/, which the
+    synthetic engine reads when the model is not built (tests/server/test_bpe.py keeps it equal
+    to what `build` writes)."""
+    tokenizer = build_tokenizer(corpus_dir)
+    out = Path(out)
+    tokenizer.save_pretrained(out)
+    eos = [tokenizer.convert_tokens_to_ids(IM_END), tokenizer.convert_tokens_to_ids(ENDOFTEXT)]
+    (out / "generation_config.json").write_text(json.dumps({"eos_token_id": eos}) + "\n",
+                                                 encoding="utf-8")
+    return out
+
+
 def build(out: Path, size: str = "tiny", seed: int = 0, corpus_dir: Path = CORPUS_DIR) -> Path:
     """Build into a temporary sibling folder, then swap it into `out` (never half-written)."""
     import torch
@@ -185,12 +204,45 @@ def build(out: Path, size: str = "tiny", seed: int = 0, corpus_dir: Path = CORPU
     return out
 
 
+def prepare(engine: str, model: str, say_as: str = "server") -> str | None:
+    """What a server of this engine needs before it starts: the transformers engine's extra, and
+    the default model, built on first use (into the user's cache when installed). Returns the
+    one-line reason it cannot start, or None."""
+    if engine != "transformers":
+        return None
+    try:
+        extras.require("model", "the transformers engine (the default)")
+    except extras.MissingExtra as exc:
+        return str(exc)
+    from server.config import DEFAULT_MODEL
+
+    out = Path(model)
+    if model == DEFAULT_MODEL and not (out / "config.json").is_file():
+        print(f"{say_as}: the default model is not built yet; building it into {out} "
+              "(first use only, a few seconds)", file=sys.stderr, flush=True)
+        build(out)
+    return None
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m server.model_builder", description=__doc__.split("\n")[0])
-    parser.add_argument("--out", type=Path, default=Path(".models/tiny"))
+    parser.add_argument("--out", type=Path, default=None,
+                        help="the folder (default: where the server looks, "
+                             f"{default_model_dir()} for tiny)")
     parser.add_argument("--size", choices=sorted(SIZES), default="tiny")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--tokenizer-only", action="store_true",
+                        help="only the tokenizer and the eos ids (what server/tokenizer/ ships)")
     args = parser.parse_args(argv)
+    if args.tokenizer_only:
+        print(f"wrote the tokenizer to {write_tokenizer(args.out or SHIPPED_TOKENIZER)}", file=sys.stderr)
+        return 0
+    try:
+        extras.require("model", "building the model")
+    except extras.MissingExtra as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    args.out = args.out or default_model_dir(args.size)
     t0 = time.perf_counter()
     out = build(args.out, args.size, args.seed)
     print(f"built {args.size} model in {out} ({time.perf_counter() - t0:.1f} s)", file=sys.stderr)

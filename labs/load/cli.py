@@ -20,11 +20,11 @@ from labs.load.paths import PATHS, LoadPath, get_path
 from labs.load.results import PathResult, StepResult
 from labs.load.run import LoadLab
 from labs.progress import WorkBar
+from server.locations import reports_dir
 
 # Per step, beyond its streams' length: ramping up, draining, sampling, the server's restart.
 STEP_OVERHEAD_S = 3.0
 
-REPO_ROOT = Path(__file__).resolve().parents[2]
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -37,7 +37,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                         help="seconds each stream lasts (default 8: the lab fits in a few minutes)")
     parser.add_argument("--rate", type=float, default=20.0, help="tokens/s per stream (default 20)")
     parser.add_argument("--runtime", choices=("local", "docker"), default=None)
-    parser.add_argument("--out", type=Path, default=REPO_ROOT / "reports" / "load")
+    parser.add_argument("--out", type=Path, default=reports_dir() / "load")
     parser.add_argument("--reanalyse", type=Path, metavar="REPORT_JSON",
                         help="run nothing: diagnose the steps of an earlier report.json again "
                              "and rewrite the report (after a change to the rules)")

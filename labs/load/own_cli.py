@@ -14,8 +14,8 @@ from labs.findings import EXIT_UNUSABLE, UnusableInput
 from labs.load.own_path import (LoadSettings, OwnPath, exit_status, findings, first_limit_hit,
                                 inconclusive_json, run_load, run_step, verdict)
 from labs.load.results import PathResult
+from server.locations import reports_dir
 
-REPO_ROOT = Path(__file__).resolve().parents[2]
 STEP_OVERHEAD_S = 2.0  # connects, the drain, the pause between steps
 LOCUST_OVERHEAD_S = 4.0  # Locust's master and workers start and meet once per step
 
@@ -95,7 +95,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(json.dumps({"url": args.url, "ok": False, "error": str(exc)}, indent=2))
         Console(stderr=True).print(f"[red]error[/red]: {exc}", highlight=False)
         return EXIT_UNUSABLE
-    out = args.out or REPO_ROOT / "reports" / f"load-{path.host}"
+    out = args.out or reports_dir() / f"load-{path.host}"
     written = write(path, result, out, args, wall)
     if args.json:
         print(json.dumps(document(path, result), indent=2, default=str))

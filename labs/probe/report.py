@@ -12,7 +12,7 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
-from labs.findings import CheckOutcome, Finding, PathReport
+from labs.findings import CheckOutcome, Finding, PathReport, lab_command
 
 FINDING_KEYS = ("kind", "severity", "hop", "evidence", "limit_s", "scenario", "fix", "reason")
 
@@ -86,6 +86,6 @@ def print_report(report: ProbeReport, console: Console) -> None:
             if fix:
                 console.print(f"  fix: {fix}", highlight=False)
         if f.scenario:
-            console.print(f"  see it in the lab: make lab-{f.scenario}", highlight=False)
+            console.print(f"  see it in the lab: {lab_command(f.scenario)}", highlight=False)
     verdict = "[green]no failure found[/green]" if report.ok else "[red]failures found[/red]"
     console.print(f"{verdict} ({len(report.findings)} findings, {len(report.checks)} checks)")

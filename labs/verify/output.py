@@ -7,6 +7,7 @@ from rich.console import Console
 from rich.syntax import Syntax
 from rich.table import Table
 
+from labs.findings import lab_command
 from labs.verify.model import VerifyReport
 
 
@@ -43,7 +44,7 @@ def print_report(report: VerifyReport, console: Console) -> None:
             evidence = f.evidence + (f" (limit {f.limit_s:g} s)" if f.limit_s is not None else "")
             if f.reason:
                 evidence += f"\n[dim]{f.reason}[/dim]"
-            findings.add_row(f.kind, severity, f.where or "-", evidence, f.fix or "-", f"make lab-{f.scenario}" if f.scenario else "-")
+            findings.add_row(f.kind, severity, f.where or "-", evidence, f.fix or "-", lab_command(f.scenario) if f.scenario else "-")
         console.print(findings)
     verdict = "[green]ok[/green]: no failure" if report.ok else f"[red]{len(report.failures())} failure(s)[/red]"
     console.print(f"{verdict} ({report.wall_s:.0f} s)")

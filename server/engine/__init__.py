@@ -37,13 +37,39 @@ __all__ = [
 ]
 
 
-def load_tokenizer(model: str) -> Any:
-    """The model's tokenizer (a local folder, or a hub id already in the local cache)."""
+def load_tokenizer(model: str, engine: str = "transformers") -> Any:
+    """The model's tokenizer (a local folder, or a hub id already in the local cache).
+
+    The synthetic engine needs no model and no transformers: for the default model not built yet
+    (installed, it is built by the transformers engine on first use) it reads the tiny model's
+    tokenizer this package ships (server/tokenizer/), and without transformers it reads a
+    byte-level BPE folder in pure Python (server/bpe.py; the same ids). Raises MissingExtra
+    when transformers is what it takes.
+    """
+    from server import extras
+    from server.config import DEFAULT_MODEL
+
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+    source = model
+    if engine == "synthetic":
+        from server.bpe import SHIPPED, ByteLevelBPE
+
+        if model == DEFAULT_MODEL and not (Path(model) / "tokenizer.json").is_file():
+            source = str(SHIPPED)
+        if not extras.installed("transformers"):
+            if not (Path(source) / "tokenizer.json").is_file():
+                raise extras.MissingExtra(f"the tokenizer of {model!r} needs transformers (not "
+                                          "installed): pip install 'streamlab[model]'")
+            try:
+                return ByteLevelBPE.from_folder(source)
+            except ValueError as exc:
+                raise extras.MissingExtra(f"{exc}: pip install 'streamlab[model]'") from None
+    else:
+        extras.require("model", "the transformers engine")
     from transformers import AutoTokenizer
 
-    return AutoTokenizer.from_pretrained(model)
+    return AutoTokenizer.from_pretrained(source)
 
 
 def eos_token_ids(tokenizer: Any, model: str | None = None) -> frozenset[int]:
@@ -53,8 +79,11 @@ def eos_token_ids(tokenizer: Any, model: str | None = None) -> frozenset[int]:
     if getattr(tokenizer, "eos_token_id", None) is not None:
         ids.add(int(tokenizer.eos_token_id))
     if model is not None:
+        folder = Path(model)
+        if not folder.is_dir():  # not built: the synthetic engine reads server/tokenizer/ instead
+            folder = Path(getattr(tokenizer, "name_or_path", None) or model)
         for name in ("generation_config.json", "config.json"):
-            path = Path(model) / name
+            path = folder / name
             if path.is_file():
                 value = json.loads(path.read_text(encoding="utf-8")).get("eos_token_id")
                 if isinstance(value, int):
