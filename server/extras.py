@@ -13,7 +13,7 @@ import importlib.util
 
 # The modules each extra brings (import names, in the order a message lists them).
 EXTRAS: dict[str, tuple[str, ...]] = {
-    "model": ("torch", "transformers", "tokenizers", "safetensors"),
+    "model": ("torch", "transformers", "safetensors"),
     "locust": ("locust",),
     "apps": ("gunicorn", "flask", "requests"),
 }

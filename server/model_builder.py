@@ -38,7 +38,7 @@ from server import extras  # noqa: E402
 from server.locations import default_model_dir  # noqa: E402
 
 CORPUS_DIR = Path(__file__).parent / "corpus"
-SHIPPED_TOKENIZER = Path(__file__).parent / "tokenizer"  # server/bpe.py reads it
+SHIPPED_TOKENIZER = Path(__file__).parent / "tokenizer"  # server/fast_tokenizer.py reads it
 
 # Special tokens get the first ids, in this order, so their ids never move between builds.
 ENDOFTEXT = "<|endoftext|>"
@@ -159,7 +159,7 @@ def build_model(tokenizer, size: str, seed: int):
 
 def write_tokenizer(out: Path, corpus_dir: Path = CORPUS_DIR) -> Path:
     """The tokenizer alone, with the model's eos ids (no torch): server/tokenizer/, which the
-    synthetic engine reads when the model is not built (tests/server/test_bpe.py keeps it equal
+    synthetic engine reads when the model is not built (tests/server/test_fast_tokenizer.py keeps it equal
     to what `build` writes)."""
     tokenizer = build_tokenizer(corpus_dir)
     out = Path(out)

@@ -40,33 +40,31 @@ __all__ = [
 def load_tokenizer(model: str, engine: str = "transformers") -> Any:
     """The model's tokenizer (a local folder, or a hub id already in the local cache).
 
-    The synthetic engine needs no model and no transformers: for the default model not built yet
-    (installed, it is built by the transformers engine on first use) it reads the tiny model's
-    tokenizer this package ships (server/tokenizer/), and without transformers it reads a
-    byte-level BPE folder in pure Python (server/bpe.py; the same ids). Raises MissingExtra
-    when transformers is what it takes.
+    A folder of transformers' generic tokenizer class is read with the `tokenizers` library alone
+    (server/fast_tokenizer.py: the same ids, text and chat template, no transformers import, so
+    the synthetic engine needs no [model] extra and the transformers engine starts ~1 s sooner);
+    any other tokenizer is transformers' AutoTokenizer. The synthetic engine with the default
+    model not built yet (installed, the transformers engine builds it on first use) reads the tiny
+    model's tokenizer this package ships (server/tokenizer/). Raises MissingExtra when
+    transformers is what it takes and is not installed.
     """
     from server import extras
     from server.config import DEFAULT_MODEL
+    from server.fast_tokenizer import SHIPPED, FastTokenizer
 
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
     source = model
     if engine == "synthetic":
-        from server.bpe import SHIPPED, ByteLevelBPE
-
         if model == DEFAULT_MODEL and not (Path(model) / "tokenizer.json").is_file():
             source = str(SHIPPED)
-        if not extras.installed("transformers"):
-            if not (Path(source) / "tokenizer.json").is_file():
-                raise extras.MissingExtra(f"the tokenizer of {model!r} needs transformers (not "
-                                          "installed): pip install 'streamlab[model]'")
-            try:
-                return ByteLevelBPE.from_folder(source)
-            except ValueError as exc:
-                raise extras.MissingExtra(f"{exc}: pip install 'streamlab[model]'") from None
     else:
         extras.require("model", "the transformers engine")
+    try:
+        return FastTokenizer.from_folder(source)
+    except ValueError as exc:
+        if not extras.installed("transformers"):
+            raise extras.MissingExtra(f"{exc} (not installed): pip install 'streamlab[model]'") from None
     from transformers import AutoTokenizer
 
     return AutoTokenizer.from_pretrained(source)

@@ -1,8 +1,9 @@
-"""The pure-Python tokenizer (server/bpe.py): the ids, text and template of transformers' own.
+"""The tokenizer read with `tokenizers` alone (server/fast_tokenizer.py): the ids, text and
+template of transformers' own.
 
-The synthetic engine reads server/tokenizer/ with it when transformers is not installed (the base
-install); every test below that compares with transformers is skipped without it, the rest run
-everywhere.
+The server reads the lab's model (and server/tokenizer/, for the synthetic engine of a base
+install) with it; every test below that compares with transformers is skipped without it, the
+rest run everywhere.
 """
 from __future__ import annotations
 
@@ -16,7 +17,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from server import model_builder
-from server.bpe import SHIPPED, ByteLevelBPE
+from server.fast_tokenizer import SHIPPED, FastTokenizer
 from server.detokenizer import Vocabulary
 
 # Text the corpus never saw, split across tokens: CJK extension B, skin tones, ZWJ, Greek, digits
@@ -33,8 +34,8 @@ MESSAGES = [{"role": "system", "content": "Be brief."},
 
 
 @pytest.fixture(scope="module")
-def bpe() -> ByteLevelBPE:
-    return ByteLevelBPE.from_folder(SHIPPED)
+def bpe() -> FastTokenizer:
+    return FastTokenizer.from_folder(SHIPPED)
 
 
 @pytest.fixture(scope="module")
@@ -48,7 +49,7 @@ def corpus() -> str:
     return "\n".join(p.read_text(encoding="utf-8") for p in model_builder.corpus_files())
 
 
-def test_text_round_trips_and_special_tokens_are_single_ids(bpe: ByteLevelBPE) -> None:
+def test_text_round_trips_and_special_tokens_are_single_ids(bpe: FastTokenizer) -> None:
     for text in HARD_TEXTS[:3]:
         assert bpe.decode(bpe.encode(text)) == text
     ids = bpe.encode("<|im_start|>user\nhi<|im_end|>")
@@ -59,13 +60,13 @@ def test_text_round_trips_and_special_tokens_are_single_ids(bpe: ByteLevelBPE) -
     assert len(bpe.encode(corpus())) < len(corpus().encode()) / 2
 
 
-def test_chat_template_is_chatml(bpe: ByteLevelBPE) -> None:
+def test_chat_template_is_chatml(bpe: FastTokenizer) -> None:
     text = bpe.apply_chat_template(MESSAGES, add_generation_prompt=True, tokenize=False)
     assert text == ("<|im_start|>system\nBe brief.<|im_end|>\n"
                     "<|im_start|>user\nhi 🦩<|im_end|>\n<|im_start|>assistant\n")
 
 
-def test_the_detokenizer_gets_its_byte_table(bpe: ByteLevelBPE) -> None:
+def test_the_detokenizer_gets_its_byte_table(bpe: FastTokenizer) -> None:
     vocabulary = Vocabulary.from_tokenizer(bpe)
     assert vocabulary.byte_level
     detokenizer = vocabulary.detokenizer()
@@ -73,16 +74,17 @@ def test_the_detokenizer_gets_its_byte_table(bpe: ByteLevelBPE) -> None:
     assert "".join(detokenizer.push(i) for i in ids) + detokenizer.flush() == HARD_TEXTS[0]
 
 
-def test_another_kind_of_tokenizer_is_refused(tmp_path: Path) -> None:
-    data = json.loads((SHIPPED / "tokenizer.json").read_text(encoding="utf-8"))
-    data["pre_tokenizer"] = {"type": "Metaspace"}
-    (tmp_path / "tokenizer.json").write_text(json.dumps(data), encoding="utf-8")
-    with pytest.raises(ValueError, match="needs transformers"):
-        ByteLevelBPE.from_folder(tmp_path)
+def test_a_model_specific_tokenizer_class_is_left_to_transformers(tmp_path: Path) -> None:
+    config = json.loads((SHIPPED / "tokenizer_config.json").read_text(encoding="utf-8"))
+    (tmp_path / "tokenizer.json").write_bytes((SHIPPED / "tokenizer.json").read_bytes())
+    (tmp_path / "tokenizer_config.json").write_text(
+        json.dumps({**config, "tokenizer_class": "LlamaTokenizer"}), encoding="utf-8")
+    with pytest.raises(ValueError, match="LlamaTokenizer tokenizer, or no tokenizer.json: reading it needs transformers"):
+        FastTokenizer.from_folder(tmp_path)
 
 
 @pytest.mark.parametrize("text", [corpus(), *HARD_TEXTS], ids=["corpus", *map(str, range(len(HARD_TEXTS)))])
-def test_same_ids_and_text_as_transformers(bpe: ByteLevelBPE, reference: Any, text: str) -> None:
+def test_same_ids_and_text_as_transformers(bpe: FastTokenizer, reference: Any, text: str) -> None:
     ids = reference.encode(text, add_special_tokens=False)
     assert bpe.encode(text) == ids
     for skip in (True, False):
@@ -95,19 +97,19 @@ def test_same_ids_and_text_as_transformers(bpe: ByteLevelBPE, reference: Any, te
        | st.lists(st.sampled_from(["a", "B", " ", "  ", "\n", "\t", "'s", "'ll", "1", "²", "é",
                                    "\u0301", "🦩", "𠮷", "\u3000", "<|im_end|>", "<|im_", ".", "!"]),
                   max_size=20).map("".join))
-def test_random_text_gets_the_same_ids(bpe: ByteLevelBPE, reference: Any, text: str) -> None:
+def test_random_text_gets_the_same_ids(bpe: FastTokenizer, reference: Any, text: str) -> None:
     assert bpe.encode(text) == reference.encode(text, add_special_tokens=False)
 
 
 @settings(max_examples=200, deadline=None)
 @given(st.lists(st.integers(0, model_builder.VOCAB_SIZE - 1), max_size=12))
-def test_random_ids_decode_alike(bpe: ByteLevelBPE, reference: Any, ids: list[int]) -> None:
+def test_random_ids_decode_alike(bpe: FastTokenizer, reference: Any, ids: list[int]) -> None:
     # Random ids are invalid UTF-8 as often as not: both replace it the same way.
     assert bpe.decode(ids, skip_special_tokens=True) == reference.decode(
         ids, skip_special_tokens=True, clean_up_tokenization_spaces=False)
 
 
-def test_same_vocabulary_and_template_as_transformers(bpe: ByteLevelBPE, reference: Any) -> None:
+def test_same_vocabulary_and_template_as_transformers(bpe: FastTokenizer, reference: Any) -> None:
     size = len(reference)
     assert len(bpe) == size
     assert bpe.convert_ids_to_tokens(list(range(size))) == reference.convert_ids_to_tokens(list(range(size)))
