@@ -63,7 +63,7 @@ def test_nginx_worker_connections_named_from_its_log_line() -> None:
                  "server open-file limit (soft RLIMIT_NOFILE 512)", id="server-fds"),
     pytest.param({"ttft_p99_s": 8.2, "accept_queue_peak": 44, "delivered_tok_s": 3000.0},
                  "proxy stops accepting (maxconn): streams wait in the kernel's accept queue",
-                 id="haproxy-maxconn-waves"),
+                 id="haproxy_maxconn-waves"),
     pytest.param({"ttft_p99_s": 3.1, "tcp_counters": {"ListenOverflows": 12, "TCPSynRetrans": 12},
                   "ttft_histogram": {"<0.5 s": 988, "<2 s": 8, "<4 s": 4}},
                  "a listen queue overflowed", id="listen-overflow"),

@@ -47,7 +47,7 @@ def test_the_cli_prints_a_validated_config() -> None:
     (("chain-buffering", "--proxy", "squid"), "chain-buffering runs envoy, haproxy, nginx, not squid"),
     (("server-disconnect",), "server-disconnect runs no proxy"),
     (("no-such-scenario",), "no scenario named 'no-such-scenario'"),
-])
+], ids=["several-proxies", "another-proxy", "no-proxy", "unknown"])  # no scenario name: tests/test_selection.py
 def test_the_cli_says_what_to_ask_for(args: tuple[str, ...], message: str) -> None:
     result = cli(*args)
     assert result.returncode == 2 and result.stdout == ""

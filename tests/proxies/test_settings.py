@@ -149,7 +149,7 @@ NON_DEFAULT: dict[type[ProxySettings], dict[str, dict[str, Any]]] = {
     },
 }
 MODELS = list(NON_DEFAULT)
-CASES = [pytest.param(model, changes, id=f"{model.proxy}-{field}")
+CASES = [pytest.param(model, changes, id=f"{model.proxy}.{field}")
          for model, fields in NON_DEFAULT.items() for field, changes in fields.items()]
 
 INJECTIONS = ["1s; include /etc/passwd", "on;\n    include /etc/passwd", 'x" ; evil "y',
@@ -185,7 +185,7 @@ def test_rendered_text_needs_no_clean_up(model: type[ProxySettings]) -> None:
 
 
 @pytest.mark.parametrize(("model", "field"), [
-    pytest.param(model, field, id=f"{model.proxy}-{field}")
+    pytest.param(model, field, id=f"{model.proxy}.{field}")
     for model in MODELS for field in model.model_fields])
 def test_injection_is_rejected(model: type[ProxySettings], field: str) -> None:
     current = model.model_fields[field].default

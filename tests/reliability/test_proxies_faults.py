@@ -98,9 +98,10 @@ def test_client_disconnect_frees_the_slot(proxy_name: ProxyName, server: Any) ->
     assert freed_after < 2.0, f"the slot was held {freed_after:.2f} s after the client left"
 
 
-async def _leave_at(client: httpx.AsyncClient, url: str, leave_after_s: float,
-                    events: list[int]) -> None:
-    """Start a 20 s stream and hang up after `leave_after_s`, wherever the stream is then."""
+async def _leave_at(client: httpx.AsyncClient, url: str, leave_after_s: float | None,
+                    events: list[int], leave_after_events: int | None = None) -> None:
+    """Start a 20 s stream and hang up after `leave_after_s` (wherever the stream is then), or
+    right after the `leave_after_events`-th content event (mid-stream however late it started)."""
     seen = [0]
 
     async def read() -> None:
@@ -108,6 +109,8 @@ async def _leave_at(client: httpx.AsyncClient, url: str, leave_after_s: float,
         async with client.stream("POST", url + "/v1/chat/completions", json=body) as response:
             async for line in response.aiter_lines():
                 seen[0] += content_event(line)
+                if leave_after_events is not None and seen[0] >= leave_after_events:
+                    return  # leaving the block closes the connection
     try:
         await asyncio.wait_for(read(), leave_after_s)  # cancelled there: the connection closes
     except asyncio.TimeoutError:
@@ -124,9 +127,11 @@ def _peak_slots(server: Any, stop: threading.Event, peak: list[float]) -> None:
 @pytest.mark.parametrize("proxy_name", PROXIES)
 def test_100_clients_leaving_at_random_points_free_every_slot(proxy_name: ProxyName, server: Any) -> None:
     rng = random.Random(f"proxies-hostile-{proxy_name}")
-    # A fifth leave within 50 ms (before or just after the headers), the rest mid-stream.
-    leave_after = [rng.uniform(0.0, 0.05) if rng.random() < 0.2 else rng.uniform(0.3, 2.0)
-                   for _ in range(100)]
+    # A fifth leave within 50 ms (before or just after the headers), the rest mid-stream: after
+    # as many events as 0.3-2.0 s of the stream carry (counted, not timed, so a machine busy with
+    # other tests that starts the streams late still has them leave mid-stream).
+    leave_after = [(rng.uniform(0.0, 0.05), None) if rng.random() < 0.2
+                   else (30.0, max(1, round(rng.uniform(0.3, 2.0) * TOKENS_PER_S))) for _ in range(100)]
     events: list[int] = []
     with fixed_proxy(proxy_name, server.port) as proxy:
         stop, peak = threading.Event(), [0.0]
@@ -136,7 +141,8 @@ def test_100_clients_leaving_at_random_points_free_every_slot(proxy_name: ProxyN
         async def everyone() -> None:
             limits = httpx.Limits(max_connections=200, max_keepalive_connections=0)
             async with httpx.AsyncClient(timeout=30, limits=limits) as client:
-                await asyncio.gather(*(_leave_at(client, proxy.url, after, events) for after in leave_after))
+                await asyncio.gather(*(_leave_at(client, proxy.url, after, events, count)
+                                       for after, count in leave_after))
         try:
             asyncio.run(asyncio.wait_for(everyone(), timeout=30))
         finally:
