@@ -14,8 +14,10 @@ Installed, the console command `streamlab` is the same: `streamlab verify nginx.
 from __future__ import annotations
 
 import argparse
+import importlib
 import json
 import sys
+import threading
 from pathlib import Path
 from typing import Sequence
 
@@ -158,6 +160,9 @@ def _run(scenarios, variants, runtime, out: Path, *, as_json: bool = False) -> i
     from labs.runner import Lab
 
     console = Console(stderr=as_json)
+    # The report's picture needs matplotlib (~1 s to import): imported while the model server
+    # starts (seconds of waiting), not after the runs.
+    threading.Thread(target=importlib.import_module, args=("labs.timeline",), daemon=True).start()
     failed = False
     with console.status("starting") as status, Lab(runtime=runtime, progress=status.update) as lab:
         for scenario in scenarios:
