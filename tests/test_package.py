@@ -174,7 +174,10 @@ def installed(tmp_path_factory: pytest.TempPathFactory) -> Path:
     # .venv does: a dependency may be satisfied there); the checkout is never one of them.
     ours = dict.fromkeys([sysconfig.get_paths()[k] for k in ("purelib", "platlib")]
                          + [p for p in sys.path if Path(p).name in ("site-packages", "dist-packages")])
-    assert not any(Path(p) == REPO or REPO in Path(p).parents for p in ours)
+    # (make setup's .venv lies inside the checkout: its site-packages is a site folder like any
+    # other; the editable install's own .pth files there are not read through a .pth line.)
+    sources = [REPO, *(REPO / name for name in ("labs", "proxies", "server"))]
+    assert not any(Path(p) in sources or any(s in Path(p).parents for s in sources[1:]) for p in ours)
     (purelib / "_streamlab_test_deps.pth").write_text("".join(f"{p}\n" for p in ours), encoding="utf-8")
     return bin_dir
 

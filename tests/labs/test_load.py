@@ -143,16 +143,12 @@ def test_sampler_reads_cpu_fds_and_the_accept_queue() -> None:
     assert 0 < busy < total
 
 
-SERVER_READY = (REPO / "server" / "__main__.py").exists()
-
-
 @pytest.fixture(scope="module")
 def lab() -> Iterator[LoadLab]:
     with LoadLab(duration_s=1.0) as running:
         yield running
 
 
-@pytest.mark.skipif(not SERVER_READY, reason="the model server is not built yet")
 @pytest.mark.parametrize("proxy", [None, "nginx", "haproxy", "envoy"], ids=lambda p: p or "direct")
 def test_twenty_streams_complete_through_each_fixed_config(lab: LoadLab, proxy: str | None) -> None:
     path = LoadPath(proxy or "direct", "fixed", "fixed", proxy=proxy)

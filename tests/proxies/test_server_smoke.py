@@ -1,7 +1,6 @@
 """Smoke: each proxy's fixed config in front of the real model server streams a completion."""
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -12,11 +11,10 @@ from proxies.runtime.local import run_proxy
 from server.processes import free_port
 from tests.runtimes import stream
 
-REPO = Path(__file__).resolve().parents[2]
-SERVER_READY = all((REPO / path).exists() for path in
-                   ("server/__main__.py", "server/engine/__init__.py", ".models/tiny/config.json"))
-pytestmark = [pytest.mark.slow,
-              pytest.mark.skipif(not SERVER_READY, reason="the model server or its model is not built yet")]
+# Never skipped: these tests stream through the session's synthetic-engine server, which needs
+# no built model (they used to skip, at collection, before `.models/tiny` existed); a test the
+# suite promises to run fails loudly when it cannot.
+pytestmark = [pytest.mark.slow]
 
 REQUEST: dict[str, Any] = {
     "model": "tiny", "stream": True, "max_tokens": 20,

@@ -90,6 +90,12 @@ def test_close_the_tab_after_three_tokens(view: View, page: Page) -> None:
 
 
 def test_past_reports_are_browsable(view: View, page: Page) -> None:
+    # Its own past report when no earlier test of this module left one (it runs alone too).
+    if not (view.reports / "nginx-buffering" / "report.md").is_file():
+        from labs.report import write_report
+        from tests.labs.test_report import outcome
+
+        write_report(outcome(), view.reports / "nginx-buffering")
     tab = page.page
     tab.goto(view.url + "/reports")
     tab.click("a[data-report=nginx-buffering]")
