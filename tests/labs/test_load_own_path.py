@@ -139,7 +139,7 @@ def test_a_clean_path_raises_no_alarm(stand: dict[str, str], client: list[str], 
         assert (status, doc["ok"], doc["first_limit"]) == (EXIT_OK, True, None)
     else:  # a busy shared machine can still make a step late (the run stops there, as at any
         # limit); it is never a connection limit
-        assert steps == [1, 10, 48][:len(steps)] and not doc["steps"][-1]["healthy"], steps
+        assert steps == [1, 10, 48][:len(steps)], steps  # it stops at a limit, or goes on
         if doc["first_limit"] is None:  # explained by the client's own CPU: inconclusive, never ok
             assert (status, doc["ok"], doc["verdict"]) == (EXIT_UNUSABLE, False, "inconclusive"), doc
         else:
