@@ -23,7 +23,7 @@ from proxies.runtime.docker import DockerProxy
 from proxies.runtime.dockercli import docker, engine_problem
 from proxies.runtime.images import ImageMissing, image_for
 from proxies.runtime.local import LocalProxy
-from server.processes import free_port, port_accepts
+from server.processes import free_port, port_accepts, wait_until
 
 PROXIES: tuple[ProxyName, ...] = ("nginx", "haproxy", "envoy", "varnish", "apache", "caddy")
 # The proxies docker/compose.yaml runs: every one.
@@ -105,6 +105,9 @@ def assert_running(proxy: LocalProxy) -> None:
         assert proxy.pid > 0 and os.getpgid(proxy.pid) == proxy.pid  # stopped as one group
 
 
+GONE_WITHIN_S = 2.0
+
+
 def assert_gone(proxy: LocalProxy) -> None:
     """Nothing left behind: the process (the attached `docker run` client) reaped, its process
     group or container gone, the port free."""
@@ -112,6 +115,11 @@ def assert_gone(proxy: LocalProxy) -> None:
     if isinstance(proxy, DockerProxy):
         assert not container_exists(proxy)
     else:
+        # SIGKILLed workers of a dead master take a moment to exit on a busy machine: polled.
+        try:
+            wait_until(lambda: group_members(proxy.pid) == [], GONE_WITHIN_S, describe="the process group to exit")
+        except TimeoutError:
+            pass
         assert group_members(proxy.pid) == []
     assert not port_accepts(proxy.settings.listen_port)
 
