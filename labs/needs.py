@@ -18,7 +18,7 @@ from typing import Iterable, Sequence
 from labs.scenario import Scenario
 from labs.view.chromium import NEEDS as BROWSER_DRIVER_NEEDS
 from proxies.needs import (HOP_NEEDS, REQUIREMENTS, CannotInstall, Requirement, hop_needs,
-                           install_missing, pip_extra)
+                           install_missing, pip_extra, python_present)
 
 # The measuring client's libraries (labs.libclients.LIBRARIES) that are not base dependencies.
 LIBRARY_NEEDS: dict[str, tuple[str, ...]] = {
@@ -32,18 +32,13 @@ def _chromium_present() -> bool:
     return found() is not None
 
 
-def _python_present(module: str):
-    import importlib.util
-    return lambda: importlib.util.find_spec(module) is not None
-
-
 # The proxies layer's requirements, and the clients' own.
 ALL: dict[str, Requirement] = {**REQUIREMENTS, **{r.name: r for r in (
     Requirement("chromium", "Chromium, from Debian's package (Playwright drives it)", _chromium_present,
                 apt="chromium"),
     Requirement("python-browser", "Playwright's Python driver (the extra [browser])",
-                _python_present("playwright"), pip_extra("browser")),
-    Requirement("python-sdk", "the OpenAI SDK (the extra [sdk])", _python_present("openai"),
+                python_present("playwright"), pip_extra("browser")),
+    Requirement("python-sdk", "the OpenAI SDK (the extra [sdk])", python_present("openai"),
                 pip_extra("sdk")),
 )}}
 # What a browser-driven workload needs, as labs.view.chromium.chromium_driver declares it.

@@ -48,7 +48,7 @@ def _binary_present(binary: str) -> Callable[[], bool]:
     return lambda: binaries.find_binary(binary) is not None
 
 
-def _python_present(*modules: str) -> Callable[[], bool]:
+def python_present(*modules: str) -> Callable[[], bool]:
     return lambda: all(importlib.util.find_spec(module) is not None for module in modules)
 
 
@@ -117,7 +117,7 @@ REQUIREMENTS: dict[str, Requirement] = {r.name: r for r in (
     Requirement("litellm", f"the LiteLLM proxy in its own venv ({apps.LITELLM_PIN})",
                 _litellm_present, apps.install_litellm),
     Requirement("python-apps", "gunicorn with gevent, Flask and requests (the extra [apps])",
-                _python_present("gunicorn", "gevent", "flask", "requests"), pip_extra("apps")),
+                python_present("gunicorn", "gevent", "flask", "requests"), pip_extra("apps")),
 )}
 
 # Every hop a scenario's path can name -> what it needs, in install order.

@@ -17,7 +17,6 @@ import os
 import subprocess
 import sys
 import sysconfig
-import time
 from pathlib import Path
 from typing import Iterator, Mapping
 
@@ -25,7 +24,7 @@ import httpx
 import pytest
 
 from server import extras, locations
-from server.processes import free_port
+from server.processes import free_port, wait_until
 
 REPO = Path(__file__).resolve().parent.parent
 BASE_COMMANDS = ["labs.__main__", "labs.verify", "labs.verify.cli", "labs.verify.run", "labs.probe",
@@ -89,17 +88,19 @@ def serving(python: str, args: list[str], env: Mapping[str, str], cwd: Path,
         process = subprocess.Popen([python, "-m", "server", "--port", str(port), *args], cwd=cwd,
                                    env=dict(env), stdout=out, stderr=subprocess.STDOUT)
     url = f"http://127.0.0.1:{port}"
+    def alive() -> None:
+        assert process.poll() is None, f"the server exited: {log.read_text(errors='replace')[-3000:]}"
+
+    def healthy() -> bool:
+        try:
+            return httpx.get(url + "/healthz", timeout=1).status_code == 200
+        except httpx.HTTPError:
+            return False
     try:
-        deadline = time.monotonic() + timeout_s
-        while True:
-            assert process.poll() is None, f"the server exited: {log.read_text(errors='replace')[-3000:]}"
-            try:
-                if httpx.get(url + "/healthz", timeout=1).status_code == 200:
-                    break
-            except httpx.HTTPError:
-                pass
-            assert time.monotonic() < deadline, f"not ready: {log.read_text(errors='replace')[-3000:]}"
-            time.sleep(0.1)
+        try:
+            wait_until(healthy, timeout_s, interval_s=0.1, describe="the installed server", alive=alive)
+        except TimeoutError as exc:
+            raise AssertionError(f"{exc}: {log.read_text(errors='replace')[-3000:]}") from None
         yield url, log
     finally:
         process.terminate()
