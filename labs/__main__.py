@@ -85,8 +85,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     if argv[:1] == ["setup"]:  # labs.needs parses its own options
         from labs.needs import main as setup
         return setup(argv[1:])
-    if argv[:1] == ["load"]:  # labs.load.own_cli parses its own options
-        from labs.load.own_cli import main as load
+    if argv[:1] == ["load"]:  # labs.pathload.cli parses its own options
+        from labs.pathload.cli import main as load
         return load(argv[1:])
     args = _parser().parse_args(argv)
     from labs import catalogue
@@ -95,7 +95,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print("\n".join([*(s.name for s in catalogue.SCENARIOS), "load"]))
         return 0
     if args.command == "list":
-        from labs.listing import print_list
+        from labs.scenario.listing import print_list
         return print_list(catalogue.SCENARIOS, json_output=args.json)
     if args.command == "run" and args.name == "load":
         from labs import load
@@ -107,10 +107,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         from labs.view.cli import serve
         return serve(args.host, args.port, args.runtime, args.out)
     if args.command == "render":
-        from labs import render
+        from labs.scenario import render
         return render.main(args.name, args.variant, args.proxy, check=not args.no_validate)
     if args.command == "readme-table":
-        from labs.docs import scenario_table, update_readme
+        from labs.scenario.readme_table import scenario_table, update_readme
         if args.write:
             root = checkout()
             if root is None:
@@ -134,7 +134,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return _run([scenario], variants, args.runtime, args.out, as_json=args.json)
     if not _model_ready():
         return 2
-    from labs.run_all import run_all
+    from labs.scenario.run_all import run_all
     return run_all(list(catalogue.SCENARIOS), args.runtime, args.out)
 
 
@@ -156,13 +156,14 @@ def _run(scenarios, variants, runtime, out: Path, *, as_json: bool = False) -> i
     from rich.console import Console
     from rich.markup import escape
 
-    from labs import provenance, report
-    from labs.runner import Lab
+    from labs import provenance
+    from labs.scenario import report
+    from labs.scenario.runner import Lab
 
     console = Console(stderr=as_json)
     # The report's picture needs matplotlib (~1 s to import): imported while the model server
     # starts (seconds of waiting), not after the runs.
-    threading.Thread(target=importlib.import_module, args=("labs.timeline",), daemon=True).start()
+    threading.Thread(target=importlib.import_module, args=("labs.scenario.timeline",), daemon=True).start()
     failed = False
     with console.status("starting") as status, Lab(runtime=runtime, progress=status.update) as lab:
         for scenario in scenarios:

@@ -15,12 +15,12 @@ import sys
 import time
 from typing import Iterable, Sequence
 
-from labs.scenario import Scenario
-from labs.view.chromium import NEEDS as BROWSER_DRIVER_NEEDS
+from labs.scenario.model import Scenario
+from labs.scenario.chromium import NEEDS as BROWSER_DRIVER_NEEDS
 from proxies.needs import (HOP_NEEDS, REQUIREMENTS, CannotInstall, Requirement, hop_needs,
                            install_missing, pip_extra, python_present)
 
-# The measuring client's libraries (labs.libclients.LIBRARIES) that are not base dependencies.
+# The measuring client's libraries (labs.client.libraries.LIBRARIES) that are not base dependencies.
 LIBRARY_NEEDS: dict[str, tuple[str, ...]] = {
     "requests-iter-lines": ("python-apps",), "requests-chunk-1": ("python-apps",),
     "openai": ("python-sdk",),
@@ -41,7 +41,7 @@ ALL: dict[str, Requirement] = {**REQUIREMENTS, **{r.name: r for r in (
     Requirement("python-sdk", "the OpenAI SDK (the extra [sdk])", python_present("openai"),
                 pip_extra("sdk")),
 )}}
-# What a browser-driven workload needs, as labs.view.chromium.chromium_driver declares it.
+# What a browser-driven workload needs, as labs.scenario.chromium.chromium_driver declares it.
 BROWSER_NEEDS = BROWSER_DRIVER_NEEDS
 # Besides every hop: what the whole test suite needs (pytest and its plugins are in [test]).
 SUITE_NEEDS = (*BROWSER_NEEDS, "python-sdk", "python-apps")

@@ -16,7 +16,7 @@ from typing import Any, Iterable, Mapping
 import pytest
 
 from labs.client import measure_stream
-from labs.measurements import StreamResult
+from labs.client.results import StreamResult
 from proxies import ProxySettings
 from proxies.base import ProxyName
 from proxies.runtime.docker import DockerProxy

@@ -14,8 +14,8 @@ from typing import Callable, Iterator
 import pytest
 
 from labs import catalogue
-from labs.runner import Lab
-from labs.scenario import VARIANTS, Scenario, VariantName
+from labs.scenario.runner import Lab
+from labs.scenario.model import VARIANTS, Scenario, VariantName
 from proxies.apps import is_app
 from tests.runtimes import require_images
 

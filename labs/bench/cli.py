@@ -17,7 +17,7 @@ from labs.bench.measuring_client import CLIENT_STREAMS, bench_client
 from labs.bench.modules import REPO_ROOT, run_module
 from labs.bench.proxies import PACED_RATE, PACED_TOKENS, PROXIES, Progress, bench_proxies
 from labs.bench.server_cpu import CPU_CASES, bench_server_cpu
-from labs.resources import raise_own_fd_limit
+from labs.client.resources import raise_own_fd_limit
 
 DEFAULT_OUT = REPO_ROOT / "reports" / "bench"
 PARTS = ("admission", "prefill", "proxies", "server-cpu", "server", "engine", "client", "locust")

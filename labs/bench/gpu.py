@@ -27,7 +27,7 @@ from labs import client
 from labs.bench.modules import REPO_ROOT, run_module
 from labs.bench.prefill import PROMPT_TEXT
 from labs.load import script
-from labs.measurements import percentile
+from labs.client.results import percentile
 
 BATCHES = (8, 32, 64)
 ARRIVALS = (1, 64)
@@ -75,7 +75,7 @@ async def server_checks(url: str, model: str, step_ms: float) -> dict[str, Any]:
 
 
 def run(device: str, size: str, out: Path) -> dict[str, Any]:
-    from labs.runner import served_model
+    from labs.scenario.runner import served_model
     from server.launcher import running_server
 
     out.mkdir(parents=True, exist_ok=True)

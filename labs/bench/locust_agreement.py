@@ -15,7 +15,7 @@ above: half a step of error), the server's scheduler sends tokens due within 1 m
 (5 ms at 20 tok/s) is allowed for that, and checked against the lab client's own A-B-A
 difference (if the lab client differs from itself by more, the machine was too noisy to judge).
 And a percentile is only as precise as its samples fix it: the p99 of 300 TTFTs is one of about
-the top seven values (labs.measurements.percentile_band: the ranks 2 binomial standard
+the top seven values (labs.client.results.percentile_band: the ranks 2 binomial standard
 deviations either side), so each client's band half-width adds, in quadrature.
 
 Then both clients at CLIMB counts, until a Locust process reaches SATURATED_PCT of one core in its
@@ -113,7 +113,7 @@ def _numbers(step: StepResult, server: dict[str, Any]) -> dict[str, Any]:
 def bench_locust_agreement(progress: Callable[[str], None]) -> dict[str, Any]:
     from labs.load import SYNTHETIC, LoadLab, ServerSpec
     from labs.load.locust_run import locust_available, run_locust_step
-    from labs.load.own_path import LoadSettings, OwnPath, run_step
+    from labs.pathload.ramp import LoadSettings, OwnPath, run_step
 
     if not locust_available():
         return {"missing": "Locust is not installed (pip install 'streamlab[locust]')"}

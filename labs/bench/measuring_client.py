@@ -13,7 +13,7 @@ from typing import Any, Iterator
 from labs import client
 from labs.bench.proxies import Progress
 from labs.load import _no_gc_pauses
-from labs.measurements import percentile
+from labs.client.results import percentile
 
 CLIENT_STREAMS = 300  # the many-streams case: 20 events/s each for 3 s
 

@@ -23,7 +23,7 @@ from typing import Any
 from labs import client
 from labs.bench.proxies import Progress
 from labs.load import _no_gc_pauses, _runner, script
-from labs.measurements import percentile
+from labs.client.results import percentile
 
 COUNTS = (8, 32, 64)
 ROUNDS = 3
@@ -41,7 +41,7 @@ def _body(model: str, prompt: str = PROMPT_TEXT) -> bytes:
 
 def bench_prefill(progress: Progress, counts: tuple[int, ...] = COUNTS,
                   rounds: int = ROUNDS) -> dict[str, Any]:
-    from labs.runner import served_model
+    from labs.scenario.runner import served_model
     from server.launcher import running_server
 
     results: dict[str, dict[str, dict[str, list[dict[str, Any]]]]] = {

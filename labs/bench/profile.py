@@ -134,9 +134,9 @@ def run(arrivals: int, rounds: int, streams: int, out: Path, rate_hz: int) -> di
     from labs.load.paths import script
     from labs.load.run import PROMPT
     from labs.load.streams import _lean_many, _no_gc_pauses, _runner
-    from labs.measurements import percentile
-    from labs.resources import raise_own_fd_limit
-    from labs.runner import served_model
+    from labs.client.results import percentile
+    from labs.client.resources import raise_own_fd_limit
+    from labs.scenario.runner import served_model
     from server.launcher import running_server
 
     py_spy = find_py_spy()

@@ -14,7 +14,7 @@ from typing import Any, Callable, Mapping
 
 from labs import client
 from labs.load import SYNTHETIC, LoadLab, LoadPath, StepResult, _no_gc_pauses, _runner, script
-from labs.measurements import percentile
+from labs.client.results import percentile
 
 PROXIES = ("nginx", "haproxy", "envoy")
 TARGET_TTFT_ADDED_S = 0.001

@@ -16,8 +16,8 @@ from typing import Any, Iterator, Mapping
 
 from labs.bench.measuring_client import bare_server_process
 from labs.load.streams import _lean_many, _no_gc_pauses, _runner
-from labs.measurements import percentile
-from labs.resources import Sampler
+from labs.client.results import percentile
+from labs.client.resources import Sampler
 
 PLAIN, BARE = "plain FastAPI", "bare asyncio"
 

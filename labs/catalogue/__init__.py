@@ -1,13 +1,13 @@
 """The scenario catalogue: every scenario declared once, in the module of its layer.
 
 `python -m labs render nginx-buffering --variant broken` prints the proxy config a variant runs
-(labs/render.py).
+(labs/scenario/render.py).
 """
 from __future__ import annotations
 
 from labs.catalogue import apache, apps, caddy, cdn, chain, envoy, haproxy, http2, nginx, reload
 from labs.catalogue import browser, client, libraries, server
-from labs.scenario import VARIANTS, Scenario
+from labs.scenario.model import VARIANTS, Scenario
 
 SCENARIOS: tuple[Scenario, ...] = (
     *nginx.SCENARIOS, *http2.SCENARIOS, *haproxy.SCENARIOS, *envoy.SCENARIOS, *cdn.SCENARIOS, *apache.SCENARIOS,

@@ -1,8 +1,8 @@
 """Apache httpd scenarios: mod_proxy's ProxyTimeout cuts a silent stream."""
 from __future__ import annotations
 
-from labs import checks
-from labs.scenario import Scaled, Scenario, Variant, Workload
+from labs.scenario import checks
+from labs.scenario.model import Scaled, Scenario, Variant, Workload
 
 DOCS = "https://httpd.apache.org/docs/2.4/mod/mod_proxy.html"
 PROXY_TIMEOUT_S = 2  # apache-proxy-timeout: ProxyTimeout (whole seconds)

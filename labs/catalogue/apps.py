@@ -2,10 +2,10 @@
 and the model spoils a stream every proxy passes. Each runs the real component (proxies/apps)."""
 from __future__ import annotations
 
-from labs import checks
+from labs.scenario import checks
 from labs.catalogue.nginx import DOCS as NGINX_DOCS
 from labs.catalogue.server import LONG_ANSWER
-from labs.scenario import Scaled, Scenario, Variant, Workload
+from labs.scenario.model import Scaled, Scenario, Variant, Workload
 from proxies.apps.launch import LITELLM_KEY
 
 COMPRESSION = "https://github.com/expressjs/compression#filter-1"

@@ -1,15 +1,15 @@
 """Browser-layer scenarios: every hop and the server stream, and the browser's own APIs spoil it.
 
-Their client is Chromium (labs/view/chromium.py) running the view's own client, static/client.js,
+Their client is Chromium (labs/scenario/chromium.py) running the view's own client, static/client.js,
 so each guard measures what a page would see.
 """
 from __future__ import annotations
 
-from labs import checks
+from labs.scenario import checks
 from labs.catalogue.common import MANY_STREAMS_SERVER
-from labs.checks.base import STREAM_SLACK_INTERVALS, ms
-from labs.scenario import Check, Run, Scaled, Scenario, Variant, Workload
-from labs.view.chromium import chromium_driver
+from labs.scenario.checks.base import STREAM_SLACK_INTERVALS, ms
+from labs.scenario.model import Check, Run, Scaled, Scenario, Variant, Workload
+from labs.scenario.chromium import chromium_driver
 
 ENCODING_API = "https://encoding.spec.whatwg.org/#dom-textdecoder-decode"
 SSE_SPEC = "https://html.spec.whatwg.org/multipage/server-sent-events.html"

@@ -1,8 +1,8 @@
 """Caddy scenarios: `encode` decides on compression at the first write."""
 from __future__ import annotations
 
-from labs import checks
-from labs.scenario import Scaled, Scenario, Variant, Workload
+from labs.scenario import checks
+from labs.scenario.model import Scaled, Scenario, Variant, Workload
 
 DOCS = "https://caddyserver.com/docs/caddyfile"
 # A first event above encode's minimum_length (512 bytes) turns gzip on for the whole response.

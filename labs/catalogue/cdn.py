@@ -6,9 +6,10 @@ import asyncio
 import time
 from typing import Any, Mapping
 
-from labs import checks, client
-from labs.measurements import StreamResult
-from labs.scenario import Driver, Scaled, Scenario, Variant, Workload
+from labs import client
+from labs.scenario import checks
+from labs.client.results import StreamResult
+from labs.scenario.model import Driver, Scaled, Scenario, Variant, Workload
 
 DOCS = "https://varnish-cache.org/docs/7.1"
 BETWEEN_BYTES_S = 2.0  # cdn-between-bytes: the backend's .between_bytes_timeout

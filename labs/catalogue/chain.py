@@ -1,11 +1,11 @@
 """A chain of proxies where one hop buffers: measure at each hop's entry to find which one."""
 from __future__ import annotations
 
-from labs import checks
+from labs.scenario import checks
 from labs.catalogue.caddy import DOCS as CADDY_DOCS
 from labs.catalogue.caddy import FIRST_EVENT_BYTES
 from labs.catalogue.nginx import CLOSE_DELIMITED_SERVER, DOCS, NO_ACCEL_HEADER
-from labs.scenario import Scenario, Variant, Workload
+from labs.scenario.model import Scenario, Variant, Workload
 
 SCENARIOS = [
     Scenario(

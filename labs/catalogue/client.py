@@ -1,8 +1,8 @@
 """Client-layer scenarios: every hop streams, and the client still spoils it."""
 from __future__ import annotations
 
-from labs import checks
-from labs.scenario import Scaled, Scenario, Variant, Workload
+from labs.scenario import checks
+from labs.scenario.model import Scaled, Scenario, Variant, Workload
 
 HTTPX_TIMEOUTS = "https://www.python-httpx.org/advanced/timeouts/"
 OPENAI_STREAMING = "https://github.com/openai/openai-python#streaming-responses"

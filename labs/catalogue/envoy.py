@@ -1,9 +1,9 @@
 """Envoy scenarios: the route timeout, the stream idle timeout, circuit breakers, body inspection."""
 from __future__ import annotations
 
-from labs import checks
+from labs.scenario import checks
 from labs.catalogue.common import MANY_STREAMS_SERVER
-from labs.scenario import Scaled, Scenario, Variant, Workload
+from labs.scenario.model import Scaled, Scenario, Variant, Workload
 
 ROUTE = "https://www.envoyproxy.io/docs/envoy/v1.40.0/api-v3/config/route/v3/route_components.proto"
 HCM = ("https://www.envoyproxy.io/docs/envoy/v1.40.0/api-v3/extensions/filters/network/"

@@ -1,9 +1,9 @@
 """HAProxy scenarios: MSG_MORE coalescing, compression, timeout server, abortonclose, maxconn."""
 from __future__ import annotations
 
-from labs import checks
+from labs.scenario import checks
 from labs.catalogue.common import MANY_STREAMS_SERVER
-from labs.scenario import Scaled, Scenario, Variant, Workload
+from labs.scenario.model import Scaled, Scenario, Variant, Workload
 
 DOCS = "https://docs.haproxy.org/2.6/configuration.html"
 LONG_SCRIPT = ("Every token should reach the reader the moment the model makes it. "

@@ -1,8 +1,8 @@
 """HTTP/2 in front: nginx holds the HEADERS frame of a response until its first DATA frame."""
 from __future__ import annotations
 
-from labs import checks
-from labs.scenario import Scenario, Variant, Workload
+from labs.scenario import checks
+from labs.scenario.model import Scenario, Variant, Workload
 
 V2_DOCS = "https://nginx.org/en/docs/http/ngx_http_v2_module.html"
 PREFILL_S = 3.0  # the server's silence after its headers, before the first data frame

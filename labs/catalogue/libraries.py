@@ -1,11 +1,11 @@
 """Client-library scenarios: the stream reaches the client intact and on time, and the library (or
 the parsing code on top of it) delays or mangles it. The real library runs in the measuring
-process (labs/libclients.py), timed against the server's `sent_at` stamps."""
+process (labs/client/libraries.py), timed against the server's `sent_at` stamps."""
 from __future__ import annotations
 
-from labs import checks
+from labs.scenario import checks
 from labs.catalogue.nginx import CLOSE_DELIMITED_SERVER
-from labs.scenario import Scenario, Variant, Workload
+from labs.scenario.model import Scenario, Variant, Workload
 
 REQUESTS_ITER_LINES = "https://requests.readthedocs.io/en/latest/api/#requests.Response.iter_lines"
 HTTPX_STREAMING = "https://www.python-httpx.org/quickstart/#streaming-responses"

@@ -2,9 +2,9 @@
 connections, keepalive."""
 from __future__ import annotations
 
-from labs import checks
+from labs.scenario import checks
 from labs.catalogue.common import MANY_STREAMS_SERVER
-from labs.scenario import Scaled, Scenario, Variant, Workload
+from labs.scenario.model import Scaled, Scenario, Variant, Workload
 
 DOCS = "https://nginx.org/en/docs/http/ngx_http_proxy_module.html"
 STREAMING_UPSTREAM = {"proxy_http_version": "1.1", "proxy_connection_header": ""}

@@ -2,9 +2,9 @@
 master-worker SIGUSR2); a short drain limit cuts every stream still running."""
 from __future__ import annotations
 
-from labs import checks
+from labs.scenario import checks
 from labs.catalogue.nginx import STREAMING_UPSTREAM
-from labs.scenario import DEFAULT_SCRIPT, Scaled, Scenario, Variant, Workload
+from labs.scenario.model import DEFAULT_SCRIPT, Scaled, Scenario, Variant, Workload
 
 NGINX_CORE = "https://nginx.org/en/docs/ngx_core_module.html"
 HAPROXY_DOCS = "https://docs.haproxy.org/2.6/configuration.html"

@@ -3,7 +3,7 @@ locustfile (labs/load/locustfile.py); their aggregated stats become a `StepResul
 analysis and report read Locust's numbers.
 
 From Locust's stats (the master's JSON and failures CSV): outcomes from the `outcome: KIND`
-entries, TTFT and gap percentiles (nearest rank, labs.measurements) from their response-time
+entries, TTFT and gap percentiles (nearest rank, labs.client.results) from their response-time
 histograms (Locust keeps ms, rounded to 2 significant digits above 100 ms), errors from the
 failures, delivered tok/s as the streams that got tokens x 1 / the mean gap (Locust has no
 per-event clock to cut a steady window with; a step whose streams ran in waves is judged by its
@@ -27,11 +27,11 @@ from typing import Any, Mapping
 
 from labs.findings import UnusableInput
 from labs.load.evidence import tcp_counters
-from labs.load.own_path import OwnPath, finish_step, own_limits
+from labs.pathload.ramp import OwnPath, finish_step, own_limits
 from labs.load.results import StepResult
 from labs.load.summary import percentile_bands, ttft_histogram
-from labs.measurements import percentile
-from labs.resources import Sampler, cpu_s
+from labs.client.results import percentile
+from labs.client.resources import Sampler, cpu_s
 
 LOCUSTFILE = Path(__file__).with_name("locustfile.py")
 KIND = "SSE"

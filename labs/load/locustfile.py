@@ -11,7 +11,7 @@ master/worker aggregation show them:
     request_type SSE, name connect         from the call to the connection being open (ms):
                                            address lookup and TCP (and TLS) connect
 
-Events are parsed by the lab's SSE parser (labs/sse_parser.py): the same rules as the lab's own
+Events are parsed by the lab's SSE parser (labs/client/sse.py): the same rules as the lab's own
 client, so a role-only delta never counts as a first token. As in the lab's client, t = 0 is the
 request's write, right after its connection opened (the connection class below stamps it): the
 address lookup and the connect are `connect`, not TTFT. They are worth keeping apart: gevent
@@ -44,7 +44,7 @@ from requests.adapters import HTTPAdapter
 from urllib3.connection import HTTPConnection, HTTPSConnection
 from urllib3.connectionpool import HTTPConnectionPool, HTTPSConnectionPool
 
-from labs.sse_parser import SSEParser, classify
+from labs.client.sse import SSEParser, classify
 
 # Workers report every second, not every 3 s: the master sees the last streams end sooner.
 locust.runners.WORKER_REPORT_INTERVAL = 1.0

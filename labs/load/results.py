@@ -63,7 +63,7 @@ class StepResult:
     # The busiest second of the busiest client process (Locust: the master or one worker), % of
     # one core: a single-threaded client process near 100% is the client's own limit.
     client_peak_cpu_pct: float | None = None
-    # How precisely the step's samples fix each percentile (labs.measurements.percentile_band):
+    # How precisely the step's samples fix each percentile (labs.client.results.percentile_band):
     # "ttft_p50", "ttft_p99", "gap_p50", "gap_p99" -> [low, high] seconds.
     percentile_bands_s: dict[str, list[float]] = field(default_factory=dict)
     client_peak_process: str | None = None
@@ -154,7 +154,7 @@ class PathResult:
     def inconclusive(self) -> tuple[StepResult, list[Limit]] | None:
         """The step where the measurement, not the path, ran out, when it left no verdict. The
         load lab samples its own processes and names a busy client as that path's limit, so
-        never here; `labs load URL` overrides it (labs/load/own_path.py)."""
+        never here; `labs load URL` overrides it (labs/pathload/ramp.py)."""
         return None
 
     def to_dict(self) -> dict[str, Any]:

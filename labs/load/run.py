@@ -13,9 +13,9 @@ from labs.load.paths import LoadPath, ServerSpec, script
 from labs.load.results import PathResult, StepResult
 from labs.load.streams import _httpx_many, _lean_many, _no_gc_pauses, _runner
 from labs.load.summary import summarize
-from labs.resources import Sampler, raise_own_fd_limit
+from labs.client.resources import Sampler, raise_own_fd_limit
 
-# labs.runner, server.launcher and proxies are imported where they are used: `labs.load` (the
+# labs.scenario.runner, server.launcher and proxies are imported where they are used: `labs.load` (the
 # analysis, the report, their tests) must import on a checkout without a built server.
 
 PROMPT = [{"role": "user", "content": "Tell me something, one token at a time."}]
@@ -50,7 +50,7 @@ class LoadLab:
 
     def __post_init__(self) -> None:
         if self.runtime is None:
-            from labs.runner import runtime_named
+            from labs.scenario.runner import runtime_named
             self.runtime = runtime_named(None)
         self._server_spec: ServerSpec | None = None
         self._server_stack = contextlib.ExitStack()
@@ -75,7 +75,7 @@ class LoadLab:
 
     def server(self, spec: ServerSpec) -> Any:
         if spec != self._server_spec:
-            from labs.runner import served_model
+            from labs.scenario.runner import served_model
             from server.launcher import running_server
 
             self.close()
@@ -110,7 +110,7 @@ class LoadLab:
         if path.proxy is None:
             yield None
             return
-        from labs.runner import hop_settings
+        from labs.scenario.runner import hop_settings
         from server.processes import free_port
 
         ports: dict[str, int] = {"listen_port": free_port(), "upstream_port": server_port}
@@ -131,7 +131,7 @@ class LoadLab:
                  extra_lab: Mapping[str, Any] | None = None) -> StepResult:
         """N streams at once through `proxy` (or straight to `server`); `extra_lab` adds `lab`
         request fields (the benchmark's coalesce_ms)."""
-        from labs.runner import wait_idle
+        from labs.scenario.runner import wait_idle
 
         duration = path.duration_s or self.duration_s
         tokens = max(2, round(duration * self.tokens_per_s))

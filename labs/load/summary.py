@@ -8,7 +8,7 @@ from typing import Sequence
 
 from labs import client
 from labs.load.results import StepResult
-from labs.measurements import StreamResult, aggregate, percentile, percentile_band
+from labs.client.results import StreamResult, aggregate, percentile, percentile_band
 
 def summarize(path: str, batch: client.Batch, tokens: int, tokens_per_s: float,
               duration_s: float) -> StepResult:

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from labs.findings import FindingKind
-from labs.measurements import StreamResult, percentile
+from labs.client.results import StreamResult, percentile
 from labs.probe.path import Path
 
 Progress = Callable[[str], None]

@@ -15,11 +15,11 @@ from statistics import median
 from typing import Any
 
 from labs import client
-from labs.measurements import StreamResult
+from labs.client.results import StreamResult
 from labs.probe import knobs
 from labs.probe.base import Context, Observation, ms, skipped, spent
 
-WAVE_SHARE = 0.8  # a wave: the last first token waits >= 80 % of a stream (labs.checks.many)
+WAVE_SHARE = 0.8  # a wave: the last first token waits >= 80 % of a stream (labs.scenario.checks.many)
 STREAM_TIMEOUT_S = 30.0
 
 

@@ -1,7 +1,7 @@
 """Does the stream flow? Buffering, coalescing and compression, judged on one stamped stream.
 
 The canary sends the catalogue's own workload (one event per token, ten a second, each stamped
-with its send time). The judgement is the catalogue's: `labs.checks` decides whether a stream was
+with its send time). The judgement is the catalogue's: `labs.scenario.checks` decides whether a stream was
 held to its end, came late in lumps, or came grouped, with margins in token intervals.
 """
 from __future__ import annotations
@@ -9,13 +9,13 @@ from __future__ import annotations
 from typing import Any
 
 from labs import client
-from labs.checks import stream as shape
+from labs.scenario.checks import stream as shape
 from labs.findings import FindingKind, UnusableInput
-from labs.measurements import StreamResult, percentile
+from labs.client.results import StreamResult, percentile
 from labs.probe import knobs
 from labs.probe.base import (Context, Observation, brief, hop_spread_p50, how_it_ended, ms, skipped,
                              spent)
-from labs.scenario import Run
+from labs.scenario.model import Run
 
 GZIP = "gzip, deflate"  # what httpx (and so the OpenAI SDK) sends
 # Without a canary the origin's pacing is unknown: a lump counts only in a stream this long.

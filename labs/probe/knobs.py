@@ -13,7 +13,7 @@ from __future__ import annotations
 import math
 from typing import Any, Mapping
 
-from labs.scenario import DEFAULT_SCRIPT, Workload
+from labs.scenario.model import DEFAULT_SCRIPT, Workload
 
 PROMPT = [{"role": "user", "content": "Tell me something, one token at a time."}]
 # An ordinary request for an origin the probe cannot steer: long enough to see how it streams.

@@ -17,7 +17,7 @@ from dataclasses import asdict, dataclass
 from labs import client
 from labs.probe import knobs
 from labs.probe.base import Context, Observation, OutOfBudget, how_it_ended, secs, skipped, spent
-from labs.measurements import StreamResult
+from labs.client.results import StreamResult
 
 POSITIONS = ("before-headers", "after-headers", "mid-stream")
 PLACE = {"before-headers": "before the response headers",

@@ -15,8 +15,8 @@ from typing import Any, Awaitable, Callable
 
 from labs import client
 from labs.findings import FindingKind, UnusableInput
-from labs.measurements import StreamResult, percentile
-from labs.scenario import DEFAULT_SCRIPT
+from labs.client.results import StreamResult, percentile
+from labs.scenario.model import DEFAULT_SCRIPT
 from labs.verify.model import Options
 from server.launcher import ServerHandle
 
@@ -203,7 +203,7 @@ async def long_stream(target: Target) -> Measured:
 
 async def disconnect(target: Target) -> Measured:
     """The client leaves after 3 events; the model is silent 2 s, then goes on. Who notices?"""
-    from labs.runner import wait_idle
+    from labs.scenario.runner import wait_idle
     server = target.server
     script = " ".join([DEFAULT_SCRIPT] * 6)
     body = target.body({"script": script, "tokens_per_s": 20.0, "pause_after_tokens": 4,

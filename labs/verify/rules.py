@@ -77,7 +77,7 @@ def _nginx(r: Reading, o: Options) -> list[Suspicion]:
 
 
 def _nginx_time(text: str) -> float:
-    from labs.verify.nginx_read import parse_time
+    from labs.verify.nginx.read import parse_time
     return parse_time(text)
 
 

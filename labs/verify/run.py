@@ -47,8 +47,7 @@ def lab_server(streams: int = Options.streams) -> Iterator[ServerHandle]:
 def read_config(path: Path, proxy: str | None = None) -> Reading:
     """The static reading alone (no process is started)."""
     proxy = _proxy(path, proxy)
-    module = {"nginx": "nginx_read", "haproxy": "haproxy_read", "envoy": "envoy_read"}[proxy]
-    reader = __import__(f"labs.verify.{module}", fromlist=["read"])
+    reader = __import__(f"labs.verify.{proxy}.read", fromlist=["read"])
     return reader.read(path)
 
 
@@ -56,7 +55,9 @@ def rewrite_config(path: Path, proxy: str, lab_port: int, folder: Path, *,
                    in_container: bool = False) -> Rewritten:
     """The config as it runs here; `in_container`: it runs as the invoking user in a container."""
     if proxy == "nginx":
-        from labs.verify import nginx_config, nginx_read, nginx_rewrite
+        from labs.verify.nginx import config as nginx_config
+        from labs.verify.nginx import read as nginx_read
+        from labs.verify.nginx import rewrite as nginx_rewrite
         config = nginx_config.parse(path)
         server, _ = nginx_read.select_route(config)
         rewritten = nginx_rewrite.rewrite(config, server, lab_port, folder, drop_user=in_container)
@@ -64,14 +65,18 @@ def rewrite_config(path: Path, proxy: str, lab_port: int, folder: Path, *,
         assert_loopback(nginx_rewrite.addresses(rewritten.main))
         return rewritten
     if proxy == "haproxy":
-        from labs.verify import haproxy_config, haproxy_read, haproxy_rewrite
+        from labs.verify.haproxy import config as haproxy_config
+        from labs.verify.haproxy import read as haproxy_read
+        from labs.verify.haproxy import rewrite as haproxy_rewrite
         config = haproxy_config.parse(path)
         frontend, _, notes = haproxy_read.select_route(config)
         rewritten = haproxy_rewrite.rewrite(config, frontend, lab_port, folder, drop_user=in_container)
         rewritten.host_header = haproxy_read.host_from_notes(notes)
         assert_loopback(haproxy_rewrite.addresses(rewritten.files[str(path)][1]))
     else:
-        from labs.verify import envoy_config, envoy_read, envoy_rewrite
+        from labs.verify.envoy import config as envoy_config
+        from labs.verify.envoy import read as envoy_read
+        from labs.verify.envoy import rewrite as envoy_rewrite
         _, data = envoy_config.load(path)
         chosen = envoy_read.select_route(data, path)
         rewritten = envoy_rewrite.rewrite(path, chosen.listener.get("name"), lab_port, folder)
@@ -147,7 +152,7 @@ def _selected(checks: Sequence[str] | None, quick: bool, suspected: list) -> lis
 
 def _measure(proxy_run: RunningConfig, server: ServerHandle, options: Options, selected: list[str],
              say: Progress) -> list[dynamic.Measured]:
-    from labs.runner import served_model
+    from labs.scenario.runner import served_model
     headers = {"Host": proxy_run.rewritten.host_header} if proxy_run.rewritten.host_header else {}
     target = dynamic.Target(proxy_run.url, server, served_model(server.url), options, headers)
 

@@ -6,7 +6,7 @@ from pathlib import Path
 from typing import Any
 
 from labs import catalogue
-from labs.scenario import Scenario
+from labs.scenario.model import Scenario
 
 LAYER_TITLES = {"proxy": "proxies", "chain": "chains of proxies", "server": "the server",
                 "client": "the client and the browser", "load": "load"}

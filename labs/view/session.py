@@ -16,11 +16,12 @@ from pathlib import Path
 from collections import Counter
 from typing import Any, Callable, Mapping, Sequence
 
-from labs import catalogue, report
-from labs.measurements import StreamResult
-from labs.runner import Lab, ScenarioOutcome
-from labs.scenario import VARIANTS, Scenario, VariantName
-from labs.view.specs import browser_spec, from_browser, skipped_options
+from labs import catalogue
+from labs.scenario import report
+from labs.client.results import StreamResult
+from labs.scenario.runner import Lab, ScenarioOutcome
+from labs.scenario.model import VARIANTS, Scenario, VariantName
+from labs.scenario.browser_spec import browser_spec, from_browser, skipped_options
 from proxies.runtime.base import RunningProxy
 
 # A page may ask for many streams; the lab client's own bound for a run stays the workload's.

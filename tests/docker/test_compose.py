@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 import yaml
 
-from labs.measurements import StreamResult
+from labs.client.results import StreamResult
 from proxies import variant
 from proxies.base import ProxyName
 from proxies.export import FIXED_DIR

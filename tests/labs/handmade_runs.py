@@ -13,11 +13,11 @@ from typing import Any, Callable
 from labs.catalogue import apps
 from labs.catalogue import client as client_layer
 from labs.catalogue import apache, browser, cdn, envoy, haproxy, nginx, reload, server
-from labs.checks.cache import REQUESTS_OK
-from labs.checks.stress import DISCONNECTS
-from labs.measurements import Event, StreamResult
-from labs.scenario import Run, Scenario, VariantName
-from labs.view.specs import BrowserStreamResult
+from labs.scenario.checks.cache import REQUESTS_OK
+from labs.scenario.checks.stress import DISCONNECTS
+from labs.client.results import Event, StreamResult
+from labs.scenario.model import Run, Scenario, VariantName
+from labs.scenario.browser_spec import BrowserStreamResult
 
 ACTIVE = "streamlab_active_streams"
 TOKENS = "streamlab_tokens_generated_total"

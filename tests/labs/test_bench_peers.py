@@ -14,9 +14,13 @@ from pathlib import Path
 
 import pytest
 
-from labs.bench import peer_aiperf, peer_guidellm, peer_lab, peers, peers_install
-from labs.bench.peer_figures import Figures
-from labs.bench.peers_table import ToolRun, markdown, missing_lines, table
+from labs.bench.peers import compare as peers
+from labs.bench.peers import aiperf as peer_aiperf
+from labs.bench.peers import guidellm as peer_guidellm
+from labs.bench.peers import lab as peer_lab
+from labs.bench.peers import install as peers_install
+from labs.bench.peers.figures import Figures
+from labs.bench.peers.table import ToolRun, markdown, missing_lines, table
 from labs.bench.tree_cpu import run_tree
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "peers"

@@ -27,14 +27,15 @@ import pytest
 from pydantic import ValidationError
 from starlette.requests import Request
 
-from labs import catalogue, client, libclients
+from labs import catalogue, client
+from labs.client import libraries as libclients
 from labs.client import Options
-from labs.libclients import UnknownLibrary, check_library
-from labs.measurements import StreamResult
-from labs.runner import drive, hop_settings, request_body
-from labs.scenario import VARIANTS, Check, Run, Scenario, Variant, VariantName
-from labs.view import chromium
-from labs.view.specs import BROWSER_ONLY, PageRequest, page_request
+from labs.client.libraries import UnknownLibrary, check_library
+from labs.client.results import StreamResult
+from labs.scenario.runner import drive, hop_settings, request_body
+from labs.scenario.model import VARIANTS, Check, Run, Scenario, Variant, VariantName
+from labs.scenario import chromium
+from labs.scenario.browser_spec import BROWSER_ONLY, PageRequest, page_request
 from proxies.apps import is_app
 from proxies.validation import ConfigInvalid, validate
 from server.event_source import body_from_query
@@ -168,7 +169,7 @@ def test_a_typo_in_a_lab_key_is_caught() -> None:
 
 
 def test_a_typo_in_a_driver_body_is_caught() -> None:
-    from labs.catalogue.server import one_after_another
+    from labs.catalogue.drivers import one_after_another
 
     scenario = catalogue.get("server-stop-holdback")
     workload = dataclasses.replace(scenario.workload, driver=one_after_another({"lab": {"scirpt": "x"}}))

@@ -1,9 +1,9 @@
 """The checks on hand-made runs: margins follow the workload's pacing, and missing data fails."""
 from __future__ import annotations
 
-from labs import checks
-from labs.measurements import Event, StreamResult
-from labs.scenario import Run, Workload
+from labs.scenario import checks
+from labs.client.results import Event, StreamResult
+from labs.scenario.model import Run, Workload
 
 
 def stream(times: list[float], reads: list[int], **fields) -> StreamResult:

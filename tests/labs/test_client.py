@@ -13,8 +13,8 @@ import time
 import pytest
 
 from labs.client import measure_many, measure_stream, run_many
-from labs.measurements import StreamResult
-from labs.sse_parser import SSEParser, classify
+from labs.client.results import StreamResult
+from labs.client.sse import SSEParser, classify
 from labs.fakes.shapes import script
 from labs.fakes.upstream import FakeUpstream
 from tests.labs.conftest import BODY
@@ -259,7 +259,7 @@ def test_parser_keeps_utf8_split_across_reads_and_replaces_invalid_bytes() -> No
 def test_deflate_accepts_zlib_and_raw() -> None:
     import zlib
 
-    from labs.client_protocol import decoder_for
+    from labs.client.protocol import decoder_for
 
     data = b"data: [DONE]\n\n" * 3
     raw = zlib.compressobj(6, zlib.DEFLATED, -zlib.MAX_WBITS)
@@ -282,8 +282,8 @@ def test_classify_kinds() -> None:
 def test_a_write_to_a_connection_the_server_already_closed_is_a_reset() -> None:
     """uvloop raises RuntimeError when writing to a closed transport: one stream is a reset,
     never an exception that sinks a whole batch."""
-    from labs.client_protocol import Exchange, Options
-    from labs.measurements import StreamResult
+    from labs.client.protocol import Exchange, Options
+    from labs.client.results import StreamResult
 
     class ClosedTransport:
         def write(self, data: bytes) -> None:

@@ -1,11 +1,11 @@
-"""The real client libraries as measured clients (labs/libclients.py), against the fake upstream:
+"""The real client libraries as measured clients (labs/client/libraries.py), against the fake upstream:
 each delivers the whole stream and times every event against the server's stamp; the two
 per-read parsers show their faults only when reads cut events (the relay's job, in the guards)."""
 from __future__ import annotations
 
 import pytest
 
-from labs import libclients
+from labs.client import libraries as libclients
 from labs.fakes.upstream import FakeUpstream
 from tests.labs.conftest import BODY
 

@@ -11,7 +11,7 @@ import pytest
 from rich.console import Console
 
 from labs import catalogue
-from labs.listing import print_list
+from labs.scenario.listing import print_list
 
 REPO = Path(__file__).resolve().parents[2]
 NAMES = [s.name for s in catalogue.SCENARIOS] + ["load"]

@@ -12,8 +12,8 @@ import pytest
 
 from labs.load import (SYNTHETIC, LoadLab, LoadPath, StepResult, diagnose, first_limit, steady_rate,
                        ttft_histogram)
-from labs.measurements import Event, StreamResult
-from labs.resources import Sampler, accept_queues, cpu_s, machine_cpu, open_fds
+from labs.client.results import Event, StreamResult
+from labs.client.resources import Sampler, accept_queues, cpu_s, machine_cpu, open_fds
 
 REPO = Path(__file__).resolve().parents[2]
 

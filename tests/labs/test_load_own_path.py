@@ -13,8 +13,8 @@ import pytest
 from labs.findings import EXIT_FAILURE, EXIT_OK, EXIT_UNUSABLE
 from labs.load import SYNTHETIC, LoadLab, LoadPath, StepResult
 from labs.load.locust_run import locust_available, step_from_stats
-from labs.load.own_cli import main
-from labs.load.own_path import CONNECTION_LIMIT, findings, own_limits
+from labs.pathload.cli import main
+from labs.pathload.ramp import CONNECTION_LIMIT, findings, own_limits
 
 # 64 connections for one worker: a proxied stream holds two (client and upstream), so about 30
 # streams fit and 48 do not; 10 leave room to spare (the step below the limit stays healthy).
@@ -148,7 +148,7 @@ def test_a_clean_path_raises_no_alarm(stand: dict[str, str], client: list[str], 
 
 
 def test_another_origin_gets_a_plain_request_and_its_own_pace_is_the_ideal() -> None:
-    from labs.load.own_path import LoadSettings, OwnPath, run_load
+    from labs.pathload.ramp import LoadSettings, OwnPath, run_load
 
     path = OwnPath("http://127.0.0.1:9/v1", LoadSettings(streams=(10, 48), duration_s=2.0))
     path.probe.origin, path.probe.model = "other", "m"
@@ -169,7 +169,7 @@ def test_another_origin_gets_a_plain_request_and_its_own_pace_is_the_ideal() -> 
 
 def _client_limited_run(last: dict[str, Any]) -> tuple[Any, Any]:
     """A canary path whose baseline and 10 streams are healthy and whose 48 streams are `last`."""
-    from labs.load.own_path import LoadSettings, OwnPath, run_load
+    from labs.pathload.ramp import LoadSettings, OwnPath, run_load
 
     path = OwnPath("http://127.0.0.1:9/v1", LoadSettings(streams=(10, 48), duration_s=2.0))
     path.probe.origin, path.probe.model = "streamlab", "m"
@@ -188,8 +188,8 @@ CLIENT_BOUND = dict(gap_p99_s=0.3, client_cpu_s=2.0, wall_s=2.1)
 
 def test_a_run_limited_only_by_the_client_is_inconclusive_never_healthy() -> None:
     from labs.load import report
-    from labs.load.own_cli import document
-    from labs.load.own_path import INCONCLUSIVE, exit_status
+    from labs.pathload.cli import document
+    from labs.pathload.ramp import INCONCLUSIVE, exit_status
 
     path, result = _client_limited_run(CLIENT_BOUND)
     assert [x.name for x in result.steps[-1].limits] == ["client CPU (one core)"]
@@ -209,8 +209,8 @@ def test_a_run_limited_only_by_the_client_is_inconclusive_never_healthy() -> Non
 
 def test_a_path_limit_beside_a_busy_client_is_still_the_paths_and_a_clean_run_is_ok() -> None:
     """The other directions: resets are the path's even with the client busy; all healthy is ok."""
-    from labs.load.own_cli import document
-    from labs.load.own_path import exit_status
+    from labs.pathload.cli import document
+    from labs.pathload.ramp import exit_status
 
     path, result = _client_limited_run({**CLIENT_BOUND, "outcomes": {"complete": 30, "reset": 18}})
     assert result.steps[-1].limits[0].name == CONNECTION_LIMIT

@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from labs.measurements import Event, StreamResult, aggregate, percentile
+from labs.client.results import Event, StreamResult, aggregate, percentile
 
 
 def stream(times_reads: list[tuple[float, int]], **fields) -> StreamResult:
@@ -139,7 +139,7 @@ def test_aggregate_counts_outcomes_and_pools_gaps() -> None:
 
 
 def test_percentile_band_says_how_precisely_the_samples_fix_a_percentile() -> None:
-    from labs.measurements import percentile_band
+    from labs.client.results import percentile_band
 
     values = [float(v) for v in range(1, 301)]
     # p99 of 300: rank 297 +- 2 x sqrt(300 x 0.99 x 0.01) = 3.4 ranks: ranks 293 .. 300.

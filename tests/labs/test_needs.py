@@ -7,7 +7,7 @@ import sys
 import pytest
 
 from labs import catalogue
-from labs.libclients import LIBRARIES
+from labs.client.libraries import LIBRARIES
 from labs.needs import ALL, LIBRARY_NEEDS, everything, main, needs_of, scenario_needs, view_needs
 from proxies.needs import HOP_NEEDS, CannotInstall, Requirement, install_missing
 from proxies.runtime.images import Service

@@ -7,7 +7,7 @@ from typing import Iterator
 
 import pytest
 
-from labs.peaks import GaugePeaks
+from labs.client.peaks import GaugePeaks
 from server.processes import wait_until
 
 

@@ -9,9 +9,9 @@ from pathlib import Path
 from rich.console import Console
 
 from labs import catalogue, provenance
-from labs.report import print_outcome, write_index, write_report
-from labs.runner import ScenarioOutcome
-from labs.scenario import Run
+from labs.scenario.report import print_outcome, write_index, write_report
+from labs.scenario.runner import ScenarioOutcome
+from labs.scenario.model import Run
 
 from tests.labs.test_checks import LUMP, PACED
 

@@ -7,8 +7,9 @@ from pathlib import Path
 import pytest
 from rich.console import Console
 
-from labs import catalogue, runner
-from labs.run_all import SummaryRow, planned_s, run_all, summary_table
+from labs import catalogue
+from labs.scenario import runner
+from labs.scenario.run_all import SummaryRow, planned_s, run_all, summary_table
 from tests.labs.test_report import outcome
 
 

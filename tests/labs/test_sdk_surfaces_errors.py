@@ -14,8 +14,8 @@ import openai
 import pytest
 
 from labs import client
-from labs.runner import Lab
-from labs.scenario import Variant
+from labs.scenario.runner import Lab
+from labs.scenario.model import Variant
 from server.launcher import ServerHandle
 
 SCRIPT = "Every token should reach the reader the moment the model makes it."

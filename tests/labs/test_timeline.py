@@ -7,8 +7,8 @@ from pathlib import Path
 import matplotlib
 import pytest
 
-from labs.measurements import Event, StreamResult
-from labs.timeline import outcome_label, plot_timeline
+from labs.client.results import Event, StreamResult
+from labs.scenario.timeline import outcome_label, plot_timeline
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 

@@ -15,7 +15,7 @@ import statistics
 from typing import Any, Callable, Iterator
 
 from labs.fakes.upstream import fake_upstream
-from labs.measurements import StreamResult
+from labs.client.results import StreamResult
 from proxies import variant
 from proxies.runtime.local import run_proxy
 from server.processes import free_port

@@ -5,7 +5,7 @@ from typing import Any
 
 import pytest
 
-from labs.measurements import StreamResult
+from labs.client.results import StreamResult
 from proxies import variant
 from proxies.runtime.local import run_proxy
 from server.processes import free_port

@@ -16,9 +16,9 @@ from typing import Any
 import pytest
 from pydantic import ValidationError
 
-from labs.client_h2 import tls_context
+from labs.client.http2 import tls_context
 from labs.fakes.upstream import FakeUpstream, fake_upstream
-from labs.measurements import StreamResult
+from labs.client.results import StreamResult
 from proxies import ConfigInvalid, EnvoySettings, NginxSettings, render, variant
 from proxies.base import ProxyName, ProxySettings
 from proxies.export import with_lab_certificate

@@ -14,8 +14,8 @@ from typing import Any, Iterator
 import httpx
 import pytest
 
-from labs.measurements import Event, StreamResult
-from labs.sse_parser import SSEParser, classify
+from labs.client.results import Event, StreamResult
+from labs.client.sse import SSEParser, classify
 from server.launcher import ServerHandle, running_server
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")

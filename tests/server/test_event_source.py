@@ -6,7 +6,7 @@ import urllib.parse
 
 import httpx
 
-from labs.sse_parser import SSEParser
+from labs.client.sse import SSEParser
 from tests.server.conftest import Api, Reply
 
 SCRIPT = "Every token should reach the reader."

@@ -5,7 +5,7 @@ import json
 
 import pytest
 
-from labs.sse_parser import SSEParser
+from labs.client.sse import SSEParser
 from server import sse
 
 HEAD = (b'data: {"id":"chatcmpl-1","object":"chat.completion.chunk","created":1700000000,'

@@ -232,8 +232,8 @@ frontend fe
 backend llm
     server m 10.0.0.2:8000
 """)
-    from labs.verify.haproxy_config import parse
-    from labs.verify.haproxy_read import host_from_notes, select_route
+    from labs.verify.haproxy.config import parse
+    from labs.verify.haproxy.read import host_from_notes, select_route
     _, backend, notes = select_route(parse(path))
     assert backend.name == "llm" and host_from_notes(notes) == "api.example.com"
 

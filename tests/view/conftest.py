@@ -11,7 +11,7 @@ from typing import Iterator
 
 import pytest
 
-from labs.view.chromium import launch_options
+from labs.scenario.chromium import launch_options
 from server.processes import ManagedProcess, free_port, managed
 
 REPO_ROOT = Path(__file__).resolve().parents[2]

@@ -4,11 +4,11 @@ from __future__ import annotations
 import pytest
 
 from labs import catalogue
-from labs.scenario import Workload
+from labs.scenario.model import Workload
 from labs.view.cli import page_origins
 from labs.view.pages import past_reports, scenario_page_data
 from labs.view.session import ViewError, _bounded_int, _with_controls
-from labs.view.specs import browser_spec, from_browser, skipped_options
+from labs.scenario.browser_spec import browser_spec, from_browser, skipped_options
 
 
 def test_client_options_become_the_browser_clients_own() -> None:
@@ -69,9 +69,9 @@ def test_past_reports_are_found_newest_first(tmp_path) -> None:
 
 
 def test_the_comparison_sets_the_browsers_numbers_beside_the_lab_clients() -> None:
-    from labs.measurements import StreamResult
-    from labs.runner import ScenarioOutcome
-    from labs.scenario import Run
+    from labs.client.results import StreamResult
+    from labs.scenario.runner import ScenarioOutcome
+    from labs.scenario.model import Run
     from labs.view.session import compare
 
     scenario = catalogue.get("nginx-worker-connections")

@@ -2,14 +2,14 @@
 TTFT shows the symptom in the broken panel and not in the fixed one, texts match the script, the
 lab client's report of the same path follows, past reports are browsable, no console errors.
 
-Bounds come from the scenario's own pacing (labs/checks/base.py), like the guards'.
+Bounds come from the scenario's own pacing (labs/scenario/checks/base.py), like the guards'.
 """
 from __future__ import annotations
 
 from typing import Any
 
 from labs import catalogue
-from labs.checks.base import STREAM_SLACK_INTERVALS, STREAMED_READ_SHARE
+from labs.scenario.checks.base import STREAM_SLACK_INTERVALS, STREAMED_READ_SHARE
 from tests.view.conftest import SCREENSHOTS, Page, View
 
 RUN_TIMEOUT_MS = 120_000
@@ -92,7 +92,7 @@ def test_close_the_tab_after_three_tokens(view: View, page: Page) -> None:
 def test_past_reports_are_browsable(view: View, page: Page) -> None:
     # Its own past report when no earlier test of this module left one (it runs alone too).
     if not (view.reports / "nginx-buffering" / "report.md").is_file():
-        from labs.report import write_report
+        from labs.scenario.report import write_report
         from tests.labs.test_report import outcome
 
         write_report(outcome(), view.reports / "nginx-buffering")

@@ -13,7 +13,7 @@ import contextlib
 from typing import Any, Iterator, Mapping, Sequence
 
 from labs import catalogue
-from labs.runner import hop_settings
+from labs.scenario.runner import hop_settings
 from proxies.base import ProxySettings
 from proxies.runtime import get_runtime
 from proxies.runtime.base import RunningProxy

@@ -1,0 +1,57 @@
+"""Workload drivers the server's scenarios share: how their streams are sent, one after another or
+as clients that leave and clients that arrive. Each stream is placed on the workload's time line."""
+from __future__ import annotations
+
+import asyncio
+import copy
+import time
+from typing import Any, Mapping
+
+from labs import client
+from labs.client.results import StreamResult
+from labs.scenario.model import Driver, Workload
+
+
+def _with(body: Mapping[str, Any], overrides: Mapping[str, Any]) -> dict[str, Any]:
+    """The request body with `overrides`: top-level fields replaced, the `lab` object merged."""
+    merged = copy.deepcopy(dict(body))
+    for key, value in overrides.items():
+        merged[key] = {**merged.get(key, {}), **value} if key == "lab" else value
+    return merged
+
+
+async def _timed(epoch: float, url: str, body: Mapping[str, Any], **options: Any) -> StreamResult:
+    """One measured stream, placed on the workload's time line (`start_s`, for the picture)."""
+    started = time.perf_counter()
+    result = await client.measure_stream(url, body, **options)
+    result.start_s = started - epoch
+    return result
+
+
+def one_after_another(*overrides: Mapping[str, Any]) -> Driver:
+    """One stream per entry, in order, each with its own body changes."""
+    async def drive(url: str, body: dict[str, Any], workload: Workload,
+                    options: Mapping[str, Any]) -> list[StreamResult]:
+        epoch = time.perf_counter()
+        return [await _timed(epoch, url, _with(body, o), **options) for o in overrides]
+    return drive
+
+
+def leave_then_arrive(leavers: int, leave_after: int, arrivals: int,
+                      arrival_lab: Mapping[str, Any]) -> Driver:
+    """`leavers` clients close after `leave_after` tokens; then `arrivals` new ones come in.
+
+    The newcomers' TTFT shows the capacity the departed still hold: with few slots and no
+    disconnect handling they wait for the abandoned generations to run to their end.
+    """
+    async def drive(url: str, body: dict[str, Any], workload: Workload,
+                    options: Mapping[str, Any]) -> list[StreamResult]:
+        stay = {k: v for k, v in options.items() if k != "disconnect_after_events"}
+        epoch = time.perf_counter()
+        gone = await asyncio.gather(*(
+            _timed(epoch, url, body, **{**stay, "disconnect_after_events": leave_after})
+            for _ in range(leavers)))
+        later = _with(body, {"lab": arrival_lab})
+        came = await asyncio.gather(*(_timed(epoch, url, later, **stay) for _ in range(arrivals)))
+        return [*gone, *came]
+    return drive

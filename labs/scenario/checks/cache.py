@@ -1,0 +1,56 @@
+"""A cache between client and server: was a stream replayed from it, or did each user get a live
+one? Margins are token intervals of the workload, as everywhere."""
+from __future__ import annotations
+
+from labs.scenario.checks.base import ms, threshold
+from labs.client.results import StreamResult
+from labs.scenario.model import Check, Run
+
+REQUESTS_OK = 'streamlab_requests_total{status="200"}'
+# A replay comes from memory: all of it within this share of one token interval.
+REPLAY_SHARE = 0.5
+# A live stream's events span at least this share of the time the server took to make them.
+LIVE_SHARE = 0.5
+
+
+def _span(result: StreamResult) -> float | None:
+    times = [e.t for e in result.content]
+    return times[-1] - times[0] if len(times) > 1 else None
+
+
+def replayed_from_cache() -> Check:
+    """A later stream got the whole answer at once (a complete stream, every event within half a
+    token interval), where the first was paced: it came from the cache, not the model."""
+    def measure(run: Run) -> tuple[str, bool]:
+        if len(run.results) < 2:
+            return f"{len(run.results)} stream(s)", False
+        first, later = run.results[0], run.results[-1]
+        span, paced = _span(later), _span(first)
+        passed = (later.outcome == "complete" and later.content_events == first.content_events
+                  and span is not None and paced is not None
+                  and span <= REPLAY_SHARE * run.interval_s < paced)
+        return (f"first stream's events over {ms(paced)}, the later one's over {ms(span)} in "
+                f"{later.reads} read(s)", passed)
+    return Check(f"a later user's whole answer arrived within {REPLAY_SHARE:g} token intervals "
+                 "(replayed by the cache)", measure)
+
+
+def every_stream_live() -> Check:
+    """Every stream's events came as the model made them (spread over at least half the time
+    their pacing takes), so none was a replay."""
+    def measure(run: Run) -> tuple[str, bool]:
+        spans = [_span(r) for r in run.results]
+        needs = [LIVE_SHARE * (r.content_events - 1) * run.interval_s for r in run.results]
+        passed = bool(run.results) and all(
+            r.outcome == "complete" and s is not None and s >= need
+            for r, s, need in zip(run.results, spans, needs))
+        return ", ".join(ms(s) for s in spans) + " of events per stream", passed
+    return Check(f"every stream is live: its events span >= {LIVE_SHARE:.0%} of their pacing", measure)
+
+
+def server_requests(bound: float, *, at_least: bool) -> Check:
+    """How many chat completions the server itself answered with 200 during the variant."""
+    word = "at least" if at_least else "at most"
+    return threshold(f"the server answered {word} {bound:g} request(s)",
+                     lambda run: run.metric(REQUESTS_OK), lambda run: bound, at_least=at_least,
+                     fmt=lambda v: "-" if v is None else f"{v:g}")

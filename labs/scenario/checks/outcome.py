@@ -1,0 +1,69 @@
+"""How streams ended: outcomes, HTTP statuses, reported errors, finish reasons."""
+from __future__ import annotations
+
+from labs.scenario.checks.base import outcome_counts
+from labs.scenario.model import Check, Run
+
+
+def outcome_is(*expected: str, share: float = 1.0) -> Check:
+    """At least `share` of the streams ended with one of the expected outcomes."""
+    wanted = " or ".join(expected)
+    label = f"outcome {wanted}" if share == 1.0 else f"outcome {wanted} for >= {share:.0%} of streams"
+
+    def measure(run: Run) -> tuple[str, bool]:
+        hits = sum(run.outcomes().get(name, 0) for name in expected)
+        return outcome_counts(run), hits >= share * len(run.results)
+    return Check(label, measure)
+
+
+def outcome_not_only(outcome: str) -> Check:
+    def measure(run: Run) -> tuple[str, bool]:
+        others = sum(n for name, n in run.outcomes().items() if name != outcome)
+        return outcome_counts(run), others > 0
+    return Check(f"some streams fail (not every outcome is {outcome})", measure)
+
+
+def failed_share_at_least(share: float, outcomes: tuple[str, ...] = ("reset", "http-error")) -> Check:
+    """At least `share` of the streams failed before any content, with one of `outcomes`."""
+    def measure(run: Run) -> tuple[str, bool]:
+        hits = sum(run.outcomes().get(o, 0) for o in outcomes)
+        statuses = sorted({str(r.status) for r in run.results if r.outcome == "http-error"})
+        extra = f" (HTTP {', '.join(statuses)})" if statuses else ""
+        return f"{outcome_counts(run)}{extra}", hits >= share * len(run.results)
+    return Check(f">= {share:.0%} of the streams fail ({' or '.join(outcomes)})", measure)
+
+
+def complete_with_done() -> Check:
+    def measure(run: Run) -> tuple[str, bool]:
+        bad = [r for r in run.results if not (r.outcome == "complete" and r.saw_done)]
+        return f"{len(run.results) - len(bad)}/{len(run.results)} complete with [DONE]", not bad
+    return Check("every stream completes with [DONE]", measure)
+
+
+def status_is(status: int) -> Check:
+    def measure(run: Run) -> tuple[str, bool]:
+        seen = sorted({str(r.status) for r in run.results})
+        return "status " + ", ".join(seen), all(r.status == status for r in run.results)
+    return Check(f"HTTP status {status} (the failure comes after the headers)", measure)
+
+
+def status_seen(status: int) -> Check:
+    def measure(run: Run) -> tuple[str, bool]:
+        hits = sum(1 for r in run.results if r.status == status)
+        return f"{hits}/{len(run.results)} streams got {status}", hits > 0
+    return Check(f"some streams get HTTP {status}", measure)
+
+
+def error_reported() -> Check:
+    def measure(run: Run) -> tuple[str, bool]:
+        result = run.first
+        return f"{result.outcome}: {result.error!r}, [DONE] {'seen' if result.saw_done else 'missing'}", (
+            result.outcome == "error-in-band" and bool(result.error) and result.saw_done)
+    return Check("the client reports the in-band error, then [DONE]", measure)
+
+
+def finish_reason_is(reason: str) -> Check:
+    def measure(run: Run) -> tuple[str, bool]:
+        seen = sorted({str(r.finish_reason) for r in run.results})
+        return "finish_reason " + ", ".join(seen), all(r.finish_reason == reason for r in run.results)
+    return Check(f"finish_reason {reason!r}", measure)

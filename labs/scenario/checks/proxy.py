@@ -1,0 +1,28 @@
+"""What the proxies themselves count, and which hop of a chain holds the stream."""
+from __future__ import annotations
+
+from labs.scenario.checks.base import STREAM_SLACK_INTERVALS, after_due, ms
+from labs.scenario.model import Check, Run
+
+
+def proxy_stat_at_least(stat_suffix: str, bound: int, label: str) -> Check:
+    """An Envoy admin counter (any stat name ending with `stat_suffix`) reached `bound`."""
+    def measure(run: Run) -> tuple[str, bool]:
+        total = sum(value for stats in run.proxy_stats.values()
+                    for name, value in stats.items() if name.endswith(stat_suffix))
+        return f"{stat_suffix} = {total}", total >= bound
+    return Check(label, measure)
+
+
+def culprit_hop(expected: str | None) -> Check:
+    """From the bisection: the innermost entry point that still sees a late first token."""
+    def measure(run: Run) -> tuple[str, bool]:
+        limit = after_due(STREAM_SLACK_INTERVALS)(run)
+        late = [label for label, results in run.hops.items()
+                if results[0].ttft_s is None or results[0].ttft_s > limit]
+        culprit = late[-1].split("enter at ", 1)[-1] if late else None
+        # Hop names are like "nginx:41234"; compare the proxy part.
+        name = culprit.split(":", 1)[0] if culprit else None
+        shown = ", ".join(f"{label}: TTFT {ms(r[0].ttft_s)}" for label, r in run.hops.items())
+        return f"culprit {name or 'none'} ({shown})", name == expected
+    return Check(f"bisection names {expected or 'no hop'} as the hop that holds the stream", measure)

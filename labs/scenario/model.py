@@ -1,0 +1,239 @@
+"""What a scenario is: declared once, read by the runner, the pytest guards, `make labs` and the README.
+
+A scenario names a path (the proxies between client and server, possibly none), a workload, a
+broken variant and the fix applied on top of it. The fix is a delta, so the config diff a learner
+sees is exactly what the fix changes. Symptom and cure are checks: predicates on the measurements
+whose margins come from the workload's own pacing, never from tight absolute numbers.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Awaitable, Callable, Literal, Mapping, Sequence
+
+from labs.findings import FindingKind
+from labs.client.results import StreamResult
+
+Layer = Literal["proxy", "chain", "gateway", "app", "server", "client", "load"]
+VariantName = Literal["broken", "fixed"]
+VARIANTS: tuple[VariantName, ...] = ("broken", "fixed")
+
+# An English script made of short ASCII words: with the lab's byte-level BPE every token decodes to
+# text on its own, so one token is one SSE event and the event count is known in advance.
+DEFAULT_SCRIPT = "Every token should reach the reader the moment the model makes it."
+
+
+@dataclass(frozen=True)
+class Variant:
+    """One side of a scenario. For `fix`, every field is applied on top of the broken variant.
+
+    proxy: settings overrides per hop name, a proxy or an app (on its own defaults, then broken's).
+    lab: `lab` request fields (docs/contract.md), merged over the workload's.
+    server_args: flags for `python -m server` (a variant with other flags gets its own server).
+    client: measuring-client options (labs.client.measure_stream keyword arguments).
+    request: other chat-completion body fields (stop, max_tokens, ...).
+    server_nofile: the soft open-file limit the server process starts under (`ulimit -Sn N` in
+        the shell that launches it; the hard limit is kept); None = inherited. Like server_args,
+        a variant with another value gets its own server.
+    """
+
+    proxy: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+    lab: Mapping[str, Any] = field(default_factory=dict)
+    server_args: Sequence[str] = ()
+    client: Mapping[str, Any] = field(default_factory=dict)
+    request: Mapping[str, Any] = field(default_factory=dict)
+    server_nofile: int | None = None
+
+    def then(self, fix: "Variant") -> "Variant":
+        """This variant with `fix` applied on top (dicts merged, server args replaced when given)."""
+        proxies = {name: {**self.proxy.get(name, {}), **fix.proxy.get(name, {})}
+                   for name in {*self.proxy, *fix.proxy}}
+        return Variant(
+            proxy=proxies,
+            lab={**self.lab, **fix.lab},
+            server_args=tuple(fix.server_args) if fix.server_args else tuple(self.server_args),
+            client={**self.client, **fix.client},
+            request={**self.request, **fix.request},
+            server_nofile=fix.server_nofile if fix.server_nofile is not None else self.server_nofile,
+        )
+
+
+@dataclass(frozen=True)
+class Workload:
+    """What the client does: one paced stream by default.
+
+    streams / concurrency: how many requests in all, and how many at once.
+    sequential: one after another on fresh client connections (upstream keepalive shows).
+    disconnect_after_events: the client closes the socket after that many content events.
+    driver: a custom client sequence instead of the above, for workloads no count describes
+        (e.g. some clients leave early while others arrive): called as
+        `await driver(url, body, workload, client_options)`, returns every stream's result.
+    """
+
+    script: str = DEFAULT_SCRIPT
+    tokens_per_s: float = 10.0
+    lab: Mapping[str, Any] = field(default_factory=dict)
+    streams: int = 1
+    concurrency: int = 1
+    sequential: bool = False
+    disconnect_after_events: int | None = None
+    client: Mapping[str, Any] = field(default_factory=dict)
+    request: Mapping[str, Any] = field(default_factory=dict)
+    # Wait this long for the server to finish work after the clients are done (disconnects).
+    settle_s: float = 10.0
+    # Reload every proxy on the path this many seconds after the workload starts (a deploy
+    # while streams run: nginx SIGHUP, HAProxy master-worker SIGUSR2); None: no reload.
+    reload_at_s: float | None = None
+    driver: "Driver | None" = None
+
+    @property
+    def interval_s(self) -> float:
+        """Time between two tokens at the workload's own pace (a variant may set another: see
+        `knobs`): the unit every timing margin is expressed in."""
+        return 1.0 / self.tokens_per_s
+
+    def knobs(self, variant_lab: Mapping[str, Any] | None = None) -> dict[str, Any]:
+        """The `lab` object a request carries: script and pace, the workload's knobs, then the
+        variant's own on top (what the server is really asked to do)."""
+        return {"script": self.script, "tokens_per_s": self.tokens_per_s, **self.lab, **(variant_lab or {})}
+
+    def first_due_s(self, variant_lab: Mapping[str, Any] | None = None) -> float:
+        """When the first token is due after the request is sent (silences before it included),
+        under the variant's own `lab` knobs as well as the workload's."""
+        knobs = self.knobs(variant_lab)
+        return float(knobs.get("headers_delay_s", 0.0)) + float(knobs.get("first_token_delay_s", 0.0))
+
+
+# A workload's own client sequence: (entry URL, request body, workload, client options) -> results.
+Driver = Callable[[str, dict[str, Any], Workload, Mapping[str, Any]], Awaitable[list[StreamResult]]]
+
+
+@dataclass
+class Run:
+    """What one variant produced: the client's view, the server's counters, the proxies' evidence."""
+
+    variant: VariantName
+    workload: Workload
+    results: list[StreamResult]
+    server_delta: dict[str, float] = field(default_factory=dict)
+    evidence: list[str] = field(default_factory=list)
+    configs: dict[str, str] = field(default_factory=dict)
+    hops: dict[str, list[StreamResult]] = field(default_factory=dict)
+    proxy_stats: dict[str, dict[str, int]] = field(default_factory=dict)
+    wall_s: float = 0.0
+    # Seconds from the end of the client's work to the server going idle (slots free, no stream);
+    # after a deliberate disconnect, how long the server kept working for nobody.
+    release_s: float | None = None
+    # The variant's own `lab` knobs (on top of the workload's): timing bounds honour them.
+    lab: Mapping[str, Any] = field(default_factory=dict)
+    # The highest value of each server gauge a check asked for (Check.samples), read while the
+    # workload ran: how many streams (or fds) were in flight at once.
+    peaks: dict[str, float] = field(default_factory=dict)
+    # When the proxies were reloaded (seconds after the workload started; Workload.reload_at_s),
+    # None when no reload happened; reload_error says why one failed.
+    reloaded_at_s: float | None = None
+    reload_error: str | None = None
+
+    @property
+    def knobs(self) -> dict[str, Any]:
+        """The `lab` object the requests carried (workload and variant merged)."""
+        return self.workload.knobs(self.lab)
+
+    @property
+    def interval_s(self) -> float:
+        """Time between two tokens in this run: the unit of every timing margin."""
+        return 1.0 / float(self.knobs["tokens_per_s"])
+
+    @property
+    def first_due_s(self) -> float:
+        return self.workload.first_due_s(self.lab)
+
+    @property
+    def first(self) -> StreamResult:
+        return self.results[0]
+
+    def outcomes(self) -> dict[str, int]:
+        counts: dict[str, int] = {}
+        for result in self.results:
+            counts[result.outcome] = counts.get(result.outcome, 0) + 1
+        return counts
+
+    @property
+    def tokens_for_nobody(self) -> float:
+        """Tokens the engine generated that no client received."""
+        received = sum(r.content_events for r in self.results)
+        return self.metric("streamlab_tokens_generated_total") - received
+
+    def metric(self, name: str) -> float:
+        """A server counter's increase during this run (0 when it did not move)."""
+        return self.server_delta.get(name, 0.0)
+
+
+@dataclass(frozen=True)
+class CheckResult:
+    label: str
+    observed: str
+    passed: bool
+
+
+@dataclass(frozen=True)
+class Check:
+    """A predicate on a run. `measure` returns (observed value as text, passed)."""
+
+    label: str
+    measure: Callable[[Run], tuple[str, bool]]
+    # Server gauges whose peak during the workload this check reads (`Run.peaks`): the runner
+    # samples /metrics while the clients run only when a check asks.
+    samples: tuple[str, ...] = ()
+
+    def __call__(self, run: Run) -> CheckResult:
+        try:
+            observed, passed = self.measure(run)
+        except Exception as exc:  # a check that cannot compute has failed, visibly
+            return CheckResult(self.label, f"could not measure: {exc!r}", False)
+        return CheckResult(self.label, observed, passed)
+
+
+@dataclass(frozen=True)
+class Scaled:
+    """A value shrunk so a lab takes seconds: what it is here and the real default it stands for."""
+
+    setting: str
+    lab_value: str
+    real_default: str
+
+
+@dataclass(frozen=True)
+class Scenario:
+    name: str  # kebab-case <layer>-<failure>; no name is a prefix of another
+    layer: Layer
+    symptom: str  # one line, as a user would report it
+    path: tuple[str, ...]  # proxies from the client inwards; () = client talks to the server
+    workload: Workload
+    broken: Variant
+    fix: Variant
+    symptom_checks: tuple[Check, ...]
+    cure_checks: tuple[Check, ...]
+    explanation: str
+    fix_summary: str  # the fix in one line of config or code
+    sources: tuple[str, ...] = ()
+    scaled: tuple[Scaled, ...] = ()
+    # What each proxy's settings start from before the variant's overrides: the proxy's own
+    # defaults, or the production settings of proxies/fixed/ (a chain where one hop misbehaves).
+    base: Literal["defaults", "fixed"] = "defaults"
+    # Also measure at each hop's entry (and direct): shows which hop of a chain held the stream.
+    bisect: bool = False
+    # Server counters (names as on /metrics) whose change the report shows.
+    server_metrics: tuple[str, ...] = ()
+    # Envoy admin counters the report shows (suffixes of the stat names).
+    proxy_stats: tuple[str, ...] = ()
+    # Text a measurement on this machine taught that the folklore gets wrong.
+    finding: str | None = None
+    # The finding kind (labs.findings) that `labs verify` / `labs probe` report for this failure
+    # on a user's own path; None for failures a path check cannot see (text, client code).
+    kind: FindingKind | None = None
+
+    def variant(self, name: VariantName) -> Variant:
+        return self.broken if name == "broken" else self.broken.then(self.fix)
+
+    def checks(self, name: VariantName) -> tuple[Check, ...]:
+        return self.symptom_checks if name == "broken" else self.cure_checks

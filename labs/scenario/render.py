@@ -1,0 +1,57 @@
+"""`python -m labs render SCENARIO`: the proxy config a scenario's variant runs, validated by the
+proxy's own binary, exactly as the lab renders it (only the ports differ: a lab picks free ones).
+
+    python -m labs render nginx-buffering                      # the broken variant
+    python -m labs render nginx-buffering --variant fixed
+    python -m labs render chain-buffering --proxy haproxy      # one hop of a chain
+
+The proxies' own variants (`defaults`, `fixed`) are rendered by `python -m proxies render`.
+"""
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+from labs import catalogue
+from labs.scenario.runner import hop_settings
+from labs.scenario.model import VariantName
+from proxies.apps import AppSettings, is_app
+from proxies.apps.launch import AppMissing, launch
+from proxies.install import BinaryProblem
+from proxies.rendering import render
+from proxies.validation import ConfigInvalid, validate
+
+
+def rendered(name: str, variant_name: VariantName, proxy: str | None = None) -> tuple[str, str]:
+    """(proxy, config text) of one hop of a scenario's variant; ValueError says what to ask for."""
+    scenario = catalogue.get(name)
+    if not scenario.path:
+        raise ValueError(f"{scenario.name} runs no proxy: the client talks to the server directly")
+    if proxy is None:
+        if len(scenario.path) > 1:
+            raise ValueError(f"{scenario.name} runs {', '.join(scenario.path)}: "
+                             "name one with --proxy")
+        proxy = scenario.path[0]
+    elif proxy not in scenario.path:
+        raise ValueError(f"{scenario.name} runs {', '.join(scenario.path)}, not {proxy}")
+    variant = scenario.variant(variant_name)
+    settings = hop_settings(proxy, variant.proxy.get(proxy, {}), scenario.base)
+    if isinstance(settings, AppSettings):  # an app's "config" is its command line and environment
+        return proxy, launch(settings, Path(f"/tmp/streamlab-{proxy}-WORKDIR")).shown()
+    return proxy, render(settings)
+
+
+def main(name: str, variant_name: VariantName, proxy: str | None, check: bool) -> int:
+    try:
+        proxy, text = rendered(name, variant_name, proxy)
+    except (catalogue.UnknownScenario, ValueError, AppMissing) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    try:
+        if check and not is_app(proxy):
+            validate(text, proxy)
+    except (ConfigInvalid, BinaryProblem) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+    sys.stdout.write(text)
+    return 0

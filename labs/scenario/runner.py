@@ -1,0 +1,317 @@
+"""Run a scenario: start the server and the proxies of each variant, drive the workload, measure.
+
+    with Lab() as lab:
+        outcome = lab.run(catalogue.get("nginx-buffering"))
+
+A `Lab` keeps one server per distinct set of server flags for its whole life, so many scenarios
+(and the pytest guards) share one warm server; proxies are started per variant and always stopped.
+"""
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import os
+import shlex
+import time
+import urllib.request
+from dataclasses import dataclass, field
+from typing import Any, Callable, Iterator, Mapping, Sequence
+
+from labs import client, provenance
+from labs.client import libraries as libclients
+from labs.client.results import StreamResult
+from labs.client.peaks import GaugePeaks
+from labs.scenario.reloads import ReloadAt
+from labs.scenario.model import VARIANTS, CheckResult, Run, Scenario, Variant, VariantName, Workload
+from proxies.apps import AppSettings, app_settings, is_app
+from proxies.base import ProxySettings
+from proxies.runtime import get_runtime
+from proxies.runtime.base import RunningProxy, Runtime
+from proxies.variants import variant as named_settings
+from server.launcher import ServerHandle
+from server.processes import free_port, wait_until
+
+PROMPT = [{"role": "user", "content": "Tell me something, one token at a time."}]
+# Gauges that say the server still works on something (a generation for a client that left).
+BUSY_GAUGES = ("streamlab_active_streams", "streamlab_slots_in_use", "streamlab_queued_requests")
+Progress = Callable[[str], None]
+
+
+def runtime_named(name: str | None = None) -> Runtime:
+    """Where the server and proxies run: `local` host processes (default) or `docker` containers."""
+    return get_runtime(name or os.environ.get("LAB_RUNTIME", "local"))
+
+
+@dataclass
+class ScenarioOutcome:
+    """Both variants of one scenario, measured and judged."""
+
+    scenario: Scenario
+    runs: dict[VariantName, Run] = field(default_factory=dict)
+    checks: dict[VariantName, list[CheckResult]] = field(default_factory=dict)
+    # How it was made (labs.provenance): runtime, proxy versions or images, server command
+    # lines, commit, CPUs, start time.
+    provenance: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def wall_s(self) -> float:
+        return sum(run.wall_s for run in self.runs.values())
+
+    def passed(self, variant: VariantName) -> bool:
+        return all(c.passed for c in self.checks.get(variant, []))
+
+    @property
+    def verdict(self) -> dict[VariantName, str]:
+        """broken: 'symptom reproduced' or not; fixed: 'cured' or not."""
+        words = {"broken": ("symptom reproduced", "symptom did NOT reproduce"),
+                 "fixed": ("cured", "NOT cured")}
+        return {v: words[v][0 if self.passed(v) else 1] for v in self.runs}
+
+
+class Lab:
+    """Servers shared across runs, proxies per run. Use as a context manager."""
+
+    def __init__(self, runtime: Runtime | str | None = None, engine: str | None = None,
+                 server_env: Mapping[str, str] | None = None,
+                 progress: Progress | None = None, server_args: Sequence[str] = ()) -> None:
+        self.runtime = runtime if runtime is not None and not isinstance(runtime, str) else runtime_named(runtime)
+        # The real model by default; `synthetic` only where a workload needs it (load).
+        self.engine = engine or os.environ.get("LAB_ENGINE", "transformers")
+        self.server_env = dict(server_env or {})
+        # Flags every server of this lab gets as well (the browser view: --cors-origin).
+        self.server_args = tuple(server_args)
+        self.progress = progress or (lambda message: None)
+        self._servers: dict[tuple[str, ...], ServerHandle] = {}
+        self._models: dict[tuple[str, ...], str] = {}
+        self._stack = contextlib.ExitStack()
+
+    def __enter__(self) -> "Lab":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        self._stack.close()
+        self._servers.clear()
+
+    # ---- servers -------------------------------------------------------------------------
+
+    def server(self, args: Sequence[str] = (), nofile: int | None = None) -> ServerHandle:
+        """The server for these flags (started on first use); `nofile`: its soft open-file limit."""
+        key, handle_key = self._keys(args, nofile)
+        if handle_key not in self._servers:
+            shown = " ".join(key) + ("" if nofile is None else f" under ulimit -Sn {nofile}")
+            self.progress(f"starting the model server ({shown})")
+            handle = self._stack.enter_context(self.runtime.run_server(key, env=self.server_env,
+                                                                       nofile_soft=nofile))
+            self._servers[handle_key] = handle
+            self._models[handle_key] = served_model(handle.url)
+        return self._servers[handle_key]
+
+    def server_command(self, args: Sequence[str] = (), nofile: int | None = None) -> str:
+        """The command line of the server these flags get (its host and port aside)."""
+        command = shlex.join(("python", "-m", "server", "--engine", self.engine, *args))
+        return command if nofile is None else f"ulimit -Sn {nofile}; {command}"
+
+    def model_name(self, args: Sequence[str] = (), nofile: int | None = None) -> str:
+        self.server(args, nofile)
+        return self._models[self._keys(args, nofile)[1]]
+
+    def _keys(self, args: Sequence[str], nofile: int | None) -> tuple[tuple[str, ...], tuple[str, ...]]:
+        """(the server's flags, the key of its handle)."""
+        key = ("--engine", self.engine, *args, *self.server_args)
+        # A server under another fd limit is another server; the key of the usual one is unchanged.
+        return key, key if nofile is None else (*key, f"<ulimit -Sn {nofile}>")
+
+    # ---- one scenario --------------------------------------------------------------------
+
+    def run(self, scenario: Scenario, variants: Sequence[VariantName] = VARIANTS) -> ScenarioOutcome:
+        outcome = ScenarioOutcome(scenario)
+        started_at = provenance.started_now()
+        for name in variants:
+            self.progress(f"{scenario.name}: {name} variant")
+            run = self.run_variant(scenario, name)
+            outcome.runs[name] = run
+            outcome.checks[name] = [check(run) for check in scenario.checks(name)]
+        commands = {name: self.server_command(scenario.variant(name).server_args,
+                                              scenario.variant(name).server_nofile) for name in variants}
+        outcome.provenance = provenance.collect(self.runtime.name, scenario.path, commands, started_at)
+        return outcome
+
+    def run_variant(self, scenario: Scenario, name: VariantName) -> Run:
+        variant = scenario.variant(name)
+        server = self.server(variant.server_args, variant.server_nofile)
+        started = time.monotonic()
+        with self.path(scenario.path, variant, server.port, scenario.base) as hops:
+            run = self.measure(scenario, name, hops)
+        run.wall_s = time.monotonic() - started
+        return run
+
+    def entry_url(self, scenario: Scenario, name: VariantName, hops: Sequence[RunningProxy]) -> str:
+        """Where a client of this variant connects: the outermost hop, or the server itself."""
+        variant = scenario.variant(name)
+        return hops[0].url if hops else self.server(variant.server_args, variant.server_nofile).url
+
+    def measure(self, scenario: Scenario, name: VariantName, hops: Sequence[RunningProxy]) -> Run:
+        """Drive the variant's workload through its path, already started (`path`), and judge it."""
+        variant = scenario.variant(name)
+        server = self.server(variant.server_args, variant.server_nofile)
+        started = time.monotonic()
+        body = self.request_body(scenario.workload, variant)
+        options = {**scenario.workload.client, **variant.client}
+        url = self.entry_url(scenario, name, hops) + "/v1/chat/completions"
+        gauges = sorted({gauge for check in scenario.checks(name) for gauge in check.samples})
+        with GaugePeaks(server.host, server.port, gauges, _sample_interval(scenario.workload)) as peaks:
+            before = server.metrics()
+            with ReloadAt(hops, scenario.workload.reload_at_s) as reload:
+                results = asyncio.run(drive(url, body, scenario.workload, options))
+        # The clients are done (or left on purpose): how long until the server stops working?
+        release_s = wait_idle(server, scenario.workload.settle_s)
+        delta = _counter_delta(before, server.metrics())
+        run = Run(variant=name, workload=scenario.workload, results=results, server_delta=delta,
+                  configs={hop.name: hop.config_text for hop in hops}, release_s=release_s,
+                  lab=dict(variant.lab), peaks=peaks.peaks, reloaded_at_s=reload.done_at_s,
+                  reload_error=reload.error)
+        if scenario.bisect:
+            run.hops = self._bisect(list(hops), server, body, options)
+        run.evidence = _evidence(hops)
+        run.proxy_stats = _proxy_stats(hops, scenario.proxy_stats)
+        run.wall_s = time.monotonic() - started
+        return run
+
+    def request_body(self, workload: Workload, variant: Variant) -> dict[str, Any]:
+        return request_body(workload, variant, self.model_name(variant.server_args, variant.server_nofile))
+
+    @contextlib.contextmanager
+    def path(self, proxies: Sequence[str], variant: Variant, server_port: int,
+             base: str = "defaults") -> Iterator[list[RunningProxy]]:
+        """Start the hops (proxies and apps) from the server outwards; yields them client-side first."""
+        with contextlib.ExitStack() as stack:
+            upstream_port, started = server_port, []
+            for proxy in reversed(proxies):
+                ports = {"listen_port": free_port(), "upstream_port": upstream_port}
+                if proxy == "envoy":
+                    ports["admin_port"] = free_port()
+                settings = hop_settings(proxy, variant.proxy.get(proxy, {}), base, **ports)
+                self.progress(f"starting {proxy} on :{settings.listen_port}")
+                run = self.runtime.run_app if is_app(proxy) else self.runtime.run_proxy
+                started.append(stack.enter_context(run(settings)))  # type: ignore[arg-type]
+                upstream_port = settings.listen_port
+            yield list(reversed(started))
+
+    def _bisect(self, hops: list[RunningProxy], server: ServerHandle, body: dict[str, Any],
+                options: Mapping[str, Any]) -> dict[str, list[StreamResult]]:
+        """One stream entering at each hop in turn, then direct: where does the lump appear?"""
+        entries = [(f"{i + 1}. enter at {hop.name}", hop.url) for i, hop in enumerate(hops)]
+        entries.append((f"{len(hops) + 1}. direct to the server", server.url))
+        measured = {}
+        for label, url in entries:
+            result = asyncio.run(client.measure_stream(url + "/v1/chat/completions", body, **options))
+            measured[label] = [result]
+        return measured
+
+
+def request_body(workload: Workload, variant: Variant, model: str) -> dict[str, Any]:
+    """The chat-completion body every stream of this variant sends (a driver may vary it)."""
+    return {"model": model, "messages": PROMPT, "stream": True, "max_tokens": 1024,
+            **workload.request, **variant.request, "lab": workload.knobs(variant.lab)}
+
+
+def _sample_interval(workload: Workload) -> float:
+    """Half a token interval, so a peak that lasts a token is seen; within 20-100 ms either way
+    (faster would load the server, slower could miss a stream of a few tokens)."""
+    return min(0.1, max(0.02, workload.interval_s / 2))
+
+
+def hop_settings(proxy: str, overrides: Mapping[str, Any], base: str = "defaults",
+                 **addressing: Any) -> ProxySettings | AppSettings:
+    """The base settings (the proxy's defaults or the fixed ones; an app's own defaults), then
+    the variant's overrides, then where the hop listens and forwards."""
+    if is_app(proxy):
+        return app_settings(proxy).with_(**overrides, **addressing)
+    return named_settings(proxy, base).with_(**overrides, **addressing)  # type: ignore[arg-type]
+
+
+async def drive(url: str, body: dict[str, Any], workload: Workload,
+                options: Mapping[str, Any]) -> list[StreamResult]:
+    """Run the workload: one stream, several in sequence, or several at once. The client option
+    `library` measures one stream through a real client library instead (labs.client.libraries)."""
+    opts = dict(options)
+    if "library" in opts:
+        library, headers = str(opts.pop("library")), opts.pop("headers", None)
+        if opts:
+            raise ValueError(f"a library client takes only `headers` besides `library`, not {sorted(opts)}")
+        return [await libclients.measure_stream(library, url, body, headers)]
+    if workload.disconnect_after_events is not None:
+        opts["disconnect_after_events"] = workload.disconnect_after_events
+    if workload.driver is not None:
+        return await workload.driver(url, body, workload, opts)
+    if workload.streams == 1:
+        return [await client.measure_stream(url, body, **opts)]
+    if workload.sequential:
+        return [await client.measure_stream(url, body, **opts) for _ in range(workload.streams)]
+    return await client.measure_many(url, [body] * workload.streams, workload.concurrency, **opts)
+
+
+def served_model(url: str) -> str:
+    with urllib.request.urlopen(url + "/v1/models", timeout=5) as response:
+        return json.load(response)["data"][0]["id"]
+
+
+def wait_idle(server: ServerHandle, timeout_s: float) -> float | None:
+    """Poll until the server has finished everything, including work for clients that left.
+
+    Returns the seconds it took (None if it was still busy after `timeout_s`): right after a
+    client disconnects on purpose, this is how long the server kept generating for nobody.
+    """
+    started = time.monotonic()
+
+    def idle() -> bool:
+        metrics = server.metrics()
+        return all(metrics.get(name, 0.0) == 0.0 for name in BUSY_GAUGES)
+    try:
+        wait_until(idle, timeout_s, interval_s=0.01, describe="the server to go idle")
+    except TimeoutError:
+        return None
+    return time.monotonic() - started
+
+
+def _counter_delta(before: Mapping[str, float], after: Mapping[str, float]) -> dict[str, float]:
+    """How much each counter (and histogram count/sum) moved; gauges as their value after."""
+    delta: dict[str, float] = {}
+    for name, value in after.items():
+        base = name.split("{", 1)[0]
+        if base.endswith(("_total", "_count", "_sum")):
+            change = value - before.get(name, 0.0)
+            if change:
+                delta[name] = change
+        elif base.startswith("streamlab_"):
+            delta[name] = value
+    return delta
+
+
+def _evidence(hops: Sequence[RunningProxy], lines: int = 6) -> list[str]:
+    """What the proxies themselves said: the last access-log lines and any warning or error."""
+    evidence: list[str] = []
+    for hop in hops:
+        for line in hop.access_log()[-lines:]:
+            evidence.append(f"{hop.name} access: {line.strip()}")
+        for line in hop.error_log().splitlines():
+            if any(word in line.lower() for word in ("warn", "error", "crit", "alert", "emerg")):
+                evidence.append(f"{hop.name} log: {line.strip()}")
+    return evidence
+
+
+def _proxy_stats(hops: Sequence[RunningProxy], suffixes: Sequence[str]) -> dict[str, dict[str, int]]:
+    if not suffixes:
+        return {}
+    stats: dict[str, dict[str, int]] = {}
+    for hop in hops:
+        if getattr(hop.settings, "proxy", None) != "envoy":
+            continue
+        picked = {name: value for name, value in hop.stats().items()
+                  if name.endswith(tuple(suffixes)) and value}
+        stats[hop.name] = picked
+    return stats

@@ -1,0 +1,151 @@
+"""Rewrite a user's HAProxy config to run here, in front of the lab's server (see labs.verify.rewrite).
+
+`bind` lines move to free loopback ports (the chat frontend's first), every `server` (and
+`server-template`) points at the lab's server with TLS, DNS and health-check parameters dropped,
+logs go to stdout, pid and stats sockets into the run's folder, `user`/`group`/`chroot`/`daemon`
+go, and `resolvers`, `peers` and `mailers` sections are commented out (they name other hosts).
+"""
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+
+from labs.verify.edits import TextEdits
+from labs.verify.haproxy.config import HaproxyConfig, Section, Statement, words_of
+from labs.verify.rewrite import Rewritten
+from server.processes import free_port
+
+BIND_KEPT = ("maxconn", "backlog", "name", "tfo", "defer-accept")
+SERVER_DROPPED_FLAGS = {"ssl", "check", "check-ssl", "no-check", "send-proxy", "send-proxy-v2", "no-verifyhost"}
+SERVER_DROPPED_WITH_VALUE = {"verify", "ca-file", "crt", "sni", "resolvers", "init-addr", "resolve-prefer",
+                             "alpn", "check-sni", "addr", "port", "inter", "fall", "rise", "resolve-opts",
+                             "check-alpn", "ciphers", "verifyhost", "agent-check", "agent-port", "agent-inter"}
+REMOVED_SECTIONS = {"resolvers": "names DNS servers of the user's network", "peers": "names peer hosts",
+                    "mailers": "names mail servers"}
+STDOUT_LOG = "log stdout format raw local0 info"
+
+
+def rewrite(config: HaproxyConfig, frontend: Section, lab_port: int, folder: Path, *,
+            drop_user: bool = False) -> Rewritten:
+    edit = TextEdits(config.text, terminator="\n")
+    result = Rewritten("haproxy", folder, folder / "conf" / "haproxy.cfg", listen_port=0)
+    not_root = drop_user or os.geteuid() != 0
+
+    def note(text: str) -> None:
+        if text not in result.notes:
+            result.notes.append(text)
+
+    for section in config.sections:
+        if section.kind in REMOVED_SECTIONS:
+            edit.remove(section.line, section.kind, REMOVED_SECTIONS[section.kind])
+            for statement in section.statements:
+                edit.remove(statement.line, statement.keyword, REMOVED_SECTIONS[section.kind])
+            continue
+        for statement in section.statements:
+            words, line, key = statement.words, statement.line, statement.keyword
+            if key in ("user", "group", "uid", "gid") and section.kind == "global":
+                if not_root:
+                    edit.remove(line, key, "runs as the invoking user in a container" if drop_user else "not root here")
+            elif key in ("chroot", "daemon", "ca-base", "crt-base", "master-worker"):
+                edit.remove(line, key, "the run stays in its own folder, in the foreground")
+            elif key == "maxconn" and section.kind == "global" and int(words[1]) > _fd_allowed():
+                edit.replace(line, key, f"maxconn {_fd_allowed()}")
+                note(f"global maxconn {words[1]} needs about {2 * int(words[1])} open files; this machine "
+                     f"allows {_fd_hard_limit()}, so it runs with maxconn {_fd_allowed()} here")
+            elif key == "pidfile":
+                edit.replace(line, key, f"pidfile {folder / 'haproxy.pid'}")
+            elif key == "log" and words[1:2] != ["global"] and not words[1:2] == ["stdout"]:
+                edit.replace(line, key, STDOUT_LOG)
+            elif key == "stats" and words[1:2] == ["socket"]:
+                edit.replace(line, key, " ".join(["stats socket", str(folder / "stats.sock"),
+                                                  *_keep_socket_params(words[3:])]))
+            elif key == "bind":
+                port = free_port()
+                if section is frontend and not result.listen_port:
+                    result.listen_port = port
+                if any(w in ("ssl", "crt", "crt-list") for w in words):
+                    note("TLS is off here: the lab speaks plain HTTP to the same frontend")
+                edit.replace(line, key, " ".join(["bind", f"127.0.0.1:{port}", *_keep(words[2:], BIND_KEPT)]))
+            elif key in ("server", "default-server", "server-template"):
+                edit.replace(line, key, _server(statement, lab_port))
+                if "check" in words:
+                    note("health checks are off: they would probe the lab's server instead of yours")
+            elif key in ("errorfile",) and len(words) > 2 and not Path(words[2]).is_file():
+                edit.remove(line, key, "the file is not on this machine (HAProxy's own page is used)")
+            elif key == "http-check" or words[:2] == ["option", "httpchk"]:
+                edit.remove(line, key if key == "http-check" else "option", "health checks are off")
+    rewritten = edit.apply()
+    result.files[str(config.file)] = (config.text, rewritten, result.main)
+    return result
+
+
+def _fd_hard_limit() -> int:
+    import resource
+    hard = resource.getrlimit(resource.RLIMIT_NOFILE)[1]
+    return hard if hard != resource.RLIM_INFINITY else 1 << 20
+
+
+def _fd_allowed() -> int:
+    """The largest maxconn HAProxy can raise its open-file limit for here (two fds a connection)."""
+    return max(256, (_fd_hard_limit() - 200) // 2)
+
+
+def _server(statement: Statement, lab_port: int) -> str:
+    words = statement.words
+    if words[0] == "default-server":
+        return " ".join(["default-server", *_drop_server_params(words[1:])])
+    if words[0] == "server-template":  # server-template PREFIX COUNT FQDN:PORT params
+        return " ".join(["server", f"{words[1]}1", f"127.0.0.1:{lab_port}", *_drop_server_params(words[4:])])
+    return " ".join(["server", words[1], f"127.0.0.1:{lab_port}", *_drop_server_params(words[3:])])
+
+
+def _drop_server_params(params: list[str]) -> list[str]:
+    kept, skip = [], False
+    for word in params:
+        if skip:
+            skip = False
+        elif word in SERVER_DROPPED_FLAGS:
+            continue
+        elif word in SERVER_DROPPED_WITH_VALUE:
+            skip = True
+        else:
+            kept.append(word)
+    return kept
+
+
+def _keep(params: list[str], allowed: tuple[str, ...]) -> list[str]:
+    kept = []
+    for index, word in enumerate(params):
+        if word in allowed and index + 1 < len(params):
+            kept += [word, params[index + 1]]
+    return kept
+
+
+def _keep_socket_params(params: list[str]) -> list[str]:
+    return _keep(params, ("mode", "level", "expose-fd"))
+
+
+_ADDRESS = re.compile(r"^(?:ipv4@|ipv6@)?(\[[^\]]+\]|[^:]*):?(\d*)$")
+
+
+def addresses(text: str) -> list[tuple[str, str]]:
+    """Every network address the rewritten config names (bind, server, log, nameserver, peer)."""
+    found = []
+    for number, raw in enumerate(text.splitlines(), start=1):
+        words = words_of(raw)
+        if not words:
+            continue
+        target = None
+        if words[0] == "bind" and len(words) > 1:
+            target = words[1].split(",")[0]
+        elif words[0] in ("server", "nameserver", "peer", "mailer") and len(words) > 2:
+            target = words[2]
+        elif words[0] == "log" and len(words) > 1 and words[1] not in ("global", "stdout", "stderr") \
+                and not words[1].startswith("/"):
+            target = words[1]
+        if target is not None and not target.startswith(("unix@", "/", "abns@")):
+            match = _ADDRESS.match(target)
+            host = (match[1] if match else target) or "*"
+            found.append((f"line {number}", host))
+    return found

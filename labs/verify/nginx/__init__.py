@@ -1,0 +1,2 @@
+"""verify's reading of a user's nginx config: parse it (config), read the settings in effect on the
+chat route (read), rewrite its upstreams and listeners to loopback (rewrite)."""
