@@ -14,7 +14,6 @@ Installed, the console command `streamlab` is the same: `streamlab verify nginx.
 from __future__ import annotations
 
 import argparse
-import importlib
 import json
 import sys
 import threading
@@ -107,10 +106,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         from labs.view.cli import serve
         return serve(args.host, args.port, args.runtime, args.out)
     if args.command == "render":
-        from labs.scenario import render
+        from labs.catalogue import render
         return render.main(args.name, args.variant, args.proxy, check=not args.no_validate)
     if args.command == "readme-table":
-        from labs.scenario.readme_table import scenario_table, update_readme
+        from labs.catalogue.readme_table import scenario_table, update_readme
         if args.write:
             root = checkout()
             if root is None:
@@ -163,7 +162,7 @@ def _run(scenarios, variants, runtime, out: Path, *, as_json: bool = False) -> i
     console = Console(stderr=as_json)
     # The report's picture needs matplotlib (~1 s to import): imported while the model server
     # starts (seconds of waiting), not after the runs.
-    threading.Thread(target=importlib.import_module, args=("labs.scenario.timeline",), daemon=True).start()
+    threading.Thread(target=_import_the_picture, daemon=True).start()
     failed = False
     with console.status("starting") as status, Lab(runtime=runtime, progress=status.update) as lab:
         for scenario in scenarios:
@@ -181,6 +180,11 @@ def _run(scenarios, variants, runtime, out: Path, *, as_json: bool = False) -> i
                 status.start()
             failed |= not all(outcome.passed(v) for v in outcome.runs)
     return 1 if failed else 0
+
+
+def _import_the_picture() -> None:
+    """Import the report's picture (matplotlib) on a thread, while the server starts."""
+    import labs.scenario.timeline  # noqa: F401
 
 
 if __name__ == "__main__":

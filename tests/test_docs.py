@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from labs.scenario.readme_table import BEGIN, END, scenario_table
+from labs.catalogue.readme_table import BEGIN, END, scenario_table
 from server import knobs
 
 REPO = Path(__file__).resolve().parent.parent

@@ -29,3 +29,70 @@ def test_no_module_is_over_the_line_limit() -> None:
     too_long = {str(path.relative_to(REPO_ROOT)): n for path in modules
                 if (n := len(path.read_text(encoding="utf-8").splitlines())) > MAX_LINES}
     assert not too_long, f"modules over {MAX_LINES} lines (split them along their seams): {too_long}"
+
+
+def _circles(imports: dict[str, set[str]]) -> list[list[str]]:
+    """Strongly connected groups of more than one module (Tarjan), each a set of files that import
+    one another in a loop."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found: list[list[str]] = []
+
+    def visit(module: str) -> None:
+        index[module] = low[module] = len(index)
+        stack.append(module)
+        on_stack.add(module)
+        for other in imports.get(module, ()):
+            if other not in index:
+                visit(other)
+                low[module] = min(low[module], low[other])
+            elif other in on_stack:
+                low[module] = min(low[module], index[other])
+        if low[module] == index[module]:
+            group = []
+            while True:
+                member = stack.pop()
+                on_stack.discard(member)
+                group.append(member)
+                if member == module:
+                    break
+            if len(group) > 1:
+                found.append(sorted(group))
+
+    for module in sorted(imports):
+        if module not in index:
+            visit(module)
+    return found
+
+
+def test_no_module_imports_itself_back() -> None:
+    """No circle of imports between the project's modules, type-checking imports included: a
+    circle is a file and a piece cut out of it, held together by a lazy import; open it at the
+    seam instead (grimp builds the graph, as import-linter does)."""
+    grimp = pytest.importorskip("grimp")
+    graph = grimp.build_graph(*PACKAGES, include_external_packages=False)
+    imports = {module: graph.find_modules_directly_imported_by(module) for module in graph.modules}
+    assert len(imports) > 100, "the packages were not found"
+    circles = _circles(imports)
+    assert circles == [], "\n".join(" <-> ".join(c) for c in circles)
+
+
+def test_circles_are_found() -> None:
+    """The circle finder itself, on a loop of three and a tree."""
+    assert _circles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
+    assert _circles({"a": {"b", "c"}, "b": {"c"}, "c": set()}) == []
+
+
+def test_no_module_is_loaded_by_a_string() -> None:
+    """`__import__` / `importlib.import_module` of the project's own modules hide an import from
+    the layers' contract and the circle test: the project imports its modules by name."""
+    loaded_by_string = []
+    for package in PACKAGES:
+        for path in sorted((REPO_ROOT / package).rglob("*.py")):
+            for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+                code = line.split("#", 1)[0]
+                if "__import__(" in code or "import_module(" in code:
+                    loaded_by_string.append(f"{path.relative_to(REPO_ROOT)}:{number}: {line.strip()}")
+    assert loaded_by_string == []

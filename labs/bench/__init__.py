@@ -22,10 +22,10 @@ quotes), with a progress bar and the time left while it runs. One module per par
                       `python -m server.engine.bench` (tiny model tokens/s), as subprocesses
     measuring_client  5. the measuring client's own cost against a bare asyncio SSE server
     gpu               `make bench-gpu`: the engine on a CUDA GPU (not a part of `make bench`)
-    peers             `make bench-peers`: the lab client beside AIPerf and guidellm (not a part
-                      of `make bench`); peers_install (their venvs), peer_lab, peer_aiperf,
-                      peer_guidellm (each tool's command and output parser), tree_cpu (a
-                      process tree's CPU), peers_table (the side-by-side table)
+    peers/            `make bench-peers`: the lab client beside AIPerf and guidellm (not a part
+                      of `make bench`); install (their venvs), lab, aiperf, guidellm (each
+                      tool's command and output parser), table (the side-by-side table), compare
+                      (the run); tree_cpu (a process tree's CPU)
     markdown          bench.md
     progress          the progress bar (redrawn by hand: no thread beside the measurements)
     cli               the command line, the parts in order, the files it writes

@@ -64,9 +64,8 @@ def parts(args: argparse.Namespace) -> dict[str, Part]:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    from labs import bench
-
-    parser = argparse.ArgumentParser(prog="python -m labs bench", description=bench.__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog="python -m labs bench",
+                                     description="every benchmark of the project in one run")
     parser.add_argument("--only", default="", help=f"comma-separated parts (default all): {', '.join(PARTS)}")
     parser.add_argument("--streams", type=int, default=1000, help="streams of the many-streams step")
     parser.add_argument("--arrivals", type=int, default=ARRIVALS,

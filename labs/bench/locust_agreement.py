@@ -112,7 +112,7 @@ def _numbers(step: StepResult, server: dict[str, Any]) -> dict[str, Any]:
 
 def bench_locust_agreement(progress: Callable[[str], None]) -> dict[str, Any]:
     from labs.load import SYNTHETIC, LoadLab, ServerSpec
-    from labs.load.locust_run import locust_available, run_locust_step
+    from labs.pathload.locust_run import locust_available, run_locust_step
     from labs.pathload.ramp import LoadSettings, OwnPath, run_step
 
     if not locust_available():

@@ -1,7 +1,7 @@
 """The scenario catalogue: every scenario declared once, in the module of its layer.
 
 `python -m labs render nginx-buffering --variant broken` prints the proxy config a variant runs
-(labs/scenario/render.py).
+(labs/catalogue/render.py).
 """
 from __future__ import annotations
 

@@ -20,8 +20,8 @@ whose CPU ran out).
 One module per job:
 
     paths     the paths and their steps (LoadPath, ServerSpec, PATHS), the scripted text
-    results   StepResult, PathResult, Limit, and the thresholds of "healthy"
-    analysis  diagnose, first_limit: which limit an unhealthy step hit
+    results   StepResult, Limit, and the thresholds of "healthy"
+    analysis  diagnose, first_limit: which limit an unhealthy step hit; PathResult
     evidence  what a step left in logs and counters (server, proxy, Envoy, the kernel's TCP)
     streams   the client side of a step: N streams at once, lean client or httpx defaults
     summary   a step's streams in numbers: percentiles, the steady rate, the TTFT histogram
@@ -30,17 +30,15 @@ One module per job:
     report    tables, report.json, report.md and the picture (imported on use: matplotlib)
     own_path  the same steps against a deployed path given by its URL (`python -m labs load URL`)
     own_cli   that command's options, --json and reports/load-<host>/
-    locust_run  a step through Locust: a master and local workers, their stats as a StepResult
     locustfile  the Locust user (also for `locust --master` / `--worker` across machines)
 """
 from __future__ import annotations
 
-from labs.load.analysis import diagnose, first_limit
+from labs.load.analysis import PathResult, diagnose, first_limit
 from labs.load.cli import main, reanalyse
 from labs.load.evidence import tcp_counters
 from labs.load.paths import PATHS, SYNTHETIC, LoadPath, ServerSpec, get_path, script
-from labs.load.results import (MAX_GAP_FACTOR, MAX_TTFT_P99_S, MIN_RATE_PCT, Limit, PathResult,
-                               StepResult)
+from labs.load.results import MAX_GAP_FACTOR, MAX_TTFT_P99_S, MIN_RATE_PCT, Limit, StepResult
 from labs.load.run import LoadLab
 # The benchmarks (labs.bench) drive their own streams with the lab's event loop and GC policy.
 from labs.load.streams import _no_gc_pauses, _runner

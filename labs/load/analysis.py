@@ -1,4 +1,5 @@
-"""The first-limit analysis: name the limit an unhealthy step hit from the evidence it left.
+"""The first-limit analysis: name the limit an unhealthy step hit from the evidence it left, and
+a path's result (`PathResult`: its steps and the first limit they hit).
 
 Rules in the order a reader would check them: what the proxy said, what the server answered,
 what the client did, then whose CPU ran out.
@@ -6,8 +7,10 @@ what the client did, then whose CPU ran out.
 from __future__ import annotations
 
 import re
+from dataclasses import asdict, dataclass, field
 from typing import Any, Mapping, Sequence
 
+from labs.load.paths import LoadPath
 from labs.load.results import MAX_GAP_FACTOR, MAX_TTFT_P99_S, MIN_RATE_PCT, Limit, StepResult
 
 BUSY_CPU_PCT = 85.0  # of one core: a single-threaded process this busy is the bottleneck
@@ -143,3 +146,28 @@ def first_limit(steps: Sequence[StepResult]) -> tuple[StepResult, list[Limit]] |
         if not step.healthy:
             return step, step.limits or diagnose(step)
     return None
+
+
+@dataclass
+class PathResult:
+    path: LoadPath
+    steps: list[StepResult] = field(default_factory=list)
+    error: str | None = None  # the path could not run (a proxy missing, a server that failed)
+
+    @property
+    def first_limit(self) -> tuple[StepResult, list[Limit]] | None:
+        return first_limit(self.steps)
+
+    @property
+    def inconclusive(self) -> tuple[StepResult, list[Limit]] | None:
+        """The step where the measurement, not the path, ran out, when it left no verdict. The
+        load lab samples its own processes and names a busy client as that path's limit, so
+        never here; `labs load URL` overrides it (labs/pathload/ramp.py)."""
+        return None
+
+    def to_dict(self) -> dict[str, Any]:
+        hit = self.first_limit
+        return {"path": {**asdict(self.path), "server": asdict(self.path.server)},
+                "steps": [s.to_dict() for s in self.steps], "error": self.error,
+                "first_limit": None if hit is None else {
+                    "concurrency": hit[0].concurrency, "limits": [asdict(x) for x in hit[1]]}}

@@ -15,9 +15,9 @@ from pathlib import Path
 from typing import Sequence
 
 from labs import provenance
-from labs.load.analysis import diagnose
+from labs.load.analysis import PathResult, diagnose
 from labs.load.paths import PATHS, LoadPath, get_path
-from labs.load.results import PathResult, StepResult
+from labs.load.results import StepResult
 from labs.load.run import LoadLab
 from labs.progress import WorkBar
 from server.locations import reports_dir

@@ -19,8 +19,8 @@ from rich.console import Console  # noqa: E402
 from rich.table import Table  # noqa: E402
 
 from labs.provenance import one_line  # noqa: E402
-from labs.load.results import (MAX_GAP_FACTOR, MAX_TTFT_P99_S, MIN_RATE_PCT,  # noqa: E402
-                               PathResult, StepResult)
+from labs.load.analysis import PathResult  # noqa: E402
+from labs.load.results import MAX_GAP_FACTOR, MAX_TTFT_P99_S, MIN_RATE_PCT, StepResult  # noqa: E402
 
 COLOURS = {"nginx": "#009639", "haproxy": "#1f77b4", "envoy": "#ac3bd3", None: "#222222"}
 TEACHING_COLOURS = ("#e66101", "#8c510a", "#7f7f7f", "#d01c8b")  # rows that are not a proxy

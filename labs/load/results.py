@@ -1,11 +1,11 @@
-"""The load lab's results as plain data: one step (`StepResult`), one path (`PathResult`), a
-limit that was hit (`Limit`), and what "healthy" means for a step."""
+"""The load lab's results as plain data: one step (`StepResult`), a limit that was hit (`Limit`),
+and what "healthy" means for a step. A path's steps with the limit they hit are `PathResult`
+(labs/load/analysis.py, which finds the limit)."""
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
 from typing import Any, Literal, Mapping
 
-from labs.load.paths import LoadPath
 
 # What "healthy" means for a step (the package docstring, labs/load/__init__.py).
 MIN_RATE_PCT = 90.0
@@ -136,30 +136,3 @@ class StepResult:
         known = {k: v for k, v in d.items() if k in cls.__dataclass_fields__}
         known["limits"] = [Limit(**x) for x in d.get("limits", [])]
         return cls(**known)
-
-
-@dataclass
-class PathResult:
-    path: LoadPath
-    steps: list[StepResult] = field(default_factory=list)
-    error: str | None = None  # the path could not run (a proxy missing, a server that failed)
-
-    @property
-    def first_limit(self) -> tuple[StepResult, list[Limit]] | None:
-        from labs.load.analysis import first_limit  # the analysis is built on these types
-
-        return first_limit(self.steps)
-
-    @property
-    def inconclusive(self) -> tuple[StepResult, list[Limit]] | None:
-        """The step where the measurement, not the path, ran out, when it left no verdict. The
-        load lab samples its own processes and names a busy client as that path's limit, so
-        never here; `labs load URL` overrides it (labs/pathload/ramp.py)."""
-        return None
-
-    def to_dict(self) -> dict[str, Any]:
-        hit = self.first_limit
-        return {"path": {**asdict(self.path), "server": asdict(self.path.server)},
-                "steps": [s.to_dict() for s in self.steps], "error": self.error,
-                "first_limit": None if hit is None else {
-                    "concurrency": hit[0].concurrency, "limits": [asdict(x) for x in hit[1]]}}

@@ -7,10 +7,10 @@ import resource
 from dataclasses import dataclass
 from typing import Any, Callable, Iterator, Mapping, Sequence
 
-from labs.load.analysis import diagnose
+from labs.load.analysis import PathResult, diagnose
 from labs.load.evidence import _Marks
 from labs.load.paths import LoadPath, ServerSpec, script
-from labs.load.results import PathResult, StepResult
+from labs.load.results import StepResult
 from labs.load.streams import _httpx_many, _lean_many, _no_gc_pauses, _runner
 from labs.load.summary import summarize
 from labs.client.resources import Sampler, raise_own_fd_limit

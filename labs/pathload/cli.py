@@ -13,7 +13,7 @@ from labs import provenance
 from labs.findings import EXIT_UNUSABLE, UnusableInput
 from labs.pathload.ramp import (LoadSettings, OwnPath, exit_status, findings, first_limit_hit,
                                 inconclusive_json, run_load, run_step, verdict)
-from labs.load.results import PathResult
+from labs.load.analysis import PathResult
 from server.locations import reports_dir
 
 STEP_OVERHEAD_S = 2.0  # connects, the drain, the pause between steps
@@ -82,7 +82,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.workers < 1:
             raise UnusableInput("--workers: at least 1")
         if args.locust:
-            from labs.load.locust_run import require_locust
+            from labs.pathload.locust_run import require_locust
             require_locust()
         path = OwnPath(args.url, settings)
         path.detect()
@@ -112,7 +112,7 @@ def _run(path: OwnPath, args: argparse.Namespace, console: Any) -> tuple[PathRes
     step_runner = run_step
     overhead = STEP_OVERHEAD_S
     if args.locust:
-        from labs.load.locust_run import run_locust_step
+        from labs.pathload.locust_run import run_locust_step
 
         overhead += LOCUST_OVERHEAD_S
 

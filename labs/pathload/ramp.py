@@ -23,10 +23,10 @@ from typing import Any, Callable, Literal, Sequence
 from urllib.parse import urlsplit
 
 from labs.findings import EXIT_FAILURE, EXIT_INCONCLUSIVE, EXIT_OK, Finding, UnusableInput
-from labs.load.analysis import diagnose
+from labs.load.analysis import PathResult, diagnose
 from labs.load.evidence import tcp_counters
 from labs.load.paths import LoadPath, script
-from labs.load.results import Limit, PathResult, StepResult
+from labs.load.results import Limit, StepResult
 from labs.load.streams import _lean_many, _no_gc_pauses, _runner
 from labs.load.summary import summarize
 from labs.probe.path import Path as ProbePath

@@ -4,9 +4,10 @@
     report = verify_config(Path("nginx.conf"), quick=True)
     report.ok, report.findings, report.checks, report.rewrites, report.to_json()
 
-Modules, one job each: `detect` (which proxy), `*_config` (parse), `*_read` (the route and the
-settings in effect), `rules` (what the settings suggest), `*_rewrite` + `rewrite` (run it here,
-loopback only), `launch` (the proxy's own validator, the process), `checks` (the measurements),
+Modules, one job each: `kinds` (the proxies verify reads, one folder each: `config` parses,
+`read` finds the route and the settings in effect, `rules` says what they suggest, `rewrite` runs
+it here on loopback only, `kind` declares it), `detect` (which proxy), `rewrite` (what every
+rewrite shares), `launch` (the proxy's own validator, the process), `checks` (the measurements),
 `containers` (the same in the proxy's container), `judge` (findings), `output` + `cli` (tables,
 JSON, exit status), `run` (all of it).
 """

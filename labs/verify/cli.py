@@ -8,6 +8,7 @@ from typing import Sequence
 
 from labs.findings import EXIT_UNUSABLE, UnusableInput
 from labs.verify.checks import CHECK_NAMES
+from labs.verify.kinds import KINDS, PROXIES
 from labs.verify.model import Options
 
 HELP = """Read a proxy config exactly as written (includes, several servers, named upstreams,
@@ -19,8 +20,9 @@ Exit status: 0 no failure, 1 a failure, 2 the input cannot be used."""
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     defaults = Options()
-    parser.add_argument("file", type=Path, help="the config file (nginx.conf, haproxy.cfg, envoy.yaml)")
-    parser.add_argument("--proxy", choices=("nginx", "haproxy", "envoy"), default=None,
+    examples = ", ".join(kind.example for kind in KINDS.values())
+    parser.add_argument("file", type=Path, help=f"the config file ({examples})")
+    parser.add_argument("--proxy", choices=PROXIES, default=None,
                         help="which proxy (default: detected from the file)")
     parser.add_argument("--max-silence", type=float, default=defaults.max_silence_s, metavar="S",
                         help="the longest silence the model may keep, before the first token and "

@@ -8,34 +8,8 @@ from __future__ import annotations
 
 from labs.findings import Finding, FindingKind
 from labs.verify.checks import CHECK_KINDS, Measured
+from labs.verify.kinds import KINDS
 from labs.verify.model import DEFAULT, Suspicion
-
-# When a measurement shows a fault no setting explains: the setting to look at, and the fix.
-FALLBACK: dict[str, dict[str, tuple[str, str]]] = {
-    "nginx": {"buffering": ("proxy_buffering",
-                            'proxy_buffering off; proxy_http_version 1.1; proxy_set_header Connection "";'),
-              "coalescing": ("proxy_buffering", "proxy_buffering off;"),
-              "compression-delay": ("gzip_types", "gzip_types without text/event-stream"),
-              "idle-timeout": ("proxy_read_timeout", "proxy_read_timeout above the longest silence"),
-              "total-timeout": ("proxy_read_timeout", "no limit on the whole response for the streaming location"),
-              "disconnect-not-propagated": ("proxy_ignore_client_abort", "proxy_ignore_client_abort off;"),
-              "connection-limit": ("worker_connections", "worker_connections above twice the concurrent streams")},
-    "haproxy": {"buffering": ("option http-no-delay", "option http-no-delay"),
-                "coalescing": ("option http-no-delay", "option http-no-delay"),
-                "compression-delay": ("compression type", "compression type without text/event-stream"),
-                "idle-timeout": ("timeout server", "timeout server above the longest silence"),
-                "total-timeout": ("timeout server", "no whole-response limit for the streaming backend"),
-                "disconnect-not-propagated": ("option abortonclose", "option abortonclose"),
-                "connection-limit": ("frontend maxconn", "maxconn above the concurrent streams")},
-    "envoy": {"buffering": ("http_filters", "no filter that needs the whole response body"),
-              "coalescing": ("http_filters", "no filter that holds response data"),
-              "compression-delay": ("http_filters", "compressor content_type without text/event-stream"),
-              "idle-timeout": ("stream_idle_timeout", "stream_idle_timeout above the longest silence"),
-              "total-timeout": ("route timeout", "timeout: 0s on the streaming route"),
-              "disconnect-not-propagated": ("http_filters", "no filter that holds the upstream request"),
-              "connection-limit": ("max_requests", "circuit-breaker thresholds above the concurrent streams")},
-}
-
 
 def scenario_for(kind: FindingKind, proxy: str) -> str | None:
     """The catalogue scenario that demonstrates `kind` on this proxy (else on any layer)."""
@@ -62,7 +36,7 @@ def findings(proxy: str, suspicions: list[Suspicion], measured: list[Measured],
                                    scenario=scenario_for(m.kind, proxy), fix=s.fix,
                                    limit_s=s.limit_s if s.limit_s is not None else m.limit_s))
         else:
-            setting, fix = FALLBACK[proxy][m.kind]
+            setting, fix = KINDS[proxy].fallback[m.kind]  # a fault no setting explains
             out.append(Finding(kind=m.kind, severity="failure", where=where_of.get(setting, DEFAULT),
                                evidence=f"{m.name}: {m.observed}", scenario=scenario_for(m.kind, proxy),
                                fix=fix, limit_s=m.limit_s))

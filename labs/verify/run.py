@@ -19,11 +19,12 @@ from typing import Callable, Iterator, Sequence
 
 from labs.findings import CheckOutcome, UnusableInput
 from labs.verify import checks as dynamic
-from labs.verify import judge, rules
-from labs.verify.detect import PROXIES, detect
+from labs.verify import judge
+from labs.verify.detect import detect
+from labs.verify.kinds import KINDS, PROXIES, suspicions
 from labs.verify.launch import RunningConfig, running, validate
 from labs.verify.model import Options, Reading, VerifyReport, display_path
-from labs.verify.rewrite import Rewritten, assert_loopback, is_loopback
+from labs.verify.rewrite import Rewritten, is_loopback
 from server.processes import free_port
 from server.launcher import ServerHandle, running_server
 
@@ -46,44 +47,13 @@ def lab_server(streams: int = Options.streams) -> Iterator[ServerHandle]:
 
 def read_config(path: Path, proxy: str | None = None) -> Reading:
     """The static reading alone (no process is started)."""
-    proxy = _proxy(path, proxy)
-    reader = __import__(f"labs.verify.{proxy}.read", fromlist=["read"])
-    return reader.read(path)
+    return KINDS[_proxy(path, proxy)].read(path)
 
 
 def rewrite_config(path: Path, proxy: str, lab_port: int, folder: Path, *,
                    in_container: bool = False) -> Rewritten:
     """The config as it runs here; `in_container`: it runs as the invoking user in a container."""
-    if proxy == "nginx":
-        from labs.verify.nginx import config as nginx_config
-        from labs.verify.nginx import read as nginx_read
-        from labs.verify.nginx import rewrite as nginx_rewrite
-        config = nginx_config.parse(path)
-        server, _ = nginx_read.select_route(config)
-        rewritten = nginx_rewrite.rewrite(config, server, lab_port, folder, drop_user=in_container)
-        rewritten.write()
-        assert_loopback(nginx_rewrite.addresses(rewritten.main))
-        return rewritten
-    if proxy == "haproxy":
-        from labs.verify.haproxy import config as haproxy_config
-        from labs.verify.haproxy import read as haproxy_read
-        from labs.verify.haproxy import rewrite as haproxy_rewrite
-        config = haproxy_config.parse(path)
-        frontend, _, notes = haproxy_read.select_route(config)
-        rewritten = haproxy_rewrite.rewrite(config, frontend, lab_port, folder, drop_user=in_container)
-        rewritten.host_header = haproxy_read.host_from_notes(notes)
-        assert_loopback(haproxy_rewrite.addresses(rewritten.files[str(path)][1]))
-    else:
-        from labs.verify.envoy import config as envoy_config
-        from labs.verify.envoy import read as envoy_read
-        from labs.verify.envoy import rewrite as envoy_rewrite
-        _, data = envoy_config.load(path)
-        chosen = envoy_read.select_route(data, path)
-        rewritten = envoy_rewrite.rewrite(path, chosen.listener.get("name"), lab_port, folder)
-        rewritten.host_header = chosen.host_header
-        assert_loopback(envoy_rewrite.addresses(rewritten.files[str(path)][1]))
-    rewritten.write()
-    return rewritten
+    return KINDS[proxy].run_here(path, lab_port, folder, in_container)
 
 
 def verify_config(path: Path, *, proxy: str | None = None, max_silence_s: float = Options.max_silence_s,
@@ -112,7 +82,7 @@ def verify_config(path: Path, *, proxy: str | None = None, max_silence_s: float 
         say(f"checking it with {proxy}'s own validator")
         validate(rewritten, runtime)
         # After the proxy's own check, so a bad value gets the proxy's own message first.
-        suspected = rules.suspicions(reading, options)
+        suspected = suspicions(reading, options)
         selected = _selected(checks, quick, suspected)
         if server is None:
             say("starting the lab's server")

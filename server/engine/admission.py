@@ -18,7 +18,7 @@ from server import metrics
 from server.engine.base import QueueFull
 
 if TYPE_CHECKING:
-    from server.engine.backend import Sequence
+    from server.engine.generation import Sequence
     from server.engine.generation import ScheduledGeneration
 
 # The Retry-After hint of a 429: a slot frees up every so often, and HTTP counts in seconds.

@@ -1,4 +1,5 @@
-"""A generation as the HTTP layer holds it: the asyncio side of one scheduled sequence.
+"""One request in flight, from both sides: the Sequence the decode loop steps, and the
+ScheduledGeneration the HTTP layer holds, the asyncio side of it.
 
 The decode loop (server/engine/scheduler.py) hands its events over in batches, one
 `call_soon_threadsafe(deliver_all, ...)` per loop iteration; each generation appends them to its
@@ -12,12 +13,9 @@ import asyncio
 import collections
 import time
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, AsyncIterator, Protocol
+from typing import Any, AsyncIterator, Protocol
 
 from server.engine.base import EngineStopped, FinishReason, Generation, GenerationRequest, TokenEvent
-
-if TYPE_CHECKING:
-    from server.engine.backend import Sequence
 
 
 class Canceller(Protocol):
@@ -40,6 +38,50 @@ class Stopped:
     """The engine stopped under the generation: iterating raises EngineStopped."""
 
     message: str
+
+
+@dataclass(eq=False)
+class Sequence:
+    """One admitted or queued request, as the decode loop sees it. Touched by the loop thread only,
+    except `cancelled`, `cancel_reason` and `client_gone_at` (set from the event loop)."""
+
+    id: int
+    request: GenerationRequest
+    generation: "ScheduledGeneration"
+    # Set when the sequence gets a slot; pacing is relative to this moment.
+    started_at: float = 0.0
+    due: float = 0.0
+    generated: int = 0
+    cancelled: bool = False
+    cancel_reason: str = ""
+    client_gone_at: float | None = None
+    finished: bool = False
+    # Backend-private state (KV cache, position, RNG, ...).
+    state: Any = None
+    # The request's max_new_tokens, lowered by the backend when the model has fewer positions.
+    max_new_tokens: int = -1
+
+    def __post_init__(self) -> None:
+        if self.max_new_tokens < 0:
+            self.max_new_tokens = self.request.max_new_tokens
+
+    def next_due(self, now: float) -> float:
+        """When the token after the one just emitted is due (its pacing)."""
+        pacing = self.request.pacing
+        period = 1.0 / pacing.tokens_per_s if pacing.tokens_per_s else 0.0
+        # Anchored to the schedule (no drift from step time), but never more than one period
+        # behind now: an engine that fell behind resumes the rate instead of bursting.
+        due = max(self.due + period, now - period) if period else now
+        if pacing.pause_after_tokens is not None and self.generated == pacing.pause_after_tokens:
+            due = max(due, now) + pacing.pause_s
+        return due
+
+    @property
+    def next_forced_id(self) -> int | None:
+        forced = self.request.forced_ids
+        if forced is None:
+            return None
+        return forced[self.generated]
 
 
 class ScheduledGeneration(Generation):

@@ -31,7 +31,8 @@ from typing import Any
 
 from server import metrics
 from server.engine.admission import Admission
-from server.engine.backend import Backend, Sequence, SequenceFailed
+from server.engine.backend import Backend, SequenceFailed
+from server.engine.generation import Sequence
 from server.engine.base import Engine, EngineStopped, FinishReason, Generation, GenerationRequest, TokenEvent
 from server.engine.generation import End, ScheduledGeneration, Stopped, deliver_all
 

@@ -9,7 +9,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from server.engine.backend import Backend, Sequence
+from server.engine.backend import Backend
+from server.engine.generation import Sequence
 
 
 def corpus_token_ids(tokenizer: Any) -> list[int]:

@@ -44,7 +44,8 @@ import secrets
 from dataclasses import dataclass, field
 from typing import Any
 
-from server.engine.backend import Backend, Sequence, SequenceFailed
+from server.engine.backend import Backend, SequenceFailed
+from server.engine.generation import Sequence
 
 log = logging.getLogger(__name__)
 

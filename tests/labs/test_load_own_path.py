@@ -12,7 +12,7 @@ import pytest
 
 from labs.findings import EXIT_FAILURE, EXIT_OK, EXIT_UNUSABLE
 from labs.load import SYNTHETIC, LoadLab, LoadPath, StepResult
-from labs.load.locust_run import locust_available, step_from_stats
+from labs.pathload.locust_run import locust_available, step_from_stats
 from labs.pathload.cli import main
 from labs.pathload.ramp import CONNECTION_LIMIT, findings, own_limits
 
@@ -271,7 +271,7 @@ def test_print_body_prints_what_every_stream_sends_and_runs_nothing(
 
 
 def test_locust_starts_are_spread_over_its_once_a_second_batches() -> None:
-    from labs.load.locust_run import spawn_plan
+    from labs.pathload.locust_run import spawn_plan
 
     assert spawn_plan(300, 2.0) == (150.0, 1.0)  # two batches of 150, each spread over 1 s
     assert spawn_plan(300, 0.5) == (600.0, 0.5)  # one batch: spread over the whole ramp

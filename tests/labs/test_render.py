@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from labs import catalogue
-from labs.scenario.render import rendered
+from labs.catalogue.render import rendered
 
 REPO = Path(__file__).resolve().parents[2]
 

@@ -271,7 +271,7 @@ def test_prompts_admitted_together_prefill_in_one_pass_with_the_same_cache(
     sequence's KV cache as if it had been prefilled alone; a bad prompt fails alone."""
     import torch
 
-    from server.engine.backend import Sequence
+    from server.engine.generation import Sequence
     from server.engine.transformers_engine import TransformersBackend
 
     backend = TransformersBackend(model_dir, "cpu")

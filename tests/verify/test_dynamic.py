@@ -14,7 +14,7 @@ import pytest
 
 from labs import catalogue
 from labs.verify import verify_config
-from labs.scenario.render import rendered
+from labs.catalogue.render import rendered
 from labs.verify.judge import checks_for
 from proxies.apps import is_app
 from proxies.validation import CONFIG_NAMES

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from labs.scenario.render import rendered
+from labs.catalogue.render import rendered
 
 pytestmark = pytest.mark.slow
 

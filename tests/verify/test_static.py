@@ -11,7 +11,7 @@ from labs.findings import UnusableInput
 from labs.verify import read_config
 from labs.verify.detect import detect
 from labs.verify.model import Options
-from labs.verify.rules import suspicions
+from labs.verify.kinds import suspicions
 from labs.verify.rewrite import is_loopback
 from tests.verify.conftest import USER_CONFIGS, user_config_cases
 

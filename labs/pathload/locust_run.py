@@ -33,7 +33,7 @@ from labs.load.summary import percentile_bands, ttft_histogram
 from labs.client.results import percentile
 from labs.client.resources import Sampler, cpu_s
 
-LOCUSTFILE = Path(__file__).with_name("locustfile.py")
+LOCUSTFILE = Path(__file__).resolve().parents[1] / "load" / "locustfile.py"  # the Locust user of both
 KIND = "SSE"
 
 

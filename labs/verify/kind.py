@@ -1,0 +1,37 @@
+"""What verify needs to know of one proxy's configs: how to tell one apart, read it, and run it here.
+
+One `ConfigKind` per proxy, declared in that proxy's folder (`labs/verify/nginx/kind.py`, ...) and
+listed once in `labs/verify/kinds.py`; the shared modules (`detect`, `run`, `judge`, `cli`) read the
+table and name no proxy.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable, Mapping
+
+from labs.verify.model import Options, Reading, Suspicion
+from labs.verify.rewrite import Rewritten
+
+
+@dataclass(frozen=True)
+class ConfigKind:
+    proxy: str
+    """The proxy's name, as the proxies' own table (`proxies.kinds`) and `--proxy` spell it."""
+    example: str
+    """A file name a user recognises (the help's "nginx.conf, haproxy.cfg, envoy.yaml")."""
+    shape: re.Pattern[str]
+    """A line only this proxy's configs have: detection tries the kinds in the table's order."""
+    read: Callable[[Path], Reading]
+    """The static reading: the route chosen and the settings in effect on it."""
+    suspicions: Callable[[Reading, Options], list[Suspicion]]
+    """What the settings in effect suggest (labs/verify/rules.py): one Suspicion per fault."""
+    run_here: Callable[[Path, int, Path, bool], Rewritten]
+    """(config, lab port, folder, in a container) -> the config rewritten to loopback and written
+    into the folder; refuses (NotLoopback) a rewrite that still names another address."""
+    fallback: Mapping[str, tuple[str, str]]
+    """Finding kind -> (the setting to look at, the fix), for a measured fault no setting explains."""
+
+    def looks_like(self, text: str) -> bool:
+        return self.shape.search(text) is not None

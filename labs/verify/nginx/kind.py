@@ -1,0 +1,33 @@
+"""nginx, as verify reads and runs it."""
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from labs.verify.kind import ConfigKind
+from labs.verify.nginx import config, read, rewrite, rules
+from labs.verify.rewrite import Rewritten, assert_loopback
+
+
+def run_here(path: Path, lab_port: int, folder: Path, in_container: bool) -> Rewritten:
+    parsed = config.parse(path)
+    server, _ = read.select_route(parsed)
+    rewritten = rewrite.rewrite(parsed, server, lab_port, folder, drop_user=in_container)
+    rewritten.write()  # the check reads the written main file back with crossplane
+    assert_loopback(rewrite.addresses(rewritten.main))
+    return rewritten
+
+
+KIND = ConfigKind(
+    proxy="nginx", example="nginx.conf",
+    shape=re.compile(r"^\s*(http|events|server|upstream|stream)\s*(\S+\s*)?\{", re.M),
+    read=read.read, suspicions=rules.suspicions, run_here=run_here,
+    fallback={
+        "buffering": ("proxy_buffering", 'proxy_buffering off; proxy_http_version 1.1; proxy_set_header Connection "";'),
+        "coalescing": ("proxy_buffering", "proxy_buffering off;"),
+        "compression-delay": ("gzip_types", "gzip_types without text/event-stream"),
+        "idle-timeout": ("proxy_read_timeout", "proxy_read_timeout above the longest silence"),
+        "total-timeout": ("proxy_read_timeout", "no limit on the whole response for the streaming location"),
+        "disconnect-not-propagated": ("proxy_ignore_client_abort", "proxy_ignore_client_abort off;"),
+        "connection-limit": ("worker_connections", "worker_connections above twice the concurrent streams"),
+    })
