@@ -28,9 +28,10 @@ One module per job:
     run       LoadLab: servers, proxies and steps, with their resources sampled
     cli       `python -m labs.load` (and `python -m labs run load`), --reanalyse
     report    tables, report.json, report.md and the picture (imported on use: matplotlib)
-    own_path  the same steps against a deployed path given by its URL (`python -m labs load URL`)
-    own_cli   that command's options, --json and reports/load-<host>/
     locustfile  the Locust user (also for `locust --master` / `--worker` across machines)
+
+The same steps against a deployed path given by its URL (`python -m labs load URL`) are
+labs/pathload/.
 """
 from __future__ import annotations
 
