@@ -132,7 +132,7 @@ def find_py_spy() -> str:
 def run(arrivals: int, rounds: int, streams: int, out: Path, rate_hz: int) -> dict[str, Any]:
     from labs.load import SYNTHETIC
     from labs.load.paths import script
-    from labs.load.run import PROMPT
+    from labs.load.lab import PROMPT
     from labs.load.streams import _lean_many, _no_gc_pauses, _runner
     from labs.client.results import percentile
     from labs.client.resources import raise_own_fd_limit

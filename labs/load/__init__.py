@@ -25,7 +25,7 @@ One module per job:
     evidence  what a step left in logs and counters (server, proxy, Envoy, the kernel's TCP)
     streams   the client side of a step: N streams at once, lean client or httpx defaults
     summary   a step's streams in numbers: percentiles, the steady rate, the TTFT histogram
-    run       LoadLab: servers, proxies and steps, with their resources sampled
+    lab       LoadLab: servers, proxies and steps, with their resources sampled
     cli       `python -m labs.load` (and `python -m labs run load`), --reanalyse
     report    tables, report.json, report.md and the picture (imported on use: matplotlib)
     locustfile  the Locust user (also for `locust --master` / `--worker` across machines)
@@ -40,7 +40,7 @@ from labs.load.cli import main, reanalyse
 from labs.load.evidence import tcp_counters
 from labs.load.paths import PATHS, SYNTHETIC, LoadPath, ServerSpec, get_path, script
 from labs.load.results import MAX_GAP_FACTOR, MAX_TTFT_P99_S, MIN_RATE_PCT, Limit, StepResult
-from labs.load.run import LoadLab
+from labs.load.lab import LoadLab
 # The benchmarks (labs.bench) drive their own streams with the lab's event loop and GC policy.
 from labs.load.streams import _no_gc_pauses, _runner
 from labs.load.summary import steady_gaps, steady_rate, steady_window, summarize, ttft_histogram

@@ -18,7 +18,7 @@ from labs import provenance
 from labs.load.analysis import PathResult, diagnose
 from labs.load.paths import PATHS, LoadPath, get_path
 from labs.load.results import StepResult
-from labs.load.run import LoadLab
+from labs.load.lab import LoadLab
 from labs.progress import WorkBar
 from server.locations import reports_dir
 

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Iterator, Mapping, Sequence
 
 from labs import client, provenance
-from labs.client import libraries as libclients
+from labs.client import libraries
 from labs.client.results import StreamResult
 from labs.client.peaks import GaugePeaks
 from labs.scenario.reloads import ReloadAt
@@ -243,7 +243,7 @@ async def drive(url: str, body: dict[str, Any], workload: Workload,
         library, headers = str(opts.pop("library")), opts.pop("headers", None)
         if opts:
             raise ValueError(f"a library client takes only `headers` besides `library`, not {sorted(opts)}")
-        return [await libclients.measure_stream(library, url, body, headers)]
+        return [await libraries.measure_stream(library, url, body, headers)]
     if workload.disconnect_after_events is not None:
         opts["disconnect_after_events"] = workload.disconnect_after_events
     if workload.driver is not None:
