@@ -1,0 +1,47 @@
+"""docs/extending.md's recipes stay true: every path a recipe names exists (for every proxy kind,
+finding kind or catalogue layer its placeholder stands for), and a new layer module is picked up."""
+from __future__ import annotations
+
+import importlib
+import re
+from pathlib import Path
+
+from labs import catalogue
+
+REPO = Path(__file__).resolve().parent.parent
+DOC = REPO / "docs" / "extending.md"
+# A code span that names a file or folder of the repository (placeholders in angle brackets).
+PATH = re.compile(r"`((?:server|proxies|labs|tests|docker|docs)/[\w./<>-]*)`")
+
+
+def _placeholders() -> dict[str, list[str]]:
+    from labs.findings import KINDS as FINDING_KINDS
+    from proxies.kinds import KINDS as PROXY_KINDS
+    layers = sorted(p.stem for p in (REPO / "labs" / "catalogue").glob("*.py")
+                    if "SCENARIOS" in p.read_text(encoding="utf-8") and p.stem != "__init__")
+    return {"<proxy>": sorted(PROXY_KINDS), "<layer>": layers,
+            "<finding>": sorted(kind.module for kind in FINDING_KINDS.values())}
+
+
+def _expanded(path: str, values: dict[str, list[str]]) -> list[str]:
+    for placeholder, names in values.items():
+        if placeholder in path:
+            return [p for name in names for p in _expanded(path.replace(placeholder, name), values)]
+    return [path]
+
+
+def test_every_path_a_recipe_names_exists() -> None:
+    named = sorted(set(PATH.findall(DOC.read_text(encoding="utf-8"))))
+    assert len(named) > 20, "the recipes name no paths: the pattern no longer reads them"
+    values = _placeholders()
+    missing = [p for path in named for p in _expanded(path.rstrip("."), values) if not (REPO / p).exists()]
+    assert missing == [], f"docs/extending.md names paths that do not exist: {missing}"
+
+
+def test_every_layer_module_that_declares_scenarios_is_in_the_catalogue() -> None:
+    """The scenario recipe's step "a new layer module is added to labs/catalogue/__init__.py"."""
+    listed = {s.name for s in catalogue.SCENARIOS}
+    for layer in _placeholders()["<layer>"]:
+        module = importlib.import_module(f"labs.catalogue.{layer}")
+        names = {s.name for s in getattr(module, "SCENARIOS", ())}
+        assert names <= listed, f"labs/catalogue/{layer}.py declares {sorted(names - listed)} outside the catalogue"
