@@ -6,13 +6,14 @@
 
 Modules, one job each: `detect` (which proxy), `*_config` (parse), `*_read` (the route and the
 settings in effect), `rules` (what the settings suggest), `*_rewrite` + `rewrite` (run it here,
-loopback only), `launch` (the proxy's own validator, the process), `checks` (the measurements),
-`containers` (the same in the proxy's container), `judge` (findings), `output` + `cli` (tables,
-JSON, exit status), `run` (all of it).
+loopback only), `launch` (the proxy's own validator, the process), `trials` (what is sent, each
+answer read by its kind's judge in `labs.findings`), `containers` (the same in the proxy's
+container), `judge` (suspicions and verdicts into findings), `output` + `cli` (tables, JSON, exit
+status), `run` (all of it).
 """
 from __future__ import annotations
 
-from labs.verify.checks import CHECK_KINDS, CHECK_NAMES
+from labs.verify.trials import CHECK_KINDS, CHECK_NAMES
 from labs.verify.model import Options, VerifyReport
 from labs.verify.run import lab_server, read_config, verify_config
 

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Callable, Iterator, Sequence
 
 from labs.findings import CheckOutcome, UnusableInput
-from labs.verify import checks as dynamic
+from labs.verify import trials as dynamic
 from labs.verify import judge, rules
 from labs.verify.detect import PROXIES, detect
 from labs.verify.launch import RunningConfig, running, validate

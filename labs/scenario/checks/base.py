@@ -17,8 +17,6 @@ STREAM_SLACK_INTERVALS = 3.0
 # prefill while the server frees their slots (up to ~150 ms at 20 tok/s on 2 busy cores), well
 # short of the symptom it guards against, waiting for an abandoned answer (tens of intervals).
 ARRIVAL_SLACK_INTERVALS = 8.0
-# A held stream's first token arrives within this many intervals of the end of the stream.
-HELD_SLACK_INTERVALS = 2.0
 # Share of content events that must arrive in reads of their own for a stream to count as streamed.
 STREAMED_READ_SHARE = 0.75
 
