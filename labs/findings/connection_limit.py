@@ -38,22 +38,27 @@ class Burst:
     first_wait_s: float | None = None  # the earliest stream's wait for its first token
     last_wait_s: float | None = None   # the latest's (a load step: its TTFT p99)
     stream_s: float | None = None      # one stream's length once it started (the yardstick)
-    basis: str = "TTFT"                # what the waits are: TTFT, or the wait in front of the origin
+    origin_known: bool = False         # the waits are in front of the origin (its records), not TTFT
 
     @classmethod
     def of(cls, streams: Sequence[StreamResult], origin_first_token_s: Sequence[float | None] = ()) -> Burst:
         known = bool(origin_first_token_s) and all(o is not None for o in origin_first_token_s)
         origin = list(origin_first_token_s) if known else [0.0] * len(streams)
         waits = [r.ttft_s - (o or 0.0) for r, o in zip(streams, origin) if r.ttft_s is not None]
-        lengths = [r.e2e_s - r.ttft_s for r in streams if r.e2e_s is not None and r.ttft_s is not None]
+        # A stream held to its end has no length after its first token: it sets no yardstick.
+        lengths = [r.e2e_s - r.ttft_s for r in streams
+                   if r.e2e_s is not None and r.ttft_s is not None and r.e2e_s > r.ttft_s]
         return cls(len(streams), dict(Counter(r.outcome for r in streams)),
                    dict(Counter(str(r.status) for r in streams if r.outcome == "http-error")),
-                   min(waits, default=None), max(waits, default=None), min(lengths, default=None),
-                   "wait in front of the origin" if known else "TTFT")
+                   min(waits, default=None), max(waits, default=None), min(lengths, default=None), known)
 
     @property
     def failed(self) -> int:
         return self.streams - self.outcomes.get("complete", 0)
+
+    @property
+    def basis(self) -> str:
+        return "wait in front of the origin" if self.origin_known else "TTFT"
 
     @property
     def spread_s(self) -> float:

@@ -52,16 +52,16 @@ class ConnectionLimit:
         for result in results:
             spent(ctx, result)
         origin = await self._origin_first_tokens(ctx, hop, ids)
-        return self.judge(results, origin, note)
+        return self.observation(results, origin, note)
 
-    def judge(self, results: list[StreamResult], origin: list[float | None], note: str) -> Observation:
+    def observation(self, results: list[StreamResult], origin: list[float | None], note: str) -> Observation:
         burst = connection_limit.Burst.of(results, origin)
         verdict = connection_limit.judge_burst(burst)
         numbers: dict[str, Any] = {"streams": burst.streams, "outcomes": dict(burst.outcomes),
                                    "http_errors": dict(burst.statuses)}
         if not burst.failed:
             numbers.update(wait_min_s=burst.first_wait_s, wait_max_s=burst.last_wait_s,
-                           stream_s=burst.stream_s, origin_first_token_known=burst.basis != "TTFT")
+                           stream_s=burst.stream_s, origin_first_token_known=burst.origin_known)
         evidence = f"of {burst.streams} concurrent streams{note}: {verdict.observed}"
         return Observation(self.name, self.kind, verdict.fault, f"{verdict.observed}{note}",
                            evidence if verdict.fault else "", measurements=numbers)

@@ -41,7 +41,7 @@ def probe_verdicts(scenario: str, streams: list[StreamResult], recording: dict) 
         return {kind: silence.judge_try(first, recording["lab"]["pause_s"])}
     if kind == "disconnect-not-propagated":
         return {kind: departure.judge_departure(first, recording["release_s"], recording["lab"]["pause_s"])}
-    observation = burst.ConnectionLimit().judge(streams, [], "")
+    observation = burst.ConnectionLimit().observation(streams, [], "")
     return {kind: Verdict(observation.fault, observation.observed, observation.limit_s)}
 
 

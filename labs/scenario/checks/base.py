@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import Callable
 
 from labs.client.results import percentile
+from labs.findings.evidence import ms
 from labs.scenario.model import Check, Run
 
 # A streamed first token may be late by this many token intervals (scheduling noise, proxy start).
@@ -22,10 +23,6 @@ STREAMED_READ_SHARE = 0.75
 
 Value = Callable[[Run], "float | None"]
 Bound = Callable[[Run], float]
-
-
-def ms(seconds: float | None) -> str:
-    return "-" if seconds is None else f"{seconds * 1000:.0f} ms"
 
 
 def num(value: float | None) -> str:
