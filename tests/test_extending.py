@@ -20,7 +20,7 @@ def _placeholders() -> dict[str, list[str]]:
     layers = sorted(p.stem for p in (REPO / "labs" / "catalogue").glob("*.py")
                     if "SCENARIOS" in p.read_text(encoding="utf-8") and p.stem != "__init__")
     return {"<proxy>": sorted(PROXY_KINDS), "<layer>": layers,
-            "<finding>": sorted(kind.module for kind in FINDING_KINDS.values())}
+            "<finding>": sorted(kind.judge.__module__.rsplit(".", 1)[1] for kind in FINDING_KINDS)}
 
 
 def _expanded(path: str, values: dict[str, list[str]]) -> list[str]:

@@ -33,8 +33,10 @@ SCENARIOS = [
         workload=Workload(),
         broken=Variant(),  # app.use(compression()), as the middleware's README shows it
         fix=Variant(proxy={"express": {"compression": "skip-sse"}}),
-        symptom_checks=(checks.content_encoded("gzip"), checks.held_to_end()),
-        cure_checks=(checks.content_encoded(None), checks.streamed(), checks.complete_with_done()),
+        symptom_checks=(checks.content_encoded("gzip"), checks.held_to_end(),
+                        checks.finding("compression-delay")),
+        cure_checks=(checks.content_encoded(None), checks.streamed(), checks.complete_with_done(),
+                     checks.no_finding("compression-delay")),
         explanation=(
             "`app.use(compression())` compresses every response whose type `compressible` knows, and "
             "it knows text/event-stream. The gzip stream is flushed only when zlib's buffer fills or "
@@ -59,8 +61,10 @@ SCENARIOS = [
         workload=Workload(tokens_per_s=20.0, disconnect_after_events=3, script=LONG_ANSWER),
         broken=Variant(proxy={"express": {"compression": "off", "abort_on_close": False}}),
         fix=Variant(proxy={"express": {"abort_on_close": True}}),
-        symptom_checks=(checks.departed(), checks.tokens_for_nobody_at_least(0.5), checks.release_at_least(10)),
-        cure_checks=(checks.departed(), checks.server_heard_departures(), checks.release_within(4)),
+        symptom_checks=(checks.departed(), checks.tokens_for_nobody_at_least(0.5), checks.release_at_least(10),
+                        checks.finding("disconnect-not-propagated")),
+        cure_checks=(checks.departed(), checks.server_heard_departures(), checks.release_within(4),
+                     checks.no_finding("disconnect-not-propagated")),
         server_metrics=("streamlab_tokens_generated_total", "streamlab_tokens_after_disconnect_total",
                         'streamlab_requests_aborted_total{reason="disconnect"}'),
         explanation=(
@@ -88,8 +92,10 @@ SCENARIOS = [
         workload=Workload(),
         broken=Variant(),  # rewrites() to the model server, `compress` left at its default (on)
         fix=Variant(proxy={"nextjs": {"compress": False}}),
-        symptom_checks=(checks.content_encoded("gzip"), checks.held_to_end()),
-        cure_checks=(checks.content_encoded(None), checks.streamed(), checks.complete_with_done()),
+        symptom_checks=(checks.content_encoded("gzip"), checks.held_to_end(),
+                        checks.finding("compression-delay")),
+        cure_checks=(checks.content_encoded(None), checks.streamed(), checks.complete_with_done(),
+                     checks.no_finding("compression-delay")),
         explanation=(
             "A Next.js site that forwards /v1/* to the model server with `rewrites()` answers through "
             "its own server, and `compress` (on by default) gzips every response, the proxied event "
@@ -117,9 +123,11 @@ SCENARIOS = [
         fix=Variant(proxy={"gunicorn": {"worker_class": "gthread", "threads": 50}}),
         symptom_checks=(checks.status_is(200), checks.outcome_is("truncated", "reset"),
                         checks.cut_at_deadline(GUNICORN_TIMEOUT_S, "gunicorn's worker --timeout"),
-                        checks.hop_said("gunicorn", "WORKER TIMEOUT")),
+                        checks.hop_said("gunicorn", "WORKER TIMEOUT"),
+                        checks.finding("total-timeout")),
         cure_checks=(checks.complete_with_done(),
-                     checks.outlived(GUNICORN_TIMEOUT_S, "the broken --timeout")),
+                     checks.outlived(GUNICORN_TIMEOUT_S, "the broken --timeout"),
+                     checks.no_finding("total-timeout")),
         explanation=(
             "A sync worker serves one request at a time and tells the arbiter it is alive only "
             "between requests, so a stream longer than `--timeout` (30 s by default) looks like a hung "
@@ -151,10 +159,12 @@ SCENARIOS = [
         broken=Variant(proxy={"nginx": {"proxy_read_timeout": GATEWAY_IDLE_TIMEOUT_S}}),
         fix=Variant(proxy={"litellm": {"keepalive_ping_s": GATEWAY_PING_S}}),
         symptom_checks=(checks.outcome_is("truncated"), checks.heartbeats_dropped(),
-                        checks.cut_after_silence(GATEWAY_IDLE_TIMEOUT_S, "nginx's proxy_read_timeout")),
+                        checks.cut_after_silence(GATEWAY_IDLE_TIMEOUT_S, "nginx's proxy_read_timeout"),
+                        checks.finding("idle-timeout")),
         cure_checks=(checks.complete_with_done(), checks.heartbeats_at_least(2),
                      checks.server_sent_heartbeats(),
-                     checks.silence_outlasted(GATEWAY_IDLE_TIMEOUT_S, "nginx's proxy_read_timeout")),
+                     checks.silence_outlasted(GATEWAY_IDLE_TIMEOUT_S, "nginx's proxy_read_timeout"),
+                     checks.no_finding("idle-timeout")),
         server_metrics=("streamlab_heartbeats_total",),
         explanation=(
             "The model server sends `: ping` comments while the model is silent, so every idle "

@@ -30,8 +30,10 @@ SCENARIOS = [
         symptom_checks=(checks.outcome_is("truncated"), checks.status_is(200),
                         checks.proxy_stat_at_least("upstream_rq_timeout", 1,
                                                    "Envoy counted the upstream request timeout"),
-                        checks.cut_at_deadline(ROUTE_TIMEOUT_S, "the route timeout")),
-        cure_checks=(checks.complete_with_done(), checks.outlived(ROUTE_TIMEOUT_S, "the broken route timeout")),
+                        checks.cut_at_deadline(ROUTE_TIMEOUT_S, "the route timeout"),
+                        checks.finding("total-timeout")),
+        cure_checks=(checks.complete_with_done(), checks.outlived(ROUTE_TIMEOUT_S, "the broken route timeout"),
+                     checks.no_finding("total-timeout")),
         proxy_stats=("upstream_rq_timeout", "downstream_rq_2xx"),
         explanation=(
             "A route's `timeout` (default 15 s) bounds the whole response, measured from the request to "
@@ -54,9 +56,11 @@ SCENARIOS = [
         broken=Variant(proxy={"envoy": {"stream_idle_timeout": STREAM_IDLE_TIMEOUT_S}}, lab={"heartbeat_s": 0}),
         fix=Variant(proxy={"envoy": {"stream_idle_timeout": "10s"}}, lab={"heartbeat_s": 0.25}),
         symptom_checks=(checks.outcome_is("truncated"), checks.status_is(200),
-                        checks.cut_after_silence(STREAM_IDLE_TIMEOUT_S, "stream_idle_timeout")),
+                        checks.cut_after_silence(STREAM_IDLE_TIMEOUT_S, "stream_idle_timeout"),
+                        checks.finding("idle-timeout")),
         cure_checks=(checks.complete_with_done(),
-                     checks.silence_outlasted(STREAM_IDLE_TIMEOUT_S, "the broken stream_idle_timeout")),
+                     checks.silence_outlasted(STREAM_IDLE_TIMEOUT_S, "the broken stream_idle_timeout"),
+                     checks.no_finding("idle-timeout")),
         proxy_stats=("downstream_rq_idle_timeout", "upstream_rq_timeout"),
         explanation=(
             "The HTTP connection manager's `stream_idle_timeout` (default 5 min) ends a stream that has "
@@ -84,11 +88,13 @@ SCENARIOS = [
                                                    "Envoy counted pending-request overflows"),
                         checks.sent_together_at_least(
                             MAX_REQUESTS + MAX_PENDING + 1,
-                            f"past the breaker ({MAX_REQUESTS} requests + {MAX_PENDING} pending)")),
+                            f"past the breaker ({MAX_REQUESTS} requests + {MAX_PENDING} pending)"),
+                        checks.finding("connection-limit")),
         cure_checks=(checks.complete_with_done(),
                      checks.server_peak_at_least(
                          "streamlab_active_streams", MAX_REQUESTS + MAX_PENDING + 1,
-                         f"the broken breaker ({MAX_REQUESTS} requests + {MAX_PENDING} pending)")),
+                         f"the broken breaker ({MAX_REQUESTS} requests + {MAX_PENDING} pending)"),
+                     checks.no_finding("connection-limit")),
         proxy_stats=("upstream_rq_pending_overflow", "upstream_rq_pending_active", "upstream_cx_overflow"),
         explanation=(
             "Envoy's circuit breakers cap a cluster's concurrent requests (`max_requests`, default 1024) "
@@ -110,8 +116,9 @@ SCENARIOS = [
         workload=Workload(),
         broken=Variant(proxy={"envoy": {"body_inspection": True}}),
         fix=Variant(proxy={"envoy": {"body_inspection_skip_event_stream": True}}),
-        symptom_checks=(checks.held_to_end(),),
-        cure_checks=(checks.streamed(), checks.complete_with_done()),
+        symptom_checks=(checks.held_to_end(), checks.finding("buffering")),
+        cure_checks=(checks.streamed(), checks.complete_with_done(),
+                     checks.no_finding("buffering")),
         explanation=(
             "A filter that needs the whole response body (here a Lua filter calling `body()`, standing in "
             "for a WAF or DLP scanner) makes Envoy buffer the response until it ends: headers and every "

@@ -22,8 +22,9 @@ SCENARIOS = [
         workload=Workload(lab={"stamp": True}),
         broken=Variant(),
         fix=Variant(proxy={"haproxy": {"http_no_delay": True}}),
-        symptom_checks=(checks.coalesced(1.5), checks.hop_delay_at_least(0.5)),
-        cure_checks=(checks.streamed(), checks.hop_delay_at_most(0.25)),
+        symptom_checks=(checks.finding("coalescing"),),
+        cure_checks=(checks.streamed(), checks.hop_delay_at_most(0.25),
+                     checks.no_finding("coalescing")),
         explanation=(
             "By default HAProxy sends response data with MSG_MORE, expecting more to follow, so the "
             "kernel holds a small write for up to ~200 ms hoping to fill a packet. For SSE that means "
@@ -42,8 +43,10 @@ SCENARIOS = [
         broken=Variant(proxy={"haproxy": {"http_no_delay": True, "compression_algo": "gzip",
                                           "compression_types": ["text/event-stream"]}}),
         fix=Variant(proxy={"haproxy": {"compression_types": ["application/json"]}}),
-        symptom_checks=(checks.content_encoded("gzip"), checks.hop_delay_at_least(0.5)),
-        cure_checks=(checks.content_encoded(None), checks.hop_delay_at_most(0.25), checks.streamed()),
+        symptom_checks=(checks.content_encoded("gzip"), checks.hop_delay_at_least(0.5),
+                        checks.finding("compression-delay")),
+        cure_checks=(checks.content_encoded(None), checks.hop_delay_at_most(0.25), checks.streamed(),
+                     checks.no_finding("compression-delay")),
         explanation=(
             "HAProxy's compression flushes each chunk, but the deflate stream keeps the last bytes of "
             "the input until more arrives: an event's final newline only leaves with the next chunk, "
@@ -64,9 +67,11 @@ SCENARIOS = [
                        lab={"heartbeat_s": 0}),
         fix=Variant(proxy={"haproxy": {"timeout_server": "10s"}}, lab={"heartbeat_s": 0.25}),
         symptom_checks=(checks.outcome_is("truncated"), checks.status_is(200),
-                        checks.cut_after_silence(TIMEOUT_SERVER_S, "timeout server")),
+                        checks.cut_after_silence(TIMEOUT_SERVER_S, "timeout server"),
+                        checks.finding("idle-timeout")),
         cure_checks=(checks.complete_with_done(),
-                     checks.silence_outlasted(TIMEOUT_SERVER_S, "the broken timeout server")),
+                     checks.silence_outlasted(TIMEOUT_SERVER_S, "the broken timeout server"),
+                     checks.no_finding("idle-timeout")),
         explanation=(
             "`timeout server` bounds the silence from the server. A silence longer than it (prefill, "
             "queueing, a tool call) ends the stream: before the headers with a 504, after them with a "
@@ -87,9 +92,11 @@ SCENARIOS = [
                           lab={"pause_after_tokens": 4, "pause_s": 2.0}, script=LONG_SCRIPT),
         broken=Variant(proxy={"haproxy": {"http_no_delay": True}}, lab={"heartbeat_s": 0}),
         fix=Variant(proxy={"haproxy": {"abortonclose": True}}),
-        symptom_checks=(checks.departed(), checks.release_at_least(silence_share=0.75)),
+        symptom_checks=(checks.departed(), checks.release_at_least(silence_share=0.75),
+                        checks.finding("disconnect-not-propagated")),
         cure_checks=(checks.departed(), checks.server_heard_departures(), checks.release_within(4),
-                     checks.tokens_for_nobody_at_most(3)),
+                     checks.tokens_for_nobody_at_most(3),
+                     checks.no_finding("disconnect-not-propagated")),
         server_metrics=("streamlab_tokens_generated_total", "streamlab_tokens_after_disconnect_total",
                         'streamlab_requests_aborted_total{reason="disconnect"}'),
         explanation=(
@@ -118,10 +125,12 @@ SCENARIOS = [
         # no wave at all, so neither a busy machine's late first wave nor a cured run's noise
         # (spread ~0.1 of a stream) lands on the wrong side.
         symptom_checks=(checks.complete_with_done(), checks.ttft_spread_at_least(0.5),
-                        checks.sent_together_at_least(MAXCONN + 1, f"maxconn {MAXCONN}")),
+                        checks.sent_together_at_least(MAXCONN + 1, f"maxconn {MAXCONN}"),
+                        checks.finding("connection-limit")),
         cure_checks=(checks.complete_with_done(), checks.ttft_p99_within(5.0),
                      checks.server_peak_at_least("streamlab_active_streams", MAXCONN + 1,
-                                                 f"the broken maxconn {MAXCONN}")),
+                                                 f"the broken maxconn {MAXCONN}"),
+                     checks.no_finding("connection-limit")),
         explanation=(
             "maxconn caps the connections HAProxy accepts. Streams beyond it are not refused: they wait "
             "in the kernel's accept queue until a stream ends, so the first token of the late ones comes "

@@ -30,8 +30,9 @@ SCENARIOS = [
         workload=Workload(),
         broken=Variant(server_args=CLOSE_DELIMITED_SERVER, lab=NO_ACCEL_HEADER),
         fix=Variant(proxy={"nginx": {"proxy_buffering": False, **STREAMING_UPSTREAM}}),
-        symptom_checks=(checks.ttft_late(), checks.coalesced(4.0), checks.complete_with_done()),
-        cure_checks=(checks.streamed(), checks.complete_with_done()),
+        symptom_checks=(checks.finding("buffering"), checks.complete_with_done()),
+        cure_checks=(checks.streamed(), checks.complete_with_done(),
+                     checks.no_finding("buffering")),
         explanation=(
             "With nginx's defaults (proxy_buffering on, HTTP/1.0 towards the upstream) the server's "
             "reply has no chunked framing: it ends when the connection closes. nginx then reads it into "
@@ -58,8 +59,9 @@ SCENARIOS = [
         workload=Workload(),
         broken=Variant(server_args=CLOSE_DELIMITED_SERVER, lab=NO_ACCEL_HEADER),
         fix=Variant(lab={"omit_headers": []}),
-        symptom_checks=(checks.ttft_late(), checks.coalesced(4.0)),
-        cure_checks=(checks.streamed(), checks.complete_with_done()),
+        symptom_checks=(checks.finding("buffering"),),
+        cure_checks=(checks.streamed(), checks.complete_with_done(),
+                     checks.no_finding("buffering")),
         explanation=(
             "The same nginx defaults as nginx-buffering, but the fix is on the server: a response "
             "header `X-Accel-Buffering: no` tells nginx to stop buffering this one response. It is the "
@@ -77,8 +79,10 @@ SCENARIOS = [
         broken=Variant(proxy={"nginx": {**STREAMING_UPSTREAM, "gzip": True,
                                         "gzip_types": ["text/event-stream"]}}, lab=NO_ACCEL_HEADER),
         fix=Variant(proxy={"nginx": {"gzip_types": ["application/json"]}}),
-        symptom_checks=(checks.held_to_end(), checks.content_encoded("gzip")),
-        cure_checks=(checks.streamed(), checks.content_encoded(None)),
+        symptom_checks=(checks.held_to_end(), checks.content_encoded("gzip"),
+                        checks.finding("compression-delay")),
+        cure_checks=(checks.streamed(), checks.content_encoded(None),
+                     checks.no_finding("compression-delay")),
         explanation=(
             "With proxy_buffering on and an HTTP/1.1 (chunked) upstream, nginx forwards each chunk as it "
             "arrives. gzip undoes that: the gzip filter collects output until its buffer fills or the "
@@ -104,9 +108,11 @@ SCENARIOS = [
                        lab={"heartbeat_s": 0}),
         fix=Variant(proxy={"nginx": {"proxy_read_timeout": "10s"}}, lab={"heartbeat_s": 0.25}),
         symptom_checks=(checks.outcome_is("truncated"), checks.status_is(200),
-                        checks.cut_after_silence(READ_TIMEOUT_S, "proxy_read_timeout")),
+                        checks.cut_after_silence(READ_TIMEOUT_S, "proxy_read_timeout"),
+                        checks.finding("idle-timeout")),
         cure_checks=(checks.complete_with_done(),
-                     checks.silence_outlasted(READ_TIMEOUT_S, "the broken proxy_read_timeout")),
+                     checks.silence_outlasted(READ_TIMEOUT_S, "the broken proxy_read_timeout"),
+                     checks.no_finding("idle-timeout")),
         explanation=(
             "proxy_read_timeout bounds the silence between two reads from the upstream, not the whole "
             "response. A model that thinks (prefill, a tool call, a queue) for longer than that gets its "
@@ -132,8 +138,10 @@ SCENARIOS = [
         broken=Variant(proxy={"nginx": {"proxy_ignore_client_abort": True}},
                        server_args=CLOSE_DELIMITED_SERVER, lab=NO_ACCEL_HEADER),
         fix=Variant(proxy={"nginx": {"proxy_ignore_client_abort": False}}),
-        symptom_checks=(checks.departed(), checks.tokens_for_nobody_at_least(0.5), checks.release_at_least(10)),
-        cure_checks=(checks.departed(), checks.server_heard_departures(), checks.release_within(4)),
+        symptom_checks=(checks.departed(), checks.tokens_for_nobody_at_least(0.5), checks.release_at_least(10),
+                        checks.finding("disconnect-not-propagated")),
+        cure_checks=(checks.departed(), checks.server_heard_departures(), checks.release_within(4),
+                     checks.no_finding("disconnect-not-propagated")),
         server_metrics=("streamlab_tokens_generated_total", "streamlab_tokens_after_disconnect_total",
                         'streamlab_requests_aborted_total{reason="disconnect"}'),
         explanation=(
@@ -163,10 +171,12 @@ SCENARIOS = [
         fix=Variant(proxy={"nginx": {"worker_connections": 4096, "worker_rlimit_nofile": 16384}}),
         symptom_checks=(checks.outcome_not_only("complete"),
                         checks.sent_together_at_least(STREAMS_PER_WORKER + 1,
-                                                      f"more streams than {WORKER_CONNECTIONS} connections hold")),
+                                                      f"more streams than {WORKER_CONNECTIONS} connections hold"),
+                        checks.finding("connection-limit")),
         cure_checks=(checks.complete_with_done(),
                      checks.server_peak_at_least("streamlab_active_streams", STREAMS_PER_WORKER + 1,
-                                                 f"what {WORKER_CONNECTIONS} worker_connections hold")),
+                                                 f"what {WORKER_CONNECTIONS} worker_connections hold"),
+                     checks.no_finding("connection-limit")),
         explanation=(
             "Each proxied stream holds two connections in an nginx worker, the client's and the "
             "upstream's, plus the listening socket. With worker_connections 64, about 30 streams fit; "

@@ -140,8 +140,10 @@ SCENARIOS = [
         workload=Workload(),
         broken=Variant(server_args=("--gzip-middleware",)),
         fix=Variant(server_args=("--gzip-middleware", "--gzip-exclude-sse")),
-        symptom_checks=(checks.content_encoded("gzip"), checks.held_to_end()),
-        cure_checks=(checks.content_encoded(None), checks.streamed(), checks.complete_with_done()),
+        symptom_checks=(checks.content_encoded("gzip"), checks.held_to_end(),
+                        checks.finding("compression-delay")),
+        cure_checks=(checks.content_encoded(None), checks.streamed(), checks.complete_with_done(),
+                     checks.no_finding("compression-delay")),
         explanation=(
             "An application-level gzip middleware applied to every response compresses the SSE stream "
             "too. A zlib stream that is never flushed emits output only when its internal buffer "
@@ -219,9 +221,11 @@ SCENARIOS = [
         fix=Variant(lab={"heartbeat_s": 0.25}),
         symptom_checks=(checks.outcome_is("truncated"), checks.status_is(200),
                         checks.content_events_at_most(0),
-                        checks.cut_after_silence(HEARTBEAT_PROXY_TIMEOUT_S, "nginx's proxy_read_timeout")),
+                        checks.cut_after_silence(HEARTBEAT_PROXY_TIMEOUT_S, "nginx's proxy_read_timeout"),
+                        checks.finding("idle-timeout")),
         cure_checks=(checks.complete_with_done(), checks.heartbeats_at_least(4),
-                     checks.silence_outlasted(HEARTBEAT_PROXY_TIMEOUT_S, "nginx's proxy_read_timeout")),
+                     checks.silence_outlasted(HEARTBEAT_PROXY_TIMEOUT_S, "nginx's proxy_read_timeout"),
+                     checks.no_finding("idle-timeout")),
         explanation=(
             "A long silence before the first token (a long prompt's prefill, queueing for a slot) "
             "outlasts a proxy's idle timeout (here nginx's proxy_read_timeout; HAProxy's timeout server "
@@ -324,10 +328,12 @@ SCENARIOS = [
         broken=Variant(server_args=(*MANY_STREAMS_SERVER, "--keep-fd-limit"), server_nofile=SERVER_NOFILE),
         fix=Variant(server_args=MANY_STREAMS_SERVER),
         symptom_checks=(checks.failed_share_at_least(0.1),
-                        checks.sent_together_at_least(SERVER_NOFILE + 1, f"past the {SERVER_NOFILE} fds")),
+                        checks.sent_together_at_least(SERVER_NOFILE + 1, f"past the {SERVER_NOFILE} fds"),
+                        checks.finding("connection-limit")),
         cure_checks=(checks.complete_with_done(),
                      checks.server_peak_at_least("process_open_fds", SERVER_NOFILE + 1,
-                                                 f"the broken soft limit of {SERVER_NOFILE} fds")),
+                                                 f"the broken soft limit of {SERVER_NOFILE} fds"),
+                     checks.no_finding("connection-limit")),
         explanation=(
             "Every stream holds a socket, so the soft open-file limit (`ulimit -n`, often 1024, "
             "sometimes less in containers and service managers) caps concurrent streams. Past it, "

@@ -10,6 +10,7 @@ import re
 from dataclasses import asdict, dataclass, field
 from typing import Any, Mapping, Sequence
 
+from labs.findings import connection_limit
 from labs.load.paths import LoadPath
 from labs.load.results import MAX_GAP_FACTOR, MAX_TTFT_P99_S, MIN_RATE_PCT, Limit, StepResult
 
@@ -58,7 +59,7 @@ def diagnose(step: StepResult) -> list[Limit]:
     if overflow:
         counters = ", ".join(f"{k} +{v}" for k, v in sorted(overflow.items()))
         add("Envoy circuit breaker", "proxy", f"Envoy counters {counters}")
-    waves = (step.ttft_p99_s or 0.0) >= 0.9 * step.duration_s  # waited for a whole stream
+    waves = connection_limit.waves(step.burst())  # the late streams waited for a whole stream
     if step.proxy is not None and step.accept_queue_peak and waves:
         add("proxy stops accepting (maxconn): streams wait in the kernel's accept queue", "proxy",
             f"accept queue of the proxy's listen socket peaked at {step.accept_queue_peak}, nothing "

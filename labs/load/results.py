@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Any, Literal, Mapping
 
+from labs.findings.connection_limit import Burst
 
 # What "healthy" means for a step (the package docstring, labs/load/__init__.py).
 MIN_RATE_PCT = 90.0
@@ -123,6 +124,14 @@ class StepResult:
         interval = 1.0 / self.tokens_per_s
         return (self.failed == 0 and self.rate_pct >= MIN_RATE_PCT
                 and (self.gap_p99_s or 0.0) <= MAX_GAP_FACTOR * interval)
+
+    def burst(self) -> Burst:
+        """The step as the connection-limit judge reads it. Every stream was asked for at once
+        (or over the ramp, each TTFT counted from its own start), so a wait is the TTFT itself;
+        a step keeps percentiles, not streams, so the latest wait is the TTFT p99, against the
+        length each stream was asked to run."""
+        return Burst(self.concurrency, dict(self.outcomes), first_wait_s=0.0,
+                     last_wait_s=self.ttft_p99_s, stream_s=self.duration_s)
 
     def to_dict(self) -> dict[str, Any]:
         d = asdict(self)

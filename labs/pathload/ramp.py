@@ -12,7 +12,7 @@ outcomes, the client errors, the TTFT histogram, the accept queue of a loopback 
 machine's TCP counters, and this client's own CPU, so that a client that ran out of CPU is never
 reported as the path's limit: when such a step is all the run found, the verdict is
 `inconclusive` (exit status 2), not healthy. Streams refused, reset or queued beyond a count are
-the finding kind `connection-limit`.
+the finding kind `connection-limit`, as its judge (`labs.findings.connection_limit`) reads a step.
 """
 from __future__ import annotations
 
@@ -22,7 +22,8 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Literal, Sequence
 from urllib.parse import urlsplit
 
-from labs.findings import EXIT_FAILURE, EXIT_INCONCLUSIVE, EXIT_OK, Finding, UnusableInput
+from labs.findings import (EXIT_FAILURE, EXIT_INCONCLUSIVE, EXIT_OK, Finding, UnusableInput,
+                           connection_limit)
 from labs.load.analysis import PathResult, diagnose
 from labs.load.evidence import tcp_counters
 from labs.load.paths import LoadPath, script
@@ -33,7 +34,6 @@ from labs.probe.path import Path as ProbePath
 from labs.client.resources import Sampler, raise_own_fd_limit
 
 PROMPT = [{"role": "user", "content": "Tell me something, one token at a time."}]
-WAVE_SHARE = 0.9  # TTFT p99 at 90% of a stream's length: late streams waited for early ones
 CONNECTION_LIMIT = "connection limit: streams refused, reset or queued beyond a count"
 INCONCLUSIVE = ("inconclusive: limited by the client, not the path (the client machine's CPU ran "
                 "out before the path showed a limit)")
@@ -125,22 +125,18 @@ def own_limits(step: StepResult, baseline: StepResult | None) -> list[Limit]:
     if step.healthy:
         return []
     limits = diagnose(step)
-    waves = (step.ttft_p99_s or 0.0) >= WAVE_SHARE * step.duration_s
-    if step.failed or waves:
+    burst = step.burst()
+    verdict = connection_limit.judge_burst(burst)
+    if verdict.fault:
         before = ""
         if baseline is not None:
             before = (f"; baseline (1 stream): TTFT p99 {_ms(baseline.ttft_p99_s)}, gap p99 "
                       f"{_ms(baseline.gap_p99_s)}")
-        what = []
-        if step.failed:
-            shown = ", ".join(f"{v} {k}" for k, v in sorted(step.outcomes.items()) if k != "complete")
-            what.append(f"{step.failed} of {step.concurrency} streams did not complete ({shown})")
-            if step.errors:
-                what.append("client errors " + "; ".join(f"{k!r} x{v}" for k, v in step.errors.items()))
-        if waves:
-            what.append(f"TTFT p99 {_ms(step.ttft_p99_s)} ~ one stream's length "
-                        f"({step.duration_s:g} s): the extra streams started when others ended; "
-                        f"TTFT histogram {step.ttft_histogram}")
+        what = [verdict.observed]
+        if step.errors:
+            what.append("client errors " + "; ".join(f"{k!r} x{v}" for k, v in step.errors.items()))
+        if connection_limit.waves(burst):
+            what.append(f"TTFT histogram {step.ttft_histogram}")
         if step.accept_queue_peak:
             what.append(f"the entry's accept queue peaked at {step.accept_queue_peak}")
         limits = [Limit(CONNECTION_LIMIT, "unknown", "; ".join(what) + before)] + [

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from labs.findings import FindingKind
-from labs.client.results import StreamResult, percentile
+from labs.client.results import StreamResult
 from labs.probe.path import Path
 
 Progress = Callable[[str], None]
@@ -95,14 +95,6 @@ def skipped(check: str, kind: FindingKind, reason: str) -> Observation:
     return Observation(check, kind, False, f"not measured: {reason}", skipped=reason)
 
 
-def ms(seconds: float | None) -> str:
-    return "-" if seconds is None else f"{seconds * 1000:.0f} ms"
-
-
-def secs(seconds: float | None) -> str:
-    return "-" if seconds is None else f"{seconds:.2f} s"
-
-
 def brief(result: StreamResult) -> dict[str, Any]:
     """The numbers of one stream worth keeping in --json (no per-event list)."""
     summary = result.summary()
@@ -113,22 +105,3 @@ def brief(result: StreamResult) -> dict[str, Any]:
     out = {key: summary[key] for key in keep}
     out["http_version"] = result.http_version
     return out
-
-
-def hop_spread_p50(result: StreamResult) -> float | None:
-    """Median hop delay above the stream's fastest event: a clock offset between the origin and
-    the probe cancels out, so this also works when the origin's clock is not the probe's."""
-    delays = result.hop_delays
-    if not delays:
-        return None
-    return percentile([d - min(delays) for d in delays], 50)
-
-
-def how_it_ended(result: StreamResult) -> str:
-    """`HTTP 504`, `truncated after 3 events`, `reset`... in a few words."""
-    if result.outcome == "http-error":
-        return f"HTTP {result.status}"
-    if result.outcome == "complete":
-        return f"complete ({result.content_events} events)"
-    text = f"{result.outcome} after {result.content_events} events"
-    return f"{text}, HTTP {result.status} already sent" if result.status else text

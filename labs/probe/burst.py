@@ -5,21 +5,20 @@ a reset, a cut) shows a limit; so does a wave of first tokens, where late stream
 whole stream for an earlier one to end. The canary's own queue must not pass for the path's: each
 stream carries a request id, and its record says when the origin itself sent the first token, so
 only the wait in front of the origin counts. Without readable records the count is kept to the
-canary's slots (its /healthz) so that the origin never queues.
+canary's slots (its /healthz) so that the origin never queues. The verdict is
+`labs.findings.connection_limit`'s.
 """
 from __future__ import annotations
 
 import asyncio
-from collections import Counter
-from statistics import median
 from typing import Any
 
 from labs import client
 from labs.client.results import StreamResult
+from labs.findings import connection_limit
 from labs.probe import knobs
-from labs.probe.base import Context, Observation, ms, skipped, spent
+from labs.probe.base import Context, Observation, skipped, spent
 
-WAVE_SHARE = 0.8  # a wave: the last first token waits >= 80 % of a stream (labs.scenario.checks.many)
 STREAM_TIMEOUT_S = 30.0
 
 
@@ -53,39 +52,19 @@ class ConnectionLimit:
         for result in results:
             spent(ctx, result)
         origin = await self._origin_first_tokens(ctx, hop, ids)
-        return self.judge(results, origin, note)
+        return self.observation(results, origin, note)
 
-    def judge(self, results: list[StreamResult], origin: list[float | None], note: str) -> Observation:
-        n = len(results)
-        outcomes = Counter(r.outcome for r in results)
-        statuses = Counter(str(r.status) for r in results if r.outcome == "http-error")
-        numbers: dict[str, Any] = {"streams": n, "outcomes": dict(outcomes), "http_errors": dict(statuses)}
-        failed = n - outcomes.get("complete", 0)
-        if failed:
-            shown = ", ".join(f"{k} {v}" for k, v in sorted(outcomes.items()))
-            listed = ", ".join(f"{k} x{v}" for k, v in sorted(statuses.items()))
-            codes = f" (HTTP {listed})" if statuses else ""
-            evidence = (f"of {n} concurrent streams{note}, {failed} did not complete: {shown}{codes}")
-            return Observation(self.name, self.kind, True, f"{failed} of {n} streams failed{codes}",
-                               evidence, measurements=numbers)
-        # The wait in front of the origin: the client's TTFT less the origin's own first token.
-        known = all(o is not None for o in origin)
-        waits = [r.ttft_s - (o if known and o is not None else 0.0) for r, o in zip(results, origin)
-                 if r.ttft_s is not None]
-        lengths = [r.e2e_s - r.ttft_s for r in results if r.e2e_s is not None and r.ttft_s is not None]
-        stream_s = median(lengths) if lengths else None
-        numbers.update(wait_min_s=min(waits, default=None), wait_max_s=max(waits, default=None),
-                       stream_s=stream_s, origin_first_token_known=known)
-        spread = max(waits) - min(waits) if waits else 0.0
-        basis = "in front of the origin" if known else "(TTFT; the origin's records were not readable)"
-        observed = (f"{n} streams{note} complete; first-token wait {basis} "
-                    f"{ms(min(waits, default=None))}..{ms(max(waits, default=None))}")
-        if stream_s and spread >= WAVE_SHARE * stream_s:
-            evidence = (f"all {n} concurrent streams{note} completed, but their first tokens came "
-                        f"in waves: the last waited {ms(spread)} longer than the first {basis}, "
-                        f"about a whole stream ({ms(stream_s)}): streams beyond a count are queued")
-            return Observation(self.name, self.kind, True, observed, evidence, measurements=numbers)
-        return Observation(self.name, self.kind, False, observed, measurements=numbers)
+    def observation(self, results: list[StreamResult], origin: list[float | None], note: str) -> Observation:
+        burst = connection_limit.Burst.of(results, origin)
+        verdict = connection_limit.judge_burst(burst)
+        numbers: dict[str, Any] = {"streams": burst.streams, "outcomes": dict(burst.outcomes),
+                                   "http_errors": dict(burst.statuses)}
+        if not burst.failed:
+            numbers.update(wait_min_s=burst.first_wait_s, wait_max_s=burst.last_wait_s,
+                           stream_s=burst.stream_s, origin_first_token_known=burst.origin_known)
+        evidence = f"of {burst.streams} concurrent streams{note}: {verdict.observed}"
+        return Observation(self.name, self.kind, verdict.fault, f"{verdict.observed}{note}",
+                           evidence if verdict.fault else "", measurements=numbers)
 
     async def shows(self, ctx: Context, hop: int, first: Observation) -> bool:
         return (await self.observe(ctx, hop)).fault

@@ -13,14 +13,21 @@ import asyncio
 from typing import Any
 
 from labs import client
+from labs.client.results import StreamResult
+from labs.findings import Evidence, Pacing, Verdict, departure
+from labs.findings.evidence import secs
 from labs.probe import knobs
-from labs.probe.base import Context, Observation, secs, skipped
+from labs.probe.base import Context, Observation, skipped
 from labs.probe.path import entry_root
 
 LEAVE_BY_S = 1.0  # leave at the latest this long after the request, events or not
 RECORD_POLL_S = 0.1
-# The origin noticed late when it saw the departure more than this share of the pause after it.
-LATE_SHARE = 0.5
+
+
+def judge_departure(result: StreamResult, delay_s: float | None, pause_s: float) -> Verdict:
+    """`delay_s`: how long after the client left the origin saw it go (None: never)."""
+    return departure.judge(Evidence([result], Pacing(0.0, 1.0 / knobs.LEAVE_TOKENS_PER_S),
+                                    silence_s=pause_s, release_s=delay_s))
 
 
 def pause_for(ctx: Context) -> float:
@@ -65,11 +72,11 @@ class Disconnect:
             "left_after_s": round(left_at, 3), "events_received": received, "pause_s": pause,
             "origin_saw_departure_after_s": delay, "tokens_generated": generated,
             "tokens_for_nobody": max(0, generated - received), "record": record}
-        if delay is not None and delay <= LATE_SHARE * pause:
+        verdict = judge_departure(result, delay, pause)
+        if not verdict.fault:
             return Observation(self.name, self.kind, False,
-                               f"the origin saw the client leave {secs(delay)} after it did "
-                               f"({generated} tokens generated, {received} received)",
-                               measurements=numbers)
+                               f"{verdict.observed} ({generated} tokens generated, {received} received)",
+                               measurements=numbers, skipped=verdict.untold)
         if delay is None:
             seen = (f"the origin never saw it leave: it generated {generated} tokens "
                     f"({max(0, generated - received)} for nobody) and ended the stream "
@@ -80,9 +87,7 @@ class Disconnect:
                     f"milliseconds), having generated {generated} tokens "
                     f"({max(0, generated - received)} for nobody)")
         evidence = f"the client left after {received} events at {secs(left_at)}; {seen}"
-        observed = ("never noticed by the origin" if delay is None
-                    else f"the origin noticed {secs(delay)} late")
-        return Observation(self.name, self.kind, True, observed, evidence, measurements=numbers)
+        return Observation(self.name, self.kind, True, verdict.observed, evidence, measurements=numbers)
 
     async def _finished_record(self, ctx: Context, hop: int, request_id: str,
                                wait_s: float) -> dict[str, Any] | None:

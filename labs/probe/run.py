@@ -15,7 +15,7 @@ from __future__ import annotations
 import asyncio
 from typing import Any, Sequence
 
-from labs.findings import FindingKind, UnusableInput
+from labs.findings import BY_ID, FindingKind, UnusableInput
 from labs.probe.base import (DEFAULT_BUDGET_S, Budget, Context, Observation, OutOfBudget, Progress,
                              Settings, skipped)
 from labs.probe.burst import ConnectionLimit
@@ -51,14 +51,12 @@ def select(names: Sequence[str] | None) -> set[str]:
 
 
 def references(kind: FindingKind) -> tuple[str | None, str | None]:
-    """The catalogue scenario that demonstrates a kind, and the fixes its scenarios write."""
+    """The kind's own catalogue scenario, and the fixes its scenarios on a path write."""
     from labs import catalogue
 
     shown = [s for s in catalogue.SCENARIOS if s.kind == kind]
     on_paths = [s for s in shown if s.layer in ("proxy", "chain")] or shown
-    if not on_paths:
-        return None, None
-    return on_paths[0].name, " | ".join(f"{s.name}: {s.fix_summary}" for s in on_paths)
+    return BY_ID[kind].scenario, " | ".join(f"{s.name}: {s.fix_summary}" for s in on_paths) or None
 
 
 async def observe(check: Any, ctx: Context) -> Observation:

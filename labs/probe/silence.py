@@ -15,9 +15,11 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 
 from labs import client
-from labs.probe import knobs
-from labs.probe.base import Context, Observation, OutOfBudget, how_it_ended, secs, skipped, spent
 from labs.client.results import StreamResult
+from labs.findings import Evidence, Pacing, Verdict, idle_timeout, total_timeout
+from labs.findings.evidence import ended, secs
+from labs.probe import knobs
+from labs.probe.base import Context, Observation, OutOfBudget, skipped, spent
 
 POSITIONS = ("before-headers", "after-headers", "mid-stream")
 PLACE = {"before-headers": "before the response headers",
@@ -38,35 +40,25 @@ class Try:
     cut_after_s: float | None  # seconds of silence when the path ended the stream
 
 
-def _silence_start(position: str, result: StreamResult) -> float:
-    if position == "before-headers" or not result.events:
-        return 0.0
-    return max(e.t for e in result.events)
-
-
 async def try_silence(ctx: Context, hop: int, position: str, silence_s: float) -> Try:
     ctx.progress(f"{silence_s:.2f} s of silence {PLACE[position]} through {ctx.path.urls[hop]}")
     result = spent(ctx, await client.measure_stream(
         ctx.path.completions(hop), knobs.silence_body(ctx.path.model or "", position, silence_s),
         headers=ctx.path.headers(), accept_encoding=None, read_timeout_s=silence_s + CLIENT_SLACK_S,
         total_timeout_s=ctx.budget.cap(silence_s + 2 * CLIENT_SLACK_S)))
-    passed = result.outcome == "complete"
-    cut = None
-    if not passed and result.outcome != "timeout" and result.end_s is not None:
-        cut = max(0.0, result.end_s - _silence_start(position, result))
-    return Try(round(silence_s, 3), passed, how_it_ended(result), cut)
+    verdict = judge_try(result, silence_s)
+    return Try(round(silence_s, 3), not verdict.fault, ended(result), verdict.limit_s)
 
 
-def cut_time(result: StreamResult) -> float | None:
-    """When a stream that is never silent was cut: the close, when it came within one byte
-    interval of the last byte; else (a hop held the connection open after the cut, as Envoy's
-    delayed_close_timeout does for a second) half a byte interval after the last byte."""
-    last, closed = result.e2e_s, result.end_s
-    if last is None:
-        return closed
-    if closed is not None and closed - last <= knobs.LONG_HEARTBEAT_S * 1.5:
-        return closed
-    return last + knobs.LONG_HEARTBEAT_S / 2
+def judge_try(result: StreamResult, silence_s: float) -> Verdict:
+    return idle_timeout.judge(Evidence([result], Pacing(0.0, 1.0 / knobs.SILENCE_TOKENS_PER_S),
+                                       silence_s=silence_s))
+
+
+def judge_long(result: StreamResult, duration_s: float) -> Verdict:
+    """The long stream's bytes come every heartbeat: that is the pace a cut is read against."""
+    return total_timeout.judge(Evidence([result], Pacing(0.0, knobs.LONG_HEARTBEAT_S),
+                                        duration_s=duration_s))
 
 
 def _bracketed(lo: float, hi: float) -> bool:
@@ -168,33 +160,25 @@ class TotalTimeout:
         numbers = {"duration_s": round(duration, 3), "stream": {
             "outcome": result.outcome, "status": result.status, "end_s": result.end_s,
             "content_events": result.content_events, "heartbeats": result.heartbeats}}
-        if result.outcome == "complete":
-            return Observation(self.name, self.kind, False,
-                               f"a {duration:.1f} s stream completed ({result.content_events} events)",
-                               measurements=numbers)
-        limit = cut_time(result)
-        if result.outcome == "timeout" or limit is None:
-            return Observation(self.name, self.kind, False,
-                               f"the {duration:.1f} s stream went silent ({how_it_ended(result)}): "
-                               f"no limit could be read", measurements=numbers)
+        verdict = judge_long(result, duration)
+        if not verdict.fault or verdict.limit_s is None:
+            # A stream that ended too soon by itself, or went silent, proved nothing: skipped.
+            return Observation(self.name, self.kind, False, verdict.observed, measurements=numbers,
+                               skipped=verdict.untold)
+        limit = verdict.limit_s
         ctx.notes["total_limit_s"] = limit
-        expected = knobs.long_tokens(duration)
-        late_close = result.end_s is not None and result.end_s - limit > 2 * knobs.LONG_HEARTBEAT_S
-        closed = f"; the connection closed only at {result.end_s:.2f} s" if late_close else ""
-        evidence = (f"a {duration:.1f} s stream that was never silent (heartbeats every "
-                    f"{knobs.LONG_HEARTBEAT_S:g} s) was cut {limit:.2f} s after the request "
-                    f"({how_it_ended(result)} of {expected}{closed}): a limit on the whole "
-                    f"response of about {limit:.2f} s")
-        return Observation(self.name, self.kind, True, f"cut after {limit:.2f} s ({how_it_ended(result)})",
-                           evidence, limit_s=round(limit, 3), measurements=numbers)
+        evidence = (f"{verdict.observed}, heartbeats every {knobs.LONG_HEARTBEAT_S:g} s, "
+                    f"{knobs.long_tokens(duration)} tokens asked: a limit on the whole response of "
+                    f"about {limit:.2f} s")
+        return Observation(self.name, self.kind, True, f"cut after {limit:.2f} s ({ended(result)})",
+                           evidence, limit_s=limit, measurements=numbers)
 
     async def shows(self, ctx: Context, hop: int, first: Observation) -> bool:
         if first.limit_s is None:
             return False
-        result = await self._long(ctx, hop, first.limit_s * 1.5 + 0.5)
-        cut = cut_time(result)
-        return (result.outcome not in ("complete", "timeout") and cut is not None
-                and abs(cut - first.limit_s) <= SAME_LIMIT * first.limit_s)
+        duration = first.limit_s * 1.5 + 0.5
+        cut = judge_long(await self._long(ctx, hop, duration), duration).limit_s
+        return cut is not None and abs(cut - first.limit_s) <= SAME_LIMIT * first.limit_s
 
 
 def time_checks() -> list[object]:

@@ -7,8 +7,8 @@ from pathlib import Path
 from typing import Sequence
 
 from labs.findings import EXIT_UNUSABLE, UnusableInput
-from labs.verify.checks import CHECK_NAMES
 from labs.verify.kinds import KINDS, PROXIES
+from labs.verify.trials import CHECK_NAMES
 from labs.verify.model import Options
 
 HELP = """Read a proxy config exactly as written (includes, several servers, named upstreams,

@@ -1,23 +1,23 @@
 """Findings from the static reading and the measurements together.
 
-A measured fault is a `failure`, named by the directive the reading holds responsible (or the
-proxy's default); a suspicion the measurement did not confirm is a `warning` that says why; each
-finding names the catalogue scenario that demonstrates its kind on this proxy (`make lab-NAME`).
+The faults are the trials' verdicts (each from its kind's judge in `labs.findings`): this module
+decides none, it names them. A measured fault is a `failure`, named by the directive the reading
+holds responsible (or the proxy's default); a suspicion the measurement did not confirm is a
+`warning` that says why; each finding names the catalogue scenario that demonstrates its kind on
+this proxy (`make lab-NAME`).
 """
 from __future__ import annotations
 
-from labs.findings import Finding, FindingKind
-from labs.verify.checks import CHECK_KINDS, Measured
+from labs.findings import BY_ID, Finding, FindingKind
 from labs.verify.kinds import KINDS
+from labs.verify.trials import CHECK_KINDS, Measured
 from labs.verify.model import DEFAULT, Suspicion
 
 def scenario_for(kind: FindingKind, proxy: str) -> str | None:
-    """The catalogue scenario that demonstrates `kind` on this proxy (else on any layer)."""
+    """The catalogue scenario that demonstrates `kind` on this proxy (else the kind's own)."""
     from labs import catalogue
-    same_proxy = [s for s in catalogue.SCENARIOS if s.kind == kind and s.path == (proxy,)]
-    anywhere = [s for s in catalogue.SCENARIOS if s.kind == kind]
-    chosen = (same_proxy or anywhere or [None])[0]
-    return chosen.name if chosen else None
+    same_proxy = [s.name for s in catalogue.SCENARIOS if s.kind == kind and s.path == (proxy,)]
+    return (same_proxy or [BY_ID[kind].scenario])[0]
 
 
 def findings(proxy: str, suspicions: list[Suspicion], measured: list[Measured],

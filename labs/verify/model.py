@@ -84,7 +84,7 @@ class Suspicion:
     where: str
     evidence: str
     fix: str
-    checks: tuple[str, ...]  # the dynamic checks (labs.verify.checks) that can show it
+    checks: tuple[str, ...]  # the trials (labs.verify.trials) that can show it
     limit_s: float | None = None
 
 

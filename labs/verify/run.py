@@ -18,8 +18,8 @@ from pathlib import Path
 from typing import Callable, Iterator, Sequence
 
 from labs.findings import CheckOutcome, UnusableInput
-from labs.verify import checks as dynamic
 from labs.verify import judge
+from labs.verify import trials as dynamic
 from labs.verify.detect import detect
 from labs.verify.kinds import KINDS, PROXIES, suspicions
 from labs.verify.launch import RunningConfig, running, validate

@@ -25,7 +25,7 @@ def test_each_proxy_is_a_folder_with_its_kind(proxy: str) -> None:
 
 def test_every_proxy_has_a_fix_for_every_kind_verify_measures() -> None:
     """A measured fault that no setting explains still names a setting and a fix (judge.py)."""
-    from labs.verify.checks import CHECK_KINDS
+    from labs.verify.trials import CHECK_KINDS
     measured = {kind for kinds in CHECK_KINDS.values() for kind in kinds}
     for proxy, kind in KINDS.items():
         assert measured <= set(kind.fallback), f"{proxy} lacks a fix for {measured - set(kind.fallback)}"

@@ -6,11 +6,13 @@ workload's token interval (see `base`), never a tight absolute number.
 """
 from __future__ import annotations
 
-from labs.scenario.checks.base import (ARRIVAL_SLACK_INTERVALS, HELD_SLACK_INTERVALS, STREAM_SLACK_INTERVALS,
-                              STREAMED_READ_SHARE, threshold)
+from labs.findings.buffering import HELD_SLACK_INTERVALS
+from labs.scenario.checks.base import (ARRIVAL_SLACK_INTERVALS, STREAM_SLACK_INTERVALS, STREAMED_READ_SHARE,
+                                       threshold)
 from labs.scenario.checks.layers import (close_delimited, heartbeats_dropped, hop_said, resplit,
                                 server_sent_heartbeats)
 from labs.scenario.checks.cache import every_stream_live, replayed_from_cache, server_requests
+from labs.scenario.checks.judged import finding, no_finding
 from labs.scenario.checks.many import (gap_p99_at_most, stayers_ttft_at_least, stayers_ttft_within,
                               ttft_max_at_least, ttft_p99_within, ttft_spread_at_least)
 from labs.scenario.checks.outcome import (complete_with_done, error_reported, failed_share_at_least,
@@ -52,12 +54,14 @@ __all__ = [
     "error_reported",
     "every_stream_live",
     "failed_share_at_least",
+    "finding",
     "finish_reason_is",
     "gap_p99_at_most",
     "heartbeats_at_least",
     "held_to_end",
     "hop_delay_at_least",
     "hop_delay_at_most",
+    "no_finding",
     "no_stop_leak",
     "outcome_is",
     "outcome_not_only",

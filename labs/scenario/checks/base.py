@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import Callable
 
 from labs.client.results import percentile
+from labs.findings.evidence import ms
 from labs.scenario.model import Check, Run
 
 # A streamed first token may be late by this many token intervals (scheduling noise, proxy start).
@@ -17,17 +18,11 @@ STREAM_SLACK_INTERVALS = 3.0
 # prefill while the server frees their slots (up to ~150 ms at 20 tok/s on 2 busy cores), well
 # short of the symptom it guards against, waiting for an abandoned answer (tens of intervals).
 ARRIVAL_SLACK_INTERVALS = 8.0
-# A held stream's first token arrives within this many intervals of the end of the stream.
-HELD_SLACK_INTERVALS = 2.0
 # Share of content events that must arrive in reads of their own for a stream to count as streamed.
 STREAMED_READ_SHARE = 0.75
 
 Value = Callable[[Run], "float | None"]
 Bound = Callable[[Run], float]
-
-
-def ms(seconds: float | None) -> str:
-    return "-" if seconds is None else f"{seconds * 1000:.0f} ms"
 
 
 def num(value: float | None) -> str:

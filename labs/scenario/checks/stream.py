@@ -1,17 +1,25 @@
 """The shape of one stream in time: streamed, held, late, coalesced, held back per hop."""
 from __future__ import annotations
 
-from labs.scenario.checks.base import (HELD_SLACK_INTERVALS, STREAM_SLACK_INTERVALS, STREAMED_READ_SHARE,
-                                  after_due, intervals, ms, threshold)
 from labs.client.results import StreamResult, percentile
+from labs.findings import Pacing, buffering
+from labs.findings.buffering import HELD_SLACK_INTERVALS
+from labs.findings.evidence import events_per_read
+from labs.scenario.checks.base import (STREAM_SLACK_INTERVALS, STREAMED_READ_SHARE, after_due, intervals, ms,
+                                       threshold)
 from labs.scenario.model import Check, Run
 
 
+def pacing(run: Run) -> Pacing:
+    """The run's baseline as a judge reads it: the workload's first-token due time and pace."""
+    return Pacing(run.first_due_s, run.interval_s)
+
+
 def paced_end(run: Run, result: StreamResult) -> float:
-    """The earliest E2E of a stream whose tokens were made at the workload's pace: the last
-    token is due (events - 1) intervals after the first, less the held slack. A stream that
-    ends sooner was made all at once, and says nothing about a hop that would hold a paced one."""
-    return run.first_due_s + (result.content_events - 1 - HELD_SLACK_INTERVALS) * run.interval_s
+    """The earliest E2E of a stream whose tokens were made at the workload's pace (see
+    labs.findings.buffering): a stream that ends sooner was made all at once, and says nothing
+    about a hop that would hold a paced one."""
+    return buffering.paced_end(result, pacing(run))
 
 
 def streamed() -> Check:
@@ -30,17 +38,11 @@ def streamed() -> Check:
 
 
 def held_to_end() -> Check:
-    """The first token arrives only near the end of a paced stream: held in one lump (or a few)."""
+    """The first token arrives only near the end of a paced stream: held in one lump (or a few),
+    as the buffering judge reads it."""
     def measure(run: Run) -> tuple[str, bool]:
-        result = run.first
-        if result.ttft_s is None or result.e2e_s is None:
-            return "no content arrived", False
-        held = result.ttft_s >= result.e2e_s - intervals(HELD_SLACK_INTERVALS)(run)
-        few = result.bursts <= max(2, result.content_events // 5)
-        paced = result.e2e_s >= paced_end(run, result)
-        return (f"TTFT {ms(result.ttft_s)}, E2E {ms(result.e2e_s)} (paced: >= "
-                f"{ms(paced_end(run, result))}), {result.bursts} reads for {result.content_events} "
-                "events"), held and few and paced
+        held, observed = buffering.held_to_end(run.first, pacing(run))
+        return observed, held
     return Check(f"held: TTFT within {HELD_SLACK_INTERVALS:g} token intervals of E2E, "
                  "events arrive in a few lumps, at the end of a stream made at the workload's pace",
                  measure)
@@ -55,11 +57,8 @@ def ttft_late(n: float = 5.0) -> Check:
 
 def coalesced(min_events_per_read: float = 1.5) -> Check:
     """Events arrive grouped: a hop sends several per write (mean events per read above 1)."""
-    def per_read(run: Run) -> float:
-        reads = run.first.bursts
-        return run.first.content_events / reads if reads else 0.0
     return threshold(f"events coalesced: >= {min_events_per_read:g} content events per socket read",
-                     per_read, lambda run: min_events_per_read, at_least=True,
+                     lambda run: events_per_read(run.first), lambda run: min_events_per_read, at_least=True,
                      shown=lambda run, mean: f"{mean:.2f} events per read ({run.first.bursts} reads)",
                      fmt=lambda v: "-" if v is None else f"{v:g}")
 

@@ -11,8 +11,9 @@ from __future__ import annotations
 
 from typing import Callable
 
-from labs.scenario.checks.base import ms, threshold
 from labs.client.results import StreamResult
+from labs.findings.idle_timeout import longest_silence
+from labs.scenario.checks.base import ms, threshold
 from labs.scenario.model import Check, Run
 
 # A silence or a stream must beat the timeout it proves by this many token intervals.
@@ -23,21 +24,6 @@ STRESS_MARGIN_INTERVALS = 2.0
 # failure comes at once; half the timeout tells the two apart with room for timer slack.
 CUT_SHARE = 0.5
 DISCONNECTS = 'streamlab_requests_aborted_total{reason="disconnect"}'
-
-
-def longest_silence(result: StreamResult) -> float | None:
-    """The longest time the client waited for content: before the first token, between two
-    tokens, or from the last one to where the stream ended (a cut during a silence).
-
-    Heartbeats do not count as content: they are what keeps a proxy's idle timer from firing
-    during the model's silence, and the silence is what the scenario applies.
-    """
-    times = [e.t for e in result.content]
-    end = result.end_s if result.end_s is not None else result.e2e_s
-    if end is None and not times:
-        return None
-    marks = [0.0, *times, *([end] if end is not None else [])]
-    return max(b - a for a, b in zip(marks, marks[1:])) if len(marks) > 1 else None
 
 
 def _shortest(run: Run, value: Callable[[StreamResult], float | None]) -> float | None:

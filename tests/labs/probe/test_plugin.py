@@ -43,7 +43,7 @@ def test_a_faulty_hop_fails_its_check_with_the_evidence_and_the_fix(pytester, or
     result.stdout.fnmatch_lines([
         "*test_stream_path[[]buffering[]] FAILED*",
         "*test_stream_path[[]coalescing[]] PASSED*",
-        f"buffering at hop 1 ({urls(hops)[1]}): TTFT *",
+        f"buffering at hop 1 ({urls(hops)[1]}): *TTFT *",
         "fix: nginx-buffering: proxy_buffering off;*",
         "see: make lab-nginx-buffering",
     ])

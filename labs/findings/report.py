@@ -1,7 +1,7 @@
 """What `labs verify`, `labs probe` and `labs load` report about a user's own path, defined once.
 
-A finding names a fault by one of a fixed list of kinds (the same words in every command, the
-JSON output and the pytest plugin), how sure the lab is (`failure`: a measurement showed it;
+A finding names a fault by one of the kinds of `labs.findings.kinds` (the same words in every
+command, the JSON output and the pytest plugin), how sure the lab is (`failure`: a measurement showed it;
 `warning`: only the config reading suggests it), where it comes from, the evidence, the catalogue
 scenario that demonstrates it and the fix to write. A report is the list of findings plus the
 checks that ran, so a test runner can turn every check into a test of its own.
@@ -11,18 +11,8 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
-FindingKind = Literal[
-    "buffering",                  # events held: TTFT near E2E, many events per read
-    "coalescing",                 # events grouped into fewer reads than the server sent
-    "compression-delay",          # compression holds each event back
-    "idle-timeout",               # a silence longer than the limit ends the stream
-    "total-timeout",              # a whole-response limit cuts long answers
-    "disconnect-not-propagated",  # the server keeps generating after the client left
-    "connection-limit",           # streams refused, reset or queued beyond a count
-]
-FINDING_KINDS: tuple[FindingKind, ...] = (
-    "buffering", "coalescing", "compression-delay", "idle-timeout", "total-timeout",
-    "disconnect-not-propagated", "connection-limit")
+from labs.findings.kinds import FINDING_KINDS, FindingKind
+
 Severity = Literal["failure", "warning"]
 
 # Exit statuses shared by verify, probe and load.

@@ -1,0 +1,233 @@
+"""The trials: what verify sends through the user's path, in front of the lab's server, and whose
+judge reads each answer (`labs.findings`: verify decides no fault itself).
+
+The server behaves the way that exposes faults: it omits `X-Accel-Buffering: no` and answers
+HTTP/1.0 close-delimited (`--http h11`); heartbeats are off where a silence is the test. The
+baseline of the streaming trials is the same request sent straight to the server, and every trial
+hands its judge what it depends on (the silence kept, the stream's asked length, the pause after
+the departure), so a judge can say when a trial proved nothing.
+"""
+from __future__ import annotations
+
+import asyncio
+import math
+import time
+from dataclasses import dataclass, field
+from typing import Any, Awaitable, Callable
+
+from labs import client
+from labs.client.results import StreamResult
+from labs.findings import (Evidence, FindingKind, Pacing, UnusableInput, Verdict, buffering, coalescing,
+                           compression, connection_limit, departure, idle_timeout, total_timeout)
+from labs.findings.evidence import ended
+from labs.scenario.model import DEFAULT_SCRIPT
+from labs.verify.model import Options
+from server.launcher import ServerHandle
+
+PROMPT = [{"role": "user", "content": "Tell me something, one token at a time."}]
+TOKENS_PER_S = 10.0  # pacing of the streaming trials: one interval is 0.1 s
+INTERVAL_S = 1.0 / TOKENS_PER_S
+DISCONNECT_TOKENS_PER_S = 20.0
+DISCONNECT_PAUSE_S = 2.0  # the silence right after the client leaves (HAProxy notices only on a write)
+STREAM_TOKENS = 12  # events of the streaming trials: 1.2 s, well inside one 4 KB nginx buffer
+_DIRECT: dict[str, StreamResult] = {}  # the direct baseline, once per lab server
+CHECK_KINDS: dict[str, tuple[FindingKind, ...]] = {
+    "streaming": ("buffering", "coalescing"),
+    "gzip": ("compression-delay",),
+    "silence-before-first-token": ("idle-timeout",),
+    "silence-mid-stream": ("idle-timeout",),
+    "long-stream": ("total-timeout",),
+    "disconnect": ("disconnect-not-propagated",),
+    "concurrent-streams": ("connection-limit",),
+}
+CHECK_NAMES = tuple(CHECK_KINDS)
+
+
+@dataclass
+class Measured:
+    """One trial's result: passed or not, what it saw, the finding kind when it failed."""
+
+    name: str
+    passed: bool
+    observed: str
+    kind: FindingKind | None = None
+    limit_s: float | None = None
+    results: list[StreamResult] = field(default_factory=list, repr=False)
+
+
+def measured(name: str, kind: FindingKind, verdict: Verdict, results: list[StreamResult]) -> Measured:
+    """A judge's verdict as a trial's result: a trial that proved nothing fails without a kind."""
+    if verdict.untold:
+        return Measured(name, False, verdict.observed, results=results)
+    return Measured(name, not verdict.fault, verdict.observed, kind if verdict.fault else None,
+                    limit_s=verdict.limit_s, results=results)
+
+
+def paced_like(direct: StreamResult, interval_s: float = INTERVAL_S) -> Pacing:
+    """The baseline: the same request straight to the lab's server, at the trials' pace."""
+    return Pacing(direct.ttft_s or 0.0, interval_s)
+
+
+@dataclass
+class Target:
+    """Where the trials send requests: the path's entry and the lab's server behind it."""
+
+    url: str
+    server: ServerHandle
+    model: str
+    options: Options
+    headers: dict[str, str] = field(default_factory=dict)
+    direct: StreamResult | None = None  # the same stream straight to the server
+
+    def body(self, lab: dict[str, Any] | None = None, **request: Any) -> dict[str, Any]:
+        fields = {"script": DEFAULT_SCRIPT, "tokens_per_s": TOKENS_PER_S,
+                  "omit_headers": ["X-Accel-Buffering"], **(lab or {})}
+        return {"model": self.model, "messages": PROMPT, "stream": True, "max_tokens": 1024,
+                **request, "lab": fields}
+
+    async def measure(self, body: dict[str, Any], *, url: str | None = None, **options: Any) -> StreamResult:
+        options.setdefault("headers", self.headers)
+        options.setdefault("accept_encoding", None)
+        return await client.measure_stream((url or self.url) + "/v1/chat/completions", body, **options)
+
+
+async def direct_baseline(target: Target) -> StreamResult:
+    if target.direct is None:
+        target.direct = _DIRECT.get(target.server.url)
+    if target.direct is None:
+        target.direct = await target.measure(target.body(max_tokens=STREAM_TOKENS), url=target.server.url,
+                                             headers={})
+        _DIRECT[target.server.url] = target.direct
+    return target.direct
+
+
+def judge_streaming(result: StreamResult, direct: StreamResult) -> Measured:
+    """Buffering first (a held stream is also grouped), then coalescing, on one stamped stream."""
+    evidence = Evidence([result], paced_like(direct))
+    held = buffering.judge(evidence)
+    if held.fault:
+        return measured("streaming", "buffering", held, [result])
+    grouped = coalescing.judge(evidence)
+    if grouped.fault or grouped.untold:
+        return measured("streaming", "coalescing", grouped, [result])
+    return Measured("streaming", True, f"{held.observed}; {grouped.observed}", results=[result])
+
+
+async def streaming(target: Target) -> Measured:
+    direct = await direct_baseline(target)
+    result = await target.measure(target.body({"stamp": True}, max_tokens=STREAM_TOKENS))
+    if result.outcome != "complete":
+        # The lab's server is up and the stream is short: the config does not serve the chat
+        # route here (a redirect to HTTPS, an IP allow-list, a route the reading got wrong).
+        snippet = f": {result.body_snippet[:200]}" if result.body_snippet else ""
+        location = result.headers.get("location")
+        raise UnusableInput(f"the config does not serve POST /v1/chat/completions here: {ended(result)}"
+                            + (f" (Location: {location})" if location else "") + snippet)
+    return judge_streaming(result, direct)
+
+
+def judge_gzip(result: StreamResult, direct: StreamResult) -> Measured:
+    """Origin and client share this machine's clock: the hop delay is read as it is."""
+    return measured("gzip", "compression-delay",
+                    compression.judge(Evidence([result], paced_like(direct))), [result])
+
+
+async def gzip(target: Target) -> Measured:
+    direct = await direct_baseline(target)
+    result = await target.measure(target.body({"stamp": True}, max_tokens=STREAM_TOKENS),
+                                  accept_encoding="gzip, deflate")
+    return judge_gzip(result, direct)
+
+
+def _silence_options(silence_s: float) -> dict[str, Any]:
+    return {"read_timeout_s": silence_s + 15.0, "total_timeout_s": silence_s + 60.0}
+
+
+def judge_silence(name: str, result: StreamResult, silence_s: float) -> Measured:
+    verdict = idle_timeout.judge(Evidence([result], Pacing(0.0, INTERVAL_S), silence_s=silence_s))
+    return measured(name, "idle-timeout", verdict, [result])
+
+
+async def silence_before_first_token(target: Target) -> Measured:
+    silence = target.options.max_silence_s
+    script = "Every token should reach the reader."
+    result = await target.measure(target.body({"script": script, "headers_delay_s": silence, "heartbeat_s": 0}),
+                                  **_silence_options(silence))
+    return judge_silence("silence-before-first-token", result, silence)
+
+
+async def silence_mid_stream(target: Target) -> Measured:
+    silence = target.options.max_silence_s
+    result = await target.measure(target.body({"pause_after_tokens": 3, "pause_s": silence, "heartbeat_s": 0}),
+                                  **_silence_options(silence))
+    return judge_silence("silence-mid-stream", result, silence)
+
+
+def judge_long(result: StreamResult, duration_s: float) -> Measured:
+    verdict = total_timeout.judge(Evidence([result], Pacing(0.0, INTERVAL_S), duration_s=duration_s))
+    return measured("long-stream", "total-timeout", verdict, [result])
+
+
+async def long_stream(target: Target) -> Measured:
+    # A little past --max-stream, so a limit of exactly that length still shows.
+    wanted = target.options.max_stream_s + max(2.0, 0.1 * target.options.max_stream_s)
+    tokens = int(math.ceil(wanted * TOKENS_PER_S))
+    script = " ".join([DEFAULT_SCRIPT] * (tokens // 8 + 2))
+    result = await target.measure(target.body({"script": script}, max_tokens=tokens),
+                                  read_timeout_s=30.0, total_timeout_s=wanted + 60.0)
+    return judge_long(result, wanted)
+
+
+def judge_departure(result: StreamResult, release_s: float | None) -> Measured:
+    """`release_s`: the server's slots went idle this long after the client left (None: not
+    within the wait)."""
+    verdict = departure.judge(Evidence([result], Pacing(0.0, 1.0 / DISCONNECT_TOKENS_PER_S),
+                                       silence_s=DISCONNECT_PAUSE_S, release_s=release_s))
+    return measured("disconnect", "disconnect-not-propagated", verdict, [result])
+
+
+async def disconnect(target: Target) -> Measured:
+    """The client leaves after 3 events; the model is silent 2 s, then goes on. Who notices?"""
+    from labs.scenario.runner import wait_idle
+    server = target.server
+    script = " ".join([DEFAULT_SCRIPT] * 6)
+    body = target.body({"script": script, "tokens_per_s": DISCONNECT_TOKENS_PER_S, "pause_after_tokens": 4,
+                        "pause_s": DISCONNECT_PAUSE_S, "heartbeat_s": 0}, max_tokens=60)
+    before = server.metrics()
+    result = await target.measure(body, disconnect_after_events=3)
+    left = time.monotonic()
+    release = await asyncio.to_thread(wait_idle, server, 15.0)
+    held = release if release is not None else time.monotonic() - left
+    after = server.metrics()
+    generated = after.get("streamlab_tokens_generated_total", 0) - before.get("streamlab_tokens_generated_total", 0)
+    noticed = (after.get("streamlab_tokens_after_disconnect_total", 0)
+               - before.get("streamlab_tokens_after_disconnect_total", 0))
+    nobody = max(0.0, generated - result.content_events)
+    trial = judge_departure(result, release)
+    trial.observed += (f"; the server held the request {held:.1f} s and generated {nobody:.0f} tokens "
+                       f"for nobody (streamlab_tokens_after_disconnect_total +{noticed:.0f})")
+    return trial
+
+
+def judge_concurrent(results: list[StreamResult]) -> Measured:
+    return measured("concurrent-streams", "connection-limit",
+                    connection_limit.judge(Evidence(results, Pacing(0.0, INTERVAL_S))), results)
+
+
+async def concurrent_streams(target: Target) -> Measured:
+    count = target.options.streams
+    body = target.body({"script": " ".join(["A token stream should reach the reader one token at a time."] * 2)})
+    results = await client.measure_many(target.url + "/v1/chat/completions", [body] * count, count,
+                                        deadline_s=90.0, headers=target.headers, accept_encoding=None,
+                                        read_timeout_s=30.0, total_timeout_s=60.0)
+    return judge_concurrent(results)
+
+
+RUNNERS: dict[str, Callable[[Target], Awaitable[Measured]]] = {
+    "streaming": streaming, "gzip": gzip, "silence-before-first-token": silence_before_first_token,
+    "silence-mid-stream": silence_mid_stream, "long-stream": long_stream, "disconnect": disconnect,
+    "concurrent-streams": concurrent_streams,
+}
+# Trials that only need the stream to survive run side by side (their timing is not measured);
+# the others run one at a time, so no other stream disturbs their numbers or the server's counters.
+CONCURRENT = ("silence-before-first-token", "silence-mid-stream", "long-stream")
