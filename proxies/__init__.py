@@ -13,7 +13,8 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 _EXPORTS = {
-    "ProxySettings": "proxies.base", "ProxyName": "proxies.base", "PROXY_NAMES": "proxies.base",
+    "ProxySettings": "proxies.base", "ProxyName": "proxies.base",
+    "PROXY_NAMES": "proxies.kinds", "KINDS": "proxies.kinds",
     "NginxSettings": "proxies.nginx.settings",
     "HaproxySettings": "proxies.haproxy.settings",
     "EnvoySettings": "proxies.envoy.settings",
@@ -31,11 +32,12 @@ __all__ = sorted(_EXPORTS)
 
 if TYPE_CHECKING:
     from proxies.apache.settings import ApacheSettings
-    from proxies.base import PROXY_NAMES, ProxyName, ProxySettings
+    from proxies.base import ProxyName, ProxySettings
     from proxies.caddy.settings import CaddySettings
     from proxies.envoy.settings import EnvoySettings
     from proxies.haproxy.settings import HaproxySettings
     from proxies.install import BinaryProblem
+    from proxies.kinds import KINDS, PROXY_NAMES
     from proxies.nginx.settings import NginxSettings
     from proxies.varnish.settings import VarnishSettings
     from proxies.rendering import render
