@@ -4,9 +4,9 @@ from __future__ import annotations
 import argparse
 import sys
 
-from proxies.base import PROXY_NAMES
 from proxies.export import FIXED_DIR, export, exported_text, stale_files
 from proxies.install import BinaryProblem
+from proxies.kinds import PROXY_NAMES
 from proxies.rendering import render
 from proxies.validation import ConfigInvalid
 from proxies.variants import UnknownVariant, variant, variant_names

@@ -1,15 +1,15 @@
 """The base of every proxy's settings model: addressing, immutability, re-validated overrides."""
 from __future__ import annotations
 
-from typing import Any, ClassVar, Literal
+from typing import Any, ClassVar
 
 from pydantic import BaseModel, ConfigDict, Field
 from typing_extensions import Self
 
 from proxies.types import Host, Port
 
-ProxyName = Literal["nginx", "haproxy", "envoy", "varnish", "apache", "caddy"]
-PROXY_NAMES: tuple[ProxyName, ...] = ("nginx", "haproxy", "envoy", "varnish", "apache", "caddy")
+# A proxy's name: a key of proxies.kinds.KINDS (the settings' `proxy`, e.g. "nginx").
+ProxyName = str
 
 
 def setting(default: Any, doc: str, url: str) -> Any:

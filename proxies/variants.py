@@ -9,23 +9,13 @@ nothing here imports the layer above.
 """
 from __future__ import annotations
 
-from typing import Callable
+from proxies.base import ProxyName, ProxySettings
+from proxies.kind import SettingsFactory
+from proxies.kinds import KINDS, kind_of
 
-from proxies import fixed_settings
-from proxies.base import PROXY_NAMES, ProxyName, ProxySettings
-from proxies.apache.settings import ApacheSettings
-from proxies.caddy.settings import CaddySettings
-from proxies.envoy.settings import EnvoySettings
-from proxies.haproxy.settings import HaproxySettings
-from proxies.nginx.settings import NginxSettings
-from proxies.varnish.settings import VarnishSettings
-
-SettingsFactory = Callable[[], ProxySettings]
-SETTINGS_TYPES: dict[ProxyName, type[ProxySettings]] = {
-    "nginx": NginxSettings, "haproxy": HaproxySettings, "envoy": EnvoySettings,
-    "varnish": VarnishSettings, "apache": ApacheSettings, "caddy": CaddySettings}
-
-_registry: dict[ProxyName, dict[str, SettingsFactory]] = {proxy: {} for proxy in PROXY_NAMES}
+SETTINGS_TYPES: dict[ProxyName, type[ProxySettings]] = {name: kind.settings for name, kind in KINDS.items()}
+# Every kind's own variants (`defaults`, `fixed`, `fixed-tls` where it has one), then the callers'.
+_registry: dict[ProxyName, dict[str, SettingsFactory]] = {name: kind.variants() for name, kind in KINDS.items()}
 
 
 class UnknownVariant(KeyError):
@@ -38,9 +28,7 @@ class UnknownVariant(KeyError):
 
 
 def _check_proxy(proxy: str) -> ProxyName:
-    if proxy not in PROXY_NAMES:
-        raise ValueError(f"unknown proxy {proxy!r}; known: {', '.join(PROXY_NAMES)}")
-    return proxy  # type: ignore[return-value]
+    return kind_of(proxy).name
 
 
 def register_variant(proxy: ProxyName, name: str, factory: SettingsFactory, *,
@@ -67,14 +55,3 @@ def variant(proxy: ProxyName, name: str) -> ProxySettings:
         raise TypeError(f"{proxy} variant {name!r} returned {type(settings).__name__}, not {expected.__name__}")
     return settings
 
-
-for _proxy, _type in SETTINGS_TYPES.items():
-    register_variant(_proxy, "defaults", _type)
-register_variant("nginx", "fixed", fixed_settings.nginx)
-register_variant("haproxy", "fixed", fixed_settings.haproxy)
-register_variant("envoy", "fixed", fixed_settings.envoy)
-register_variant("varnish", "fixed", fixed_settings.varnish)
-register_variant("apache", "fixed", fixed_settings.apache)
-register_variant("caddy", "fixed", fixed_settings.caddy)
-register_variant("nginx", "fixed-tls", fixed_settings.nginx_tls)
-register_variant("envoy", "fixed-tls", fixed_settings.envoy_tls)

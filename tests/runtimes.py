@@ -18,6 +18,7 @@ import pytest
 from labs.client import measure_stream
 from labs.client.results import StreamResult
 from proxies import ProxySettings
+from proxies.kinds import PROXY_NAMES
 from proxies.base import ProxyName
 from proxies.runtime.docker import DockerProxy
 from proxies.runtime.dockercli import docker, engine_problem
@@ -25,7 +26,7 @@ from proxies.runtime.images import ImageMissing, image_for
 from proxies.runtime.local import LocalProxy
 from server.processes import free_port, port_accepts, wait_until
 
-PROXIES: tuple[ProxyName, ...] = ("nginx", "haproxy", "envoy", "varnish", "apache", "caddy")
+PROXIES: tuple[ProxyName, ...] = PROXY_NAMES
 # The proxies docker/compose.yaml runs: every one.
 COMPOSE_PROXIES: tuple[ProxyName, ...] = PROXIES
 

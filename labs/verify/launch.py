@@ -6,6 +6,7 @@ user's files (`Rewritten.explain_error`), and the run ends with exit status 2.
 from __future__ import annotations
 
 import contextlib
+import os
 import subprocess
 import urllib.request
 from typing import Iterator
@@ -14,30 +15,45 @@ from labs.findings import UnusableInput
 from labs.verify import containers
 from labs.verify.rewrite import Rewritten
 from proxies.binaries import binary
-from proxies.runtime.local import PROCESS_LOG, foreground_args
-from server.processes import ManagedProcess, ProcessFailed, managed, port_accepts
+from proxies.kind import Endpoint
+from proxies.kinds import KINDS
+from proxies.runtime import probes
+from proxies.runtime.logs import PROCESS_LOG
+from server.processes import ManagedProcess, ProcessFailed, managed
 
 CHECK_TIMEOUT_S = 60
 
 
-def check_command(rewritten: Rewritten) -> list[str]:
-    main, prefix = str(rewritten.main), f"{rewritten.folder}/"
-    if rewritten.proxy == "nginx":
-        return [binary("nginx"), "-t", "-q", "-p", prefix, "-c", main, "-e", "stderr"]
-    if rewritten.proxy == "haproxy":
-        return [binary("haproxy"), "-c", "-f", main]  # no -q: it would hide the message
-    return [binary("envoy"), "--mode", "validate", "-c", main, "-l", "error"]
+def check_args(rewritten: Rewritten) -> list[str]:
+    """The kind's check, after the binary, on the rewritten main file (its run folder the prefix).
+    The container mounts that folder at its own path, so the same arguments serve there."""
+    return KINDS[rewritten.proxy].check(str(rewritten.main), f"{rewritten.folder}/")
+
+
+def run_args(rewritten: Rewritten) -> list[str]:
+    """The kind's foreground run, after the binary, of the rewritten config."""
+    return KINDS[rewritten.proxy].run(str(rewritten.main), f"{rewritten.folder}/",
+                                      f"127.0.0.1:{rewritten.listen_port}")
+
+
+def kind_env(rewritten: Rewritten) -> dict[str, str]:
+    """The variables the kind sets for its check and run, pointed at the run folder."""
+    return KINDS[rewritten.proxy].env(f"{rewritten.folder}/")
 
 
 def validate(rewritten: Rewritten, runtime: str = "local") -> None:
     """The proxy's own check; UnusableInput carries its message with the user's file and line."""
+    kind = KINDS[rewritten.proxy]
     if runtime == "docker" and not (choice := containers.image(rewritten)).offline:
-        status, output = containers.check_in_container(rewritten, choice, check_command(rewritten)[1:])
+        status, output = containers.check_in_container(rewritten, choice, check_args(rewritten),
+                                                       kind_env(rewritten))
     else:
-        result = subprocess.run(check_command(rewritten), cwd=rewritten.folder, capture_output=True,
+        result = subprocess.run([binary(rewritten.proxy), *check_args(rewritten)], cwd=rewritten.folder,
+                                env={**os.environ, **kind_env(rewritten)}, capture_output=True,
                                 text=True, timeout=CHECK_TIMEOUT_S)
         status, output = result.returncode, result.stderr + result.stdout
     if status != 0:
+        output = kind.check_message(output)
         message, file, line = rewritten.explain_error(output.strip() or f"exit status {status}")
         raise UnusableInput(f"{rewritten.proxy} rejected the config:\n{message}", file=file, line=line)
 
@@ -72,18 +88,18 @@ def running(rewritten: Rewritten, runtime: str = "local",
             ready_timeout_s: float = 20.0) -> Iterator[RunningConfig]:
     """Start the rewritten config in the foreground (a host process, or its container); stopped by
     its PID (or container id) when the block ends."""
-    argv = [binary(rewritten.proxy), *foreground_args(rewritten.proxy, str(rewritten.main),
-                                                      f"{rewritten.folder}/")]
+    argv = [binary(rewritten.proxy), *run_args(rewritten)]
     process = ManagedProcess(name=f"{rewritten.proxy} (verify)", argv=argv,
-                             log_path=rewritten.folder / PROCESS_LOG, cwd=rewritten.folder)
+                             log_path=rewritten.folder / PROCESS_LOG, cwd=rewritten.folder,
+                             env={**os.environ, **kind_env(rewritten)})
+    endpoint = Endpoint("127.0.0.1", rewritten.listen_port, rewritten.admin_port)
 
     def ready() -> bool:
-        if rewritten.admin_port is not None and not _http_ok(f"http://127.0.0.1:{rewritten.admin_port}/ready"):
-            return False
-        return port_accepts(rewritten.listen_port)
+        return probes.ready(KINDS[rewritten.proxy].ready, endpoint)
     try:
         if runtime == "docker":
-            with containers.started(rewritten, containers.image(rewritten), ready, ready_timeout_s * 2) as started:
+            with containers.started(rewritten, containers.image(rewritten), run_args(rewritten),
+                                    kind_env(rewritten), ready, ready_timeout_s * 2) as started:
                 yield RunningConfig(rewritten, started)
             return
         with managed(process, ready, ready_timeout_s) as started:
@@ -91,12 +107,4 @@ def running(rewritten: Rewritten, runtime: str = "local",
     except ProcessFailed as exc:
         message, file, line = rewritten.explain_error(str(exc))
         raise UnusableInput(f"{rewritten.proxy} did not start:\n{message}", file=file, line=line) from None
-
-
-def _http_ok(url: str) -> bool:
-    try:
-        with urllib.request.urlopen(url, timeout=1) as response:
-            return response.status == 200
-    except OSError:
-        return False
 

@@ -19,13 +19,14 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Mapping, Sequence
 
+from proxies.kinds import KINDS
 from proxies.runtime.dockercli import docker, docker_bin
 from proxies.runtime.images import Service, image_for
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 COMPOSE_FILE = REPO_ROOT / "docker" / "compose.yaml"
 OFFLINE_FILE = REPO_ROOT / "docker" / "compose.offline.yaml"
-SERVICES: tuple[Service, ...] = ("server", "nginx", "haproxy", "envoy", "varnish", "apache", "caddy")
+SERVICES: tuple[Service, ...] = ("server", *KINDS)  # docker/compose.yaml's: a test keeps them so
 
 
 class ComposeUnavailable(RuntimeError):

@@ -14,7 +14,7 @@ from typing import Iterator
 from proxies.apps.launch import NEXT_RUNS
 from proxies.apps.settings import AppSettings, NextjsSettings
 from proxies.runtime.apps import READY_TIMEOUT_S, RunningApp, prepared
-from proxies.runtime.docker import base_run_args, bind, container, container_name
+from proxies.runtime.containers import base_run_args, bind, container, container_name, env_options
 from proxies.runtime.dockercli import require_engine
 from proxies.runtime.images import ImageMissing, image_for, offline_server_built_here, offline_server_labels
 
@@ -25,8 +25,7 @@ def app_run_args(app: RunningApp, image: str, name: str) -> list[str]:
     launched = app.launched
     run = [*base_run_args(name, app.settings.app), "--tmpfs", "/tmp:mode=1777", "--env", "HOME=/tmp",
            "--env", "PYTHONDONTWRITEBYTECODE=1", "--env", "PYTHONUNBUFFERED=1"]
-    for key, value in launched.env.items():
-        run += ["--env", f"{key}={value}"]
+    run += env_options(launched.env)
     for folder in offline_server_labels(image).get("streamlab.mounts", "").split(":"):
         if folder:
             run += bind(folder, folder)

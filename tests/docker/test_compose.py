@@ -13,8 +13,9 @@ from proxies import variant
 from proxies.base import ProxyName
 from proxies.export import FIXED_DIR
 from proxies.rendering import render
-from proxies.runtime.docker import CONFIG_DIR, ENTRYPOINTS, PREFIX, proxy_args
-from proxies.runtime.invocation import proxy_env
+from proxies.kinds import KINDS
+from proxies.runtime.containers import CONFIG_DIR, PREFIX
+from proxies.runtime.docker import proxy_args
 from tests.docker.conftest import WITH_PREFIX, Stack
 from tests.runtimes import COMPOSE_PROXIES as PROXIES
 from tests.runtimes import stream
@@ -38,7 +39,7 @@ def test_compose_runs_what_the_runtime_runs() -> None:
     services = yaml.safe_load((REPO / "docker" / "compose.yaml").read_text())["services"]
     for proxy in PROXIES:
         service, fixed = services[proxy], variant(proxy, "fixed")
-        assert service["entrypoint"] == [ENTRYPOINTS.get(proxy, proxy)]
+        assert service["entrypoint"] == [KINDS[proxy].image.entrypoint]
         # Varnish's listen port is a flag: a variable in the file, 8080 (the fixed one) by default.
         command = [arg.replace("${VARNISH_PORT:-8080}", "8080") for arg in service["command"]]
         assert command == proxy_args(fixed)
@@ -48,7 +49,7 @@ def test_compose_runs_what_the_runtime_runs() -> None:
         assert (FIXED_DIR / name).read_text() == render(fixed)
         if proxy in WITH_PREFIX:
             assert service["volumes"][1].endswith(f":{PREFIX}") and service.get("working_dir", PREFIX) == PREFIX
-        assert service.get("environment") == proxy_env(proxy, f"{PREFIX}/", {})
+        assert service.get("environment", {}) == KINDS[proxy].env(f"{PREFIX}/")
 
 
 @pytest.mark.parametrize("proxy", PROXIES)

@@ -10,7 +10,7 @@ from labs import catalogue
 from labs.client.libraries import LIBRARIES
 from labs.needs import ALL, LIBRARY_NEEDS, everything, main, needs_of, scenario_needs, view_needs
 from proxies.needs import HOP_NEEDS, CannotInstall, Requirement, install_missing
-from proxies.runtime.images import Service
+from proxies.runtime.images import SERVICES
 from tests.ids import other_id
 
 
@@ -81,4 +81,4 @@ def test_check_installs_nothing_and_reports_what_is_missing() -> None:
 
 def test_a_docker_service_exists_for_every_proxy_requirement() -> None:
     proxies = {name for name, r in ALL.items() if r.check is not None}
-    assert proxies <= set(Service.__args__)  # type: ignore[attr-defined]
+    assert proxies <= set(SERVICES)

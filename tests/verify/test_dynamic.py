@@ -17,7 +17,7 @@ from labs.verify import verify_config
 from labs.catalogue.render import rendered
 from labs.verify.judge import checks_for
 from proxies.apps import is_app
-from proxies.validation import CONFIG_NAMES
+from proxies.kinds import KINDS
 from tests.ids import other_id
 from proxies.variants import variant
 from tests.verify.conftest import USER_CONFIGS, user_config_cases
@@ -45,7 +45,7 @@ CASES = [(s, v) for s in catalogue.SCENARIOS if s.kind and s.path and not any(ma
 @pytest.mark.parametrize("scenario, side", CASES, ids=[other_id(s.name, v) for s, v in CASES])
 def test_catalogue_config(verify_server, tmp_path, scenario, side):
     proxy = _faulty_proxy(scenario)
-    path = tmp_path / CONFIG_NAMES[proxy]
+    path = tmp_path / KINDS[proxy].config_name
     path.write_text(rendered(scenario.name, side, proxy)[1])
     report = verify_config(path, checks=checks_for({scenario.kind}), server=verify_server, **SCALED)
     failures = {f.kind for f in report.failures()}
@@ -61,7 +61,7 @@ def test_catalogue_config(verify_server, tmp_path, scenario, side):
 @pytest.mark.parametrize("proxy", ["nginx", "haproxy", "envoy"])
 def test_exported_fixed_config_has_no_failure(verify_server, proxy):
     """proxies/fixed/ as users copy it, every check (limits scaled to keep the suite fast)."""
-    path = REPO / "proxies" / "fixed" / CONFIG_NAMES[proxy]
+    path = REPO / "proxies" / "fixed" / KINDS[proxy].config_name
     report = verify_config(path, server=verify_server, max_silence_s=1.5, max_stream_s=2.0, streams=30)
     assert {c.name for c in report.checks} >= {"streaming", "gzip", "silence-mid-stream", "long-stream",
                                                 "disconnect", "concurrent-streams", "loopback-only"}

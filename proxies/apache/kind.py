@@ -1,0 +1,41 @@
+"""Apache httpd as a proxy kind (proxies.kind): apache2's commands, its logs, and an image that
+carries its modules."""
+from __future__ import annotations
+
+import re
+import signal
+
+from proxies import fixed_settings
+from proxies.apache.settings import MODULES_DIR, ApacheSettings
+from proxies.kind import Binary, Image, Logs, ProxyKind
+from proxies.runtime import probes
+from proxies.runtime.image_extras import folder_files
+from proxies.runtime.logs import file_lines, parse_logfmt
+
+
+def check(config: str, prefix: str) -> list[str]:
+    # -d: the prefix is the ServerRoot, so relative log and pid paths resolve there.
+    return ["-t", "-d", prefix.rstrip("/"), "-f", config]
+
+
+def run(config: str, prefix: str, listen: str) -> list[str]:
+    return ["-d", prefix.rstrip("/"), "-f", config, "-DFOREGROUND"]
+
+
+KIND = ProxyKind(
+    settings=ApacheSettings, fixed=fixed_settings.apache,
+    # `LimitRequestBody` on proxied chunked bodies and mod_proxy's `flushpackets` (2.4.54).
+    binary=Binary("apache2", "Apache httpd", ("-v",), re.compile(r"Apache/(\d+(?:\.\d+)+)"),
+                  (2, 4, 54), apt="apache2"),
+    check=check, run=run,
+    # A graceful restart (https://httpd.apache.org/docs/2.4/stopping.html#graceful).
+    reload_signal=signal.SIGUSR1,
+    # It opens its port before a bad config makes it exit: only an answer proves it serves.
+    ready=(probes.port_open, probes.answers),
+    logs=Logs(access=file_lines("access.log"), parse=parse_logfmt, error_file="error.log"),
+    writes_prefix=True,
+    # Debian 12's version. It loads its modules at run time, from Debian's folder: the stand-in
+    # carries them (the official image keeps them under /usr/local/apache2 and names its binary
+    # httpd, so the template and the entrypoint would need changing to use it).
+    image=Image("httpd:2.4.71", "/usr/sbin/apache2", extra_files=lambda: folder_files(MODULES_DIR)),
+)

@@ -1,0 +1,44 @@
+"""nginx as a proxy kind (proxies.kind): how its binary checks and runs a config, its logs, its image."""
+from __future__ import annotations
+
+import re
+import signal
+
+from proxies import fixed_settings
+from proxies.kind import Account, Binary, Image, Logs, ProxyKind
+from proxies.nginx.settings import NginxSettings
+from proxies.runtime import probes
+from proxies.runtime.logs import file_lines, parse_logfmt
+
+
+def check(config: str, prefix: str) -> list[str]:
+    # -p: every relative path resolves inside the prefix (a throwaway folder); -e: early errors
+    # to stderr, not to the compiled-in /var/log/nginx/error.log (needs no root).
+    return ["-t", "-q", "-p", prefix, "-c", config, "-e", "stderr"]
+
+
+def run(config: str, prefix: str, listen: str) -> list[str]:
+    # -p: the config's relative paths (pid, logs, temp folders) resolve inside the prefix;
+    # -e stderr: start-up errors land in process.log, not in /var/log/nginx.
+    return ["-p", prefix, "-c", config, "-e", "stderr"]
+
+
+KIND = ProxyKind(
+    settings=NginxSettings, fixed=fixed_settings.nginx,
+    fixed_tls=(fixed_settings.nginx_tls, "nginx-tls.conf"),
+    # -e (1.19.5) is the newest thing the template and the commands rely on.
+    binary=Binary("nginx", "nginx", ("-v",), re.compile(r"nginx/(\d+(?:\.\d+)+)"), (1, 19, 5),
+                  apt="nginx"),
+    check=check, run=run,
+    # A new set of workers takes the new config; the old ones finish their requests
+    # (https://nginx.org/en/docs/control.html).
+    reload_signal=signal.SIGHUP,
+    ready=(probes.port_open,),
+    logs=Logs(access=file_lines("access.log"), parse=parse_logfmt, error_file="error.log"),
+    writes_prefix=True,
+    # The official image of exactly Debian 12's version. Started as root, nginx drops its workers
+    # to `nobody` (group `nogroup` on Debian's build, `nginx` in the official image's): the names
+    # must resolve; its compiled-in folders must exist in case a config leaves a path at its default.
+    image=Image("nginx:1.22.1", "/usr/sbin/nginx", account=Account("nginx", 101),
+                folders=("/var/log/nginx", "/var/lib/nginx")),
+)

@@ -1,0 +1,105 @@
+"""The proxy kinds' table (proxies.kinds), and the recipe "add a proxy kind" it stands for: each
+kind's folder holds what makes it that proxy, its binary accepts its fixed config through the
+kind's own check command, and no shared module names a kind (a new one touches none of them)."""
+from __future__ import annotations
+
+import ast
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+import yaml
+
+from labs import catalogue
+from proxies.binaries import binary
+from proxies.kind import ProxyKind
+from proxies.kinds import KINDS, PROXY_NAMES
+from proxies.runtime.images import OFFICIAL, OFFLINE, SERVICES
+from proxies.variants import variant
+
+REPO = Path(__file__).resolve().parents[2]
+PROXIES_DIR = REPO / "proxies"
+# The shared modules: what they do for a proxy they read from its kind.
+SHARED = sorted([*PROXIES_DIR.glob("*.py"), *(PROXIES_DIR / "runtime").glob("*.py"),
+                 REPO / "labs" / "verify" / "launch.py", REPO / "labs" / "verify" / "containers.py"])
+COMPOSE = yaml.safe_load((REPO / "docker" / "compose.yaml").read_text())["services"]
+
+
+def test_every_folder_with_a_kind_is_in_the_table() -> None:
+    folders = {path.parent.name for path in PROXIES_DIR.glob("*/kind.py")}
+    assert folders == set(KINDS), "a proxies/<proxy>/kind.py is one row of proxies.kinds.KINDS"
+
+
+@pytest.mark.parametrize("name", PROXY_NAMES)
+def test_the_folder_holds_the_kind(name: str) -> None:
+    kind = KINDS[name]
+    folder = PROXIES_DIR / name
+    assert isinstance(kind, ProxyKind) and kind.name == name
+    assert type(kind).__module__ == "proxies.kind"
+    for module in (kind.settings, kind.check, kind.run):
+        assert module.__module__.startswith(f"proxies.{name}."), f"{module} is not in proxies/{name}/"
+    assert (folder / "settings.py").is_file() and (folder / "kind.py").is_file()
+    template = PROXIES_DIR / kind.settings.template
+    assert template.parent == folder and template.is_file()
+
+
+@pytest.mark.parametrize("name", PROXY_NAMES)
+def test_its_fixed_configs_are_exported(name: str) -> None:
+    for variant_name, file in KINDS[name].exports().items():
+        assert (PROXIES_DIR / "fixed" / file).is_file(), f"python -m proxies export writes {file}"
+        assert type(variant(name, variant_name)) is KINDS[name].settings
+
+
+@pytest.mark.parametrize("name", PROXY_NAMES)
+def test_its_image_and_compose_service(name: str) -> None:
+    kind = KINDS[name]
+    assert name in SERVICES and OFFICIAL[name] == kind.image.official and OFFLINE[name]
+    # The stand-in runs the host's binary under the name the host knows it by.
+    assert kind.image.entrypoint == kind.binary.name
+    service = COMPOSE[name]
+    assert service["profiles"] == [name] and service["entrypoint"] == [kind.image.entrypoint]
+
+
+@pytest.mark.parametrize("name", PROXY_NAMES)
+def test_a_scenario_runs_it(name: str) -> None:
+    assert any(name in scenario.path for scenario in catalogue.SCENARIOS), f"no scenario puts {name} on its path"
+
+
+@pytest.mark.parametrize("name", PROXY_NAMES)
+def test_the_binary_accepts_its_fixed_config_and_refuses_a_broken_one(name: str, tmp_path: Path) -> None:
+    """The kind's check command, as validation, both runtimes and `labs verify` run it, is the
+    binary's real check: it passes the exported config and fails one with a stray line."""
+    kind = KINDS[name]
+    fixed = PROXIES_DIR / "fixed" / kind.config_name
+    results = []
+    for folder, text in ((tmp_path / "fixed", fixed.read_text()),
+                         (tmp_path / "broken", fixed.read_text() + "\nstreamlab-no-such-directive on;\n")):
+        folder.mkdir()
+        config = folder / kind.config_name
+        config.write_text(text)
+        done = subprocess.run([binary(name), *kind.check(str(config), f"{folder}/")], cwd=folder,
+                              env={**os.environ, **kind.env(f"{folder}/")},
+                              capture_output=True, text=True, timeout=60)
+        results.append((done.returncode, kind.check_message(done.stderr + done.stdout)))
+        shutil.rmtree(folder)
+    (fixed_status, fixed_output), (broken_status, broken_output) = results
+    assert fixed_status == 0, fixed_output
+    assert broken_status != 0 and broken_output.strip(), "the check accepted a broken config"
+
+
+def _kind_names_in(path: Path) -> list[str]:
+    """Every string literal in the module that is a proxy's name or its binary's."""
+    names = set(KINDS) | {kind.binary.name for kind in KINDS.values()}
+    return [f"{path.relative_to(REPO)}:{node.lineno}: {node.value!r}"
+            for node in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
+            if isinstance(node, ast.Constant) and isinstance(node.value, str) and node.value in names]
+
+
+def test_no_shared_module_names_a_kind() -> None:
+    """A new kind is its folder and one row: no table keyed by proxy names, no branch on a name,
+    outside the kind modules."""
+    assert len(SHARED) > 20, "the shared modules were not found"
+    named = [hit for path in SHARED for hit in _kind_names_in(path)]
+    assert not named, "shared modules naming a kind (declare it in the kind instead):\n" + "\n".join(named)
