@@ -20,3 +20,10 @@ def kind_of(proxy: str) -> ProxyKind:
     if proxy not in KINDS:
         raise ValueError(f"unknown proxy {proxy!r}; known: {', '.join(PROXY_NAMES)}")
     return KINDS[proxy]
+
+
+def has_admin(proxy: str | None) -> bool:
+    """Whether `proxy` is a kind with an admin endpoint (its settings then take an `admin_port`);
+    False for the app hops and names no kind holds."""
+    kind = KINDS.get(proxy or "")
+    return kind is not None and kind.admin is not None

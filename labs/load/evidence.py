@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from labs.load.results import StepResult
+from proxies.kinds import has_admin
 
 _NOISE = [
     (re.compile(r"^\d{4}/\d\d/\d\d \d\d:\d\d:\d\d "), ""),  # nginx timestamp
@@ -81,7 +82,7 @@ def _lines(path: Path) -> list[str]:
 
 
 def _envoy_stats(proxy: Any | None) -> dict[str, int]:
-    if proxy is None or proxy.settings.proxy != "envoy":
+    if proxy is None or not has_admin(proxy.settings.proxy):
         return {}
     try:
         return proxy.stats()

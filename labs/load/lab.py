@@ -14,6 +14,7 @@ from labs.load.results import StepResult
 from labs.load.streams import _httpx_many, _lean_many, _no_gc_pauses, _runner
 from labs.load.summary import summarize
 from labs.client.resources import Sampler, raise_own_fd_limit
+from proxies.kinds import has_admin
 
 # labs.scenario.runner, server.launcher and proxies are imported where they are used: `labs.load` (the
 # analysis, the report, their tests) must import on a checkout without a built server.
@@ -114,7 +115,7 @@ class LoadLab:
         from server.processes import free_port
 
         ports: dict[str, int] = {"listen_port": free_port(), "upstream_port": server_port}
-        if path.proxy == "envoy":
+        if has_admin(path.proxy):  # its admin endpoint reads the stats
             ports["admin_port"] = free_port()
         settings = hop_settings(path.proxy, path.overrides, path.base, **ports)
         self.progress(f"{path.name}: starting {path.proxy}")

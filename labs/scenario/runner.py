@@ -26,6 +26,7 @@ from labs.scenario.reloads import ReloadAt
 from labs.scenario.model import VARIANTS, CheckResult, Run, Scenario, Variant, VariantName, Workload
 from proxies.apps import AppSettings, app_settings, is_app
 from proxies.base import ProxySettings
+from proxies.kinds import has_admin
 from proxies.runtime import get_runtime
 from proxies.runtime.base import RunningProxy, Runtime
 from proxies.variants import variant as named_settings
@@ -192,7 +193,7 @@ class Lab:
             upstream_port, started = server_port, []
             for proxy in reversed(proxies):
                 ports = {"listen_port": free_port(), "upstream_port": upstream_port}
-                if proxy == "envoy":
+                if has_admin(proxy):  # its admin endpoint reads the stats and readiness
                     ports["admin_port"] = free_port()
                 settings = hop_settings(proxy, variant.proxy.get(proxy, {}), base, **ports)
                 self.progress(f"starting {proxy} on :{settings.listen_port}")
@@ -309,7 +310,7 @@ def _proxy_stats(hops: Sequence[RunningProxy], suffixes: Sequence[str]) -> dict[
         return {}
     stats: dict[str, dict[str, int]] = {}
     for hop in hops:
-        if getattr(hop.settings, "proxy", None) != "envoy":
+        if not has_admin(getattr(hop.settings, "proxy", None)):
             continue
         picked = {name: value for name, value in hop.stats().items()
                   if name.endswith(tuple(suffixes)) and value}
