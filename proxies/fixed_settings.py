@@ -1,4 +1,5 @@
-"""The production settings behind `proxies/fixed/`: what streams well, with headroom.
+"""The numbers every production config in `proxies/fixed/` shares: what streams well, with headroom.
+Each proxy's settings are its folder's `fixed.py` (`proxies/nginx/fixed.py`, ...), named by its kind.
 
 Every choice here is explained in the exported files' comments; the numbers:
 - Silences: the server sends a `: ping` heartbeat after 10 s of silence, so a 300 s read/idle
@@ -20,13 +21,6 @@ Every choice here is explained in the exported files' comments; the numbers:
 """
 from __future__ import annotations
 
-from proxies.apache.settings import ApacheSettings
-from proxies.caddy.settings import CaddySettings
-from proxies.envoy.settings import EnvoySettings
-from proxies.haproxy.settings import HaproxySettings
-from proxies.nginx.settings import NginxSettings
-from proxies.varnish.settings import VarnishSettings
-
 SILENCE = 300  # seconds: the longest silence a stream may keep, heartbeats aside
 COMPRESSIBLE = ("application/json", "text/plain")  # never text/event-stream
 HEADERS = 10  # seconds to receive a request's headers
@@ -42,78 +36,3 @@ CERTIFICATE = "/etc/ssl/certs/proxy.pem"
 PRIVATE_KEY = "/etc/ssl/private/proxy.key"
 # About 40,000 TLS sessions, shared by nginx's workers: a reconnecting client skips the handshake.
 SESSION_CACHE = "shared:SSL:10m"
-
-
-def nginx() -> NginxSettings:
-    return NginxSettings(
-        worker_processes="auto", worker_connections=4096, worker_rlimit_nofile=16384,
-        listen_backlog=4096,
-        proxy_buffering=False, proxy_http_version="1.1", proxy_connection_header="",
-        upstream_keepalive=64, upstream_keepalive_timeout="4s",
-        proxy_connect_timeout="5s", proxy_read_timeout=SILENCE, proxy_send_timeout="60s",
-        proxy_ignore_client_abort=False, client_max_body_size=f"{MAX_BODY // 1024 // 1024}m",
-        client_header_timeout=HEADERS, client_body_timeout=BODY, keepalive_timeout=IDLE,
-        server_tokens=False, json_errors=True,
-        gzip=True, gzip_types=COMPRESSIBLE)
-
-
-def nginx_tls() -> NginxSettings:
-    return nginx().with_(
-        tls_http2=True, ssl_certificate=CERTIFICATE, ssl_certificate_key=PRIVATE_KEY,
-        ssl_protocols=("TLSv1.2", "TLSv1.3"), ssl_session_cache=SESSION_CACHE)
-
-
-def haproxy() -> HaproxySettings:
-    return HaproxySettings(
-        maxconn_global=8192, maxconn_frontend=4096,
-        http_no_delay=True, abortonclose=True,
-        compression_algo="gzip", compression_types=COMPRESSIBLE,
-        # timeout client bounds a client that pauses its upload or stops reading, never a silence
-        # of the server's (measured: a 1 s timeout client did not cut a stream silent for 3 s).
-        timeout_connect="5s", timeout_client=BODY, timeout_server=SILENCE, timeout_tunnel="1h",
-        timeout_http_request=HEADERS, timeout_http_keep_alive=IDLE,
-        max_body_bytes=MAX_BODY, json_errors=True,
-        http_reuse="safe")
-
-
-def envoy() -> EnvoySettings:
-    return EnvoySettings(
-        route_timeout=0, route_idle_timeout=SILENCE, stream_idle_timeout=SILENCE,
-        connect_timeout="5s", upstream_idle_timeout="4s",
-        compressor=True, compressor_content_types=COMPRESSIBLE,
-        max_connections=4096, max_pending_requests=4096, max_requests=4096,
-        max_downstream_connections=8192,
-        request_headers_timeout=HEADERS, request_timeout=BODY, downstream_idle_timeout=IDLE,
-        max_request_bytes=MAX_BODY, json_errors=True, admin_allow_paths=ADMIN_READ_ONLY)
-
-
-def envoy_tls() -> EnvoySettings:
-    # Envoy's own TLS defaults already offer TLS 1.2 and 1.3 only, and resume sessions by ticket.
-    return envoy().with_(tls_http2=True, certificate_chain=CERTIFICATE, private_key=PRIVATE_KEY)
-
-
-def varnish() -> VarnishSettings:
-    # A CDN in front of a model: event streams are never cached nor coalesced; the backend's
-    # silences are bounded as elsewhere. Varnish's header timeout is its runtime parameter
-    # timeout_idle (5 s), already under HEADERS; the VCL can set only the idle wait after a request.
-    return VarnishSettings(
-        pass_event_streams=True, do_stream=True,
-        connect_timeout="5s", first_byte_timeout=SILENCE, between_bytes_timeout=SILENCE,
-        timeout_idle=IDLE, send_timeout=LONGEST_ANSWER, idle_send_timeout=BODY,
-        max_body_bytes=MAX_BODY, json_errors=True)
-
-
-def apache() -> ApacheSettings:
-    # Timeout also bounds a pause in the client's upload (BODY); ProxyTimeout the server's silences.
-    return ApacheSettings(
-        timeout=BODY, proxy_timeout=SILENCE, flushpackets="on", deflate_types=COMPRESSIBLE,
-        request_header_timeout=HEADERS, request_body_timeout=BODY, keepalive_timeout=IDLE,
-        limit_request_body=MAX_BODY, json_errors=True, max_request_workers=1000)
-
-
-def caddy() -> CaddySettings:
-    return CaddySettings(
-        encode=("gzip",), encode_skip_event_streams=True, flush_interval="-1",
-        dial_timeout="5s", read_timeout=SILENCE,
-        read_header_timeout=HEADERS, idle_timeout=IDLE,
-        max_body_bytes=MAX_BODY, json_errors=True)

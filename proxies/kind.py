@@ -82,7 +82,7 @@ class Endpoint:
     admin_port: int | None = None
 
 
-# One readiness check on a started proxy (proxies.runtime.probes has the shared ones); a proxy is
+# One readiness check on a started proxy (proxies.probes has the shared ones); a proxy is
 # ready when every check of its kind passes, in order.
 Probe = Callable[[Endpoint], bool]
 

@@ -17,8 +17,8 @@ from labs.verify.rewrite import Rewritten
 from proxies.binaries import binary
 from proxies.kind import Endpoint
 from proxies.kinds import KINDS
-from proxies.runtime import probes
-from proxies.runtime.logs import PROCESS_LOG
+from proxies import probes
+from proxies.logs import PROCESS_LOG
 from server.processes import ManagedProcess, ProcessFailed, managed
 
 CHECK_TIMEOUT_S = 60

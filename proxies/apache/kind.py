@@ -5,12 +5,12 @@ from __future__ import annotations
 import re
 import signal
 
-from proxies import fixed_settings
+from proxies.apache import fixed
 from proxies.apache.settings import MODULES_DIR, ApacheSettings
 from proxies.kind import Binary, Image, Logs, ProxyKind
-from proxies.runtime import probes
-from proxies.runtime.image_extras import folder_files
-from proxies.runtime.logs import file_lines, parse_logfmt
+from proxies import probes
+from proxies.image_extras import folder_files
+from proxies.logs import file_lines, parse_logfmt
 
 
 def check(config: str, prefix: str) -> list[str]:
@@ -23,7 +23,7 @@ def run(config: str, prefix: str, listen: str) -> list[str]:
 
 
 KIND = ProxyKind(
-    settings=ApacheSettings, fixed=fixed_settings.apache,
+    settings=ApacheSettings, fixed=fixed.apache,
     # `LimitRequestBody` on proxied chunked bodies and mod_proxy's `flushpackets` (2.4.54).
     binary=Binary("apache2", "Apache httpd", ("-v",), re.compile(r"Apache/(\d+(?:\.\d+)+)"),
                   (2, 4, 54), apt="apache2"),

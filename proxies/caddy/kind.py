@@ -5,11 +5,11 @@ from __future__ import annotations
 import json
 import re
 
-from proxies import fixed_settings
+from proxies.caddy import fixed
 from proxies.caddy.settings import CaddySettings
 from proxies.kind import Binary, Image, Logs, ProxyKind
-from proxies.runtime import probes
-from proxies.runtime.logs import file_lines
+from proxies import probes
+from proxies.logs import file_lines
 
 
 def parse_json_line(line: str) -> dict[str, str]:
@@ -41,7 +41,7 @@ def run(config: str, prefix: str, listen: str) -> list[str]:
 
 
 KIND = ProxyKind(
-    settings=CaddySettings, fixed=fixed_settings.caddy,
+    settings=CaddySettings, fixed=fixed.caddy,
     # `transport http` `read_timeout` and `servers { timeouts }` (2.6).
     binary=Binary("caddy", "Caddy", ("version",), re.compile(r"v?(\d+\.\d+\.\d+)"), (2, 6), apt="caddy"),
     check=check, run=run, env=state_folders,

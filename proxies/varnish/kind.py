@@ -6,11 +6,11 @@ import re
 import subprocess
 from pathlib import Path
 
-from proxies import fixed_settings
+from proxies.varnish import fixed
 from proxies.kind import Binary, Image, Logs, ProxyKind, find_executable
-from proxies.runtime import probes
-from proxies.runtime.image_extras import folder_files, package_files
-from proxies.runtime.logs import is_logfmt_access_line, parse_logfmt
+from proxies import probes
+from proxies.image_extras import folder_files, package_files
+from proxies.logs import is_logfmt_access_line, parse_logfmt
 from proxies.varnish.settings import VarnishSettings
 
 STORAGE = "malloc,64m"  # the cache's storage: small, the lab caches a few answers at most
@@ -70,7 +70,7 @@ def image_files() -> list[str]:
 
 
 KIND = ProxyKind(
-    settings=VarnishSettings, fixed=fixed_settings.varnish,
+    settings=VarnishSettings, fixed=fixed.varnish,
     # VCL 4.1 with `sess.send_timeout` and triple-quoted strings (6.0).
     binary=Binary("varnishd", "Varnish", ("-V",), re.compile(r"varnish-(\d+(?:\.\d+)+)"), (6, 0),
                   apt="varnish"),

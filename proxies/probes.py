@@ -6,7 +6,7 @@ import socket
 import urllib.request
 
 from proxies.kind import Endpoint, Probe
-from proxies.runtime.logs import READY_PATH
+from proxies.logs import READY_PATH
 from server.processes import port_accepts
 
 
