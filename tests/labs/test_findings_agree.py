@@ -22,6 +22,7 @@ from labs.scenario.model import Run, VariantName
 from labs.verify import trials
 from labs.verify.trials import Measured
 from tests.labs.built_streams import clean, due, grouped, held, stream
+from tests.ids import other_id
 from tests.labs.record_streams import RECORDINGS, load
 
 SCENARIOS = {s.name: s for s in catalogue.SCENARIOS}
@@ -64,7 +65,7 @@ def named(verdicts: dict[str, Verdict]) -> set[str]:
     return {kind for kind, v in verdicts.items() if v.fault}
 
 
-@pytest.mark.parametrize("scenario, variant", RECORDINGS, ids=[f"{s}-{v}" for s, v in RECORDINGS])
+@pytest.mark.parametrize("scenario, variant", RECORDINGS, ids=[other_id(s, v) for s, v in RECORDINGS])
 def test_verify_probe_and_the_catalogue_agree(scenario: str, variant: VariantName) -> None:
     streams, recording = load(scenario, variant)
     kind = SCENARIOS[scenario].kind
