@@ -44,11 +44,13 @@ def findings(proxy: str, suspicions: list[Suspicion], measured: list[Measured],
     for s in suspicions:
         if s.kind in failed_kinds:
             continue
-        checked = [ran[c] for c in s.checks if c in ran]
+        checked = [ran[c] for c in s.checks if c in ran and not ran[c].skipped]
         if checked:
             reason = "measured here, it did not show: " + "; ".join(f"{c.name}: {c.observed}" for c in checked)
         else:
-            reason = f"not measured (check {', '.join(s.checks)} not run)"
+            skipped = [ran[c] for c in s.checks if c in ran and ran[c].skipped]
+            reason = ("not measured: " + "; ".join(f"{c.name}: {c.skipped}" for c in skipped) if skipped
+                      else f"not measured (check {', '.join(s.checks)} not run)")
         out.append(Finding(kind=s.kind, severity="warning", where=s.where, evidence=s.evidence,
                            scenario=scenario_for(s.kind, proxy), fix=s.fix, limit_s=s.limit_s, reason=reason))
     return _unique(out)

@@ -33,7 +33,9 @@ def print_report(report: VerifyReport, console: Console) -> None:
     for column in ("check", "result", "observed"):
         checks.add_column(column)
     for check in report.checks:
-        checks.add_row(check.name, "[green]pass[/green]" if check.passed else "[red]FAIL[/red]", check.observed)
+        result = ("[yellow]skipped[/yellow]" if check.skipped else
+                  "[green]pass[/green]" if check.passed else "[red]FAIL[/red]")
+        checks.add_row(check.name, result, check.observed)
     console.print(checks)
     if report.findings:
         findings = Table(title="findings", header_style="bold", show_lines=True)
@@ -47,4 +49,7 @@ def print_report(report: VerifyReport, console: Console) -> None:
             findings.add_row(f.kind, severity, f.where or "-", evidence, f.fix or "-", lab_command(f.scenario) if f.scenario else "-")
         console.print(findings)
     verdict = "[green]ok[/green]: no failure" if report.ok else f"[red]{len(report.failures())} failure(s)[/red]"
+    skipped = sum(1 for check in report.checks if check.skipped)
+    if skipped:  # what could not be measured is never part of the "ok"
+        verdict += f"; [yellow]{skipped} check(s) skipped[/yellow], see their reasons above"
     console.print(f"{verdict} ({report.wall_s:.0f} s)")

@@ -90,7 +90,8 @@ def verify_config(path: Path, *, proxy: str | None = None, max_silence_s: float 
         say(f"starting {proxy} on 127.0.0.1:{rewritten.listen_port}")
         proxy_run = stack.enter_context(running(rewritten, runtime))
         measured = _measure(proxy_run, server, options, selected, say)
-        report.checks = [CheckOutcome(m.name, m.passed, m.observed, kind=m.kind) for m in measured]
+        report.checks = [CheckOutcome(m.name, m.passed, m.observed, kind=m.kind, skipped=m.skipped)
+                         for m in measured]
         report.checks.append(_loopback_check(proxy_run))
     where_of = {name: setting.where for name, setting in reading.settings.items()}
     report.findings = judge.findings(proxy, suspected, measured, where_of)

@@ -53,12 +53,14 @@ class Measured:
     kind: FindingKind | None = None
     limit_s: float | None = None
     results: list[StreamResult] = field(default_factory=list, repr=False)
+    skipped: str | None = None  # why the trial could not tell (the judge's `untold`): not a pass
 
 
 def measured(name: str, kind: FindingKind, verdict: Verdict, results: list[StreamResult]) -> Measured:
-    """A judge's verdict as a trial's result: a trial that proved nothing fails without a kind."""
+    """A judge's verdict as a trial's result: a trial that proved nothing is skipped, with the
+    reason (neither a pass nor a finding)."""
     if verdict.untold:
-        return Measured(name, False, verdict.observed, results=results)
+        return Measured(name, False, verdict.observed, results=results, skipped=verdict.untold)
     return Measured(name, not verdict.fault, verdict.observed, kind if verdict.fault else None,
                     limit_s=verdict.limit_s, results=results)
 

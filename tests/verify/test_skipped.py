@@ -1,0 +1,39 @@
+"""A trial whose judge could not tell (`untold`) is skipped with the reason: never a pass, never a
+failure, and a suspicion it was meant to confirm says "not measured", not "did not show"."""
+from __future__ import annotations
+
+import io
+
+from rich.console import Console
+
+from labs.findings import CheckOutcome
+from labs.findings.evidence import untold
+from labs.verify import judge, output
+from labs.verify.model import Suspicion, VerifyReport
+from labs.verify.trials import measured
+
+WHY = "the 10 s pause did not happen (longest gap 0.1 s)"
+
+
+def test_an_untold_verdict_is_a_skipped_trial() -> None:
+    trial = measured("silence-mid-stream", "idle-timeout", untold(WHY), [])
+    assert trial.skipped == WHY and not trial.passed and trial.kind is None
+    suspicion = Suspicion("idle-timeout", "nginx.conf:12", "proxy_read_timeout 5s", "proxy_read_timeout 60s;",
+                          ("silence-mid-stream",), 5.0)
+    found = judge.findings("nginx", [suspicion], [trial], {})
+    assert [(f.kind, f.severity) for f in found] == [("idle-timeout", "warning")]
+    assert found[0].reason == f"not measured: silence-mid-stream: {WHY}"
+
+
+def test_the_report_shows_a_skipped_check_and_says_so_beside_ok() -> None:
+    trial = measured("silence-mid-stream", "idle-timeout", untold(WHY), [])
+    report = VerifyReport(proxy="nginx", file="nginx.conf",
+                          checks=[CheckOutcome(trial.name, trial.passed, trial.observed, skipped=trial.skipped),
+                                  CheckOutcome("streaming", True, "12 events in 12 reads")])
+    text = io.StringIO()
+    output.print_report(report, Console(file=text, width=200, color_system=None))
+    printed = text.getvalue()
+    assert "skipped" in printed.split("silence-mid-stream", 1)[1].splitlines()[0]
+    assert "FAIL" not in printed
+    assert "1 check(s) skipped" in printed
+    assert report.to_json()["checks"][0]["skipped"] == WHY
