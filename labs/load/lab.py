@@ -14,7 +14,6 @@ from labs.load.results import StepResult
 from labs.load.streams import _httpx_many, _lean_many, _no_gc_pauses, _runner
 from labs.load.summary import summarize
 from labs.client.resources import Sampler, raise_own_fd_limit
-from proxies.kinds import has_admin
 
 # labs.scenario.runner, server.launcher and proxies are imported where they are used: `labs.load` (the
 # analysis, the report, their tests) must import on a checkout without a built server.
@@ -112,6 +111,7 @@ class LoadLab:
             yield None
             return
         from labs.scenario.runner import hop_settings
+        from proxies.kinds import has_admin
         from server.processes import free_port
 
         ports: dict[str, int] = {"listen_port": free_port(), "upstream_port": server_port}
