@@ -330,6 +330,9 @@ def create_app(config: ServerConfig, engine: Engine, tokenizer: Any,
     app.router.routes[:0] = [Route("/v1/chat/completions", chat_completions, methods=["POST"]),
                              Route("/v1/chat/completions", chat_completions_event_source,
                                    methods=["GET"])]
+    if config.chat_any_prefix:  # after every other route: /v1/... and /lab/... match first
+        app.router.routes += [Route("/chat/completions", chat_completions, methods=["POST"]),
+                              Route("/{prefix:path}/chat/completions", chat_completions, methods=["POST"])]
 
     @app.get("/v1/models")
     async def list_models() -> dict[str, Any]:

@@ -78,12 +78,27 @@ class PathReport:
     checks: list[CheckOutcome] = field(default_factory=list)
 
     @property
+    def verdict(self) -> Literal["ok", "failure", "inconclusive"]:
+        """"ok" only when every check that ran passed: a failure finding is "failure"; a check
+        that could not measure (skipped) or failed without naming a fault (a self-check such as
+        loopback-only) leaves the run "inconclusive", never "ok"."""
+        if any(f.severity == "failure" for f in self.findings):
+            return "failure"
+        if any(c.skipped or not c.passed for c in self.checks):
+            return "inconclusive"
+        return "ok"
+
+    @property
     def ok(self) -> bool:
-        return not any(f.severity == "failure" for f in self.findings)
+        return self.verdict == "ok"
 
     @property
     def exit_status(self) -> int:
-        return EXIT_OK if self.ok else EXIT_FAILURE
+        return {"ok": EXIT_OK, "failure": EXIT_FAILURE, "inconclusive": EXIT_INCONCLUSIVE}[self.verdict]
+
+    def unmeasured(self) -> list[CheckOutcome]:
+        """The checks that did not pass without naming a fault: skipped, or a failed self-check."""
+        return [c for c in self.checks if c.skipped or (not c.passed and c.kind is None)]
 
     def failures(self) -> list[Finding]:
         return [f for f in self.findings if f.severity == "failure"]

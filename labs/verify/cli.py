@@ -14,8 +14,10 @@ from labs.verify.model import Options
 HELP = """Read a proxy config exactly as written (includes, several servers, named upstreams,
 listen 80/443, user, absolute paths, DNS clusters), run it here in front of the lab's server
 with only what must change (shown as a diff; nothing but loopback is contacted), measure it
-with the lab's client and name each fault with its kind, where, evidence and fix.
-Exit status: 0 no failure, 1 a failure, 2 the input cannot be used."""
+with the lab's client and name each fault with its kind, where, evidence and fix. A site file
+(a server block for conf.d/) is judged inside its platform's stock nginx.conf (--main).
+Exit status: 0 every check passed, 1 a failure found, 2 the input cannot be used, verify could
+not handle it, or a check could not measure (inconclusive)."""
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -39,6 +41,28 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--check", action="append", choices=CHECK_NAMES, dest="checks",
                         help="run only this check (repeatable)")
     parser.add_argument("--json", action="store_true", help="one JSON document on stdout")
+    route = parser.add_argument_group("which route (default: the one that serves the chat API, said in the output)")
+    route.add_argument("--path", default=None, metavar="PATH",
+                       help="judge the route that serves POST PATH (e.g. /api/chat/completions)")
+    route.add_argument("--host", default=None, metavar="NAME",
+                       help="the Host the requests carry: picks the server (nginx server_name, "
+                            "HAProxy host ACLs, Envoy virtual-host domains)")
+    route.add_argument("--header", action="append", default=[], metavar="'NAME: VALUE'",
+                       help="send this header with every measured request (a route behind "
+                            "authentication); never stored, never printed (repeatable)")
+    route.add_argument("--main", default=None, metavar="PLATFORM|FILE",
+                       help="nginx site file: the main config it is included from: official-image "
+                            "(default), debian, or your own nginx.conf")
+
+
+def headers_from(values: list[str]) -> dict[str, str]:
+    headers = {}
+    for value in values:
+        name, sep, content = value.partition(":")
+        if not sep or not name.strip() or any(c.isspace() for c in name.strip()):
+            raise UnusableInput(f"--header must be 'Name: value' (got {value.split(':')[0]!r}...)")
+        headers[name.strip()] = content.strip()
+    return headers
 
 
 def run(args: argparse.Namespace) -> int:
@@ -46,27 +70,51 @@ def run(args: argparse.Namespace) -> int:
     from rich.markup import escape
 
     from labs.verify import output
+    from labs.verify.model import RouteWanted
     from labs.verify.run import verify_config
 
     console = Console(stderr=args.json)
     try:
+        wanted = RouteWanted(args.path, args.host, args.main)
+        headers = headers_from(args.header)
         with console.status("verify: starting") as status:
             report = verify_config(args.file, proxy=args.proxy, max_silence_s=args.max_silence,
                                    max_stream_s=args.max_stream, streams=args.streams, runtime=args.runtime,
-                                   quick=args.quick, checks=args.checks,
+                                   quick=args.quick, checks=args.checks, wanted=wanted, headers=headers,
                                    progress=lambda message: status.update(f"verify: {message}"))
     except UnusableInput as exc:
-        if args.json:
-            import json
-            print(json.dumps({"file": str(args.file), "ok": False, "error": str(exc),
-                              "error_file": exc.file, "error_line": exc.line}, indent=2))
-        console.print(f"[red]error[/red]: {escape(str(exc))}", highlight=False)
-        return EXIT_UNUSABLE
+        return _error(args, console, "error", str(exc), exc.file, exc.line)
+    except KeyboardInterrupt:
+        raise
+    except Exception as exc:  # verify's own failure: exit 2 with one line, never a traceback
+        return _error(args, console, "verify could not handle this config (verify's own error, not one in "
+                      "your config; please report it)", own_error(exc), None, None)
     if args.json:
         print(output.to_json(report))
     else:
         output.print_report(report, console)
     return report.exit_status
+
+
+def own_error(exc: BaseException) -> str:
+    """One line for an error of verify's own: what it is and where in verify it happened."""
+    import traceback
+    frames = [f for f in traceback.extract_tb(exc.__traceback__) if "/labs/" in f.filename]
+    where = f" (at {frames[-1].filename.rsplit('/labs/', 1)[-1]}:{frames[-1].lineno})" if frames else ""
+    message = " ".join(str(exc).split()) or "no message"
+    return f"{type(exc).__name__}: {message}{where}"
+
+
+def _error(args: argparse.Namespace, console, label: str, message: str, file: str | None,
+           line: int | None) -> int:
+    from rich.markup import escape
+    if args.json:
+        import json
+        print(json.dumps({"file": str(args.file), "ok": False, "verdict": "error", "error": message,
+                          "error_kind": "input" if label == "error" else "verify",
+                          "error_file": file, "error_line": line}, indent=2))
+    console.print(f"[red]{escape(label)}[/red]: {escape(message)}", highlight=False)
+    return EXIT_UNUSABLE
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -28,17 +28,21 @@ class TextEdits:
             offset = self.original.index("\n", offset) + 1
         return offset
 
-    def _statement(self, line: int, name: str) -> tuple[int, int]:
+    def _statement(self, line: int, name: str, nth: int = 0) -> tuple[int, int]:
         start_of_line = self._line_start(line)
         end_of_line = self.original.find("\n", start_of_line)
         end_of_line = len(self.original) if end_of_line < 0 else end_of_line
-        match = re.compile(rf"(?<![\w$-]){re.escape(name)}(?![\w-])").search(
-            self.original, start_of_line, end_of_line)
-        if match is None:
-            raise ValueError(f"no {name!r} on line {line}")
-        start = match.start()
         if self.terminator == "\n":
-            return start, end_of_line
+            match = re.compile(rf"(?<![\w$-]){re.escape(name)}(?![\w-])").search(
+                self.original, start_of_line, end_of_line)
+            if match is None:
+                raise ValueError(f"no {name!r} on line {line}")
+            return match.start(), end_of_line
+        starts = [at for at in self._statement_starts(start_of_line, end_of_line)
+                  if re.match(rf"{re.escape(name)}(?![\w-])", self.original[at:end_of_line])]
+        if len(starts) <= nth:
+            raise ValueError(f"no {name!r} statement number {nth + 1} on line {line}")
+        start = starts[nth]
         quote, index = None, start
         while index < len(self.original):
             char = self.original[index]
@@ -54,16 +58,47 @@ class TextEdits:
             index += 1
         raise ValueError(f"the {name!r} statement on line {line} does not end")
 
-    def replace(self, line: int, name: str, new: str) -> None:
-        """Replace the statement `name ...;` that starts on `line` with `new` (no terminator)."""
-        start, end = self._statement(line, name)
+    def _statement_starts(self, start: int, end: int) -> list[int]:
+        """Where statements begin on one line: its first word, and each word after `;`, `{`, `}`
+        (outside quotes, before a comment), so `server a:80; server b:80;` is two statements."""
+        starts, quote, expect, index = [], None, True, start
+        while index < end:
+            char = self.original[index]
+            if quote:
+                if char == "\\":
+                    index += 1
+                elif char == quote:
+                    quote = None
+            elif char == "#":
+                break
+            elif char in ";{}":
+                expect = True
+            elif not char.isspace():
+                if expect:
+                    starts.append(index)
+                    expect = False
+                if char in "\"'":
+                    quote = char
+            index += 1
+        return starts
+
+    def replace(self, line: int, name: str, new: str, nth: int = 0) -> None:
+        """Replace the statement `name ...;` that starts on `line` (the `nth` of that name on the
+        line) with `new` (no terminator)."""
+        start, end = self._statement(line, name, nth)
         tail = self.terminator if self.terminator != "\n" else ""
         self._edits.append((start, end, new + tail))
 
-    def remove(self, line: int, name: str, why: str) -> None:
-        """Comment the statement out, saying why (the diff shows it)."""
-        start, end = self._statement(line, name)
+    def remove(self, line: int, name: str, why: str, nth: int = 0) -> None:
+        """Comment the statement out, saying why (the diff shows it). Several statements on the
+        line: the comment would swallow the rest of the line, so it becomes a no-op comment block."""
+        start, end = self._statement(line, name, nth)
         old = self.original[start:end].replace("\n", " ")
+        rest = self.original[end:self.original.find("\n", end) if "\n" in self.original[end:] else len(self.original)]
+        if self.terminator != "\n" and rest.strip() and not rest.strip().startswith(self.comment):
+            # Other statements follow on this line: a `#` would comment them out too.
+            self._edits.append((start, end, f"\n{self.comment} {old}  {self.comment} {MARK}: {why}\n"))
+            return
         self._edits.append((start, end, f"{self.comment} {old}  {self.comment} {MARK}: {why}"))
 
     def insert_after(self, line: int, lines: list[str], indent: str = "    ") -> None:

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Mapping
 
-from labs.verify.model import Options, Reading, Suspicion
+from labs.verify.model import Options, Reading, RouteWanted, Suspicion
 from labs.verify.rewrite import Rewritten
 
 
@@ -23,13 +23,15 @@ class ConfigKind:
     """A file name a user recognises (the help's "nginx.conf, haproxy.cfg, envoy.yaml")."""
     shape: re.Pattern[str]
     """A line only this proxy's configs have: detection tries the kinds in the table's order."""
-    read: Callable[[Path], Reading]
-    """The static reading: the route chosen and the settings in effect on it."""
+    read: Callable[[Path, RouteWanted], Reading]
+    """The static reading: the route chosen (the one asked for, else the one serving the chat
+    API) and the settings in effect on it."""
     suspicions: Callable[[Reading, Options], list[Suspicion]]
     """What the settings in effect suggest (labs/verify/rules.py): one Suspicion per fault."""
-    run_here: Callable[[Path, int, Path, bool], Rewritten]
-    """(config, lab port, folder, in a container) -> the config rewritten to loopback and written
-    into the folder; refuses (NotLoopback) a rewrite that still names another address."""
+    run_here: Callable[[Path, Reading, int, Path, bool], Rewritten]
+    """(config, its reading, lab port, folder, in a container) -> the config rewritten to loopback
+    and written into the folder, the reading's route reachable on `listen_port`; refuses
+    (NotLoopback) a rewrite that still names another address."""
     fallback: Mapping[str, tuple[str, str]]
     """Finding kind -> (the setting to look at, the fix), for a measured fault no setting explains."""
 

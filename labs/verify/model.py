@@ -16,6 +16,32 @@ from labs.findings import FindingKind, PathReport, UnusableInput
 
 ROUTE_METHOD, ROUTE_PATH = "POST", "/v1/chat/completions"
 DEFAULT = "default"
+# Where published configs serve an OpenAI-style chat API, in the order verify looks for one when
+# no --path is given: the API itself, then the prefixes chat front ends and gateways put in
+# front of it (Open WebUI's /api/ and /openai/, LiteLLM's /v1/ under a gateway path...).
+API_PATHS = ("/v1/chat/completions", "/api/chat/completions", "/api/v1/chat/completions",
+             "/openai/v1/chat/completions", "/openai/chat/completions", "/chat/completions")
+
+
+@dataclass(frozen=True)
+class RouteWanted:
+    """The route the user asked verify to judge (`--path`, `--host`); unset: verify finds the
+    proxied route that serves the chat API and says which and why."""
+
+    path: str | None = None
+    host: str | None = None
+    main: str | None = None  # a site file: the main config it is read inside (nginx's --main)
+
+    def __post_init__(self) -> None:
+        if self.path is not None and not self.path.startswith("/"):
+            raise UnusableInput(f"--path must start with '/': {self.path!r}")
+        if self.host is not None and (not self.host or any(c in self.host for c in "/ \t")):
+            raise UnusableInput(f"--host must be a host name, without scheme or path: {self.host!r}")
+
+    @property
+    def paths(self) -> tuple[str, ...]:
+        """The paths to try, in order: the one asked for, else the usual API paths."""
+        return (self.path,) if self.path else API_PATHS
 
 
 def display_path(file: str | Path) -> str:
@@ -68,6 +94,11 @@ class Reading:
     route: str  # e.g. "server nginx.conf:12 > location /v1/ (conf.d/api.conf:5)"
     settings: dict[str, Setting] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
+    path: str = ROUTE_PATH  # the request path the route is judged (and measured) on
+    host: str | None = None  # the Host header that reaches it, when the config selects by name
+    why: str = ""  # why this route: asked for with --path / --host, or found serving the API
+    routes: list[str] = field(default_factory=list)  # every proxied route seen, the judged one too
+    main: str | None = None  # a site file's main config (--main), as asked
 
     def get(self, name: str) -> Setting:
         return self.settings[name]
@@ -96,17 +127,20 @@ class VerifyReport(PathReport):
     file: str = ""
     rewrites: str = ""  # unified diff of every change made so the config runs here
     route: str = ""
+    path: str = ROUTE_PATH
+    why: str = ""
+    routes: list[str] = field(default_factory=list)
     settings: dict[str, Setting] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
     wall_s: float = 0.0
 
     def to_json(self) -> dict[str, Any]:
         return {
-            "proxy": self.proxy, "file": self.file, "ok": self.ok,
+            "proxy": self.proxy, "file": self.file, "ok": self.ok, "verdict": self.verdict,
             "findings": [f.to_json() for f in self.findings],
             "checks": [c.to_json() for c in self.checks],
             "rewrites": self.rewrites,
-            "route": self.route,
+            "route": self.route, "path": self.path, "why": self.why, "routes": self.routes,
             "settings": {name: {"value": s.text, "where": s.where} for name, s in self.settings.items()},
             "notes": self.notes,
             "wall_s": round(self.wall_s, 2),

@@ -48,8 +48,19 @@ def print_report(report: VerifyReport, console: Console) -> None:
                 evidence += f"\n[dim]{f.reason}[/dim]"
             findings.add_row(f.kind, severity, f.where or "-", evidence, f.fix or "-", lab_command(f.scenario) if f.scenario else "-")
         console.print(findings)
-    verdict = "[green]ok[/green]: no failure" if report.ok else f"[red]{len(report.failures())} failure(s)[/red]"
-    skipped = sum(1 for check in report.checks if check.skipped)
-    if skipped:  # what could not be measured is never part of the "ok"
-        verdict += f"; [yellow]{skipped} check(s) skipped[/yellow], see their reasons above"
-    console.print(f"{verdict} ({report.wall_s:.0f} s)")
+    console.print(f"{verdict_line(report)} ({report.wall_s:.0f} s)")
+
+
+def verdict_line(report: VerifyReport) -> str:
+    """ok only when every check that ran passed; what was not measured is said, never hidden."""
+    if report.verdict == "failure":
+        line = f"[red]{len(report.failures())} failure(s)[/red]"
+    elif report.verdict == "inconclusive":
+        line = "[yellow]inconclusive[/yellow]: no failure found, but not everything was measured"
+    else:
+        line = "[green]ok[/green]: no failure, every check passed"
+    unmeasured = report.unmeasured()
+    if unmeasured:
+        line += "; [yellow]not measured[/yellow]: " + ", ".join(
+            f"{c.name} ({'skipped' if c.skipped else 'failed'})" for c in unmeasured) + ", see above"
+    return line

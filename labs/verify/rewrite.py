@@ -31,6 +31,10 @@ class Rewritten:
     admin_port: int | None = None
     host_header: str | None = None  # the Host a request needs to reach the chat route (Envoy vhosts)
     notes: list[str] = field(default_factory=list)
+    labels: dict[str, str] = field(default_factory=dict)  # file -> its name for the user (a platform's main)
+
+    def shown(self, name: str) -> str:
+        return self.labels.get(name) or display_path(name)
 
     def write(self) -> None:
         for _, new, path in self.files.values():
@@ -39,7 +43,7 @@ class Rewritten:
 
     @property
     def diff(self) -> str:
-        text = "".join(unified_diff(old, new, display_path(name))
+        text = "".join(unified_diff(old, new, self.shown(name))
                        for name, (old, new, _) in self.files.items() if old != new)
         return text.replace(str(self.folder), RUN_FOLDER)
 
@@ -47,7 +51,7 @@ class Rewritten:
         """The user's file and line behind a file and line of the rewritten config."""
         for name, (old, new, path) in self.files.items():
             if str(path) == written or path.name == written:
-                return display_path(name), original_line(old, new, line) if line else None
+                return self.shown(name), original_line(old, new, line) if line else None
         return written, line
 
     def explain_error(self, message: str) -> tuple[str, str | None, int | None]:
@@ -72,7 +76,7 @@ class Rewritten:
         for name, (old, _, _) in self.files.items():
             for number, text in enumerate(old.splitlines(), start=1):
                 if re.search(rf"(^|[\s{{,]){re.escape(found[1])}\s*:", text):
-                    return display_path(name), number
+                    return self.shown(name), number
         return file, None
 
 

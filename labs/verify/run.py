@@ -23,7 +23,7 @@ from labs.verify import trials as dynamic
 from labs.verify.detect import detect
 from labs.verify.kinds import KINDS, PROXIES, suspicions
 from labs.verify.launch import RunningConfig, running, validate
-from labs.verify.model import Options, Reading, VerifyReport, display_path
+from labs.verify.model import Options, Reading, RouteWanted, VerifyReport, display_path
 from labs.verify.rewrite import Rewritten, is_loopback
 from server.processes import free_port
 from server.launcher import ServerHandle, running_server
@@ -35,7 +35,8 @@ def server_args(streams: int) -> list[str]:
     """The lab's server as verify needs it: tokens without a model, enough slots, faults exposed
     (HTTP/1.0 answered close-delimited; the requests ask it to omit X-Accel-Buffering)."""
     slots = str(max(256, streams + 16))
-    return ["--engine", "synthetic", "--http", "h11", "--slots", slots, "--max-queue", slots]
+    return ["--engine", "synthetic", "--http", "h11", "--slots", slots, "--max-queue", slots,
+            "--chat-any-prefix"]  # a config may forward its own prefix (/api/...) to the server
 
 
 @contextlib.contextmanager
@@ -45,22 +46,26 @@ def lab_server(streams: int = Options.streams) -> Iterator[ServerHandle]:
         yield server
 
 
-def read_config(path: Path, proxy: str | None = None) -> Reading:
+def read_config(path: Path, proxy: str | None = None, wanted: RouteWanted = RouteWanted()) -> Reading:
     """The static reading alone (no process is started)."""
-    return KINDS[_proxy(path, proxy)].read(path)
+    return KINDS[_proxy(path, proxy)].read(path, wanted)
 
 
-def rewrite_config(path: Path, proxy: str, lab_port: int, folder: Path, *,
+def rewrite_config(path: Path, reading: Reading, lab_port: int, folder: Path, *,
                    in_container: bool = False) -> Rewritten:
     """The config as it runs here; `in_container`: it runs as the invoking user in a container."""
-    return KINDS[proxy].run_here(path, lab_port, folder, in_container)
+    return KINDS[reading.proxy].run_here(path, reading, lab_port, folder, in_container)
 
 
 def verify_config(path: Path, *, proxy: str | None = None, max_silence_s: float = Options.max_silence_s,
                   max_stream_s: float = Options.max_stream_s, streams: int = Options.streams,
                   runtime: str = "local", quick: bool = False, checks: Sequence[str] | None = None,
-                  progress: Progress | None = None, server: ServerHandle | None = None) -> VerifyReport:
-    """Verify one config; raises UnusableInput (exit status 2) when it cannot be used."""
+                  progress: Progress | None = None, server: ServerHandle | None = None,
+                  wanted: RouteWanted = RouteWanted(), headers: dict[str, str] | None = None) -> VerifyReport:
+    """Verify one config; raises UnusableInput (exit status 2) when it cannot be used.
+
+    `wanted`: the route to judge (--path, --host); `headers`: sent with every measured request
+    (--header, e.g. the route's credentials): never stored in the report, never printed."""
     started = time.monotonic()
     say = progress or (lambda message: None)
     path = Path(path)
@@ -69,14 +74,15 @@ def verify_config(path: Path, *, proxy: str | None = None, max_silence_s: float 
     options = Options(max_silence_s, max_stream_s, streams)
     proxy = _proxy(path, proxy)
     say(f"reading {display_path(path)} ({proxy})")
-    reading = read_config(path, proxy)
-    report = VerifyReport(proxy=proxy, file=display_path(path), route=reading.route,
+    reading = read_config(path, proxy, wanted)
+    report = VerifyReport(proxy=proxy, file=display_path(path), route=reading.route, path=reading.path,
+                          why=reading.why, routes=list(reading.routes),
                           settings=reading.settings, notes=list(reading.notes))
     with contextlib.ExitStack() as stack:
         # Rewrite and validate before any server starts, so a config the proxy rejects fails fast.
         lab_port = server.port if server is not None else free_port()
         folder = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix=f"streamlab-verify-{proxy}-")))
-        rewritten = rewrite_config(path, proxy, lab_port, folder, in_container=runtime == "docker")
+        rewritten = rewrite_config(path, reading, lab_port, folder, in_container=runtime == "docker")
         report.rewrites = rewritten.diff
         report.notes += rewritten.notes
         say(f"checking it with {proxy}'s own validator")
@@ -89,7 +95,7 @@ def verify_config(path: Path, *, proxy: str | None = None, max_silence_s: float 
             server = stack.enter_context(running_server(server_args(streams), port=lab_port))
         say(f"starting {proxy} on 127.0.0.1:{rewritten.listen_port}")
         proxy_run = stack.enter_context(running(rewritten, runtime))
-        measured = _measure(proxy_run, server, options, selected, say)
+        measured = _measure(proxy_run, server, options, selected, say, reading, headers or {})
         report.checks = [CheckOutcome(m.name, m.passed, m.observed, kind=m.kind, skipped=m.skipped)
                          for m in measured]
         report.checks.append(_loopback_check(proxy_run))
@@ -122,10 +128,12 @@ def _selected(checks: Sequence[str] | None, quick: bool, suspected: list) -> lis
 
 
 def _measure(proxy_run: RunningConfig, server: ServerHandle, options: Options, selected: list[str],
-             say: Progress) -> list[dynamic.Measured]:
+             say: Progress, reading: Reading, extra_headers: dict[str, str]) -> list[dynamic.Measured]:
     from labs.scenario.runner import served_model
-    headers = {"Host": proxy_run.rewritten.host_header} if proxy_run.rewritten.host_header else {}
-    target = dynamic.Target(proxy_run.url, server, served_model(server.url), options, headers)
+    host = proxy_run.rewritten.host_header or reading.host
+    headers = {**extra_headers, **({"Host": host} if host else {})}
+    target = dynamic.Target(proxy_run.url, server, served_model(server.url), options, headers,
+                            path=reading.path)
 
     async def everything() -> list[dynamic.Measured]:
         results: dict[str, dynamic.Measured] = {}

@@ -21,7 +21,7 @@ from labs.findings import (Evidence, FindingKind, Pacing, UnusableInput, Verdict
                            compression, connection_limit, departure, idle_timeout, total_timeout)
 from labs.findings.evidence import ended
 from labs.scenario.model import DEFAULT_SCRIPT
-from labs.verify.model import Options
+from labs.verify.model import ROUTE_PATH, Options
 from server.launcher import ServerHandle
 
 PROMPT = [{"role": "user", "content": "Tell me something, one token at a time."}]
@@ -79,6 +79,7 @@ class Target:
     model: str
     options: Options
     headers: dict[str, str] = field(default_factory=dict)
+    path: str = ROUTE_PATH  # the route's path at the entry (the server answers it under any prefix)
     direct: StreamResult | None = None  # the same stream straight to the server
 
     def body(self, lab: dict[str, Any] | None = None, **request: Any) -> dict[str, Any]:
@@ -90,7 +91,8 @@ class Target:
     async def measure(self, body: dict[str, Any], *, url: str | None = None, **options: Any) -> StreamResult:
         options.setdefault("headers", self.headers)
         options.setdefault("accept_encoding", None)
-        return await client.measure_stream((url or self.url) + "/v1/chat/completions", body, **options)
+        # Straight to the server (the baseline), the API's own path; through the entry, the route's.
+        return await client.measure_stream(url + ROUTE_PATH if url else self.url + self.path, body, **options)
 
 
 async def direct_baseline(target: Target) -> StreamResult:
@@ -123,7 +125,7 @@ async def streaming(target: Target) -> Measured:
         # route here (a redirect to HTTPS, an IP allow-list, a route the reading got wrong).
         snippet = f": {result.body_snippet[:200]}" if result.body_snippet else ""
         location = result.headers.get("location")
-        raise UnusableInput(f"the config does not serve POST /v1/chat/completions here: {ended(result)}"
+        raise UnusableInput(f"the config does not serve POST {target.path} here: {ended(result)}"
                             + (f" (Location: {location})" if location else "") + snippet)
     return judge_streaming(result, direct)
 
@@ -219,7 +221,7 @@ def judge_concurrent(results: list[StreamResult]) -> Measured:
 async def concurrent_streams(target: Target) -> Measured:
     count = target.options.streams
     body = target.body({"script": " ".join(["A token stream should reach the reader one token at a time."] * 2)})
-    results = await client.measure_many(target.url + "/v1/chat/completions", [body] * count, count,
+    results = await client.measure_many(target.url + target.path, [body] * count, count,
                                         deadline_s=90.0, headers=target.headers, accept_encoding=None,
                                         read_timeout_s=30.0, total_timeout_s=60.0)
     return judge_concurrent(results)

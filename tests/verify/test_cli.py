@@ -74,3 +74,38 @@ def test_a_config_that_does_not_serve_the_route_here_is_unusable(tmp_path):
                         "    location /v1/ {\n      deny all;\n      proxy_pass http://10.0.0.1:8000;\n"
                         "    }\n  }\n}\n", "--quick")
     assert "does not serve POST /v1/chat/completions here: HTTP 403" in document["error"]
+
+
+def test_verifys_own_error_is_exit_2_with_one_line_never_a_traceback(tmp_path, monkeypatch, capsys):
+    """A crash inside verify is not "a failure found" (exit 1): exit 2, one line, said to be verify's."""
+    from labs.verify import cli, run as verify_run
+
+    def broken(*args, **kwargs):
+        raise KeyError("no such thing")
+    monkeypatch.setattr(verify_run, "verify_config", broken)
+    path = tmp_path / "nginx.conf"
+    path.write_text("events {}\nhttp { server { listen 80; location / { proxy_pass http://a; } } }\n")
+    assert cli.main([str(path)]) == 2
+    printed = capsys.readouterr()
+    said = (printed.out + printed.err).strip()
+    assert "verify's own error" in said and "KeyError" in said and "Traceback" not in said
+    assert cli.main([str(path), "--json"]) == 2
+    document = json.loads(capsys.readouterr().out)
+    assert document["error_kind"] == "verify" and document["verdict"] == "error"
+
+
+def test_route_options_are_checked_before_anything_runs(tmp_path):
+    path = tmp_path / "nginx.conf"
+    path.write_text("events {}\nhttp { server { listen 80; location / { proxy_pass http://a; } } }\n")
+    for args, said in ((("--path", "v1/chat"), "--path must start with '/'"),
+                       (("--host", "http://x/"), "--host must be a host name"),
+                       (("--header", "no colon here"), "--header must be 'Name: value'")):
+        result = verify(str(path), *args)
+        assert result.returncode == 2 and said in result.stdout + result.stderr, args
+
+
+def test_a_header_value_is_never_printed_nor_stored(tmp_path):
+    path = tmp_path / "nginx.conf"
+    path.write_text("events {}\nhttp { server { listen 80; location /v1/ { proxy_pass http://a; } } }\n")
+    result = verify(str(path), "--json", "--header", "Authorization: Bearer s3cret-token", "--check", "streaming")
+    assert "s3cret-token" not in result.stdout + result.stderr

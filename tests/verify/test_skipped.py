@@ -35,5 +35,6 @@ def test_the_report_shows_a_skipped_check_and_says_so_beside_ok() -> None:
     printed = text.getvalue()
     assert "skipped" in printed.split("silence-mid-stream", 1)[1].splitlines()[0]
     assert "FAIL" not in printed
-    assert "1 check(s) skipped" in printed
+    assert "inconclusive" in printed and "not measured: silence-mid-stream (skipped)" in printed
+    assert report.exit_status == 2 and not report.ok  # what was not measured is never "ok"
     assert report.to_json()["checks"][0]["skipped"] == WHY

@@ -6,15 +6,16 @@ from pathlib import Path
 
 from labs.verify.envoy import config, read, rewrite, rules
 from labs.verify.kind import ConfigKind
+from labs.verify.model import Reading, RouteWanted
 from labs.verify.rewrite import Rewritten, assert_loopback
 
 
-def run_here(path: Path, lab_port: int, folder: Path, in_container: bool) -> Rewritten:
+def run_here(path: Path, reading: Reading, lab_port: int, folder: Path, in_container: bool) -> Rewritten:
     # Envoy runs as whoever starts it and names no user: nothing differs in a container.
     _, data = config.load(path)
-    chosen = read.select_route(data, path)
+    chosen = read.select_route(data, path, RouteWanted(reading.path, reading.host))
     rewritten = rewrite.rewrite(path, chosen.listener.get("name"), lab_port, folder)
-    rewritten.host_header = chosen.host_header  # the domain the chosen virtual host matches
+    rewritten.host_header = reading.host  # the domain the chosen virtual host matches
     assert_loopback(rewrite.addresses(rewritten.files[str(path)][1]))
     rewritten.write()
     return rewritten

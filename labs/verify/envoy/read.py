@@ -13,7 +13,7 @@ from pathlib import Path
 
 from labs.findings import UnusableInput
 from labs.verify.envoy.config import YamlMap, duration_s, load, typed
-from labs.verify.model import DEFAULT, ROUTE_PATH, Reading, Setting, display_path
+from labs.verify.model import DEFAULT, Reading, RouteWanted, Setting, display_path
 
 HCM_TYPE = "envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager"
 BREAKER_DEFAULTS = {"max_connections": 1024, "max_pending_requests": 1024, "max_requests": 1024}
@@ -28,6 +28,7 @@ class EnvoyRoute:
     route: YamlMap
     cluster: YamlMap
     host_header: str | None  # what a request must carry to reach that virtual host
+    path: str = ""  # the request path it was chosen for
 
 
 def hcms(listener: YamlMap) -> list[tuple[YamlMap, YamlMap]]:
@@ -39,7 +40,19 @@ def hcms(listener: YamlMap) -> list[tuple[YamlMap, YamlMap]]:
     return found
 
 
-def select_route(data: YamlMap, file: Path) -> EnvoyRoute:
+def select_route(data: YamlMap, file: Path, wanted: RouteWanted = RouteWanted()) -> EnvoyRoute:
+    """The route that serves the first of `wanted.paths` some listener routes to a cluster."""
+    for route_path in wanted.paths:
+        found = _route_for(data, file, route_path)
+        if found is not None:
+            found.path = route_path
+            return found
+    raise UnusableInput(f"no listener routes POST {' or '.join(wanted.paths)} to a cluster (static_resources: "
+                        "listeners with an http_connection_manager, a route whose match holds, a known cluster)",
+                        file=str(file))
+
+
+def _route_for(data: YamlMap, file: Path, route_path: str) -> EnvoyRoute | None:
     static = data.mapping("static_resources")
     clusters = {c.get("name"): c for c in static.items_list("clusters")}
     for listener in static.items_list("listeners"):
@@ -50,28 +63,26 @@ def select_route(data: YamlMap, file: Path) -> EnvoyRoute:
             for vhost in hcm.mapping("route_config").items_list("virtual_hosts"):
                 domains = [str(d) for d in vhost.get("domains", ["*"])]
                 for route in vhost.items_list("routes"):
-                    if not _matches(route.mapping("match")) or "route" not in route:
+                    if not _matches(route.mapping("match"), route_path) or "route" not in route:
                         continue
                     action = route.mapping("route")
                     name = action.get("cluster") or next(
                         (c.get("name") for c in action.mapping("weighted_clusters").items_list("clusters")), None)
                     if name in clusters:
                         return EnvoyRoute(listener, chain, hcm, vhost, route, clusters[name], _host(domains))
-    raise UnusableInput(f"no listener routes POST {ROUTE_PATH} to a cluster (static_resources: listeners "
-                        "with an http_connection_manager, a route whose match holds, a known cluster)",
-                        file=str(file))
+    return None
 
 
-def _matches(match: YamlMap) -> bool:
+def _matches(match: YamlMap, route_path: str) -> bool:
     if "prefix" in match:
-        return ROUTE_PATH.startswith(str(match["prefix"]))
+        return route_path.startswith(str(match["prefix"]))
     if "path" in match:
-        return ROUTE_PATH == str(match["path"])
+        return route_path == str(match["path"])
     if "path_separated_prefix" in match:
         prefix = str(match["path_separated_prefix"])
-        return ROUTE_PATH == prefix or ROUTE_PATH.startswith(prefix + "/")
+        return route_path == prefix or route_path.startswith(prefix + "/")
     if "safe_regex" in match:
-        return re.fullmatch(str(match.mapping("safe_regex").get("regex", "")), ROUTE_PATH) is not None
+        return re.fullmatch(str(match.mapping("safe_regex").get("regex", "")), route_path) is not None
     return False
 
 
@@ -82,11 +93,13 @@ def _host(domains: list[str]) -> str | None:
     return first.replace("*", "verify", 1) if "*" in first else first
 
 
-def read(path: Path) -> Reading:
+def read(path: Path, wanted: RouteWanted = RouteWanted()) -> Reading:
     _, data = load(path)
-    chosen = select_route(data, path)
+    chosen = select_route(data, path, wanted)
     shown = display_path(path)
-    reading = Reading(proxy="envoy", file=path, route=(
+    reading = Reading(proxy="envoy", file=path, path=chosen.path, host=wanted.host or chosen.host_header,
+                      why=f"asked for with --path {wanted.path}" if wanted.path else
+                      f"the first of the API's usual paths a route sends to a cluster: POST {chosen.path}", route=(
         f"listener {chosen.listener.get('name', '?')} ({shown}:{chosen.listener.line()}) > virtual host "
         f"{chosen.vhost.get('name', '?')} > route {dict(chosen.route.mapping('match'))} "
         f"({shown}:{chosen.route.line()}) > cluster {chosen.cluster.get('name')} ({shown}:{chosen.cluster.line()})"))

@@ -6,14 +6,15 @@ from pathlib import Path
 
 from labs.verify.haproxy import config, read, rewrite, rules
 from labs.verify.kind import ConfigKind
+from labs.verify.model import Reading, RouteWanted
 from labs.verify.rewrite import Rewritten, assert_loopback
 
 
-def run_here(path: Path, lab_port: int, folder: Path, in_container: bool) -> Rewritten:
+def run_here(path: Path, reading: Reading, lab_port: int, folder: Path, in_container: bool) -> Rewritten:
     parsed = config.parse(path)
-    frontend, _, notes = read.select_route(parsed)
+    frontend, _, _, _ = read.select_route(parsed, RouteWanted(reading.path, reading.host))
     rewritten = rewrite.rewrite(parsed, frontend, lab_port, folder, drop_user=in_container)
-    rewritten.host_header = read.host_from_notes(notes)  # the Host the route's ACLs ask for
+    rewritten.host_header = reading.host  # the Host the route's ACLs ask for
     assert_loopback(rewrite.addresses(rewritten.files[str(path)][1]))
     rewritten.write()
     return rewritten

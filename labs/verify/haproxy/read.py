@@ -1,4 +1,4 @@
-"""Which HAProxy frontend and backend serve `POST /v1/chat/completions`, and what is in effect there.
+"""Which HAProxy frontend and backend serve the chat route (`POST /v1/chat/completions`), and what is in effect.
 
 A frontend (or `listen`) picks its backend with the first `use_backend` whose condition holds,
 else `default_backend`; conditions are evaluated for the chat request (path and method ACLs;
@@ -12,7 +12,7 @@ from pathlib import Path
 
 from labs.findings import UnusableInput
 from labs.verify.haproxy.config import HaproxyConfig, Section, Statement, parse
-from labs.verify.model import DEFAULT, ROUTE_METHOD, ROUTE_PATH, Reading, Setting, display_path
+from labs.verify.model import DEFAULT, ROUTE_METHOD, Reading, RouteWanted, Setting, display_path
 
 OPTIONS = ("http-no-delay", "abortonclose")
 TIMEOUTS = ("server", "client", "tunnel", "connect")
@@ -27,13 +27,16 @@ def parse_time(text: str) -> float:
     return float(match[1]) * _UNITS[match[2] or "ms"]
 
 
-def read(path: Path) -> Reading:
+def read(path: Path, wanted: RouteWanted = RouteWanted()) -> Reading:
     config = parse(path)
-    frontend, backend, notes = select_route(config)
+    frontend, backend, notes, route_path = select_route(config, wanted)
     shown = display_path(path)
-    reading = Reading(proxy="haproxy", file=path, notes=notes, route=(
+    reading = Reading(proxy="haproxy", file=path, notes=notes, path=route_path,
+                      host=wanted.host or host_from_notes(notes), route=(
         f"{frontend.kind} {frontend.name} ({shown}:{frontend.line})"
-        + (f" > backend {backend.name} ({shown}:{backend.line})" if backend is not frontend else "")))
+        + (f" > backend {backend.name} ({shown}:{backend.line})" if backend is not frontend else "")),
+                      why=f"asked for with --path {wanted.path}" if wanted.path else
+                      f"the first of the API's usual paths it sends to a backend: POST {route_path}")
 
     def where(statement: Statement) -> str:
         return f"{shown}:{statement.line}"
@@ -119,7 +122,18 @@ def _option(chain: list[Section | None], option: str) -> tuple[bool, Statement |
     return False, None
 
 
-def select_route(config: HaproxyConfig) -> tuple[Section, Section, list[str]]:
+def select_route(config: HaproxyConfig, wanted: RouteWanted = RouteWanted()
+                 ) -> tuple[Section, Section, list[str], str]:
+    """The frontend and backend that serve the first of `wanted.paths` some frontend routes."""
+    for route_path in wanted.paths:
+        found = _route_for(config, route_path)
+        if found is not None:
+            return (*found, route_path)
+    raise UnusableInput(f"no HTTP frontend sends POST {' or '.join(wanted.paths)} to a backend (bind + "
+                        "use_backend or default_backend)", file=str(config.file))
+
+
+def _route_for(config: HaproxyConfig, route_path: str) -> tuple[Section, Section, list[str]] | None:
     notes: list[str] = []
     for frontend in config.proxies("frontend", "listen"):
         if not frontend.find("bind"):
@@ -131,15 +145,14 @@ def select_route(config: HaproxyConfig) -> tuple[Section, Section, list[str]]:
             return frontend, frontend, notes
         acls = _acls(frontend)
         for rule in frontend.find("use_backend"):
-            if _condition_holds(rule.words[2:], acls, notes):
+            if _condition_holds(rule.words[2:], acls, notes, route_path):
                 backend = config.named("backend", rule.words[1])
                 if backend is not None:
                     return frontend, backend, notes
         default = frontend.last("default_backend")
         if default is not None and (backend := config.named("backend", default.words[1])) is not None:
             return frontend, backend, notes
-    raise UnusableInput(f"no HTTP frontend sends POST {ROUTE_PATH} to a backend (bind + use_backend "
-                        "or default_backend)", file=str(config.file))
+    return None
 
 
 def _defaults_mode(config: HaproxyConfig, section: Section) -> Statement | None:
@@ -154,7 +167,8 @@ def _acls(section: Section) -> dict[str, list[list[str]]]:
     return acls
 
 
-def _condition_holds(words: list[str], acls: dict[str, list[list[str]]], notes: list[str]) -> bool:
+def _condition_holds(words: list[str], acls: dict[str, list[list[str]]], notes: list[str],
+                     route_path: str) -> bool:
     if not words:
         return True
     negate_all = words[0] == "unless"
@@ -166,12 +180,13 @@ def _condition_holds(words: list[str], acls: dict[str, list[list[str]]], notes: 
             result, current = result or current, True
         elif term == "{":
             end = terms.index("}", index)
-            current = current and _criterion(terms[index + 1:end], notes)
+            current = current and _criterion(terms[index + 1:end], notes, route_path)
             index = end
         else:
             negate = term.startswith("!")
             name = term.lstrip("!")
-            holds = any(_criterion(c, notes) for c in acls.get(name, [])) if name in acls else _builtin(name, notes)
+            holds = (any(_criterion(c, notes, route_path) for c in acls.get(name, [])) if name in acls
+                     else _builtin(name, notes))
             current = current and (holds != negate)
         index += 1
     result = result or current
@@ -186,10 +201,10 @@ def _builtin(name: str, notes: list[str]) -> bool:
     return builtins.get(name, True)
 
 
-def _criterion(words: list[str], notes: list[str]) -> bool:
+def _criterion(words: list[str], notes: list[str], route_path: str) -> bool:
     fetch, values = words[0], [w for w in words[1:] if not w.startswith("-")]
     insensitive = "-i" in words
-    path = ROUTE_PATH.lower() if insensitive else ROUTE_PATH
+    path = route_path.lower() if insensitive else route_path
     values = [v.lower() for v in values] if insensitive else values
     tests = {
         "path_beg": lambda v: path.startswith(v), "path": lambda v: path == v,

@@ -5,16 +5,19 @@ import re
 from pathlib import Path
 
 from labs.verify.kind import ConfigKind
-from labs.verify.nginx import config, read, rewrite, rules
+from labs.verify.model import Reading, RouteWanted
+from labs.verify.nginx import config, read, rewrite, routes, rules, targets
+from proxies.nginx.kind import KIND as NGINX
 from labs.verify.rewrite import Rewritten, assert_loopback
 
 
-def run_here(path: Path, lab_port: int, folder: Path, in_container: bool) -> Rewritten:
-    parsed = config.parse(path)
-    server, _ = read.select_route(parsed)
-    rewritten = rewrite.rewrite(parsed, server, lab_port, folder, drop_user=in_container)
+def run_here(path: Path, reading: Reading, lab_port: int, folder: Path, in_container: bool) -> Rewritten:
+    parsed = config.parse(path, reading.main)
+    choice = routes.select_route(parsed, RouteWanted(reading.path, reading.host))
+    rewritten = rewrite.rewrite(parsed, choice.server, lab_port, folder, drop_user=in_container,
+                                binary=None if in_container else NGINX.binary.find())
     rewritten.write()  # the check reads the written main file back with crossplane
-    assert_loopback(rewrite.addresses(rewritten.main))
+    assert_loopback(targets.addresses(str(rewritten.main)))
     return rewritten
 
 

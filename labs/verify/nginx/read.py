@@ -1,4 +1,5 @@
-"""Which nginx server and location serve `POST /v1/chat/completions`, and what is in effect there.
+"""What is in effect on the nginx location that serves the chat route (labs/verify/nginx/routes.py
+finds it).
 
 Settings are inherited main -> http -> server -> location (nested locations too): the innermost
 level that sets a directive wins; array directives (`proxy_set_header`) are inherited only by a
@@ -9,11 +10,10 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from labs.findings import UnusableInput
-from labs.verify.model import DEFAULT, ROUTE_PATH, Reading, Setting, display_path
+from labs.verify.model import DEFAULT, Reading, RouteWanted, Setting
 from labs.verify.nginx.config import Directive, NginxConfig, context_chain, parse
-
-PASS_DIRECTIVES = ("proxy_pass", "grpc_pass", "fastcgi_pass", "uwsgi_pass", "scgi_pass", "memcached_pass")
+from labs.verify.nginx.routes import regex_unreadable, select_route
+from labs.verify.nginx.targets import PASS_DIRECTIVES, names_upstream
 # name -> default as nginx 1.22 has it (the text a user would write to get it).
 DEFAULTS = {
     "proxy_buffering": "on", "proxy_http_version": "1.0", "proxy_read_timeout": "60s",
@@ -39,79 +39,65 @@ def parse_time(text: str) -> float:
     return total
 
 
-def read(path: Path) -> Reading:
-    config = parse(path)
-    server, location = select_route(config)
+def read(path: Path, wanted: RouteWanted = RouteWanted()) -> Reading:
+    config = parse(path, wanted.main)
+    choice = select_route(config, wanted)
+    location = choice.location
     chain = context_chain(location)
-    reading = Reading(proxy="nginx", file=path, route=describe_route(server, location, path))
+    reading = Reading(proxy="nginx", file=path, route=describe_route(choice.server, location),
+                      path=choice.path, host=choice.host, why=choice.why, routes=choice.routes,
+                      main=wanted.main)
     for name, default in DEFAULTS.items():
         reading.settings[name] = _inherited(chain, name, default)
     reading.settings["proxy_set_header Connection"] = _connection_header(chain)
-    main = config.main
+    main_block = config.main
     for name, default in MAIN_DEFAULTS.items():
-        reading.settings[name] = _one(main, name, default)
-    events = main.first("events")
+        reading.settings[name] = _one(main_block, name, default)
+    events = main_block.first("events")
     for name, default in EVENTS_DEFAULTS.items():
         reading.settings[name] = _one(events, name, default) if events else _default(name, default)
     upstream = upstream_block(config, location)
     if upstream is not None:
         keepalive = upstream.first("keepalive")
         reading.settings["keepalive"] = (
-            Setting("keepalive", keepalive.args[0], keepalive.text(), _short(keepalive, path))
+            Setting("keepalive", keepalive.args[0], keepalive.text(), keepalive.where)
             if keepalive else _default("keepalive", ""))
-    reading.settings = {k: _relative(v, path) for k, v in reading.settings.items()}
     if any(d.name == "if" for d in location.walk()):
         reading.notes.append("the location has `if` blocks; they are not evaluated (settings read outside them)")
+    if config.platform is not None:
+        reading.notes.append(f"a site file: judged inside {config.platform.about} (--main "
+                             f"{config.platform.name}); the http settings it inherits from there are assumed")
+    reading.notes += [f"{problem}: taken as not matching" for problem in regex_unreadable(config)]
+    reading.notes += _missing_includes(config, chain, reading)
     return reading
 
 
-def select_route(config: NginxConfig) -> tuple[Directive, Directive]:
-    """The server block and location that proxy the chat route.
-
-    Several servers may match: one whose server-level `return` answers everything (the usual
-    port-80 redirect) never proxies; a `default_server` wins over the others; then file order.
-    """
-    candidates: list[tuple[Directive, Directive]] = []
-    for server in config.blocks("server"):
-        if server.parent is None or server.parent.name != "http":
-            continue  # stream {} and upstream {} also have `server`
-        if server.first("return") is not None:
+def _missing_includes(config: NginxConfig, chain: list[Directive], reading: Reading) -> list[str]:
+    """Each include that is not here, and which settings of the route it could have changed: those
+    in effect from its block or above (or defaults), when the include sits on the route's chain."""
+    notes = []
+    for include in config.missing:
+        block = include.parent
+        if block not in chain:
+            notes.append(f"include {include.args[0]} ({include.where}) is not here; it is outside the "
+                         "judged route's blocks, so it changes nothing judged")
             continue
-        location = match_location(server, ROUTE_PATH)
-        if location is not None and any(location.first(p) for p in PASS_DIRECTIVES):
-            candidates.append((server, location))
-    if not candidates:
-        raise UnusableInput(f"no server block proxies POST {ROUTE_PATH} (no location with proxy_pass "
-                            "matches it)", file=config.main.file)
-    for server, location in candidates:
-        if any("default_server" in listen.args for listen in server.children("listen")):
-            return server, location
-    return candidates[0]
+        depth = chain.index(block)
+        levels = {id(b): i for i, b in enumerate(chain)}
+        could = [s.name for s in reading.settings.values()
+                 if s.is_default or _level_of(s, chain, levels) <= depth]
+        notes.append(f"include {include.args[0]} ({include.where}) is not here: left out of the run; it "
+                     f"could set {', '.join(could) or 'nothing judged'} for this route, judged as if it sets "
+                     "nothing")
+    return notes
 
 
-def match_location(block: Directive, uri: str) -> Directive | None:
-    """nginx's location search: `=` exact, longest prefix (`^~` stops), then regexes in order."""
-    locations = [d for d in block.children("location") if d.args and not d.args[0].startswith("@")]
-    prefix: Directive | None = None
-    prefix_len = -1
-    for loc in locations:
-        modifier, pattern = (loc.args[0], loc.args[1]) if len(loc.args) == 2 else ("", loc.args[0])
-        if modifier == "=" and pattern == uri:
-            return loc
-        if modifier in ("", "^~") and uri.startswith(pattern) and len(pattern) > prefix_len:
-            prefix, prefix_len = loc, len(pattern)
-    if prefix is not None:
-        nested = match_location(prefix, uri)
-        if prefix.args[0] == "^~":
-            return nested or prefix
-        if nested is not None and nested is not prefix:
-            return nested
-    for loc in locations:
-        if len(loc.args) == 2 and loc.args[0] in ("~", "~*"):
-            flags = re.IGNORECASE if loc.args[0] == "~*" else 0
-            if re.search(loc.args[1], uri, flags):
-                return match_location(loc, uri) or loc
-    return prefix
+def _level_of(setting: Setting, chain: list[Directive], levels: dict[int, int]) -> int:
+    for index in range(len(chain) - 1, -1, -1):
+        for d in chain[index].block or []:
+            if d.where == setting.where and setting.name.split()[0] == d.name:
+                return index
+    return 0
 
 
 def upstream_block(config: NginxConfig, location: Directive) -> Directive | None:
@@ -119,17 +105,18 @@ def upstream_block(config: NginxConfig, location: Directive) -> Directive | None
     passing = next((location.first(p) for p in PASS_DIRECTIVES if location.first(p)), None)
     if passing is None or not passing.args:
         return None
-    host = re.sub(r"^[a-z]+://", "", passing.args[0]).split("/", 1)[0]
-    return next((u for u in config.blocks("upstream") if u.args and u.args[0] == host), None)
+    names = {u.args[0]: u for u in config.blocks("upstream") if u.args}
+    name = names_upstream(passing.args[0], set(names))
+    return names.get(name) if name else None
 
 
-def describe_route(server: Directive, location: Directive, main: Path) -> str:
+def describe_route(server: Directive, location: Directive) -> str:
     names = next((s.args for s in server.children("server_name")), [])
-    listen = " ".join(listen.args[0] for listen in server.children("listen")) or "80"
-    shown = f"server {' '.join(names) or '(no server_name)'} listen {listen} ({_short(server, main)})"
+    listen = " ".join(listen.args[0] for listen in server.children("listen") if listen.args) or "80"
+    shown = f"server {' '.join(names) or '(no server_name)'} listen {listen} ({server.where})"
     chain = [d for d in context_chain(location) if d.name == "location"]
     for loc in chain:
-        shown += f" > location {' '.join(loc.args)} ({_short(loc, main)})"
+        shown += f" > location {' '.join(loc.args)} ({loc.where})"
     return shown
 
 
@@ -165,14 +152,3 @@ def _one(block: Directive, name: str, default: str) -> Setting:
 
 def _default(name: str, default: str) -> Setting:
     return Setting(name, default, f"{name} {default}".strip(), DEFAULT)
-
-
-def _short(directive: Directive, main: Path) -> str:
-    return f"{display_path(directive.file)}:{directive.line}"
-
-
-def _relative(setting: Setting, main: Path) -> Setting:
-    if setting.is_default:
-        return setting
-    file, _, line = setting.where.rpartition(":")
-    return Setting(setting.name, setting.value, setting.text, f"{display_path(file)}:{line}")

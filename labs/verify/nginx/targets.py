@@ -1,0 +1,122 @@
+"""Where a user's nginx config sends requests, rewritten to the lab's server; the addresses a
+rewritten config still names; dynamic modules found on this machine.
+
+`proxy_pass` takes many forms in published configs, and each must keep its meaning with only the
+address changed: a named upstream (its servers are rewritten, the name stays), a URL with a URI
+part (kept: it decides the path the server sees), a variable holding the whole URL (`set $u
+http://vllm:8000; proxy_pass $u;`), a variable scheme (`$scheme://backend`), a host or port in a
+variable (`http://$backend:8000`), a unix socket (`http://unix:/run/vllm.sock:/v1/`), TLS to the
+upstream (`https://...`: the lab's server speaks plain HTTP, so the scheme becomes http).
+"""
+from __future__ import annotations
+
+import functools
+import os
+import re
+import subprocess
+
+import crossplane
+
+PASS_DIRECTIVES = ("proxy_pass", "grpc_pass", "fastcgi_pass", "uwsgi_pass", "scgi_pass", "memcached_pass")
+URL_PASSES = ("proxy_pass", "grpc_pass")  # the others take host:port or unix:/path, no scheme
+PLAIN = {"https": "http", "grpcs": "grpc"}
+_VARIABLE = r"\$\{?\w+\}?"
+_URL = re.compile(rf"^(?P<scheme>[a-z]+|{_VARIABLE})://(?P<host>unix:[^:]*|\[[^\]]*\]|(?:{_VARIABLE}|[^/$:?])+)"
+                  rf"(?::(?P<port>\d+|{_VARIABLE}))?(?P<rest>.*)$")
+
+
+def pass_target(name: str, arg: str, lab_port: int, upstreams: set[str], stream: bool) -> str:
+    """The target that sends what `name arg` sends to the lab's server (or `arg` when it only
+    names an upstream whose servers are rewritten)."""
+    lab = f"127.0.0.1:{lab_port}"
+    if stream or name not in URL_PASSES:  # stream proxy_pass, fastcgi_pass & co: host:port or a name
+        return arg if arg in upstreams else lab
+    match = _URL.match(arg)
+    if match is None:  # the whole URL is in a variable: the request's own URI is passed
+        return f"http://{lab}"
+    scheme = match["scheme"]
+    scheme = "http" if scheme.startswith("$") else PLAIN.get(scheme, scheme)
+    host, rest = match["host"], match["rest"]
+    if host.startswith("unix:"):
+        # http://unix:/path.sock:/uri -> the URI follows the socket path after a colon
+        rest = rest[1:] if rest.startswith(":") else rest
+        uri = rest if rest.startswith("/") else ""
+        return f"{scheme}://{lab}{uri}"
+    if host in upstreams and match["port"] is None:
+        return f"{scheme}://{host}{rest}"
+    return f"{scheme}://{lab}{rest}"
+
+
+def names_upstream(arg: str, upstreams: set[str]) -> str | None:
+    """The upstream block a pass target names, when it names one."""
+    match = _URL.match(arg)
+    host = match["host"] if match else arg
+    return host if host in upstreams else None
+
+
+@functools.lru_cache(maxsize=None)
+def compiled_prefix(binary: str) -> str | None:
+    """nginx's --prefix (what a relative load_module path means to the nginx that was packaged)."""
+    try:
+        output = subprocess.run([binary, "-V"], capture_output=True, text=True, timeout=10).stderr
+    except (OSError, subprocess.SubprocessError):
+        return None
+    found = re.search(r"--prefix=(\S+)", output)
+    return found[1] if found else None
+
+
+def module_here(arg: str, binary: str | None) -> str | None:
+    """A dynamic module's file on this machine: a relative path means the packaged prefix (the
+    run's own prefix would break it), an absolute one from elsewhere is looked for by name."""
+    candidates = [arg] if os.path.isabs(arg) else []
+    prefix = compiled_prefix(binary) if binary else None
+    if prefix and not os.path.isabs(arg):
+        candidates.append(os.path.join(prefix, arg))
+    name = os.path.basename(arg)
+    candidates += [os.path.join(folder, name) for folder in
+                   ("/usr/lib/nginx/modules", "/usr/share/nginx/modules", "/etc/nginx/modules")]
+    return next((c for c in candidates if os.path.isfile(c)), None)
+
+
+def addresses(main: str) -> list[tuple[str, str]]:
+    """Every address the rewritten config names (parsed again): listens, upstreams, passes, logs."""
+    payload = crossplane.parse(main, comments=False, catch_errors=True)
+    upstreams = {d.get("args", [""])[0] for d, _, _ in _all(payload) if d["directive"] == "upstream"}
+    found: list[tuple[str, str]] = []
+    for d, context, file in _all(payload):
+        where = f"{file}:{d['line']}"
+        args, name = d.get("args", []), d["directive"]
+        if not args:
+            continue
+        if name == "listen" or (name == "server" and context == "upstream"):
+            found.append((where, host_of(args[0])))
+        elif name in PASS_DIRECTIVES and names_upstream(args[0], upstreams) is None:
+            found.append((where, host_of(args[0])))
+        elif name in ("resolver", "proxy_bind"):
+            found.extend((where, a) for a in args if not a.startswith(("valid=", "ipv6=", "status_zone=")))
+        elif name in ("error_log", "access_log") and args[0].startswith("syslog:"):
+            found.append((where, host_of(args[0].split("server=", 1)[-1].split(",")[0])))
+    return found
+
+
+def _all(payload: dict):
+    for entry in payload["config"]:
+        stack = [(d, "main") for d in entry["parsed"]]
+        while stack:
+            d, context = stack.pop()
+            yield d, context, entry["file"]
+            stack.extend((child, d["directive"]) for child in d.get("block", []))
+
+
+def host_of(arg: str) -> str:
+    match = _URL.match(arg)
+    if match:
+        arg = match["host"]
+    if arg.startswith("unix:"):
+        return "unix-socket"  # never loopback: a rewritten config must not keep one
+    arg = arg.split("/", 1)[0]
+    if arg.startswith("["):
+        return arg[1:arg.index("]")] if "]" in arg else arg
+    if re.fullmatch(r"\d+", arg) or arg == "*" or arg.startswith("*:"):
+        return "*"  # a bare port listens on every address
+    return arg.rsplit(":", 1)[0] if ":" in arg else arg
