@@ -11,11 +11,13 @@ from labs.verify.kinds import KINDS, PROXIES
 from labs.verify.trials import CHECK_NAMES
 from labs.verify.model import Options
 
+FORMATS = ("text", "json", "sarif", "github")
+
 HELP = """Read a proxy config exactly as written (includes, several servers, named upstreams,
 listen 80/443, user, absolute paths, DNS clusters), run it here in front of the lab's server
 with only what must change (shown as a diff; nothing but loopback is contacted), measure it
 with the lab's client and name each fault with its kind, where, evidence and fix.
-Exit status: 0 no failure, 1 a failure, 2 the input cannot be used."""
+Exit status: 0 no failure, 1 a failure, 2 the input cannot be used (in every --format)."""
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -38,7 +40,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="only the checks the static reading calls for (plus streaming)")
     parser.add_argument("--check", action="append", choices=CHECK_NAMES, dest="checks",
                         help="run only this check (repeatable)")
-    parser.add_argument("--json", action="store_true", help="one JSON document on stdout")
+    parser.add_argument("--format", choices=FORMATS, default=None,
+                        help="text: tables (default); json: one document; sarif: a SARIF 2.1.0 log "
+                             "(code scanning); github: GitHub Actions annotations")
+    parser.add_argument("--json", action="store_true", help="the same as --format json")
+
+
+def output_format(args: argparse.Namespace) -> str:
+    """--format, with --json its older spelling (scripts and docs use it)."""
+    return "json" if args.json else args.format or "text"
 
 
 def run(args: argparse.Namespace) -> int:
@@ -48,7 +58,9 @@ def run(args: argparse.Namespace) -> int:
     from labs.verify import output
     from labs.verify.run import verify_config
 
-    console = Console(stderr=args.json)
+    fmt = output_format(args)
+    # In every format but text stdout is the document alone: progress and errors go to stderr.
+    console = Console(stderr=fmt != "text")
     try:
         with console.status("verify: starting") as status:
             report = verify_config(args.file, proxy=args.proxy, max_silence_s=args.max_silence,
@@ -56,23 +68,26 @@ def run(args: argparse.Namespace) -> int:
                                    quick=args.quick, checks=args.checks,
                                    progress=lambda message: status.update(f"verify: {message}"))
     except UnusableInput as exc:
-        if args.json:
-            import json
-            print(json.dumps({"file": str(args.file), "ok": False, "error": str(exc),
-                              "error_file": exc.file, "error_line": exc.line}, indent=2))
+        if fmt != "text":
+            print(output.error_for(exc, str(args.file), fmt))
         console.print(f"[red]error[/red]: {escape(str(exc))}", highlight=False)
         return EXIT_UNUSABLE
-    if args.json:
+    if fmt == "json":
         print(output.to_json(report))
-    else:
+    elif fmt == "text":
         output.print_report(report, console)
+    else:
+        print(output.for_ci(report, fmt))
     return report.exit_status
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m labs verify", description=HELP)
     add_arguments(parser)
-    return run(parser.parse_args(argv))
+    args = parser.parse_args(argv)
+    if args.json and args.format not in (None, "json"):
+        parser.error(f"--json is --format json: give --format {args.format} alone")
+    return run(args)
 
 
 if __name__ == "__main__":
