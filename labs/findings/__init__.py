@@ -6,6 +6,7 @@
     connection_limit
                 one judge per kind, its thresholds beside it
     report      Finding, CheckOutcome, PathReport, UnusableInput, the exit statuses
+    ci          a report as a CI reads it: SARIF 2.1.0, GitHub Actions workflow commands
 
 `labs verify`, `labs probe`, `labs load` and the catalogue's checks measure (they choose what to
 send) and ask the kind's judge; none of them decides a fault itself.

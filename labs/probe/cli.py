@@ -9,6 +9,8 @@ from typing import Sequence
 from labs.findings import EXIT_UNUSABLE, UnusableInput
 from labs.probe.base import DEFAULT_BUDGET_S, DEFAULT_MAX_SILENCE_S, DEFAULT_MAX_STREAM_S, DEFAULT_STREAMS
 
+TOOL = "streamlab probe"
+
 EPILOG = """\
 URLs are OpenAI base URLs (http://host:port/v1), the outermost entry first, optionally followed
 by inner entries of the same path (each finding then names the innermost entry that still shows
@@ -42,18 +44,26 @@ def parser() -> argparse.ArgumentParser:
                         "(default STREAMLAB_LAB_TOKEN)")
     p.add_argument("--check", action="append", dest="checks", metavar="NAME",
                    help="run only this check or finding kind (repeatable; default: all)")
-    p.add_argument("--json", action="store_true", help="print one JSON document instead of tables")
+    p.add_argument("--format", choices=("text", "json", "sarif", "github"), default=None,
+                   help="text: tables (default); json: one document; sarif: a SARIF 2.1.0 log "
+                        "(each finding at its hop's URL); github: GitHub Actions annotations")
+    p.add_argument("--json", action="store_true", help="the same as --format json")
     return p
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args = parser().parse_args(argv)
+    p = parser()
+    args = p.parse_args(argv)
+    if args.json and args.format not in (None, "json"):
+        p.error(f"--json is --format json: give --format {args.format} alone")
+    fmt = "json" if args.json else args.format or "text"
     from rich.console import Console
 
+    from labs.findings import ci
     from labs.probe.report import print_report
     from labs.probe.run import probe_path
 
-    console = Console(stderr=args.json)
+    console = Console(stderr=fmt != "text")
     errors = Console(stderr=True)
     try:
         with console.status("probing") as status:
@@ -63,12 +73,21 @@ def main(argv: Sequence[str] | None = None) -> int:
                 lab_token_env=args.lab_token_env, model=args.model, checks=args.checks,
                 progress=status.update)
     except UnusableInput as exc:
-        if args.json:
+        if fmt == "json":
             print(json.dumps({"urls": args.urls, "ok": False, "error": str(exc)}, indent=2))
+        elif fmt == "sarif":
+            print(json.dumps(ci.unusable_sarif_log(exc, tool=TOOL, file=None), indent=2))
+        elif fmt == "github":
+            print("\n".join(ci.unusable_workflow_commands(exc, tool=TOOL, file=None)))
         errors.print(f"[red]error[/red]: {exc}", highlight=False)
         return EXIT_UNUSABLE
-    if args.json:
+    if fmt == "json":
         print(json.dumps(report.to_json(), indent=2, default=str))
+    elif fmt == "sarif":
+        print(json.dumps(ci.sarif_log(report, tool=TOOL, place=report.place, exit_code=report.exit_status),
+                         indent=2))
+    elif fmt == "github":
+        print("\n".join(ci.workflow_commands(report, tool=TOOL, place=report.place)))
     else:
         print_report(report, console)
     return report.exit_status

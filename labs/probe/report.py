@@ -13,6 +13,7 @@ from rich.console import Console
 from rich.table import Table
 
 from labs.findings import CheckOutcome, Finding, PathReport, lab_command
+from labs.findings.ci import Place
 
 FINDING_KEYS = ("kind", "severity", "hop", "evidence", "limit_s", "scenario", "fix", "reason")
 
@@ -41,6 +42,13 @@ class ProbeReport(PathReport):
 
     def hop_name(self, hop: int | None) -> str:
         return "? (the probe could not tell)" if hop is None else f"{hop} ({self.urls[hop]})"
+
+    def place(self, finding: Finding) -> Place:
+        """Where a CI shows the finding: the URL of its hop (a URL, not a file of the user's);
+        the outermost URL when the probe could not tell the hop."""
+        hop = 0 if finding.hop is None else finding.hop
+        url = self.urls[hop] if hop < len(self.urls) else None
+        return Place(url=url, said=f"At hop {self.hop_name(finding.hop)}.")
 
     def to_json(self) -> dict[str, Any]:
         return {

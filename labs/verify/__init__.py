@@ -9,8 +9,8 @@ Modules, one job each: `kinds` (the proxies verify reads, one folder each: `conf
 it here on loopback only, `kind` declares it), `detect` (which proxy), `rewrite` (what every
 rewrite shares), `launch` (the proxy's own validator, the process), `trials` (what is sent, each
 answer read by its kind's judge in `labs.findings`), `containers` (the same in the proxy's
-container), `judge` (suspicions and verdicts into findings), `output` + `cli` (tables, JSON, exit
-status), `run` (all of it).
+container), `judge` (suspicions and verdicts into findings), `output` + `cli` (tables, JSON,
+SARIF, GitHub annotations, exit status), `run` (all of it).
 """
 from __future__ import annotations
 

@@ -11,13 +11,15 @@ from labs.verify.kinds import KINDS, PROXIES
 from labs.verify.trials import CHECK_NAMES
 from labs.verify.model import Options
 
+FORMATS = ("text", "json", "sarif", "github")
+
 HELP = """Read a proxy config exactly as written (includes, several servers, named upstreams,
 listen 80/443, user, absolute paths, DNS clusters), run it here in front of the lab's server
 with only what must change (shown as a diff; nothing but loopback is contacted), measure it
 with the lab's client and name each fault with its kind, where, evidence and fix. A site file
 (a server block for conf.d/) is judged inside its platform's stock nginx.conf (--main).
 Exit status: 0 every check passed, 1 a failure found, 2 the input cannot be used, verify could
-not handle it, or a check could not measure (inconclusive)."""
+not handle it, or a check could not measure (inconclusive); the same in every --format."""
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -40,7 +42,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="only the checks the static reading calls for (plus streaming)")
     parser.add_argument("--check", action="append", choices=CHECK_NAMES, dest="checks",
                         help="run only this check (repeatable)")
-    parser.add_argument("--json", action="store_true", help="one JSON document on stdout")
+    parser.add_argument("--format", choices=FORMATS, default=None,
+                        help="text: tables (default); json: one document; sarif: a SARIF 2.1.0 log "
+                             "(code scanning); github: GitHub Actions annotations")
+    parser.add_argument("--json", action="store_true", help="the same as --format json")
+
+
+def output_format(args: argparse.Namespace) -> str:
+    """--format, with --json its older spelling (scripts and docs use it)."""
+    return "json" if args.json else args.format or "text"
     route = parser.add_argument_group("which route (default: the one that serves the chat API, said in the output)")
     route.add_argument("--path", default=None, metavar="PATH",
                        help="judge the route that serves POST PATH (e.g. /api/chat/completions)")
@@ -73,7 +83,9 @@ def run(args: argparse.Namespace) -> int:
     from labs.verify.model import RouteWanted
     from labs.verify.run import verify_config
 
-    console = Console(stderr=args.json)
+    fmt = output_format(args)
+    # In every format but text stdout is the document alone: progress and errors go to stderr.
+    console = Console(stderr=fmt != "text")
     try:
         wanted = RouteWanted(args.path, args.host, args.main)
         headers = headers_from(args.header)
@@ -83,16 +95,18 @@ def run(args: argparse.Namespace) -> int:
                                    quick=args.quick, checks=args.checks, wanted=wanted, headers=headers,
                                    progress=lambda message: status.update(f"verify: {message}"))
     except UnusableInput as exc:
-        return _error(args, console, "error", str(exc), exc.file, exc.line)
+        return _error(args, console, fmt, exc, "error")
     except KeyboardInterrupt:
         raise
     except Exception as exc:  # verify's own failure: exit 2 with one line, never a traceback
-        return _error(args, console, "verify could not handle this config (verify's own error, not one in "
-                      "your config; please report it)", own_error(exc), None, None)
-    if args.json:
+        return _error(args, console, fmt, UnusableInput(own_error(exc)), "verify could not handle this config "
+                      "(verify's own error, not one in your config; please report it)")
+    if fmt == "json":
         print(output.to_json(report))
-    else:
+    elif fmt == "text":
         output.print_report(report, console)
+    else:
+        print(output.for_ci(report, fmt))
     return report.exit_status
 
 
@@ -105,22 +119,30 @@ def own_error(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {message}{where}"
 
 
-def _error(args: argparse.Namespace, console, label: str, message: str, file: str | None,
-           line: int | None) -> int:
+def _error(args: argparse.Namespace, console, fmt: str, error: UnusableInput, label: str) -> int:
+    """Exit status 2, one line on the console, and the document of the format asked for."""
+    import json
+
     from rich.markup import escape
-    if args.json:
-        import json
-        print(json.dumps({"file": str(args.file), "ok": False, "verdict": "error", "error": message,
-                          "error_kind": "input" if label == "error" else "verify",
-                          "error_file": file, "error_line": line}, indent=2))
-    console.print(f"[red]{escape(label)}[/red]: {escape(message)}", highlight=False)
+
+    from labs.verify import output
+    if fmt == "json":
+        document = json.loads(output.error_for(error, str(args.file), fmt))
+        document.update(verdict="error", error_kind="input" if label == "error" else "verify")
+        print(json.dumps(document, indent=2))
+    elif fmt != "text":
+        print(output.error_for(error, str(args.file), fmt))
+    console.print(f"[red]{escape(label)}[/red]: {escape(str(error))}", highlight=False)
     return EXIT_UNUSABLE
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m labs verify", description=HELP)
     add_arguments(parser)
-    return run(parser.parse_args(argv))
+    args = parser.parse_args(argv)
+    if args.json and args.format not in (None, "json"):
+        parser.error(f"--json is --format json: give --format {args.format} alone")
+    return run(args)
 
 
 if __name__ == "__main__":

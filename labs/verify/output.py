@@ -1,18 +1,55 @@
-"""How a verify report reads in a terminal (rich tables) and as one JSON document."""
+"""How a verify report reads: in a terminal (rich tables), as one JSON document, and in a CI
+(SARIF 2.1.0 or GitHub workflow commands, `labs.findings.ci`, each finding at its file and line)."""
 from __future__ import annotations
 
 import json
+from typing import Any
 
 from rich.console import Console
 from rich.syntax import Syntax
 from rich.table import Table
 
-from labs.findings import lab_command
-from labs.verify.model import VerifyReport
+from labs.findings import Finding, UnusableInput, lab_command
+from labs.findings import ci
+from labs.verify.model import DEFAULT, VerifyReport, display_path
+
+TOOL = "streamlab verify"
 
 
 def to_json(report: VerifyReport) -> str:
     return json.dumps(report.to_json(), indent=2)
+
+
+def place(report: VerifyReport, finding: Finding) -> ci.Place:
+    """`where` as a CI shows it: `file:line` at that line; the proxy's default (no line of the
+    user's sets it) at the file verified, saying so."""
+    file, _, line = (finding.where or "").rpartition(":")
+    if file and line.isdigit():
+        return ci.Place(file=file, line=int(line))
+    said = (f"The proxy's default applies: nothing in the config sets it (shown on {report.file})."
+            if finding.where == DEFAULT
+            else f"Where: {finding.where}." if finding.where else "")
+    return ci.Place(file=report.file, said=said)
+
+
+def for_ci(report: VerifyReport, fmt: str) -> str:
+    """The report in a CI format (`sarif` or `github`), as printed on stdout."""
+    if fmt == "sarif":
+        log = ci.sarif_log(report, tool=TOOL, place=lambda f: place(report, f), exit_code=report.exit_status)
+        return json.dumps(log, indent=2)
+    return "\n".join(ci.workflow_commands(report, tool=TOOL, place=lambda f: place(report, f)))
+
+
+def error_for(error: UnusableInput, file: str, fmt: str) -> str:
+    """An input verify cannot use (exit status 2) in the format asked for."""
+    at = display_path(error.file) if error.file else None
+    if fmt == "json":
+        document: dict[str, Any] = {"file": file, "ok": False, "error": str(error),
+                                    "error_file": error.file, "error_line": error.line}
+        return json.dumps(document, indent=2)
+    if fmt == "sarif":
+        return json.dumps(ci.unusable_sarif_log(error, tool=TOOL, file=at), indent=2)
+    return "\n".join(ci.unusable_workflow_commands(error, tool=TOOL, file=at))
 
 
 def print_report(report: VerifyReport, console: Console) -> None:
