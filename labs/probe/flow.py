@@ -15,7 +15,7 @@ from labs.findings import (Evidence, FindingKind, Pacing, UnusableInput, Verdict
                            compression)
 from labs.findings.evidence import ended, hop_spread_p50
 from labs.probe import knobs
-from labs.probe.base import Context, Observation, brief, skipped, spent
+from labs.probe.base import Context, Observation, brief, skipped, spent, told
 
 GZIP = "gzip, deflate"  # what httpx (and so the OpenAI SDK) sends
 STREAM_TIMEOUT_S = 60.0
@@ -85,10 +85,10 @@ class Buffering:
             evidence = verdict.observed
         return Observation(self.name, self.kind, verdict.fault, verdict.observed,
                            evidence if verdict.fault else "", measurements={"identity": brief(result)},
-                           reason=verdict.unsure)
+                           skipped=verdict.untold, reason=verdict.unsure)
 
     async def shows(self, ctx: Context, hop: int, first: Observation) -> bool:
-        return judge_buffering(await measure(ctx, hop, gzip=False), _canary(ctx)).fault
+        return told(judge_buffering(await measure(ctx, hop, gzip=False), _canary(ctx))).fault
 
 
 class Coalescing:
@@ -104,7 +104,7 @@ class Coalescing:
                            measurements={"hop_delay_spread_p50_s": hop_spread_p50(result)})
 
     async def shows(self, ctx: Context, hop: int, first: Observation) -> bool:
-        return judge_coalescing(await measure(ctx, hop, gzip=False)).fault
+        return told(judge_coalescing(await measure(ctx, hop, gzip=False))).fault
 
 
 class Compression:
@@ -127,7 +127,7 @@ class Compression:
                            reason=verdict.unsure)
 
     async def shows(self, ctx: Context, hop: int, first: Observation) -> bool:
-        return (await self._verdict(ctx, hop))[0].fault
+        return told((await self._verdict(ctx, hop))[0]).fault
 
 
 def flow_checks() -> list[Any]:

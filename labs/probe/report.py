@@ -1,8 +1,11 @@
 """What `labs probe` reports: findings with their hop, one check per line, and the numbers.
 
-    {"urls", "origin": "streamlab"|"other", "ok",
+    {"urls", "origin": "streamlab"|"other", "ok", "skipped": [check names],
      "findings": [{"kind", "severity", "hop", "evidence", "limit_s", "scenario", "fix", "reason"}],
-     "checks": [{"name", "passed", "observed"}], "measurements": {...}}
+     "checks": [{"name", "passed", "observed", "skipped"?}], "measurements": {...}}
+
+A check that could not measure is skipped with the reason: not passed, and no finding. `ok` (and
+exit status 0) still means "no failure found", so every output says how many were skipped.
 """
 from __future__ import annotations
 
@@ -26,8 +29,8 @@ class ProbeReport(PathReport):
 
     def add(self, seen: Any, scenario: str | None, fix: str | None) -> None:
         """One check's observation: its check line, and its finding when it saw the fault."""
-        self.checks.append(CheckOutcome(name=seen.check, passed=not seen.fault, observed=seen.observed,
-                                        kind=seen.kind, skipped=seen.skipped))
+        self.checks.append(CheckOutcome(name=seen.check, passed=not seen.fault and not seen.skipped,
+                                        observed=seen.observed, kind=seen.kind, skipped=seen.skipped))
         if seen.fault:
             finding = Finding(kind=seen.kind, severity="warning" if seen.reason else "failure",
                               evidence=seen.evidence, scenario=scenario, fix=fix,
@@ -39,12 +42,16 @@ class ProbeReport(PathReport):
         """The finding a check produced (None when it found nothing)."""
         return self._by_check.get(check)
 
+    def skipped(self) -> list[str]:
+        """The checks that measured nothing (each with its reason in its CheckOutcome)."""
+        return [c.name for c in self.checks if c.skipped]
+
     def hop_name(self, hop: int | None) -> str:
         return "? (the probe could not tell)" if hop is None else f"{hop} ({self.urls[hop]})"
 
     def to_json(self) -> dict[str, Any]:
         return {
-            "urls": self.urls, "origin": self.origin, "ok": self.ok,
+            "urls": self.urls, "origin": self.origin, "ok": self.ok, "skipped": self.skipped(),
             "findings": [{key: getattr(f, key) for key in FINDING_KEYS} for f in self.findings],
             "checks": [c.to_json() for c in self.checks],
             "measurements": _plain(self.measurements),
@@ -88,4 +95,9 @@ def print_report(report: ProbeReport, console: Console) -> None:
         if f.scenario:
             console.print(f"  see it in the lab: {lab_command(f.scenario)}", highlight=False)
     verdict = "[green]no failure found[/green]" if report.ok else "[red]failures found[/red]"
-    console.print(f"{verdict} ({len(report.findings)} findings, {len(report.checks)} checks)")
+    verdict += f" ({len(report.findings)} findings, {len(report.checks)} checks)"
+    skipped = len(report.skipped())
+    if skipped:  # what could not be measured is never part of the "no failure"
+        verdict += (f"; [yellow]{skipped} check(s) skipped (not measured)[/yellow], "
+                    f"see their reasons above")
+    console.print(verdict)

@@ -16,8 +16,8 @@ import asyncio
 from typing import Any, Sequence
 
 from labs.findings import BY_ID, FindingKind, UnusableInput
-from labs.probe.base import (DEFAULT_BUDGET_S, Budget, Context, Observation, OutOfBudget, Progress,
-                             Settings, skipped)
+from labs.probe.base import (DEFAULT_BUDGET_S, Budget, CannotTell, Context, Observation, OutOfBudget,
+                             Progress, Settings, failed, skipped)
 from labs.probe.burst import ConnectionLimit
 from labs.probe.departure import Disconnect
 from labs.probe.flow import Buffering, Coalescing, Compression, not_for_plain
@@ -60,11 +60,16 @@ def references(kind: FindingKind) -> tuple[str | None, str | None]:
 
 
 async def observe(check: Any, ctx: Context) -> Observation:
-    """The check through the outermost entry; skipped when the budget cannot fit it."""
+    """The check through the outermost entry; skipped when the budget cannot fit it, or with the
+    error when it raised (a path that cannot carry a short stream is UnusableInput: exit 2)."""
     try:
         return await check.observe(ctx, 0)
     except OutOfBudget as exc:
         return skipped(check.name, check.kind, str(exc))
+    except UnusableInput:
+        raise
+    except Exception as exc:  # noqa: BLE001 - one check's error must not pass for a measurement
+        return failed(check.name, check.kind, exc)
 
 
 async def attribute(ctx: Context, check: Any, first: Observation) -> tuple[int | None, dict[int, bool]]:
@@ -76,8 +81,11 @@ async def attribute(ctx: Context, check: Any, first: Observation) -> tuple[int |
         ctx.progress(f"{check.name}: does {ctx.path.urls[hop]} still show it?")
         try:
             asked[hop] = await check.shows(ctx, hop, first)
-        except (UnusableInput, OutOfBudget):
-            return None, asked  # that entry cannot carry a stream, or no time left: no verdict
+        except (UnusableInput, OutOfBudget, CannotTell):
+            # That entry cannot carry a stream, no time is left, or its stream proved nothing.
+            return None, asked
+        except Exception:  # noqa: BLE001 - an error there names no hop, it does not clear one
+            return None, asked
         if asked[hop]:
             return hop, asked
     return 0, asked
