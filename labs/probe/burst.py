@@ -31,7 +31,7 @@ class ConnectionLimit:
         ctx.progress(f"{n} concurrent streams through {ctx.path.urls[hop]}")
         results = await asyncio.gather(*(client.measure_stream(
             ctx.path.completions(hop), body, headers=ctx.path.headers(rid), accept_encoding=None,
-            total_timeout_s=ctx.budget.cap(STREAM_TIMEOUT_S)) for rid in ids))
+            **ctx.path.tls(), total_timeout_s=ctx.budget.cap(STREAM_TIMEOUT_S)) for rid in ids))
         return list(results), ids
 
     async def _origin_first_tokens(self, ctx: Context, hop: int, ids: list[str]) -> list[float | None]:

@@ -54,7 +54,7 @@ class Disconnect:
         ctx.progress(f"leaving a stream after {knobs.LEAVE_AFTER_EVENTS} events through "
                      f"{ctx.path.urls[hop]}")
         result = await client.measure_stream(
-            ctx.path.completions(hop), body, headers=ctx.path.headers(request_id),
+            ctx.path.completions(hop), body, headers=ctx.path.headers(request_id), **ctx.path.tls(),
             accept_encoding=None, disconnect_after_events=knobs.LEAVE_AFTER_EVENTS,
             total_timeout_s=ctx.budget.cap(LEAVE_BY_S))
         if result.outcome not in ("disconnected", "timeout"):

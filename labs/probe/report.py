@@ -25,6 +25,9 @@ class ProbeReport(PathReport):
     urls: list[str] = field(default_factory=list)
     origin: str = "other"
     measurements: dict[str, Any] = field(default_factory=dict)
+    # The stamped stream per protocol (HTTP/1.1, and HTTP/2 where the entry offers it), see
+    # labs/probe/flow.py by_protocol.
+    protocols: list[dict[str, Any]] = field(default_factory=list)
     _by_check: dict[str, Finding] = field(default_factory=dict, repr=False)
 
     def add(self, seen: Any, scenario: str | None, fix: str | None) -> None:
@@ -54,6 +57,7 @@ class ProbeReport(PathReport):
             "urls": self.urls, "origin": self.origin, "ok": self.ok, "skipped": self.skipped(),
             "findings": [{key: getattr(f, key) for key in FINDING_KEYS} for f in self.findings],
             "checks": [c.to_json() for c in self.checks],
+            "protocols": self.protocols,
             "measurements": _plain(self.measurements),
         }
 
@@ -66,6 +70,24 @@ def _plain(value: Any) -> Any:
     if isinstance(value, (list, tuple)):
         return [_plain(v) for v in value]
     return value
+
+
+def protocol_table(rows: list[dict[str, Any]]) -> Table:
+    """The same stamped stream over each protocol, side by side."""
+    table = Table(title="the stream by protocol (outermost entry)", header_style="bold")
+    judged = [key for key in ("buffering", "coalescing") if key in rows[0]]
+    for column in ("protocol", "TTFT", "E2E", "events/read", "gap p50 / max", "outcome", *judged):
+        table.add_column(column)
+    for row in rows:
+        table.add_row(row["protocol"], _ms(row["ttft_s"]), _ms(row["e2e_s"]),
+                      f"{row['events_per_read_mean'] or 0:.2f} (max {row['events_per_read_max'] or 0})",
+                      f"{_ms(row['gap_p50_s'])} / {_ms(row['gap_max_s'])}", row["outcome"],
+                      *(row[key] for key in judged))
+    return table
+
+
+def _ms(seconds: float | None) -> str:
+    return "-" if seconds is None else f"{seconds * 1000:.0f} ms"
 
 
 def print_report(report: ProbeReport, console: Console) -> None:
@@ -81,6 +103,8 @@ def print_report(report: ProbeReport, console: Console) -> None:
                    "[green]pass[/green]" if check.passed else "[red]FAIL[/red]")
         checks.add_row(check.name, verdict, check.observed)
     console.print(checks)
+    if len(report.protocols) > 1:
+        console.print(protocol_table(report.protocols))
     for f in report.findings:
         style = "red" if f.severity == "failure" else "yellow"
         limit = "" if f.limit_s is None else f", limit {f.limit_s:.2f} s"

@@ -46,7 +46,7 @@ async def try_silence(ctx: Context, hop: int, position: str, silence_s: float) -
     result = spent(ctx, await client.measure_stream(
         ctx.path.completions(hop), knobs.silence_body(ctx.path.model or "", position, silence_s),
         headers=ctx.path.headers(), accept_encoding=None, read_timeout_s=silence_s + CLIENT_SLACK_S,
-        total_timeout_s=ctx.budget.cap(silence_s + 2 * CLIENT_SLACK_S)))
+        **ctx.path.tls(), total_timeout_s=ctx.budget.cap(silence_s + 2 * CLIENT_SLACK_S)))
     verdict = judge_try(result, silence_s)
     return Try(round(silence_s, 3), not verdict.fault and not verdict.untold, ended(result),
                verdict.limit_s, verdict.untold)
@@ -158,7 +158,7 @@ class TotalTimeout:
         return spent(ctx, await client.measure_stream(
             ctx.path.completions(hop), knobs.long_body(ctx.path.model or "", duration_s),
             headers=ctx.path.headers(), accept_encoding=None, read_timeout_s=CLIENT_SLACK_S,
-            total_timeout_s=ctx.budget.cap(duration_s + 3 * CLIENT_SLACK_S)))
+            **ctx.path.tls(), total_timeout_s=ctx.budget.cap(duration_s + 3 * CLIENT_SLACK_S)))
 
     async def observe(self, ctx: Context, hop: int) -> Observation:
         # A little past --max-stream, so a limit of exactly that length still shows.
