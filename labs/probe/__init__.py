@@ -5,8 +5,9 @@
     report.checks     # labs.findings.CheckOutcome, one per check (a pytest test each)
 
 Modules: path (the URLs and the origin behind them), knobs (the request bodies), flow (buffering,
-coalescing, compression), silence (idle and total limits), departure (disconnects), burst
-(connection limits), run (order and hop attribution), report, cli.
+coalescing, compression), protocols (HTTP/2 beside HTTP/1.1: ALPN, one verdict over both),
+silence (idle and total limits), departure (disconnects), burst (connection limits), run (order
+and hop attribution), report, cli.
 """
 from labs.probe.report import ProbeReport
 from labs.probe.run import CHECK_NAMES, probe_path

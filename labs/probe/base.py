@@ -11,7 +11,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from labs.findings import FindingKind
+from labs.findings import FindingKind, Verdict
 from labs.client.results import StreamResult
 from labs.probe.path import Path
 
@@ -25,6 +25,18 @@ DEFAULT_STREAMS = 20
 
 class OutOfBudget(Exception):
     """The run's budget cannot fit what a check still has to measure (the check is skipped)."""
+
+
+class CannotTell(Exception):
+    """An inner entry's measurement proved nothing (its judge said `untold`): rather than clear
+    that entry on it, the finding's hop is left unnamed."""
+
+
+def told(verdict: Verdict) -> Verdict:
+    """The verdict of a re-measurement through an inner entry; CannotTell when it is untold."""
+    if verdict.untold:
+        raise CannotTell(verdict.untold)
+    return verdict
 
 
 class Budget:
@@ -55,6 +67,7 @@ class Settings:
     max_silence_s: float = DEFAULT_MAX_SILENCE_S
     max_stream_s: float = DEFAULT_MAX_STREAM_S
     streams: int = DEFAULT_STREAMS
+    http1_only: bool = False  # no HTTP/2 comparison of the streaming checks (--http1-only)
 
 
 @dataclass
@@ -93,6 +106,11 @@ def spent(ctx: Context, result: StreamResult) -> StreamResult:
 
 def skipped(check: str, kind: FindingKind, reason: str) -> Observation:
     return Observation(check, kind, False, f"not measured: {reason}", skipped=reason)
+
+
+def failed(check: str, kind: FindingKind, exc: BaseException) -> Observation:
+    """A check that raised measured nothing: skipped with the error, never a pass."""
+    return skipped(check, kind, f"the check failed: {type(exc).__name__}: {exc}")
 
 
 def brief(result: StreamResult) -> dict[str, Any]:

@@ -17,7 +17,7 @@ from labs import client
 from labs.client.results import StreamResult
 from labs.findings import connection_limit
 from labs.probe import knobs
-from labs.probe.base import Context, Observation, skipped, spent
+from labs.probe.base import CannotTell, Context, Observation, skipped, spent
 
 STREAM_TIMEOUT_S = 30.0
 
@@ -31,7 +31,7 @@ class ConnectionLimit:
         ctx.progress(f"{n} concurrent streams through {ctx.path.urls[hop]}")
         results = await asyncio.gather(*(client.measure_stream(
             ctx.path.completions(hop), body, headers=ctx.path.headers(rid), accept_encoding=None,
-            total_timeout_s=ctx.budget.cap(STREAM_TIMEOUT_S)) for rid in ids))
+            **ctx.path.tls(), total_timeout_s=ctx.budget.cap(STREAM_TIMEOUT_S)) for rid in ids))
         return list(results), ids
 
     async def _origin_first_tokens(self, ctx: Context, hop: int, ids: list[str]) -> list[float | None]:
@@ -52,7 +52,14 @@ class ConnectionLimit:
         for result in results:
             spent(ctx, result)
         origin = await self._origin_first_tokens(ctx, hop, ids)
-        return self.observation(results, origin, note)
+        seen = self.observation(results, origin, note)
+        if n < ctx.settings.streams and not seen.fault:
+            # No limit up to n says nothing of one between n and the count asked for.
+            seen.skipped = (f"only {n} of the {ctx.settings.streams} streams asked for ran{note} "
+                            f"(the origin's records are not readable through this entry: route "
+                            f"/lab/ to the canary, or give it more --slots); {seen.observed}")
+            seen.observed = f"not measured: {seen.skipped}"
+        return seen
 
     def observation(self, results: list[StreamResult], origin: list[float | None], note: str) -> Observation:
         burst = connection_limit.Burst.of(results, origin)
@@ -67,4 +74,7 @@ class ConnectionLimit:
                            evidence if verdict.fault else "", measurements=numbers)
 
     async def shows(self, ctx: Context, hop: int, first: Observation) -> bool:
-        return (await self.observe(ctx, hop)).fault
+        seen = await self.observe(ctx, hop)
+        if seen.skipped:
+            raise CannotTell(seen.skipped)
+        return seen.fault

@@ -48,6 +48,11 @@ def parser() -> argparse.ArgumentParser:
                    help="text: tables (default); json: one document; sarif: a SARIF 2.1.0 log "
                         "(each finding at its hop's URL); github: GitHub Actions annotations")
     p.add_argument("--json", action="store_true", help="the same as --format json")
+    p.add_argument("--http1-only", action="store_true",
+                   help="on an https:// entry that offers h2 (ALPN), do not also run the streaming "
+                        "checks over HTTP/2")
+    p.add_argument("--insecure", action="store_true",
+                   help="accept any TLS certificate (a self-signed one on a test entry)")
     return p
 
 
@@ -71,7 +76,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 args.urls, max_silence_s=args.max_silence, max_stream_s=args.max_stream,
                 streams=args.streams, budget_s=args.budget, api_key_env=args.api_key_env,
                 lab_token_env=args.lab_token_env, model=args.model, checks=args.checks,
-                progress=status.update)
+                progress=status.update, http1_only=args.http1_only, insecure=args.insecure)
     except UnusableInput as exc:
         if fmt == "json":
             print(json.dumps({"urls": args.urls, "ok": False, "error": str(exc)}, indent=2))

@@ -17,7 +17,7 @@ from labs.client.results import StreamResult
 from labs.findings import Evidence, Pacing, Verdict, departure
 from labs.findings.evidence import secs
 from labs.probe import knobs
-from labs.probe.base import Context, Observation, skipped
+from labs.probe.base import CannotTell, Context, Observation, skipped
 from labs.probe.path import entry_root
 
 LEAVE_BY_S = 1.0  # leave at the latest this long after the request, events or not
@@ -54,7 +54,7 @@ class Disconnect:
         ctx.progress(f"leaving a stream after {knobs.LEAVE_AFTER_EVENTS} events through "
                      f"{ctx.path.urls[hop]}")
         result = await client.measure_stream(
-            ctx.path.completions(hop), body, headers=ctx.path.headers(request_id),
+            ctx.path.completions(hop), body, headers=ctx.path.headers(request_id), **ctx.path.tls(),
             accept_encoding=None, disconnect_after_events=knobs.LEAVE_AFTER_EVENTS,
             total_timeout_s=ctx.budget.cap(LEAVE_BY_S))
         if result.outcome not in ("disconnected", "timeout"):
@@ -103,4 +103,7 @@ class Disconnect:
             await asyncio.sleep(RECORD_POLL_S)  # poll interval: the origin ends the stream itself
 
     async def shows(self, ctx: Context, hop: int, first: Observation) -> bool:
-        return (await self.observe(ctx, hop)).fault
+        seen = await self.observe(ctx, hop)
+        if seen.skipped:  # e.g. the records are not readable through that entry
+            raise CannotTell(seen.skipped)
+        return seen.fault

@@ -14,29 +14,32 @@ from labs.client.results import StreamResult
 from labs.findings import (Evidence, FindingKind, Pacing, UnusableInput, Verdict, buffering, coalescing,
                            compression)
 from labs.findings.evidence import ended, hop_spread_p50
-from labs.probe import knobs
-from labs.probe.base import Context, Observation, brief, skipped, spent
+from labs.probe import knobs, protocols
+from labs.probe.base import Context, Observation, brief, skipped, spent, told
 
 GZIP = "gzip, deflate"  # what httpx (and so the OpenAI SDK) sends
 STREAM_TIMEOUT_S = 60.0
 FLOW_NEEDS_S = 5.0  # the stamped stream lasts about 2 s
 
 
-async def measure(ctx: Context, hop: int, *, gzip: bool) -> StreamResult:
-    """The stamped stream through entry `hop`, with or without Accept-Encoding (cached per run)."""
-    key = ("flow", hop, gzip)
+async def measure(ctx: Context, hop: int, *, gzip: bool, http2: bool = False) -> StreamResult:
+    """The stamped stream through entry `hop`, with or without Accept-Encoding, over HTTP/1.1 or
+    HTTP/2 (cached per run). Over HTTP/1.1 a stream that does not complete makes the run unusable;
+    over HTTP/2 it is kept, and its judges say it proved nothing."""
+    key = ("flow", hop, gzip, http2)
     if key not in ctx.notes:
-        ctx.progress(f"stream through {ctx.path.urls[hop]} "
+        over = " over HTTP/2" if http2 else ""
+        ctx.progress(f"stream through {ctx.path.urls[hop]}{over} "
                      f"({'Accept-Encoding: gzip' if gzip else 'no Accept-Encoding'})")
         ctx.budget.need(FLOW_NEEDS_S, "a short stream")
         model = ctx.path.model or ""
         body = knobs.stream_body(model) if ctx.path.origin == "streamlab" else knobs.plain_body(model)
         result = await client.measure_stream(
             ctx.path.completions(hop), body,
-            headers=ctx.path.headers(), accept_encoding=GZIP if gzip else None,
-            total_timeout_s=ctx.budget.cap(STREAM_TIMEOUT_S))
+            headers=ctx.path.headers(), **ctx.path.tls(), accept_encoding=GZIP if gzip else None,
+            http2=http2, total_timeout_s=ctx.budget.cap(STREAM_TIMEOUT_S))
         spent(ctx, result)
-        if result.outcome != "complete":
+        if result.outcome != "complete" and not http2:
             detail = f": {result.error}" if result.error else ""
             if result.body_snippet:
                 detail += f" {result.body_snippet[:300]!r}"
@@ -44,6 +47,11 @@ async def measure(ctx: Context, hop: int, *, gzip: bool) -> StreamResult:
                                 f"({ended(result)}{detail}); nothing else can be judged")
         ctx.notes[key] = result
     return ctx.notes[key]
+
+
+async def over_h2(ctx: Context, hop: int) -> StreamResult | None:
+    """The same stamped stream over HTTP/2, where entry `hop` offers it (else None)."""
+    return await measure(ctx, hop, gzip=False, http2=True) if await protocols.offers_h2(ctx, hop) else None
 
 
 def pacing(canary: bool) -> Pacing:
@@ -72,39 +80,74 @@ def _canary(ctx: Context) -> bool:
     return ctx.path.origin == "streamlab"
 
 
-class Buffering:
+class StreamCheck:
+    """A check read on the stamped stream, over HTTP/1.1 and, where the entry offers it, HTTP/2."""
+
+    name: str
+    kind: FindingKind
+
+    def judge(self, ctx: Context, result: StreamResult) -> Verdict:
+        raise NotImplementedError
+
+    def evidence(self, ctx: Context, observed: str, h1: StreamResult) -> str:
+        return observed
+
+    async def verdicts(self, ctx: Context, hop: int) -> tuple[Verdict, StreamResult, dict[str, Any]]:
+        """(the verdict over both protocols, the HTTP/1.1 stream, the numbers: `only_over` says
+        when the fault shows over HTTP/2 alone)."""
+        h1 = await measure(ctx, hop, gzip=False)
+        h2 = await over_h2(ctx, hop)
+        numbers: dict[str, Any] = {"identity": brief(h1)}
+        if h2 is not None:
+            numbers["identity_h2"] = brief(h2)
+        h2_told = None if h2 is None else protocols.h2_verdict(h2, self.judge(ctx, h2))
+        verdict, h2_only = protocols.fold(self.judge(ctx, h1), h2_told)
+        if h2_only:
+            numbers["only_over"] = protocols.H2_ONLY
+        return verdict, h1, numbers
+
+    async def observe(self, ctx: Context, hop: int) -> Observation:
+        verdict, h1, numbers = await self.verdicts(ctx, hop)
+        evidence = self.evidence(ctx, verdict.observed, h1) if verdict.fault else ""
+        return Observation(self.name, self.kind, verdict.fault, verdict.observed, evidence,
+                           measurements=numbers, skipped=verdict.untold, reason=verdict.unsure)
+
+    async def shows(self, ctx: Context, hop: int, first: Observation) -> bool:
+        if first.measurements.get("only_over") == protocols.H2_ONLY:
+            # Shown over HTTP/2 alone: an entry that does not offer it cannot be behind the fault.
+            h2 = await over_h2(ctx, hop)
+            return h2 is not None and told(protocols.h2_verdict(h2, self.judge(ctx, h2))).fault
+        return told(self.judge(ctx, await measure(ctx, hop, gzip=False))).fault
+
+
+class Buffering(StreamCheck):
     name, kind, canary_only = "buffering", "buffering", False
 
-    async def observe(self, ctx: Context, hop: int) -> Observation:
-        result = await measure(ctx, hop, gzip=False)
-        verdict = judge_buffering(result, _canary(ctx))
-        if _canary(ctx):
-            evidence = (f"{verdict.observed} (the origin sent {result.content_events} events "
-                        f"{_interval() * 1000:.0f} ms apart, one per write)")
-        else:
-            evidence = verdict.observed
-        return Observation(self.name, self.kind, verdict.fault, verdict.observed,
-                           evidence if verdict.fault else "", measurements={"identity": brief(result)},
-                           reason=verdict.unsure)
+    def judge(self, ctx: Context, result: StreamResult) -> Verdict:
+        return judge_buffering(result, _canary(ctx))
 
-    async def shows(self, ctx: Context, hop: int, first: Observation) -> bool:
-        return judge_buffering(await measure(ctx, hop, gzip=False), _canary(ctx)).fault
+    def evidence(self, ctx: Context, observed: str, h1: StreamResult) -> str:
+        if not _canary(ctx):
+            return observed
+        return (f"{observed} (the origin sent {h1.content_events} events "
+                f"{_interval() * 1000:.0f} ms apart, one per write)")
 
 
-class Coalescing:
+class Coalescing(StreamCheck):
     name, kind, canary_only = "coalescing", "coalescing", True
 
-    async def observe(self, ctx: Context, hop: int) -> Observation:
-        result = await measure(ctx, hop, gzip=False)
-        verdict = judge_coalescing(result)
-        evidence = (f"{verdict.observed}: a hop grouped events the origin wrote one by one "
-                    f"{_interval() * 1000:.0f} ms apart")
-        return Observation(self.name, self.kind, verdict.fault, verdict.observed,
-                           evidence if verdict.fault else "", skipped=verdict.untold,
-                           measurements={"hop_delay_spread_p50_s": hop_spread_p50(result)})
+    def judge(self, ctx: Context, result: StreamResult) -> Verdict:
+        return judge_coalescing(result)
 
-    async def shows(self, ctx: Context, hop: int, first: Observation) -> bool:
-        return judge_coalescing(await measure(ctx, hop, gzip=False)).fault
+    def evidence(self, ctx: Context, observed: str, h1: StreamResult) -> str:
+        return (f"{observed}: a hop grouped events the origin wrote one by one "
+                f"{_interval() * 1000:.0f} ms apart")
+
+    async def observe(self, ctx: Context, hop: int) -> Observation:
+        seen = await super().observe(ctx, hop)
+        h1 = await measure(ctx, hop, gzip=False)  # cached: the stream just judged
+        seen.measurements["hop_delay_spread_p50_s"] = hop_spread_p50(h1)
+        return seen
 
 
 class Compression:
@@ -127,7 +170,31 @@ class Compression:
                            reason=verdict.unsure)
 
     async def shows(self, ctx: Context, hop: int, first: Observation) -> bool:
-        return (await self._verdict(ctx, hop))[0].fault
+        return told((await self._verdict(ctx, hop))[0]).fault
+
+
+ROW_KEYS = ("http_version", "outcome", "ttft_s", "e2e_s", "content_events", "bursts",
+            "events_per_read_mean", "events_per_read_max", "gap_p50_s", "gap_max_s")
+
+
+def by_protocol(ctx: Context) -> list[dict[str, Any]]:
+    """A row per protocol the outermost entry's stamped stream was measured over (two where
+    HTTP/2 was compared), with what each streaming judge read on that protocol's stream."""
+    rows = []
+    judges: list[StreamCheck] = [Buffering(), *([Coalescing()] if _canary(ctx) else [])]
+    for http2, label in ((False, "HTTP/1.1"), (True, "HTTP/2")):
+        result = ctx.notes.get(("flow", 0, False, http2))
+        if result is None:
+            continue
+        numbers = brief(result)
+        row: dict[str, Any] = {"protocol": label, **{key: numbers[key] for key in ROW_KEYS}}
+        for check in judges:
+            verdict = check.judge(ctx, result)
+            verdict = protocols.h2_verdict(result, verdict) if http2 else verdict
+            row[check.name] = ("not measured" if verdict.untold else
+                               "fault" if verdict.fault else "no fault")
+        rows.append(row)
+    return rows
 
 
 def flow_checks() -> list[Any]:

@@ -59,11 +59,12 @@ class Path:
     # Per entry: whether the origin's records can be read through it (None: not asked yet).
     records_ok: dict[int, bool] = field(default_factory=dict)
     slots: int | None = None  # the canary's engine slots, from its /healthz, when readable
+    verify_tls: bool = True  # False (--insecure): a self-signed certificate on an https:// entry
 
     @classmethod
     def from_args(cls, urls: Sequence[str], *, api_key_env: str | None = None,
                   lab_token_env: str | None = "STREAMLAB_LAB_TOKEN", model: str | None = None,
-                  environ: Mapping[str, str] | None = None) -> "Path":
+                  environ: Mapping[str, str] | None = None, insecure: bool = False) -> "Path":
         env = os.environ if environ is None else environ
         if not urls:
             raise UnusableInput("give at least one URL (the outermost entry of the path)")
@@ -76,7 +77,8 @@ class Path:
             if not api_key:
                 raise UnusableInput(f"--api-key-env {api_key_env}: that environment variable is not set")
         token = env.get(lab_token_env) if lab_token_env else None
-        return cls(urls=checked, api_key=api_key, lab_token=token or None, model=model)
+        return cls(urls=checked, api_key=api_key, lab_token=token or None, model=model,
+                   verify_tls=not insecure)
 
     # ---- what every request carries ------------------------------------------------------
 
@@ -92,6 +94,13 @@ class Path:
 
     def completions(self, hop: int = 0) -> str:
         return self.urls[hop] + "/chat/completions"
+
+    def tls(self) -> dict[str, bool]:
+        """The measuring client's TLS option (labs.client Options) for every stream."""
+        return {"verify_tls": self.verify_tls}
+
+    def _http(self) -> httpx.AsyncClient:
+        return httpx.AsyncClient(timeout=GET_TIMEOUT_S, headers=self.headers(), verify=self.verify_tls)
 
     @staticmethod
     def new_request_id() -> str:
@@ -139,7 +148,7 @@ class Path:
         if hop not in self.records_ok:
             url = f"{entry_root(self.urls[hop])}/lab/requests/{self.new_request_id()}"
             try:
-                async with httpx.AsyncClient(timeout=GET_TIMEOUT_S, headers=self.headers()) as http:
+                async with self._http() as http:
                     response = await http.get(url)
                 body = response.json()
                 code = body.get("error", {}).get("code") if isinstance(body, dict) else None
@@ -150,7 +159,7 @@ class Path:
 
     async def _try_json(self, url: str) -> Any:
         try:
-            async with httpx.AsyncClient(timeout=GET_TIMEOUT_S, headers=self.headers()) as http:
+            async with self._http() as http:
                 response = await http.get(url)
         except httpx.HTTPError:
             return None
@@ -163,10 +172,12 @@ class Path:
 
     async def _get_json(self, hop: int, url: str, what: str) -> Any:
         try:
-            async with httpx.AsyncClient(timeout=GET_TIMEOUT_S, headers=self.headers()) as http:
+            async with self._http() as http:
                 response = await http.get(url)
         except httpx.HTTPError as exc:
-            raise UnusableInput(f"cannot {what} at {url}: {type(exc).__name__}: {exc}") from None
+            hint = (" (a self-signed certificate: --insecure)"
+                    if "CERTIFICATE_VERIFY_FAILED" in str(exc) else "")
+            raise UnusableInput(f"cannot {what} at {url}: {type(exc).__name__}: {exc}{hint}") from None
         if response.status_code in (401, 403):
             raise UnusableInput(f"{url} answered {response.status_code}: the path needs a key "
                                 f"(--api-key-env VAR names the environment variable that holds it)")

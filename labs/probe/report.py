@@ -1,8 +1,12 @@
 """What `labs probe` reports: findings with their hop, one check per line, and the numbers.
 
-    {"urls", "origin": "streamlab"|"other", "ok",
+    {"urls", "origin": "streamlab"|"other", "ok", "skipped": [check names],
      "findings": [{"kind", "severity", "hop", "evidence", "limit_s", "scenario", "fix", "reason"}],
-     "checks": [{"name", "passed", "observed"}], "measurements": {...}}
+     "checks": [{"name", "passed", "observed", "skipped"?}], "measurements": {...}}
+
+A check that could not measure is skipped with the reason: not passed, and no finding. `ok` (and
+exit status 0) means every check passed: with one skipped and no failure the verdict is
+"inconclusive" (exit status 2, labs/findings/report.py), and every output says which were skipped.
 """
 from __future__ import annotations
 
@@ -23,12 +27,15 @@ class ProbeReport(PathReport):
     urls: list[str] = field(default_factory=list)
     origin: str = "other"
     measurements: dict[str, Any] = field(default_factory=dict)
+    # The stamped stream per protocol (HTTP/1.1, and HTTP/2 where the entry offers it), see
+    # labs/probe/flow.py by_protocol.
+    protocols: list[dict[str, Any]] = field(default_factory=list)
     _by_check: dict[str, Finding] = field(default_factory=dict, repr=False)
 
     def add(self, seen: Any, scenario: str | None, fix: str | None) -> None:
         """One check's observation: its check line, and its finding when it saw the fault."""
-        self.checks.append(CheckOutcome(name=seen.check, passed=not seen.fault, observed=seen.observed,
-                                        kind=seen.kind, skipped=seen.skipped))
+        self.checks.append(CheckOutcome(name=seen.check, passed=not seen.fault and not seen.skipped,
+                                        observed=seen.observed, kind=seen.kind, skipped=seen.skipped))
         if seen.fault:
             finding = Finding(kind=seen.kind, severity="warning" if seen.reason else "failure",
                               evidence=seen.evidence, scenario=scenario, fix=fix,
@@ -39,6 +46,10 @@ class ProbeReport(PathReport):
     def finding_for(self, check: str) -> Finding | None:
         """The finding a check produced (None when it found nothing)."""
         return self._by_check.get(check)
+
+    def skipped(self) -> list[str]:
+        """The checks that measured nothing (each with its reason in its CheckOutcome)."""
+        return [c.name for c in self.checks if c.skipped]
 
     def hop_name(self, hop: int | None) -> str:
         return "? (the probe could not tell)" if hop is None else f"{hop} ({self.urls[hop]})"
@@ -52,9 +63,10 @@ class ProbeReport(PathReport):
 
     def to_json(self) -> dict[str, Any]:
         return {
-            "urls": self.urls, "origin": self.origin, "ok": self.ok,
+            "urls": self.urls, "origin": self.origin, "ok": self.ok, "verdict": self.verdict, "skipped": self.skipped(),
             "findings": [{key: getattr(f, key) for key in FINDING_KEYS} for f in self.findings],
             "checks": [c.to_json() for c in self.checks],
+            "protocols": self.protocols,
             "measurements": _plain(self.measurements),
         }
 
@@ -67,6 +79,24 @@ def _plain(value: Any) -> Any:
     if isinstance(value, (list, tuple)):
         return [_plain(v) for v in value]
     return value
+
+
+def protocol_table(rows: list[dict[str, Any]]) -> Table:
+    """The same stamped stream over each protocol, side by side."""
+    table = Table(title="the stream by protocol (outermost entry)", header_style="bold")
+    judged = [key for key in ("buffering", "coalescing") if key in rows[0]]
+    for column in ("protocol", "TTFT", "E2E", "events/read", "gap p50 / max", "outcome", *judged):
+        table.add_column(column)
+    for row in rows:
+        table.add_row(row["protocol"], _ms(row["ttft_s"]), _ms(row["e2e_s"]),
+                      f"{row['events_per_read_mean'] or 0:.2f} (max {row['events_per_read_max'] or 0})",
+                      f"{_ms(row['gap_p50_s'])} / {_ms(row['gap_max_s'])}", row["outcome"],
+                      *(row[key] for key in judged))
+    return table
+
+
+def _ms(seconds: float | None) -> str:
+    return "-" if seconds is None else f"{seconds * 1000:.0f} ms"
 
 
 def print_report(report: ProbeReport, console: Console) -> None:
@@ -82,6 +112,8 @@ def print_report(report: ProbeReport, console: Console) -> None:
                    "[green]pass[/green]" if check.passed else "[red]FAIL[/red]")
         checks.add_row(check.name, verdict, check.observed)
     console.print(checks)
+    if len(report.protocols) > 1:
+        console.print(protocol_table(report.protocols))
     for f in report.findings:
         style = "red" if f.severity == "failure" else "yellow"
         limit = "" if f.limit_s is None else f", limit {f.limit_s:.2f} s"
@@ -95,5 +127,12 @@ def print_report(report: ProbeReport, console: Console) -> None:
                 console.print(f"  fix: {fix}", highlight=False)
         if f.scenario:
             console.print(f"  see it in the lab: {lab_command(f.scenario)}", highlight=False)
-    verdict = "[green]no failure found[/green]" if report.ok else "[red]failures found[/red]"
-    console.print(f"{verdict} ({len(report.findings)} findings, {len(report.checks)} checks)")
+    verdict = {"ok": "[green]ok: no failure found[/green]", "failure": "[red]failures found[/red]",
+               "inconclusive": "[yellow]inconclusive: no failure found, not everything measured[/yellow]"
+               }[report.verdict]
+    verdict += f" ({len(report.findings)} findings, {len(report.checks)} checks)"
+    skipped = len(report.skipped())
+    if skipped:  # what could not be measured is never part of the "no failure"
+        verdict += (f"; [yellow]{skipped} check(s) skipped (not measured)[/yellow], "
+                    f"see their reasons above")
+    console.print(verdict)

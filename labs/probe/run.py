@@ -16,11 +16,12 @@ import asyncio
 from typing import Any, Sequence
 
 from labs.findings import BY_ID, FindingKind, UnusableInput
-from labs.probe.base import (DEFAULT_BUDGET_S, Budget, Context, Observation, OutOfBudget, Progress,
-                             Settings, skipped)
+from labs.probe.base import (DEFAULT_BUDGET_S, Budget, CannotTell, Context, Observation, OutOfBudget,
+                             Progress, Settings, failed, skipped)
 from labs.probe.burst import ConnectionLimit
 from labs.probe.departure import Disconnect
-from labs.probe.flow import Buffering, Coalescing, Compression, not_for_plain
+from labs.probe import protocols
+from labs.probe.flow import Buffering, Coalescing, Compression, by_protocol, not_for_plain
 from labs.probe.path import Path
 from labs.probe.report import ProbeReport
 from labs.probe.silence import IdleTimeout, POSITIONS, TotalTimeout
@@ -60,11 +61,16 @@ def references(kind: FindingKind) -> tuple[str | None, str | None]:
 
 
 async def observe(check: Any, ctx: Context) -> Observation:
-    """The check through the outermost entry; skipped when the budget cannot fit it."""
+    """The check through the outermost entry; skipped when the budget cannot fit it, or with the
+    error when it raised (a path that cannot carry a short stream is UnusableInput: exit 2)."""
     try:
         return await check.observe(ctx, 0)
     except OutOfBudget as exc:
         return skipped(check.name, check.kind, str(exc))
+    except UnusableInput:
+        raise
+    except Exception as exc:  # noqa: BLE001 - one check's error must not pass for a measurement
+        return failed(check.name, check.kind, exc)
 
 
 async def attribute(ctx: Context, check: Any, first: Observation) -> tuple[int | None, dict[int, bool]]:
@@ -76,8 +82,11 @@ async def attribute(ctx: Context, check: Any, first: Observation) -> tuple[int |
         ctx.progress(f"{check.name}: does {ctx.path.urls[hop]} still show it?")
         try:
             asked[hop] = await check.shows(ctx, hop, first)
-        except (UnusableInput, OutOfBudget):
-            return None, asked  # that entry cannot carry a stream, or no time left: no verdict
+        except (UnusableInput, OutOfBudget, CannotTell):
+            # That entry cannot carry a stream, no time is left, or its stream proved nothing.
+            return None, asked
+        except Exception:  # noqa: BLE001 - an error there names no hop, it does not clear one
+            return None, asked
         if asked[hop]:
             return hop, asked
     return 0, asked
@@ -92,8 +101,6 @@ async def probe_async(path: Path, settings: Settings, budget: Budget, checks: Se
     ctx = Context(path, settings, budget, progress)
     report = ProbeReport(urls=list(path.urls), origin=path.origin)
     report.measurements["origin"] = {"owned_by": path.owner, "model": path.model, "slots": path.slots}
-    report.measurements["http"] = ("HTTP/1.1 only: the lab's measuring client speaks HTTP/1.1 (it counts "
-                                   "socket reads); HTTP/2 was not measured")
     observed: list[tuple[Any, Observation]] = []
     for phase, together in PHASES:
         todo = [c for c in phase if c.name in chosen]
@@ -105,6 +112,8 @@ async def probe_async(path: Path, settings: Settings, budget: Budget, checks: Se
         else:
             results = [await observe(c, ctx) for c in todo]
         observed += [*zip(todo, results), *for_canary]
+    report.protocols = by_protocol(ctx)
+    report.measurements["http"] = protocols.http_note(ctx)
     hops: dict[str, dict[int, bool]] = {}
     for check, seen in observed:
         if seen.fault:
@@ -125,13 +134,17 @@ async def probe_async(path: Path, settings: Settings, budget: Budget, checks: Se
 def probe_path(urls: Sequence[str], *, max_silence_s: float | None = None, max_stream_s: float | None = None,
                streams: int | None = None, budget_s: float | None = None, api_key_env: str | None = None,
                lab_token_env: str | None = "STREAMLAB_LAB_TOKEN", model: str | None = None,
-               checks: Sequence[str] | None = None, progress: Progress | None = None) -> ProbeReport:
-    """Probe a path (OpenAI base URLs, outermost first); UnusableInput when it cannot be used."""
+               checks: Sequence[str] | None = None, progress: Progress | None = None,
+               http1_only: bool = False, insecure: bool = False) -> ProbeReport:
+    """Probe a path (OpenAI base URLs, outermost first); UnusableInput when it cannot be used.
+
+    `http1_only`: no HTTP/2 comparison of the streaming checks on an https:// entry that offers
+    h2; `insecure`: accept any certificate (a self-signed one on a test entry)."""
     defaults = Settings()
     settings = Settings(
         max_silence_s=defaults.max_silence_s if max_silence_s is None else max_silence_s,
         max_stream_s=defaults.max_stream_s if max_stream_s is None else max_stream_s,
-        streams=defaults.streams if streams is None else streams)
+        streams=defaults.streams if streams is None else streams, http1_only=http1_only)
     budget_s = DEFAULT_BUDGET_S if budget_s is None else budget_s
     for name, value in (("--max-silence", settings.max_silence_s), ("--max-stream", settings.max_stream_s),
                         ("--budget", budget_s)):
@@ -139,6 +152,7 @@ def probe_path(urls: Sequence[str], *, max_silence_s: float | None = None, max_s
             raise UnusableInput(f"{name} must be above 0 seconds, got {value:g}")
     if settings.streams < 1:
         raise UnusableInput(f"--streams must be at least 1, got {settings.streams}")
-    path = Path.from_args(urls, api_key_env=api_key_env, lab_token_env=lab_token_env, model=model)
+    path = Path.from_args(urls, api_key_env=api_key_env, lab_token_env=lab_token_env, model=model,
+                          insecure=insecure)
     budget = Budget(budget_s)
     return asyncio.run(probe_async(path, settings, budget, checks, progress))

@@ -19,7 +19,7 @@ from labs.client.results import StreamResult
 from labs.findings import Evidence, Pacing, Verdict, idle_timeout, total_timeout
 from labs.findings.evidence import ended, secs
 from labs.probe import knobs
-from labs.probe.base import Context, Observation, OutOfBudget, skipped, spent
+from labs.probe.base import CannotTell, Context, Observation, OutOfBudget, skipped, spent, told
 
 POSITIONS = ("before-headers", "after-headers", "mid-stream")
 PLACE = {"before-headers": "before the response headers",
@@ -38,6 +38,7 @@ class Try:
     passed: bool
     ended: str
     cut_after_s: float | None  # seconds of silence when the path ended the stream
+    untold: str | None = None  # why this try proved nothing (the silence did not happen...)
 
 
 async def try_silence(ctx: Context, hop: int, position: str, silence_s: float) -> Try:
@@ -45,9 +46,10 @@ async def try_silence(ctx: Context, hop: int, position: str, silence_s: float) -
     result = spent(ctx, await client.measure_stream(
         ctx.path.completions(hop), knobs.silence_body(ctx.path.model or "", position, silence_s),
         headers=ctx.path.headers(), accept_encoding=None, read_timeout_s=silence_s + CLIENT_SLACK_S,
-        total_timeout_s=ctx.budget.cap(silence_s + 2 * CLIENT_SLACK_S)))
+        **ctx.path.tls(), total_timeout_s=ctx.budget.cap(silence_s + 2 * CLIENT_SLACK_S)))
     verdict = judge_try(result, silence_s)
-    return Try(round(silence_s, 3), not verdict.fault, ended(result), verdict.limit_s)
+    return Try(round(silence_s, 3), not verdict.fault and not verdict.untold, ended(result),
+               verdict.limit_s, verdict.untold)
 
 
 def judge_try(result: StreamResult, silence_s: float) -> Verdict:
@@ -84,6 +86,10 @@ class IdleTimeout:
             return skipped(self.name, self.kind, f"the budget has {ctx.budget.left():.0f} s left, "
                                                  f"a silence of {longest:g} s does not fit")
         tries = [await try_silence(ctx, hop, self.position, longest)]
+        if tries[0].untold:  # a silence that did not happen (or that the client left) proved nothing
+            return Observation(self.name, self.kind, False, f"not measured: {tries[0].untold}",
+                               measurements={"tries": [asdict(t) for t in tries]},
+                               skipped=tries[0].untold)
         if tries[0].passed:
             total = ctx.notes.get("total_limit_s")
             capped = (f" (kept under the {total:.2f} s total limit)"
@@ -106,6 +112,8 @@ class IdleTimeout:
             except OutOfBudget:
                 break  # report the bracket found so far
             tries.append(attempt)
+            if attempt.untold:
+                break  # that try proved nothing: report the bracket found so far
             if attempt.passed:
                 lo = silence
             else:
@@ -114,7 +122,7 @@ class IdleTimeout:
         ctx.notes.setdefault("idle_limits_s", []).append(limit)
         numbers = {"tries": [asdict(t) for t in tries], "passed_up_to_s": lo or None,
                    "cut_from_s": hi}
-        cut = min((t for t in tries if not t.passed), key=lambda t: t.silence_s)
+        cut = min((t for t in tries if not t.passed and not t.untold), key=lambda t: t.silence_s)
         passed_text = f"{lo:.2f} s passed" if lo else "even the shortest silence tried was cut"
         evidence = (f"a silence of {cut.silence_s:.2f} s {PLACE[self.position]} ended the stream "
                     f"({cut.ended}; the client saw the end {secs(cut.cut_after_s)} after the "
@@ -132,6 +140,8 @@ class IdleTimeout:
         # cut late (measured: once at load 6, which named the hop in front of the culprit).
         for _ in range(2):
             attempt = await try_silence(ctx, hop, self.position, silence)
+            if attempt.untold:
+                raise CannotTell(attempt.untold)
             if attempt.passed:
                 return False
             cut = attempt.cut_after_s
@@ -148,7 +158,7 @@ class TotalTimeout:
         return spent(ctx, await client.measure_stream(
             ctx.path.completions(hop), knobs.long_body(ctx.path.model or "", duration_s),
             headers=ctx.path.headers(), accept_encoding=None, read_timeout_s=CLIENT_SLACK_S,
-            total_timeout_s=ctx.budget.cap(duration_s + 3 * CLIENT_SLACK_S)))
+            **ctx.path.tls(), total_timeout_s=ctx.budget.cap(duration_s + 3 * CLIENT_SLACK_S)))
 
     async def observe(self, ctx: Context, hop: int) -> Observation:
         # A little past --max-stream, so a limit of exactly that length still shows.
@@ -177,7 +187,7 @@ class TotalTimeout:
         if first.limit_s is None:
             return False
         duration = first.limit_s * 1.5 + 0.5
-        cut = judge_long(await self._long(ctx, hop, duration), duration).limit_s
+        cut = told(judge_long(await self._long(ctx, hop, duration), duration)).limit_s
         return cut is not None and abs(cut - first.limit_s) <= SAME_LIMIT * first.limit_s
 
 

@@ -15,6 +15,7 @@ from typing import Any, Iterator, Mapping, Sequence
 from labs import catalogue
 from labs.scenario.runner import hop_settings
 from proxies.base import ProxySettings
+from proxies.export import with_lab_certificate
 from proxies.runtime import get_runtime
 from proxies.runtime.base import RunningProxy
 from proxies.variants import variant
@@ -50,9 +51,10 @@ def chain(hops: Sequence[Hop], server_port: int) -> Iterator[list[RunningProxy]]
 
 
 def settings_of(proxy: str, name: str) -> ProxySettings:
-    """`fixed`, `defaults`, or `<scenario>:broken|fixed` (the lab's settings for that hop)."""
+    """`fixed`, `defaults`, `fixed-tls` (its certificate the self-signed one made at run time), or
+    `<scenario>:broken|fixed` (the lab's settings for that hop)."""
     if ":" not in name:
-        return variant(proxy, name)  # type: ignore[arg-type]
+        return with_lab_certificate(variant(proxy, name))  # type: ignore[arg-type]
     scenario_name, variant_name = name.split(":", 1)
     scenario = catalogue.get(scenario_name)
     chosen = scenario.variant(variant_name)  # type: ignore[arg-type]
