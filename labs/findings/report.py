@@ -62,11 +62,13 @@ class CheckOutcome:
     observed: str
     kind: FindingKind | None = None  # the finding kind this check looks for, when it has one
     skipped: str | None = None  # why the check could not measure (a pytest skip, not a pass)
+    ran: bool = True  # False: skipped before it measured anything (the path cannot hold it)
 
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {"name": self.name, "passed": self.passed, "observed": self.observed}
         if self.skipped:
             out["skipped"] = self.skipped
+            out["ran"] = self.ran
         return out
 
 
@@ -84,8 +86,10 @@ class PathReport:
         loopback-only) leaves the run "inconclusive", never "ok"."""
         if any(f.severity == "failure" for f in self.findings):
             return "failure"
-        if any(c.skipped or not c.passed for c in self.checks):
+        if any((c.skipped and c.ran) or (not c.passed and not c.skipped) for c in self.checks):
             return "inconclusive"
+        if self.checks and not any(c.passed for c in self.checks):
+            return "inconclusive"  # nothing was measured: nothing can be "ok"
         return "ok"
 
     @property
@@ -98,7 +102,7 @@ class PathReport:
 
     def unmeasured(self) -> list[CheckOutcome]:
         """The checks that did not pass without naming a fault: skipped, or a failed self-check."""
-        return [c for c in self.checks if c.skipped or (not c.passed and c.kind is None)]
+        return [c for c in self.checks if (c.skipped and c.ran) or (not c.passed and c.kind is None and not c.skipped)]
 
     def failures(self) -> list[Finding]:
         return [f for f in self.findings if f.severity == "failure"]

@@ -92,6 +92,7 @@ class Observation:
     limit_s: float | None = None
     measurements: dict[str, Any] = field(default_factory=dict)
     skipped: str | None = None  # why the check could not measure (then `fault` is False)
+    ran: bool = True  # False: skipped before measuring (needs the canary, out of budget)
     # Set when the fault is only suspected (a warning): why the measurement cannot be sure.
     reason: str | None = None
     hop: int | None = 0
@@ -106,6 +107,12 @@ def spent(ctx: Context, result: StreamResult) -> StreamResult:
 
 def skipped(check: str, kind: FindingKind, reason: str) -> Observation:
     return Observation(check, kind, False, f"not measured: {reason}", skipped=reason)
+
+
+def not_run(check: str, kind: FindingKind, reason: str) -> Observation:
+    """A check this path or run cannot hold (it needs the canary, the budget is spent): it did
+    not run, so it neither passes nor leaves the run inconclusive; the output says why."""
+    return Observation(check, kind, False, f"not run: {reason}", skipped=reason, ran=False)
 
 
 def failed(check: str, kind: FindingKind, exc: BaseException) -> Observation:

@@ -17,7 +17,7 @@ from labs import client
 from labs.client.results import StreamResult
 from labs.findings import connection_limit
 from labs.probe import knobs
-from labs.probe.base import CannotTell, Context, Observation, skipped, spent
+from labs.probe.base import CannotTell, Context, Observation, not_run, skipped, spent
 
 STREAM_TIMEOUT_S = 30.0
 
@@ -45,9 +45,9 @@ class ConnectionLimit:
         if not readable and ctx.path.slots and n > ctx.path.slots:
             n, note = ctx.path.slots, f" (kept to the canary's {ctx.path.slots} slots)"
         if n < 2:
-            return skipped(self.name, self.kind, "needs at least 2 streams (--streams)")
+            return not_run(self.name, self.kind, "needs at least 2 streams (--streams)")
         if not ctx.budget.allows(STREAM_TIMEOUT_S / 3):
-            return skipped(self.name, self.kind, f"the budget has {ctx.budget.left():.0f} s left")
+            return not_run(self.name, self.kind, f"the budget has {ctx.budget.left():.0f} s left")
         results, ids = await self._burst(ctx, hop, n)
         for result in results:
             spent(ctx, result)

@@ -17,7 +17,7 @@ from labs.client.results import StreamResult
 from labs.findings import Evidence, Pacing, Verdict, departure
 from labs.findings.evidence import secs
 from labs.probe import knobs
-from labs.probe.base import CannotTell, Context, Observation, skipped
+from labs.probe.base import CannotTell, Context, Observation, not_run, skipped
 from labs.probe.path import entry_root
 
 LEAVE_BY_S = 1.0  # leave at the latest this long after the request, events or not
@@ -45,10 +45,10 @@ class Disconnect:
         tokens = len(knobs.LEAVE_SCRIPT.split())
         stream_s = tokens / knobs.LEAVE_TOKENS_PER_S + pause
         if not ctx.budget.allows(stream_s + 2):
-            return skipped(self.name, self.kind, f"the budget has {ctx.budget.left():.0f} s left")
+            return not_run(self.name, self.kind, f"the budget has {ctx.budget.left():.0f} s left")
         if not await ctx.path.records_readable(hop):
             where = f"{entry_root(ctx.path.urls[hop])}/lab/requests/"
-            return skipped(self.name, self.kind, f"the origin's records are not readable through "
+            return not_run(self.name, self.kind, f"the origin's records are not readable through "
                                                  f"this entry ({where}): route /lab/ to the canary")
         request_id = ctx.path.new_request_id()
         ctx.progress(f"leaving a stream after {knobs.LEAVE_AFTER_EVENTS} events through "

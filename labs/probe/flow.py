@@ -15,7 +15,7 @@ from labs.findings import (Evidence, FindingKind, Pacing, UnusableInput, Verdict
                            compression)
 from labs.findings.evidence import ended, hop_spread_p50
 from labs.probe import knobs, protocols
-from labs.probe.base import Context, Observation, brief, skipped, spent, told
+from labs.probe.base import Context, Observation, brief, not_run, skipped, spent, told
 
 GZIP = "gzip, deflate"  # what httpx (and so the OpenAI SDK) sends
 STREAM_TIMEOUT_S = 60.0
@@ -202,5 +202,5 @@ def flow_checks() -> list[Any]:
 
 
 def not_for_plain(kind: FindingKind, name: str) -> Observation:
-    return skipped(name, kind, "needs a canary origin (the lab's server: python -m server "
+    return not_run(name, kind, "needs a canary origin (the lab's server: python -m server "
                                "--engine synthetic) behind the path")

@@ -35,7 +35,8 @@ class ProbeReport(PathReport):
     def add(self, seen: Any, scenario: str | None, fix: str | None) -> None:
         """One check's observation: its check line, and its finding when it saw the fault."""
         self.checks.append(CheckOutcome(name=seen.check, passed=not seen.fault and not seen.skipped,
-                                        observed=seen.observed, kind=seen.kind, skipped=seen.skipped))
+                                        observed=seen.observed, kind=seen.kind, skipped=seen.skipped,
+                                        ran=getattr(seen, "ran", True)))
         if seen.fault:
             finding = Finding(kind=seen.kind, severity="warning" if seen.reason else "failure",
                               evidence=seen.evidence, scenario=scenario, fix=fix,

@@ -17,7 +17,7 @@ from typing import Any, Sequence
 
 from labs.findings import BY_ID, FindingKind, UnusableInput
 from labs.probe.base import (DEFAULT_BUDGET_S, Budget, CannotTell, Context, Observation, OutOfBudget,
-                             Progress, Settings, failed, skipped)
+                             Progress, Settings, failed, not_run, skipped)
 from labs.probe.burst import ConnectionLimit
 from labs.probe.departure import Disconnect
 from labs.probe import protocols
@@ -66,7 +66,7 @@ async def observe(check: Any, ctx: Context) -> Observation:
     try:
         return await check.observe(ctx, 0)
     except OutOfBudget as exc:
-        return skipped(check.name, check.kind, str(exc))
+        return not_run(check.name, check.kind, str(exc))
     except UnusableInput:
         raise
     except Exception as exc:  # noqa: BLE001 - one check's error must not pass for a measurement

@@ -19,7 +19,7 @@ from labs.client.results import StreamResult
 from labs.findings import Evidence, Pacing, Verdict, idle_timeout, total_timeout
 from labs.findings.evidence import ended, secs
 from labs.probe import knobs
-from labs.probe.base import CannotTell, Context, Observation, OutOfBudget, skipped, spent, told
+from labs.probe.base import CannotTell, Context, Observation, OutOfBudget, not_run, skipped, spent, told
 
 POSITIONS = ("before-headers", "after-headers", "mid-stream")
 PLACE = {"before-headers": "before the response headers",
@@ -83,7 +83,7 @@ class IdleTimeout:
     async def observe(self, ctx: Context, hop: int) -> Observation:
         longest = self.longest(ctx)
         if not ctx.budget.allows(longest + 1):
-            return skipped(self.name, self.kind, f"the budget has {ctx.budget.left():.0f} s left, "
+            return not_run(self.name, self.kind, f"the budget has {ctx.budget.left():.0f} s left, "
                                                  f"a silence of {longest:g} s does not fit")
         tries = [await try_silence(ctx, hop, self.position, longest)]
         if tries[0].untold:  # a silence that did not happen (or that the client left) proved nothing
@@ -164,7 +164,7 @@ class TotalTimeout:
         # A little past --max-stream, so a limit of exactly that length still shows.
         duration = ctx.settings.max_stream_s * 1.1 + 0.5
         if not ctx.budget.allows(duration + 1):
-            return skipped(self.name, self.kind, f"the budget has {ctx.budget.left():.0f} s left, "
+            return not_run(self.name, self.kind, f"the budget has {ctx.budget.left():.0f} s left, "
                                                  f"a {duration:.0f} s stream does not fit")
         result = await self._long(ctx, hop, duration)
         numbers = {"duration_s": round(duration, 3), "stream": {

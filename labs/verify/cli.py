@@ -47,10 +47,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "(code scanning); github: GitHub Actions annotations")
     parser.add_argument("--json", action="store_true", help="the same as --format json")
 
-
-def output_format(args: argparse.Namespace) -> str:
-    """--format, with --json its older spelling (scripts and docs use it)."""
-    return "json" if args.json else args.format or "text"
     route = parser.add_argument_group("which route (default: the one that serves the chat API, said in the output)")
     route.add_argument("--path", default=None, metavar="PATH",
                        help="judge the route that serves POST PATH (e.g. /api/chat/completions)")
@@ -63,6 +59,11 @@ def output_format(args: argparse.Namespace) -> str:
     route.add_argument("--main", default=None, metavar="PLATFORM|FILE",
                        help="nginx site file: the main config it is included from: official-image "
                             "(default), debian, or your own nginx.conf")
+
+
+def output_format(args: argparse.Namespace) -> str:
+    """--format, with --json its older spelling (scripts and docs use it)."""
+    return "json" if args.json else args.format or "text"
 
 
 def headers_from(values: list[str]) -> dict[str, str]:

@@ -117,6 +117,33 @@ class TextEdits:
         brace = self.original.index("{", start)
         self._edits.append((brace + 1, brace + 1, "".join(f"\n{indent}{item}" for item in lines)))
 
+    def insert_at_block_end(self, line: int, name: str, lines: list[str], indent: str = "    ") -> None:
+        """New lines right before the `}` that closes the block `name` starting on `line`."""
+        start, _ = self._statement_start(line, name)
+        index, depth, quote = self.original.index("{", start), 0, None
+        while index < len(self.original):
+            char = self.original[index]
+            if quote:
+                if char == "\\":
+                    index += 1
+                elif char == quote:
+                    quote = None
+            elif char == "#":
+                index = self.original.find("\n", index)
+                if index < 0:
+                    break
+            elif char in "\"'":
+                quote = char
+            elif char == "{":
+                depth += 1
+            elif char == "}":
+                depth -= 1
+                if depth == 0:
+                    self._edits.append((index, index, "".join(f"{indent}{item}\n" for item in lines)))
+                    return
+            index += 1
+        raise ValueError(f"the {name!r} block on line {line} does not end")
+
     def _statement_start(self, line: int, name: str) -> tuple[int, int]:
         start_of_line = self._line_start(line)
         match = re.compile(rf"(?<![\w$-]){re.escape(name)}(?![\w-])").search(self.original, start_of_line)

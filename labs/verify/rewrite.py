@@ -32,6 +32,11 @@ class Rewritten:
     host_header: str | None = None  # the Host a request needs to reach the chat route (Envoy vhosts)
     notes: list[str] = field(default_factory=list)
     labels: dict[str, str] = field(default_factory=dict)  # file -> its name for the user (a platform's main)
+    # A file in the run folder where the proxy logs the address of every upstream it contacted,
+    # one per line (nginx: $upstream_addr): what the loopback-only check reads.
+    upstream_log: str | None = None
+    # A stats socket the proxy answers `show stat` on (HAProxy): per-server sessions and addresses.
+    stats_socket: Path | None = None
 
     def shown(self, name: str) -> str:
         return self.labels.get(name) or display_path(name)

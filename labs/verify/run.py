@@ -98,7 +98,7 @@ def verify_config(path: Path, *, proxy: str | None = None, max_silence_s: float 
         measured = _measure(proxy_run, server, options, selected, say, reading, headers or {})
         report.checks = [CheckOutcome(m.name, m.passed, m.observed, kind=m.kind, skipped=m.skipped)
                          for m in measured]
-        report.checks.append(_loopback_check(proxy_run))
+        report.checks.append(_loopback_check(proxy_run, server.port))
     where_of = {name: setting.where for name, setting in reading.settings.items()}
     report.findings = judge.findings(proxy, suspected, measured, where_of)
     report.wall_s = time.monotonic() - started
@@ -152,18 +152,51 @@ def _measure(proxy_run: RunningConfig, server: ServerHandle, options: Options, s
     return asyncio.run(everything())
 
 
-def _loopback_check(proxy_run: RunningConfig) -> CheckOutcome:
-    """What the proxy itself says it talked to: Envoy's upstream hosts, nginx's and HAProxy's logs."""
+def _loopback_check(proxy_run: RunningConfig, lab_port: int) -> CheckOutcome:
+    """What the proxy itself says it talked to (Envoy's upstream hosts, the upstream log verify
+    adds to nginx's config, addresses in the logs): every one must be the lab's server. A proxy
+    that recorded no upstream address cannot prove it: skipped, never passed."""
     seen: set[str] = set()
     if proxy_run.rewritten.admin_port is not None:
         for line in proxy_run.admin("/clusters").splitlines():
-            match = re.match(r"^[^:]+::([^:]+):\d+::", line)
-            if match:
+            match = re.match(r"^[^:]+::([^:]+:\d+)::cx_total::(\d+)$", line)
+            if match and int(match[2]) > 0:  # a host Envoy opened connections to
                 seen.add(match[1])
+    if proxy_run.rewritten.stats_socket is not None:
+        seen.update(_contacted_servers(proxy_run.rewritten.stats_socket))
+    if proxy_run.rewritten.upstream_log is not None:
+        path = proxy_run.rewritten.folder / proxy_run.rewritten.upstream_log
+        text = path.read_text(errors="replace") if path.is_file() else ""
+        seen.update(a.strip() for line in text.splitlines() for a in re.split(r"[,:]\s+|\s*,\s*", line)
+                    if a.strip() and a.strip() != "-")
     text = proxy_run.log_text()
-    seen.update(re.findall(r"upstream(?:_addr|_host)?[=:]\s*\"?\[?([0-9a-fA-F.:]+?)\]?:\d+", text))
-    seen.update(re.findall(r"connect\(\) to \[?([0-9a-fA-F.:]+?)\]?:\d+", text))
-    others = sorted(h for h in seen if not is_loopback(h))
-    observed = ("upstreams used: " + (", ".join(sorted(seen)) or "only the lab's server (no other address in the "
-                                      "proxy's logs)")) if not others else "OTHER ADDRESSES: " + ", ".join(others)
-    return CheckOutcome("loopback-only", not others, observed)
+    seen.update(f"{h}:{p}" for h, p in re.findall(r"upstream(?:_addr|_host)?[=:]\s*\"?\[?([0-9a-fA-F.:]+?)\]?:(\d+)", text))
+    seen.update(f"{h}:{p}" for h, p in re.findall(r"connect\(\) to \[?([0-9a-fA-F.:]+?)\]?:(\d+)", text))
+    lab = f"127.0.0.1:{lab_port}"
+    others = sorted(a for a in seen if a != lab)
+    if others:
+        return CheckOutcome("loopback-only", False, "OTHER ADDRESSES contacted: " + ", ".join(others)
+                            + f" (the lab's server is {lab})")
+    if not seen:
+        return CheckOutcome("loopback-only", False, "no upstream address recorded", skipped=(
+            f"{proxy_run.rewritten.proxy} recorded no upstream address here: nothing shows what it contacted"))
+    return CheckOutcome("loopback-only", True, f"every upstream contacted was the lab's server ({lab})")
+
+
+def _contacted_servers(socket_path: Path) -> set[str]:
+    """`show stat` on HAProxy's stats socket: the address of every server with a session."""
+    import csv
+    import socket
+    try:
+        with socket.socket(socket.AF_UNIX) as sock:
+            sock.settimeout(5)
+            sock.connect(str(socket_path))
+            sock.sendall(b"show stat\n")
+            chunks = []
+            while chunk := sock.recv(65536):
+                chunks.append(chunk)
+    except OSError:
+        return set()
+    rows = list(csv.DictReader(b"".join(chunks).decode(errors="replace").lstrip("# ").splitlines()))
+    return {row["addr"] for row in rows if row.get("svname") not in ("FRONTEND", "BACKEND")
+            and row.get("addr") and int(row.get("stot") or 0) > 0}

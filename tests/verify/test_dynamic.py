@@ -124,3 +124,25 @@ def test_every_upstream_is_the_lab_server_even_a_loopback_one(verify_server, tmp
             sentinel.accept()  # nobody connected to where the user's config pointed
     finally:
         sentinel.close()
+
+
+@pytest.mark.parametrize("proxy", ["haproxy", "nginx"])
+def test_loopback_only_fails_when_the_proxy_reaches_anything_but_the_lab(verify_server, tmp_path, proxy,
+                                                                          monkeypatch):
+    """The proof can fail: a rewrite that (by a bug) left one upstream at a sentinel server is
+    caught by what the proxy itself recorded, and the run is not "ok" (exit status 2)."""
+    from labs.verify import lab_server
+    from labs.verify.haproxy import rewrite as haproxy_rewrite
+    from labs.verify.nginx import rewrite as nginx_rewrite
+    with lab_server(streams=4) as sentinel:
+        module = nginx_rewrite if proxy == "nginx" else haproxy_rewrite
+        real = module.rewrite
+        monkeypatch.setattr(module, "rewrite", lambda config, front, lab_port, *rest, **kw:
+                            real(config, front, sentinel.port, *rest, **kw))
+        name, template = SENTINEL_CONFIGS[proxy]
+        path = tmp_path / name
+        path.write_text(template.format(port=9))
+        report = verify_config(path, checks=["streaming"], server=verify_server)
+    loopback = next(c for c in report.checks if c.name == "loopback-only")
+    assert not loopback.passed and f"127.0.0.1:{sentinel.port}" in loopback.observed, loopback.observed
+    assert report.verdict == "inconclusive" and report.exit_status == 2

@@ -11,7 +11,7 @@ import os
 import re
 from pathlib import Path
 
-from labs.verify.edits import TextEdits
+from labs.verify.edits import MARK, TextEdits
 from labs.verify.haproxy.config import HaproxyConfig, Section, Statement, words_of
 from labs.verify.rewrite import Rewritten
 from server.processes import free_port
@@ -24,6 +24,7 @@ SERVER_DROPPED_WITH_VALUE = {"verify", "ca-file", "crt", "sni", "resolvers", "in
 REMOVED_SECTIONS = {"resolvers": "names DNS servers of the user's network", "peers": "names peer hosts",
                     "mailers": "names mail servers"}
 STDOUT_LOG = "log stdout format raw local0 info"
+VERIFY_SOCKET = "verify-stats.sock"
 
 
 def rewrite(config: HaproxyConfig, frontend: Section, lab_port: int, folder: Path, *,
@@ -75,9 +76,22 @@ def rewrite(config: HaproxyConfig, frontend: Section, lab_port: int, folder: Pat
                 edit.remove(line, key, "the file is not on this machine (HAProxy's own page is used)")
             elif key == "http-check" or words[:2] == ["option", "httpchk"]:
                 edit.remove(line, key if key == "http-check" else "option", "health checks are off")
+    _add_stats_socket(config, edit, folder, result)
     rewritten = edit.apply()
     result.files[str(config.file)] = (config.text, rewritten, result.main)
     return result
+
+
+def _add_stats_socket(config: HaproxyConfig, edit: TextEdits, folder: Path, result: Rewritten) -> None:
+    """verify's own stats socket: after the run, each server's session count and address say what
+    HAProxy really contacted (the loopback-only check), whatever the config's log format."""
+    result.stats_socket = folder / VERIFY_SOCKET
+    line = f"stats socket {result.stats_socket} mode 600 level user  # {MARK}: what was contacted"
+    glob = next((s for s in config.sections if s.kind == "global"), None)
+    if glob is not None:
+        edit.insert_after(glob.line, [line])
+    else:
+        edit.insert_after(0, [f"global  # {MARK}", f"    {line}"], indent="")
 
 
 def _fd_hard_limit() -> int:

@@ -27,6 +27,10 @@ DROPPED_LISTEN_PARAMS = ("ssl", "http2", "proxy_protocol", "spdy")
 KEPT_UPSTREAM_PARAMS = ("weight=", "max_fails=", "fail_timeout=", "backup", "down", "max_conns=",
                         "slow_start=")
 NO_TLS = "TLS is off here: the lab speaks plain HTTP to this server block"
+# Every upstream address nginx contacts, one per request, for the loopback-only check.
+UPSTREAM_LOG = "upstreams.log"
+UPSTREAM_FORMAT = "streamlab_upstream"
+UPSTREAM_ACCESS_LOG = "access_log {folder}/" + UPSTREAM_LOG + " " + UPSTREAM_FORMAT
 
 
 def rewrite(config: NginxConfig, server: Directive, lab_port: int, folder: Path, *,
@@ -38,7 +42,8 @@ def rewrite(config: NginxConfig, server: Directive, lab_port: int, folder: Path,
 
     edits = {file: TextEdits(Path(file).read_text()) for file in config.files}
     main_file = config.files[0]
-    result = Rewritten("nginx", folder, mirror(main_file), listen_port=0, labels=dict(config.labels))
+    result = Rewritten("nginx", folder, mirror(main_file), listen_port=0, labels=dict(config.labels),
+                       upstream_log=UPSTREAM_LOG)
     missing = {id(d) for d in config.missing}
     ports: dict[str, int] = {}
     seen_notes: set[str] = set()
@@ -53,8 +58,8 @@ def rewrite(config: NginxConfig, server: Directive, lab_port: int, folder: Path,
         context = d.parent.name if d.parent else "main"
         if d.name == "include" and d.args:
             if d is config.site_include and d.nth < 0:  # the user's main had no site include
-                edits[d.file].insert_in_block(d.line, "http", [f"include {mirror(config.entry)};  # {MARK}: "
-                                                               "the site file"], indent="    ")
+                edits[d.file].insert_at_block_end(d.line, "http", [f"include {mirror(config.entry)};  # {MARK}: "
+                                                                   "the site file"], indent="    ")
             elif id(d) in missing:
                 edit.remove("include", "not here: left out (see the notes)")
             elif not config.included.get(id(d)):
@@ -79,8 +84,13 @@ def rewrite(config: NginxConfig, server: Directive, lab_port: int, folder: Path,
         elif d.name == "error_log":
             level = [a for a in d.args[1:] if not a.startswith("syslog:")]
             edit.replace("error_log", " ".join(["error_log", str(folder / "error.log"), *level]))
-        elif d.name == "access_log" and d.args and d.args[0] != "off":
-            edit.replace("access_log", " ".join(["access_log", str(folder / "access.log"), *d.args[1:]]))
+        elif d.name == "access_log" and d.args and d.args[0] == "off":
+            # `off` cancels every access_log of its level: the upstream log replaces it there.
+            edit.replace("access_log", UPSTREAM_ACCESS_LOG.format(folder=folder))
+        elif d.name == "access_log" and d.args:
+            # A level with its own access_log inherits none: the upstream log goes beside it.
+            edit.replace("access_log", " ".join(["access_log", str(folder / "access.log"), *d.args[1:]])
+                         + "; " + UPSTREAM_ACCESS_LOG.format(folder=folder))
         elif d.name in TEMP_PATHS:
             edit.replace(d.name, " ".join([d.name, str(folder / d.name), *d.args[1:]]))
         elif d.name == "proxy_cache_path":
@@ -145,9 +155,12 @@ def _add_defaults(config: NginxConfig, edits: dict[str, TextEdits], folder: Path
     if http is None:
         return
     missing = [f"{name} {folder / name};" for name in TEMP_PATHS if http.first(name) is None]
-    if missing:  # in the file the http block is written in (it may be an included one)
-        edits[http.file].insert_in_block(http.line, "http", [f"# {MARK}: temp files in the run's folder",
-                                                             *missing])
+    # In the file the http block is written in (it may be an included one), first in the block:
+    # the format must be known before any access_log names it.
+    edits[http.file].insert_in_block(http.line, "http", [
+        f"# {MARK}: temp files in the run's folder; every upstream address contacted, logged",
+        *missing, f"log_format {UPSTREAM_FORMAT} '$upstream_addr';",
+        UPSTREAM_ACCESS_LOG.format(folder=folder) + ";"])
 
 
 def _upstream_names(config: NginxConfig) -> set[str]:
