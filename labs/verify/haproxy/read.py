@@ -1,8 +1,10 @@
 """Which HAProxy frontend and backend serve the chat route (`POST /v1/chat/completions`), and what is in effect.
 
 A frontend (or `listen`) picks its backend with the first `use_backend` whose condition holds,
-else `default_backend`; conditions are evaluated for the chat request (path and method ACLs;
-a condition on anything else, such as the Host header, is taken as true and noted). Settings come
+else `default_backend`; conditions are evaluated for the chat request by labs.verify.haproxy.acl
+(path, method and Host ACLs with their match methods, pattern files and maps beside the config; a
+condition verify cannot tell is taken as true and noted). A backend named by `%[...]` (a map) is
+looked up as HAProxy does, else the default_backend is judged and said so. Settings come
 from the section itself, else its `defaults` section, else HAProxy 2.6's own defaults.
 """
 from __future__ import annotations
@@ -11,8 +13,10 @@ import re
 from pathlib import Path
 
 from labs.findings import UnusableInput
+from labs.verify.haproxy import acl
+from labs.verify.haproxy.acl import Request
 from labs.verify.haproxy.config import HaproxyConfig, Section, Statement, parse
-from labs.verify.model import DEFAULT, ROUTE_METHOD, Reading, RouteWanted, Setting, display_path
+from labs.verify.model import DEFAULT, Reading, RouteWanted, Setting, display_path
 
 OPTIONS = ("http-no-delay", "abortonclose")
 TIMEOUTS = ("server", "client", "tunnel", "connect")
@@ -29,6 +33,7 @@ def parse_time(text: str) -> float:
 
 def read(path: Path, wanted: RouteWanted = RouteWanted()) -> Reading:
     config = parse(path)
+    check_timeouts(config)
     frontend, backend, notes, route_path = select_route(config, wanted)
     shown = display_path(path)
     reading = Reading(proxy="haproxy", file=path, notes=notes, path=route_path,
@@ -37,6 +42,9 @@ def read(path: Path, wanted: RouteWanted = RouteWanted()) -> Reading:
         + (f" > backend {backend.name} ({shown}:{backend.line})" if backend is not frontend else "")),
                       why=f"asked for with --path {wanted.path}" if wanted.path else
                       f"the first of the API's usual paths it sends to a backend: POST {route_path}")
+    chosen = [n.removeprefix("backend chosen: ") for n in notes if n.startswith("backend chosen: ")]
+    if chosen:
+        reading.why += "; " + "; ".join(chosen)
 
     def where(statement: Statement) -> str:
         return f"{shown}:{statement.line}"
@@ -78,19 +86,50 @@ def read(path: Path, wanted: RouteWanted = RouteWanted()) -> Reading:
     glob = next((s for s in config.sections if s.kind == "global"), None)
     found = glob.last("maxconn") if glob else None
     reading.settings["global maxconn"] = (
-        Setting("global maxconn", int(found.words[1]), " ".join(found.words), where(found)) if found
+        Setting("global maxconn", _int_at(found, 1, path), " ".join(found.words), where(found)) if found
         else Setting("global maxconn", None, "maxconn (from the open-file limit)", DEFAULT))
     found = lookup(fe_chain, "maxconn")
     reading.settings["frontend maxconn"] = (
-        Setting("frontend maxconn", int(found.words[1]), " ".join(found.words), where(found)) if found
+        Setting("frontend maxconn", _int_at(found, 1, path), " ".join(found.words), where(found)) if found
         else Setting("frontend maxconn", None, "maxconn (the global maxconn)", DEFAULT))
-    limits = [(int(s.words[s.words.index("maxconn") + 1]), s) for s in backend.find("server")
-              if "maxconn" in s.words[:-1]]
+    limits = [(_int_at(s, s.words.index("maxconn") + 1, path) * _count(s, path), s)
+              for s in backend.find("server") + backend.find("server-template") if "maxconn" in s.words[2:]]
     if limits:
         total = sum(limit for limit, _ in limits)
         reading.settings["server maxconn"] = Setting("server maxconn", total, " ".join(limits[0][1].words),
                                                      where(limits[0][1]))
     return reading
+
+
+def _int_at(statement: Statement, index: int, path: Path) -> int:
+    """The integer at `index` of a statement (`maxconn 100`), else UnusableInput naming the line."""
+    text = statement.words[index] if index < len(statement.words) else ""
+    if not re.fullmatch(r"\d+", text):
+        raise UnusableInput(f"{statement.words[index - 1]} needs a whole number, not {text or 'nothing'!r}",
+                            file=display_path(path), line=statement.line)
+    return int(text)
+
+
+def _count(statement: Statement, path: Path) -> int:
+    """How many servers a line makes: one, or a server-template's NUM (or LOW-HIGH)."""
+    if statement.keyword != "server-template":
+        return 1
+    text = statement.words[2] if len(statement.words) > 2 else ""
+    found = re.fullmatch(r"(\d+)(?:-(\d+))?", text)
+    if found is None:
+        raise UnusableInput(f"server-template needs a number of servers (NUM or LOW-HIGH), not {text!r}",
+                            file=display_path(path), line=statement.line)
+    return int(found[1]) if found[2] is None else max(0, int(found[2]) - int(found[1]) + 1)
+
+
+def check_timeouts(config: HaproxyConfig) -> None:
+    """Every `timeout NAME VALUE` of the config reads as a time (else UnusableInput at its line)."""
+    for section in config.sections:
+        for statement in section.find("timeout"):
+            if len(statement.words) < 2:
+                raise UnusableInput("timeout needs a name and a time (timeout server 30s)",
+                                    file=display_path(config.file), line=statement.line)
+            _time_at(statement, config.file)
 
 
 def _time_at(statement: Statement, path: Path) -> float:
@@ -126,33 +165,58 @@ def select_route(config: HaproxyConfig, wanted: RouteWanted = RouteWanted()
                  ) -> tuple[Section, Section, list[str], str]:
     """The frontend and backend that serve the first of `wanted.paths` some frontend routes."""
     for route_path in wanted.paths:
-        found = _route_for(config, route_path)
+        found = _route_for(config, route_path, wanted.host)
         if found is not None:
             return (*found, route_path)
     raise UnusableInput(f"no HTTP frontend sends POST {' or '.join(wanted.paths)} to a backend (bind + "
                         "use_backend or default_backend)", file=str(config.file))
 
 
-def _route_for(config: HaproxyConfig, route_path: str) -> tuple[Section, Section, list[str]] | None:
-    notes: list[str] = []
+def _route_for(config: HaproxyConfig, route_path: str, host: str | None = None
+               ) -> tuple[Section, Section, list[str]] | None:
+    request = Request(route_path, host, config.file.parent)
     for frontend in config.proxies("frontend", "listen"):
         if not frontend.find("bind"):
             continue
         mode = frontend.last("mode") or _defaults_mode(config, frontend)
-        if mode is not None and mode.words[1] != "http":
+        if mode is not None and _word(mode, 1, config) != "http":
             continue
         if frontend.kind == "listen" and frontend.find("server"):
-            return frontend, frontend, notes
-        acls = _acls(frontend)
-        for rule in frontend.find("use_backend"):
-            if _condition_holds(rule.words[2:], acls, notes, route_path):
-                backend = config.named("backend", rule.words[1])
-                if backend is not None:
-                    return frontend, backend, notes
+            return frontend, frontend, request.notes
+        acls = _acls(frontend, config.file)
         default = frontend.last("default_backend")
-        if default is not None and (backend := config.named("backend", default.words[1])) is not None:
-            return frontend, backend, notes
+        default_name = _word(default, 1, config) if default is not None else None
+        for rule in frontend.find("use_backend"):
+            name = _word(rule, 1, config)
+            if not acl.condition(rule.words[2:], acls, request):
+                continue
+            if "%[" in name:
+                evaluated = acl.log_format(name, request)
+                backend = config.named("backend", evaluated) if evaluated else None
+                if backend is None:
+                    backend = config.named("backend", default_name) if default_name else None
+                    if backend is None:
+                        continue
+                    request.note(f"backend chosen: {'no' if evaluated is None else 'no backend named'} "
+                                 f"{evaluated or 'value'} from use_backend {name} "
+                                 f"({display_path(config.file)}:{rule.line}), so the default_backend "
+                                 f"{default_name} is judged")
+                else:
+                    request.note(f"backend chosen: use_backend {name} gives {evaluated} for {route_path}")
+                return frontend, backend, request.notes
+            backend = config.named("backend", name)
+            if backend is not None:
+                return frontend, backend, request.notes
+        if default_name is not None and (backend := config.named("backend", default_name)) is not None:
+            return frontend, backend, request.notes
     return None
+
+
+def _word(statement: Statement, index: int, config: HaproxyConfig) -> str:
+    if len(statement.words) <= index:
+        raise UnusableInput(f"'{statement.keyword}' needs a value", file=display_path(config.file),
+                            line=statement.line)
+    return statement.words[index]
 
 
 def _defaults_mode(config: HaproxyConfig, section: Section) -> Statement | None:
@@ -160,64 +224,11 @@ def _defaults_mode(config: HaproxyConfig, section: Section) -> Statement | None:
     return defaults.last("mode") if defaults else None
 
 
-def _acls(section: Section) -> dict[str, list[list[str]]]:
+def _acls(section: Section, path: Path) -> dict[str, list[list[str]]]:
     acls: dict[str, list[list[str]]] = {}
     for statement in section.find("acl"):
+        if len(statement.words) < 3:
+            raise UnusableInput("an acl needs a name and a criterion (acl NAME FETCH [flags] VALUE...)",
+                                file=display_path(path), line=statement.line)
         acls.setdefault(statement.words[1], []).append(statement.words[2:])
     return acls
-
-
-def _condition_holds(words: list[str], acls: dict[str, list[list[str]]], notes: list[str],
-                     route_path: str) -> bool:
-    if not words:
-        return True
-    negate_all = words[0] == "unless"
-    terms = words[1:] if words[0] in ("if", "unless") else words
-    result, current, index = False, True, 0
-    while index < len(terms):
-        term = terms[index]
-        if term in ("||", "or"):
-            result, current = result or current, True
-        elif term == "{":
-            end = terms.index("}", index)
-            current = current and _criterion(terms[index + 1:end], notes, route_path)
-            index = end
-        else:
-            negate = term.startswith("!")
-            name = term.lstrip("!")
-            holds = (any(_criterion(c, notes, route_path) for c in acls.get(name, [])) if name in acls
-                     else _builtin(name, notes))
-            current = current and (holds != negate)
-        index += 1
-    result = result or current
-    return result != negate_all
-
-
-def _builtin(name: str, notes: list[str]) -> bool:
-    builtins = {"TRUE": True, "FALSE": False, "METH_POST": True, "HTTP": True, "METH_GET": False,
-                "HTTP_1.1": True}
-    if name not in builtins:
-        notes.append(f"condition {name!r} is not known to verify; taken as true")
-    return builtins.get(name, True)
-
-
-def _criterion(words: list[str], notes: list[str], route_path: str) -> bool:
-    fetch, values = words[0], [w for w in words[1:] if not w.startswith("-")]
-    insensitive = "-i" in words
-    path = route_path.lower() if insensitive else route_path
-    values = [v.lower() for v in values] if insensitive else values
-    tests = {
-        "path_beg": lambda v: path.startswith(v), "path": lambda v: path == v,
-        "path_end": lambda v: path.endswith(v), "path_sub": lambda v: v in path,
-        "path_dir": lambda v: v.strip("/") in path.split("/"),
-        "path_reg": lambda v: re.search(v, path) is not None,
-        "method": lambda v: v.upper() == ROUTE_METHOD,
-    }
-    if fetch in tests:
-        return any(tests[fetch](v) for v in values)
-    if re.fullmatch(r"(req\.)?hdr(_beg|_dom|_end)?\(host\)", fetch, re.I) and values:
-        # The chat route is reached with the Host the rule names: verify's requests carry it.
-        notes.append(f"the route needs Host {values[0]!r} ({fetch}): verify's requests carry it")
-        return True
-    notes.append(f"ACL on {fetch} is not evaluated; taken as true (the chat route is assumed to match)")
-    return True

@@ -3,7 +3,11 @@
 `bind` lines move to free loopback ports (the chat frontend's first), every `server` (and
 `server-template`) points at the lab's server with TLS, DNS and health-check parameters dropped,
 logs go to stdout, pid and stats sockets into the run's folder, `user`/`group`/`chroot`/`daemon`
-go, and `resolvers`, `peers` and `mailers` sections are commented out (they name other hosts).
+go, and `resolvers`, `peers` and `mailers` sections are commented out (they name other hosts),
+with what refers to them (`stick-table ... peers X`, a server's `resolvers X`, `do-resolve`).
+Pattern and map files (`-f FILE`, `map_beg(FILE,...)`) are copied into the run when found beside
+the config, else a stand-in says what the reading assumed; with TLS off, a redirect to https that
+`ssl_fc` would have stopped is commented out.
 """
 from __future__ import annotations
 
@@ -11,14 +15,18 @@ import os
 import re
 from pathlib import Path
 
+from labs.findings import UnusableInput
 from labs.verify.edits import MARK, TextEdits
+from labs.verify.haproxy import acl
 from labs.verify.haproxy.config import HaproxyConfig, Section, Statement, words_of
+from labs.verify.model import ROUTE_PATH, display_path
 from labs.verify.rewrite import Rewritten
 from server.processes import free_port
 
 BIND_KEPT = ("maxconn", "backlog", "name", "tfo", "defer-accept")
 SERVER_DROPPED_FLAGS = {"ssl", "check", "check-ssl", "no-check", "send-proxy", "send-proxy-v2", "no-verifyhost"}
 SERVER_DROPPED_WITH_VALUE = {"verify", "ca-file", "crt", "sni", "resolvers", "init-addr", "resolve-prefer",
+                             "resolve-net",
                              "alpn", "check-sni", "addr", "port", "inter", "fall", "rise", "resolve-opts",
                              "check-alpn", "ciphers", "verifyhost", "agent-check", "agent-port", "agent-inter"}
 REMOVED_SECTIONS = {"resolvers": "names DNS servers of the user's network", "peers": "names peer hosts",
@@ -27,9 +35,15 @@ STDOUT_LOG = "log stdout format raw local0 info"
 VERIFY_SOCKET = "verify-stats.sock"
 
 
+_FILE_REF = re.compile(r"\b((?:map(?:_\w+)?|set-map|del-map|add-acl|del-acl)\()([^,)\s]+)")
+REDIRECT_WHY = "TLS is off here, so ssl_fc never holds: this redirect to https would answer every request"
+
+
 def rewrite(config: HaproxyConfig, frontend: Section, lab_port: int, folder: Path, *,
-            drop_user: bool = False) -> Rewritten:
+            drop_user: bool = False, route_path: str = ROUTE_PATH, host: str | None = None) -> Rewritten:
     edit = TextEdits(config.text, terminator="\n")
+    lines = config.text.splitlines()
+    files = _Files(config, folder, route_path, host)
     result = Rewritten("haproxy", folder, folder / "conf" / "haproxy.cfg", listen_port=0)
     not_root = drop_user or os.geteuid() != 0
 
@@ -38,6 +52,7 @@ def rewrite(config: HaproxyConfig, frontend: Section, lab_port: int, folder: Pat
             result.notes.append(text)
 
     for section in config.sections:
+        tls = any(w in ("ssl", "crt", "crt-list") for s in section.find("bind") for w in s.words)
         if section.kind in REMOVED_SECTIONS:
             edit.remove(section.line, section.kind, REMOVED_SECTIONS[section.kind])
             for statement in section.statements:
@@ -50,7 +65,8 @@ def rewrite(config: HaproxyConfig, frontend: Section, lab_port: int, folder: Pat
                     edit.remove(line, key, "runs as the invoking user in a container" if drop_user else "not root here")
             elif key in ("chroot", "daemon", "ca-base", "crt-base", "master-worker"):
                 edit.remove(line, key, "the run stays in its own folder, in the foreground")
-            elif key == "maxconn" and section.kind == "global" and int(words[1]) > _fd_allowed():
+            elif key == "maxconn" and section.kind == "global" and words[1:2] and words[1].isdigit() \
+                    and int(words[1]) > _fd_allowed():
                 edit.replace(line, key, f"maxconn {_fd_allowed()}")
                 note(f"global maxconn {words[1]} needs about {2 * int(words[1])} open files; this machine "
                      f"allows {_fd_hard_limit()}, so it runs with maxconn {_fd_allowed()} here")
@@ -69,9 +85,23 @@ def rewrite(config: HaproxyConfig, frontend: Section, lab_port: int, folder: Pat
                     note("TLS is off here: the lab speaks plain HTTP to the same frontend")
                 edit.replace(line, key, " ".join(["bind", f"127.0.0.1:{port}", *_keep(words[2:], BIND_KEPT)]))
             elif key in ("server", "default-server", "server-template"):
-                edit.replace(line, key, _server(statement, lab_port))
+                edit.replace(line, key, _server(statement, lab_port, config))
                 if "check" in words:
                     note("health checks are off: they would probe the lab's server instead of yours")
+                if any(w in ("resolvers", "init-addr", "resolve-prefer", "resolve-opts") for w in words):
+                    note("DNS resolution of servers is off (resolvers, init-addr): every server is the lab's")
+            elif key == "stick-table" and "peers" in words[:-1]:
+                at = words.index("peers")
+                edit.replace(line, key, " ".join(words[:at] + words[at + 2:]))
+                note(f"stick-table without peers {words[at + 1]}: the peers section names other hosts")
+            elif tls and _https_redirect(words):
+                edit.remove(line, key, REDIRECT_WHY)
+                note(f"{display_path(config.file)}:{line}: `{' '.join(words)}` is commented out: TLS is off "
+                     "here, so it would redirect every request to https; the other rules are kept")
+            elif any("do-resolve(" in w for w in words):
+                edit.remove(line, key, "it uses a resolvers section, commented out here")
+            elif "-f" in words[:-1] or any(_FILE_REF.search(w) for w in words):
+                edit.replace(line, key, files.relocate(lines[line - 1], key, statement, note))
             elif key in ("errorfile",) and len(words) > 2 and not Path(words[2]).is_file():
                 edit.remove(line, key, "the file is not on this machine (HAProxy's own page is used)")
             elif key == "http-check" or words[:2] == ["option", "httpchk"]:
@@ -79,6 +109,7 @@ def rewrite(config: HaproxyConfig, frontend: Section, lab_port: int, folder: Pat
     _add_stats_socket(config, edit, folder, result)
     rewritten = edit.apply()
     result.files[str(config.file)] = (config.text, rewritten, result.main)
+    result.files.update(files.written)
     return result
 
 
@@ -94,6 +125,63 @@ def _add_stats_socket(config: HaproxyConfig, edit: TextEdits, folder: Path, resu
         edit.insert_after(0, [f"global  # {MARK}", f"    {line}"], indent="")
 
 
+def _https_redirect(words: list[str]) -> bool:
+    """`http-request redirect scheme https ...` or `redirect scheme https ...`."""
+    rest = words[1:] if words[:1] == ["http-request"] else words
+    return rest[:3] == ["redirect", "scheme", "https"]
+
+
+class _Files:
+    """Pattern and map files the config names, as they run here (copied, or a stand-in)."""
+
+    def __init__(self, config: HaproxyConfig, folder: Path, route_path: str, host: str | None) -> None:
+        self.config, self.folder, self.route_path, self.host = config, folder, route_path, host
+        self.written: dict[str, tuple[str, str, Path]] = {}
+        self.placed: dict[tuple[str, str], Path] = {}
+
+    def relocate(self, raw: str, key: str, statement: Statement, note) -> str:
+        text = raw[raw.index(key):] if key in raw else " ".join(statement.words)
+        words = statement.words
+        for index, word in enumerate(words[:-1]):
+            if word == "-f":
+                braces = [at for at, w in enumerate(words[:index]) if w.lstrip("!") == "{"]
+                fetch = words[braces[-1] + 1] if braces else words[2] if words[0] == "acl" else ""
+                method = words[words.index("-m") + 1] if "-m" in words[:-1] else None
+                text = text.replace(words[index + 1], str(self.place(words[index + 1], "acl", fetch, method,
+                                                                      "-M" in words, note)), 1)
+        for found in _FILE_REF.finditer(" ".join(words)):
+            text = text.replace(found[2], str(self.place(found[2], "map", "", None, True, note)), 1)
+        return text
+
+    def place(self, name: str, kind: str, fetch: str, method: str | None, as_map: bool, note) -> Path:
+        if (name, kind) in self.placed:
+            return self.placed[(name, kind)]
+        target = self.folder / "conf" / "files" / f"{len(self.placed)}-{Path(name).name}"
+        found = acl.pattern_file(name, self.config.file.parent)
+        if found is not None:
+            content = found.read_text(errors="replace")
+            self.written[str(found)] = (content, content, target)
+        else:
+            content = self._stand_in(kind, fetch, method, as_map)
+            self.written[f"{name} (not here: a stand-in)"] = ("", content, target)
+            note(f"{name} is not beside the config: " + (
+                "an empty map stands in for it (its default is used, as the reading judged)" if kind == "map"
+                else "a stand-in that matches the judged request is used (the reading took the ACL as true)"))
+        self.placed[(name, kind)] = target
+        return target
+
+    def _stand_in(self, kind: str, fetch: str, method: str | None, as_map: bool) -> str:
+        if kind == "map":
+            return ""
+        request = acl.Request(self.route_path, self.host, self.config.file.parent)
+        taken = acl.sample(fetch, request)
+        if taken is None or taken[1] is None:
+            return ""
+        value, method = taken[1], method or taken[2]
+        line = {"reg": re.escape(value), "len": str(len(value))}.get(method, value)
+        return f"{line} x\n" if as_map else f"{line}\n"
+
+
 def _fd_hard_limit() -> int:
     import resource
     hard = resource.getrlimit(resource.RLIMIT_NOFILE)[1]
@@ -105,12 +193,17 @@ def _fd_allowed() -> int:
     return max(256, (_fd_hard_limit() - 200) // 2)
 
 
-def _server(statement: Statement, lab_port: int) -> str:
+def _server(statement: Statement, lab_port: int, config: HaproxyConfig) -> str:
     words = statement.words
     if words[0] == "default-server":
         return " ".join(["default-server", *_drop_server_params(words[1:])])
-    if words[0] == "server-template":  # server-template PREFIX COUNT FQDN:PORT params
-        return " ".join(["server", f"{words[1]}1", f"127.0.0.1:{lab_port}", *_drop_server_params(words[4:])])
+    if len(words) < (4 if words[0] == "server-template" else 3):
+        usage = "server-template PREFIX NUM ADDRESS:PORT" if words[0] == "server-template" else "server NAME ADDRESS"
+        raise UnusableInput(f"{words[0]} needs a name and an address ({usage})", file=display_path(config.file),
+                            line=statement.line)
+    if words[0] == "server-template":  # server-template PREFIX COUNT FQDN:PORT params: the lab's, COUNT times
+        return " ".join(["server-template", words[1], words[2], f"127.0.0.1:{lab_port}",
+                         *_drop_server_params(words[4:])])
     return " ".join(["server", words[1], f"127.0.0.1:{lab_port}", *_drop_server_params(words[3:])])
 
 
@@ -155,6 +248,8 @@ def addresses(text: str) -> list[tuple[str, str]]:
             target = words[1].split(",")[0]
         elif words[0] in ("server", "nameserver", "peer", "mailer") and len(words) > 2:
             target = words[2]
+        elif words[0] == "server-template" and len(words) > 3:
+            target = words[3]
         elif words[0] == "log" and len(words) > 1 and words[1] not in ("global", "stdout", "stderr") \
                 and not words[1].startswith("/"):
             target = words[1]

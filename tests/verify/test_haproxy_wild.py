@@ -1,0 +1,139 @@
+"""HAProxy constructs common in published configs: each read, rewritten and accepted by `haproxy -c`
+with its meaning kept (only addresses, files and TLS change), the right backend judged."""
+from __future__ import annotations
+
+import pytest
+
+from labs.findings import UnusableInput
+from labs.verify import read_config
+from labs.verify.launch import validate
+from labs.verify.model import RouteWanted
+from labs.verify.run import rewrite_config
+from tests.verify.test_static import write
+
+LAB = 65000
+TOP = "defaults\n    mode http\n    timeout client 30s\n    timeout server 30s\n    timeout connect 5s\n"
+
+
+def run_here(path, folder, wanted: RouteWanted = RouteWanted()):
+    """Read, rewrite and let haproxy itself check the result: every case must pass `haproxy -c`."""
+    reading = read_config(path, "haproxy", wanted)
+    rewritten = rewrite_config(path, reading, LAB, folder / "run")
+    rewritten.write()
+    validate(rewritten)
+    return reading, rewritten, rewritten.files[str(path)][1]
+
+
+def frontend(rules: str, extra: str = "", backends: str = "") -> str:
+    return (f"{TOP}frontend fe\n    bind :80\n{rules}\n    default_backend web\n"
+            f"backend web\n    server w 10.0.0.9:80\nbackend api\n    server a 10.0.0.1:8000\n{backends}{extra}")
+
+
+@pytest.mark.parametrize("acl, backend", [
+    ("path -m beg /v1/", "api"), ("path -m beg /v2/", "web"), ("path -m str /v1/chat/completions", "api"),
+    ("path -m end /completions", "api"), ("path -m sub /chat/", "api"), ("path -m reg ^/v[0-9]+/chat", "api"),
+    ("path -m dir chat", "api"), ("path -m dir cha", "web"), ("path -m len 20", "api"), ("path -m len 5", "web"),
+    ("path -m found", "api"), ("path_beg -i /V1/", "api"), ("path_beg /V1/", "web"),
+    ("path -m beg -- /v1/", "api"), ("path_beg -m sub chat", "api"),
+])
+def test_acl_match_methods_are_haproxys(tmp_path, acl, backend):
+    path = write(tmp_path, "haproxy.cfg", frontend(f"    acl x {acl}\n    use_backend api if x"))
+    reading, _, _ = run_here(path, tmp_path, RouteWanted(path="/v1/chat/completions"))
+    assert f"backend {backend}" in reading.route
+
+
+def test_an_acl_pattern_file_is_read_beside_the_config_or_said_unknown(tmp_path):
+    write(tmp_path, "api_paths.lst", "# the API\n/v2/\n/v1/\n")
+    path = write(tmp_path, "haproxy.cfg", frontend("    acl x path_beg -f /etc/haproxy/api_paths.lst\n"
+                                                   "    use_backend api if x"))
+    reading, rewritten, text = run_here(path, tmp_path)
+    assert "backend api" in reading.route and "/etc/haproxy/api_paths.lst" not in text
+    missing = write(tmp_path, "b/haproxy.cfg", frontend("    acl x path_beg -f /etc/haproxy/nothere.lst\n"
+                                                        "    use_backend api if x"))
+    reading, rewritten, _ = run_here(missing, tmp_path / "b")
+    assert "backend api" in reading.route and any("nothere.lst" in n and "taken as true" in n for n in reading.notes)
+    assert any("nothere.lst" in n for n in rewritten.notes)
+
+
+def test_a_map_chooses_the_backend_or_its_default_is_judged(tmp_path):
+    rule = "    use_backend %[path,map_beg(/etc/haproxy/paths.map,web)]"
+    write(tmp_path, "paths.map", "/static/ web\n/v1/ api\n")
+    path = write(tmp_path, "haproxy.cfg", frontend(rule))
+    reading, _, text = run_here(path, tmp_path)
+    assert "backend api" in reading.route and "api" in reading.why and "/etc/haproxy/paths.map" not in text
+    missing = write(tmp_path, "b/haproxy.cfg", frontend(rule.replace(",web)", ")")))
+    reading, _, _ = run_here(missing, tmp_path / "b")
+    assert "backend web" in reading.route and "default_backend" in reading.why
+    assert any("paths.map" in n and "not beside the config" in n for n in reading.notes)
+
+
+def test_a_host_acl_is_compared_with_the_host_asked_for(tmp_path):
+    rules = ("    acl chat hdr(host) -i chat.example.com\n    acl corp hdr_dom(host) -i corp.example\n"
+             "    use_backend api if chat\n    use_backend other if corp")
+    path = write(tmp_path, "haproxy.cfg", frontend(rules, backends="backend other\n    server o 10.0.0.3:80\n"))
+    assert "backend api" in run_here(path, tmp_path, RouteWanted(host="CHAT.example.com"))[0].route
+    assert "backend other" in read_config(path, "haproxy", RouteWanted(host="llm.corp.example")).route
+    assert "backend web" in read_config(path, "haproxy", RouteWanted(host="other.org")).route
+    unasked = read_config(path, "haproxy")  # no --host: the Host the first ACL names is sent
+    assert "backend api" in unasked.route and unasked.host == "chat.example.com"
+
+
+@pytest.mark.parametrize("line, where", [
+    ("global\n    maxconn lots\n", 2), ("global\n    maxconn\n", 2),
+    (f"{TOP}frontend fe\n    bind :80\n    maxconn 1k\n    default_backend b\nbackend b\n    server s 1.1.1.1:80\n", 8),
+    (f"{TOP}frontend fe\n    bind :80\n    default_backend b\nbackend b\n    server s 1.1.1.1:80 maxconn x\n", 10),
+    (f"{TOP}frontend fe\n    bind :80\n    default_backend b\nbackend b\n    server s 1.1.1.1:80 maxconn\n", 10),
+    (f"{TOP}    timeout http-request soon\nfrontend fe\n    bind :80\n    default_backend b\n"
+     "backend b\n    server s 1.1.1.1:80\n", 6),
+    (f"{TOP}frontend fe\n    bind :80\n    use_backend\n    default_backend b\nbackend b\n    server s 1.1.1.1:80\n", 8),
+    (f"{TOP}frontend fe\n    bind :80\n    acl x\n    default_backend b\nbackend b\n    server s 1.1.1.1:80\n", 8),
+])
+def test_odd_numbers_and_words_are_unusable_input_at_their_line(tmp_path, line, where):
+    text = line if line.startswith(TOP) else line + frontend("")
+    path = write(tmp_path, "haproxy.cfg", text)
+    with pytest.raises(UnusableInput) as caught:
+        read_config(path, "haproxy")
+    assert caught.value.file.endswith("haproxy.cfg") and caught.value.line == where
+
+
+def test_peers_and_resolvers_commented_out_leave_no_reference(tmp_path):
+    path = write(tmp_path, "haproxy.cfg", f"""peers mypeers
+    peer lb1 10.0.0.11:10000
+    peer lb2 10.0.0.12:10000
+resolvers dns
+    nameserver ns1 10.96.0.10:53
+{TOP}    default-server init-addr last,libc,none resolvers dns resolve-prefer ipv4 inter 3s maxconn 50
+frontend fe
+    bind :80
+    default_backend api
+backend api
+    stick-table type ip size 1m expire 10m peers mypeers
+    stick on src
+    http-request do-resolve(txn.ip,dns,ipv4) hdr(host)
+    server-template vllm 3 vllm.inference.svc:8000 check resolvers dns init-addr none maxconn 20
+    server extra backend.svc:8000 resolvers dns
+""")
+    reading, rewritten, text = run_here(path, tmp_path)
+    assert "stick-table type ip size 1m expire 10m\n" in text
+    assert f"server-template vllm 3 127.0.0.1:{LAB} maxconn 20" in text
+    live = "\n".join(line.split("#", 1)[0] for line in text.splitlines())
+    assert "resolvers" not in live and "init-addr" not in live and "peers" not in live and ".svc" not in live
+    assert "default-server maxconn 50" in live
+    assert reading.get("server maxconn").value == 60  # 3 templated servers of 20
+
+
+def test_an_https_redirect_stops_firing_once_tls_is_off_and_only_it(tmp_path):
+    path = write(tmp_path, "haproxy.cfg", f"""{TOP}frontend fe
+    bind :80
+    bind :443 ssl crt /etc/haproxy/certs/site.pem
+    http-request redirect scheme https unless {{ ssl_fc }}
+    http-request set-header X-Forwarded-Proto https if {{ ssl_fc }}
+    default_backend api
+backend api
+    server a 10.0.0.1:8000
+""")
+    _, rewritten, text = run_here(path, tmp_path)
+    assert "# http-request redirect scheme https unless { ssl_fc }  # streamlab verify: TLS is off" in text
+    assert "\n    http-request set-header X-Forwarded-Proto https if { ssl_fc }\n" in text
+    assert any("redirect" in n and "haproxy.cfg:9" in n for n in rewritten.notes)
+    assert "streamlab verify: TLS is off" in rewritten.diff
