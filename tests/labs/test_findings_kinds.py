@@ -24,7 +24,7 @@ from labs.verify.trials import CHECK_KINDS
 from tests.labs import test_findings_judges
 
 FINDINGS = Path(__file__).resolve().parents[2] / "labs" / "findings"
-PLUMBING = {"__init__", "evidence", "kinds", "report"}  # shared by every kind: no judge of their own
+PLUMBING = {"ci", "__init__", "evidence", "kinds", "report"}  # shared by every kind: no judge of their own
 SCENARIOS = {s.name: s for s in catalogue.SCENARIOS}
 ROWS = [pytest.param(kind, id=kind.id) for kind in KINDS]
 

@@ -117,7 +117,7 @@ def _add_stats_socket(config: HaproxyConfig, edit: TextEdits, folder: Path, resu
     """verify's own stats socket: after the run, each server's session count and address say what
     HAProxy really contacted (the loopback-only check), whatever the config's log format."""
     result.stats_socket = folder / VERIFY_SOCKET
-    line = f"stats socket {result.stats_socket} mode 600 level user  # {MARK}: what was contacted"
+    line = f"stats socket {result.stats_socket} mode 600 level admin  # {MARK}: what was contacted"
     glob = next((s for s in config.sections if s.kind == "global"), None)
     if glob is not None:
         edit.insert_after(glob.line, [line])
