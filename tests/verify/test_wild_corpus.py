@@ -59,6 +59,7 @@ def test_every_kind_has_an_expectation_and_a_reason(slug):
     assert set(meta["reasons"]) == set(FINDING_KINDS)
     for kind, reason in meta["reasons"].items():
         assert isinstance(reason, str) and len(reason) > 20, kind
+        assert "{{" not in reason and "}}" not in reason, kind
 
 
 @pytest.mark.parametrize("slug", SLUGS)
