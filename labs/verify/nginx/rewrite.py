@@ -45,6 +45,7 @@ def rewrite(config: NginxConfig, server: Directive, lab_port: int, folder: Path,
     result = Rewritten("nginx", folder, mirror(main_file), listen_port=0, labels=dict(config.labels),
                        upstream_log=UPSTREAM_LOG)
     missing = {id(d) for d in config.missing}
+    formats = {"combined"} | {d.args[0] for d in config.main.walk() if d.name == "log_format" and d.args}
     ports: dict[str, int] = {}
     seen_notes: set[str] = set()
 
@@ -89,7 +90,13 @@ def rewrite(config: NginxConfig, server: Directive, lab_port: int, folder: Path,
             edit.replace("access_log", UPSTREAM_ACCESS_LOG.format(folder=folder))
         elif d.name == "access_log" and d.args:
             # A level with its own access_log inherits none: the upstream log goes beside it.
-            edit.replace("access_log", " ".join(["access_log", str(folder / "access.log"), *d.args[1:]])
+            params = d.args[1:]
+            if params and params[0] not in formats and "=" not in params[0]:
+                # A site file's format comes from the main config it was written for.
+                note(f"log format {params[0]!r} ({d.where}) is defined by no file here (the main config "
+                     "it was written for?): logged in nginx's combined format instead")
+                params = params[1:]
+            edit.replace("access_log", " ".join(["access_log", str(folder / "access.log"), *params])
                          + "; " + UPSTREAM_ACCESS_LOG.format(folder=folder))
         elif d.name in TEMP_PATHS:
             edit.replace(d.name, " ".join([d.name, str(folder / d.name), *d.args[1:]]))

@@ -45,7 +45,7 @@ def select_route(config: NginxConfig, wanted: RouteWanted = RouteWanted()) -> Ro
     for accept_catch_all in (False, True):
         for path in wanted.paths:
             for server in chosen_servers:
-                location = match_location(server, path)
+                location = _served_by(server, match_location(server, path))
                 if location is None or not _proxies(location):
                     continue
                 if not accept_catch_all and not wanted.path and _is_catch_all(location):
@@ -162,6 +162,19 @@ def regex_unreadable(config: NginxConfig) -> list[str]:
             except re.error as exc:
                 out.append(f"location {modifier} {pattern} ({loc.where}): {exc}")
     return out
+
+
+def _served_by(server: Directive, location: Directive | None) -> Directive | None:
+    """The location that answers: a `try_files ... @name` that finds no file (a POST to the API
+    is no file) hands the request to the named location; variables in the name are empty for a
+    plain POST (`@$http_upgrade` is `@`)."""
+    if location is None or _proxies(location):
+        return location
+    tries = location.first("try_files") or server.first("try_files")
+    if tries is None or not tries.args or not tries.args[-1].startswith("@"):
+        return location
+    name = re.sub(r"\$\{?\w+\}?", "", tries.args[-1])
+    return next((loc for loc in server.children("location") if loc.args[:1] == [name]), location)
 
 
 def _proxies(location: Directive) -> bool:
