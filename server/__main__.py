@@ -69,9 +69,9 @@ def parse_args(argv: Sequence[str] | None = None) -> ServerConfig:
                              "(default: $STREAMLAB_LAB_TOKEN; none needed on a loopback bind)")
     access.add_argument("--no-lab", dest="lab_enabled", action="store_false",
                         help="turn the lab extension off: `lab` fields get 400, /lab/ 404")
-    access.add_argument("--chat-any-prefix", action="store_true",
-                        help="also serve the chat route at any path ending in /chat/completions "
-                             "(behind a proxy that forwards its own prefix, as labs verify needs)")
+    access.add_argument("--chat-any-path", action="store_true",
+                        help="also serve the chat route at any POST path no other route takes "
+                             "(a stand-in for whatever a proxy's streaming route leads to: labs verify)")
     add("--access-log", action="store_true", help="log every request (uvicorn's access log)")
 
     modes = parser.add_argument_group("failure modes (server-wide defaults; most also per request "
@@ -113,7 +113,7 @@ def parse_args(argv: Sequence[str] | None = None) -> ServerConfig:
         max_header_bytes=ns.max_header_bytes, max_headers=ns.max_headers,
         header_timeout_s=ns.header_timeout_s, body_timeout_s=ns.body_timeout_s,
         send_timeout_s=ns.send_timeout_s, cors_origins=tuple(ns.cors_origin),
-        lab_enabled=ns.lab_enabled, lab_token=ns.lab_token, chat_any_prefix=ns.chat_any_prefix,
+        lab_enabled=ns.lab_enabled, lab_token=ns.lab_token, chat_any_path=ns.chat_any_path,
         gzip_middleware=ns.gzip_middleware, gzip_exclude_sse=ns.gzip_exclude_sse,
         gzip_sync_flush=ns.gzip_sync_flush, blocking_loop=ns.blocking_loop,
         serial_prefill=ns.serial_prefill,

@@ -330,9 +330,8 @@ def create_app(config: ServerConfig, engine: Engine, tokenizer: Any,
     app.router.routes[:0] = [Route("/v1/chat/completions", chat_completions, methods=["POST"]),
                              Route("/v1/chat/completions", chat_completions_event_source,
                                    methods=["GET"])]
-    if config.chat_any_prefix:  # after every other route: /v1/... and /lab/... match first
-        app.router.routes += [Route("/chat/completions", chat_completions, methods=["POST"]),
-                              Route("/{prefix:path}/chat/completions", chat_completions, methods=["POST"])]
+    if config.chat_any_path:
+        any_path = Route("/{path:path}", chat_completions, methods=["POST"])
 
     @app.get("/v1/models")
     async def list_models() -> dict[str, Any]:
@@ -358,6 +357,8 @@ def create_app(config: ServerConfig, engine: Engine, tokenizer: Any,
     async def prometheus_metrics() -> PlainTextResponse:
         return PlainTextResponse(metrics.exposition(), media_type=CONTENT_TYPE_LATEST)
 
+    if config.chat_any_path:  # last: every other route (/v1/, /lab/...) matches first
+        app.router.routes.append(any_path)
     return app
 
 

@@ -61,11 +61,11 @@ class ServerConfig:
     send_timeout_s: float = 30.0
     # Origins a browser may call the API from (CORS); none by default.
     cors_origins: tuple[str, ...] = ()
-    # The chat route also under any prefix (`/api/chat/completions`, `/openai/v1/chat/completions`):
-    # `labs verify` puts this server behind a user's config, whose proxy may forward the path its
-    # clients use (an app's `/api/`) unchanged; the server answers wherever the path ends in
-    # `/chat/completions`, so the route the config serves is measured, not a 404.
-    chat_any_prefix: bool = False
+    # The chat route at any POST path the other routes do not take (`/api/chat/completions`, an
+    # app's own `/api/chat/send-message`): `labs verify` puts this server where a user's config
+    # sends its streaming route, whatever path the proxy forwards, so that route is measured,
+    # not a 404.
+    chat_any_path: bool = False
     # The lab extension (server/lab_access.py): off entirely with lab_enabled False; with a token,
     # lab fields and /lab/ endpoints need `X-Lab-Token`; beyond loopback they need one.
     lab_enabled: bool = True

@@ -56,6 +56,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     route.add_argument("--header", action="append", default=[], metavar="'NAME: VALUE'",
                        help="send this header with every measured request (a route behind "
                             "authentication); never stored, never printed (repeatable)")
+    parser.add_argument("--proxy-version", default=None, metavar="X.Y[.Z]",
+                        help="the proxy version the config is written for: its defaults are judged "
+                             "(and written into the run where the binary here has others); default "
+                             "the binary's own, said in the output (nginx: 1.22 and later)")
     route.add_argument("--main", default=None, metavar="PLATFORM|FILE",
                        help="nginx site file: the main config it is included from: official-image "
                             "(default), debian, or your own nginx.conf")
@@ -88,7 +92,7 @@ def run(args: argparse.Namespace) -> int:
     # In every format but text stdout is the document alone: progress and errors go to stderr.
     console = Console(stderr=fmt != "text")
     try:
-        wanted = RouteWanted(args.path, args.host, args.main)
+        wanted = RouteWanted(args.path, args.host, args.main, args.proxy_version)
         headers = headers_from(args.header)
         with console.status("verify: starting") as status:
             report = verify_config(args.file, proxy=args.proxy, max_silence_s=args.max_silence,

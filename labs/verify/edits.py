@@ -115,7 +115,12 @@ class TextEdits:
         """New lines right after the `{` that opens the block `name` starting on `line`."""
         start, _ = self._statement_start(line, name)
         brace = self.original.index("{", start)
-        self._edits.append((brace + 1, brace + 1, "".join(f"\n{indent}{item}" for item in lines)))
+        text = "".join(f"\n{indent}{item}" for item in lines)
+        end_of_line = self.original.find("\n", brace)
+        rest = self.original[brace + 1:end_of_line if end_of_line >= 0 else len(self.original)]
+        if rest.strip():  # more on the brace's line (`upstream u { server a; }`): an inserted `#` must not eat it
+            text += "\n" + indent
+        self._edits.append((brace + 1, brace + 1, text))
 
     def insert_at_block_end(self, line: int, name: str, lines: list[str], indent: str = "    ") -> None:
         """New lines right before the `}` that closes the block `name` starting on `line`."""

@@ -31,6 +31,7 @@ class RouteWanted:
     path: str | None = None
     host: str | None = None
     main: str | None = None  # a site file: the main config it is read inside (nginx's --main)
+    version: str | None = None  # the proxy version the config is written for (--proxy-version)
 
     def __post_init__(self) -> None:
         if self.path is not None and not self.path.startswith("/"):
@@ -99,6 +100,7 @@ class Reading:
     why: str = ""  # why this route: asked for with --path / --host, or found serving the API
     routes: list[str] = field(default_factory=list)  # every proxied route seen, the judged one too
     main: str | None = None  # a site file's main config (--main), as asked
+    version: str | None = None  # the proxy version whose defaults the reading used
 
     def get(self, name: str) -> Setting:
         return self.settings[name]
@@ -130,6 +132,7 @@ class VerifyReport(PathReport):
     path: str = ROUTE_PATH
     why: str = ""
     routes: list[str] = field(default_factory=list)
+    version: str | None = None
     settings: dict[str, Setting] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
     wall_s: float = 0.0
@@ -140,7 +143,7 @@ class VerifyReport(PathReport):
             "findings": [f.to_json() for f in self.findings],
             "checks": [c.to_json() for c in self.checks],
             "rewrites": self.rewrites,
-            "route": self.route, "path": self.path, "why": self.why, "routes": self.routes,
+            "route": self.route, "path": self.path, "why": self.why, "routes": self.routes, "proxy_version": self.version,
             "settings": {name: {"value": s.text, "where": s.where} for name, s in self.settings.items()},
             "notes": self.notes,
             "wall_s": round(self.wall_s, 2),

@@ -36,7 +36,7 @@ def server_args(streams: int) -> list[str]:
     (HTTP/1.0 answered close-delimited; the requests ask it to omit X-Accel-Buffering)."""
     slots = str(max(256, streams + 16))
     return ["--engine", "synthetic", "--http", "h11", "--slots", slots, "--max-queue", slots,
-            "--chat-any-prefix"]  # a config may forward its own prefix (/api/...) to the server
+            "--chat-any-path"]  # a stand-in for whatever the streaming route leads to
 
 
 @contextlib.contextmanager
@@ -73,10 +73,13 @@ def verify_config(path: Path, *, proxy: str | None = None, max_silence_s: float 
         raise UnusableInput(f"unknown runtime {runtime!r}; known: local, docker")
     options = Options(max_silence_s, max_stream_s, streams)
     proxy = _proxy(path, proxy)
+    if wanted.version is not None and proxy != "nginx":
+        raise UnusableInput(f"--proxy-version is read for nginx (whose streaming defaults changed in "
+                            f"1.29.7); {proxy} is judged with the defaults verify knows for it, said in the output")
     say(f"reading {display_path(path)} ({proxy})")
     reading = read_config(path, proxy, wanted)
     report = VerifyReport(proxy=proxy, file=display_path(path), route=reading.route, path=reading.path,
-                          why=reading.why, routes=list(reading.routes),
+                          why=reading.why, routes=list(reading.routes), version=reading.version,
                           settings=reading.settings, notes=list(reading.notes))
     with contextlib.ExitStack() as stack:
         # Rewrite and validate before any server starts, so a config the proxy rejects fails fast.

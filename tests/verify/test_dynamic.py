@@ -16,6 +16,7 @@ from labs import catalogue
 from labs.verify import verify_config
 from labs.catalogue.render import rendered
 from labs.verify.judge import checks_for
+from labs.verify.model import RouteWanted
 from proxies.apps import is_app
 from proxies.kinds import KINDS
 from tests.ids import other_id
@@ -146,3 +147,16 @@ def test_loopback_only_fails_when_the_proxy_reaches_anything_but_the_lab(verify_
     loopback = next(c for c in report.checks if c.name == "loopback-only")
     assert not loopback.passed and f"127.0.0.1:{sentinel.port}" in loopback.observed, loopback.observed
     assert report.verdict == "inconclusive" and report.exit_status == 2
+
+
+def test_the_same_config_buffers_on_nginx_1_22_and_streams_with_1_30s_defaults(verify_server, tmp_path):
+    """nginx 1.29.7 made HTTP/1.1 with keep-alive the upstream default: a location that leaves
+    proxy_buffering on then gets chunks forwarded as they come. Both directions, one file."""
+    path = tmp_path / "nginx.conf"
+    path.write_text("events {}\nhttp {\n  upstream llm { server 10.0.0.1:8000; }\n  server {\n    listen 80;\n"
+                    "    location /v1/ { proxy_pass http://llm; }\n  }\n}\n")
+    old = verify_config(path, checks=["streaming"], server=verify_server)
+    assert [f.kind for f in old.failures()] == ["buffering"], old.checks
+    new = verify_config(path, checks=["streaming"], server=verify_server, wanted=RouteWanted(version="1.30"))
+    assert not new.failures() and new.version == "1.30", new.checks
+    assert next(c for c in new.checks if c.name == "streaming").passed

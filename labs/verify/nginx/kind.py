@@ -15,7 +15,7 @@ def run_here(path: Path, reading: Reading, lab_port: int, folder: Path, in_conta
     parsed = config.parse(path, reading.main)
     choice = routes.select_route(parsed, RouteWanted(reading.path, reading.host))
     rewritten = rewrite.rewrite(parsed, choice.server, lab_port, folder, drop_user=in_container,
-                                binary=None if in_container else NGINX.binary.find())
+                                binary=NGINX.binary.find(), version=reading.version)
     rewritten.write()  # the check reads the written main file back with crossplane
     assert_loopback(targets.addresses(str(rewritten.main)))
     return rewritten

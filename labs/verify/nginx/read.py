@@ -13,15 +13,12 @@ from pathlib import Path
 from labs.verify.model import DEFAULT, Reading, RouteWanted, Setting
 from labs.verify.nginx.config import Directive, NginxConfig, context_chain, parse
 from labs.verify.nginx.routes import regex_unreadable, select_route
+from labs.verify.nginx import versions
 from labs.verify.nginx.targets import PASS_DIRECTIVES, names_upstream
-# name -> default as nginx 1.22 has it (the text a user would write to get it).
-DEFAULTS = {
-    "proxy_buffering": "on", "proxy_http_version": "1.0", "proxy_read_timeout": "60s",
-    "proxy_send_timeout": "60s", "proxy_connect_timeout": "60s", "proxy_ignore_client_abort": "off",
-    "proxy_request_buffering": "on", "proxy_buffer_size": "4k", "proxy_buffers": "8 4k",
-    "proxy_cache": "off", "proxy_ignore_headers": "", "chunked_transfer_encoding": "on",
-    "gzip": "off", "gzip_types": "text/html", "gzip_proxied": "off", "limit_conn": "",
-}
+from proxies.nginx.kind import KIND as NGINX
+
+# What the reading judges: every default of labs/verify/nginx/versions.py but the two read apart.
+DEFAULTS = [name for name in versions.BASE if name not in ("proxy_set_header Connection", "keepalive")]
 MAIN_DEFAULTS = {"worker_processes": "1", "worker_rlimit_nofile": ""}
 EVENTS_DEFAULTS = {"worker_connections": "512"}
 _UNITS = {"ms": 0.001, "s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800, "M": 2592000, "y": 31536000}
@@ -47,9 +44,14 @@ def read(path: Path, wanted: RouteWanted = RouteWanted()) -> Reading:
     reading = Reading(proxy="nginx", file=path, route=describe_route(choice.server, location),
                       path=choice.path, host=choice.host, why=choice.why, routes=choice.routes,
                       main=wanted.main)
-    for name, default in DEFAULTS.items():
-        reading.settings[name] = _inherited(chain, name, default)
-    reading.settings["proxy_set_header Connection"] = _connection_header(chain)
+    here = versions.binary_version(NGINX.binary.find())
+    version = versions.parse_version(wanted.version) if wanted.version else here or versions.OLDEST
+    reading.version = versions.shown(version)
+    reading.notes.append(_version_note(version, here, bool(wanted.version)))
+    table = versions.defaults(version)
+    for name in DEFAULTS:
+        reading.settings[name] = _inherited(chain, name, table[name])
+    reading.settings["proxy_set_header Connection"] = _connection_header(chain, table["proxy_set_header Connection"])
     main_block = config.main
     for name, default in MAIN_DEFAULTS.items():
         reading.settings[name] = _one(main_block, name, default)
@@ -61,7 +63,7 @@ def read(path: Path, wanted: RouteWanted = RouteWanted()) -> Reading:
         keepalive = upstream.first("keepalive")
         reading.settings["keepalive"] = (
             Setting("keepalive", keepalive.args[0], keepalive.text(), keepalive.where)
-            if keepalive else _default("keepalive", ""))
+            if keepalive else _default("keepalive", table["keepalive"]))
     if any(d.name == "if" for d in location.walk()):
         reading.notes.append("the location has `if` blocks; they are not evaluated (settings read outside them)")
     if config.platform is not None:
@@ -128,7 +130,20 @@ def _inherited(chain: list[Directive], name: str, default: str) -> Setting:
     return _default(name, default)
 
 
-def _connection_header(chain: list[Directive]) -> Setting:
+def _version_note(version: versions.Version, here: versions.Version | None, asked: bool) -> str:
+    said = f"nginx {versions.shown(version)}'s defaults" + (" (--proxy-version)" if asked else " (the nginx here)")
+    if here is None or here == version:
+        return said
+    differ = versions.changes_between(here, version)
+    if not differ:
+        return f"{said}; the run uses nginx {versions.shown(here)}, whose defaults verify reads are the same"
+    listed = "; ".join(f"{name}: {new!r} there, {old!r} here" for name, old, new, _ in differ)
+    return (f"{said}; the run uses nginx {versions.shown(here)}, whose defaults differ ({listed}): the "
+            f"rewrite writes {versions.shown(version)}'s values into the run, so the measurement stands "
+            f"for {versions.shown(version)} ({differ[0][3]})")
+
+
+def _connection_header(chain: list[Directive], default: str = "close") -> Setting:
     """proxy_set_header is inherited only from the nearest level that has any."""
     name = "proxy_set_header Connection"
     for block in reversed(chain):
@@ -138,9 +153,9 @@ def _connection_header(chain: list[Directive]) -> Setting:
                 if header.args and header.args[0].lower() == "connection":
                     value = header.args[1] if len(header.args) > 1 else ""
                     return Setting(name, value, f'proxy_set_header Connection "{value}"', header.where)
-            # This level sets other headers only: Connection falls back to nginx's own "close".
-            return Setting(name, "close", 'proxy_set_header Connection "close"', DEFAULT)
-    return Setting(name, "close", 'proxy_set_header Connection "close"', DEFAULT)
+            # This level sets other headers only: Connection falls back to nginx's own default.
+            return Setting(name, default, f'proxy_set_header Connection "{default}"', DEFAULT)
+    return Setting(name, default, f'proxy_set_header Connection "{default}"', DEFAULT)
 
 
 def _one(block: Directive, name: str, default: str) -> Setting:

@@ -16,6 +16,7 @@ import re
 from pathlib import Path
 
 from labs.verify.edits import MARK, TextEdits
+from labs.verify.nginx import versions
 from labs.verify.nginx.config import Directive, NginxConfig
 from labs.verify.nginx.targets import PASS_DIRECTIVES, module_here, pass_target
 from labs.verify.rewrite import Rewritten
@@ -34,7 +35,7 @@ UPSTREAM_ACCESS_LOG = "access_log {folder}/" + UPSTREAM_LOG + " " + UPSTREAM_FOR
 
 
 def rewrite(config: NginxConfig, server: Directive, lab_port: int, folder: Path, *,
-            drop_user: bool = False, binary: str | None = None) -> Rewritten:
+            drop_user: bool = False, binary: str | None = None, version: str | None = None) -> Rewritten:
     conf = folder / "conf"
 
     def mirror(file: str) -> Path:
@@ -140,6 +141,8 @@ def rewrite(config: NginxConfig, server: Directive, lab_port: int, folder: Path,
             edit.remove(d.name, "TLS is off here")
             note(NO_TLS)
     _add_defaults(config, edits, folder)
+    if version is not None:
+        _intended_defaults(config, edits, versions.parse_version(version), versions.binary_version(binary), note)
     for file, edit in edits.items():
         result.files[file] = (edit.original, edit.apply(), mirror(file))
     (folder / "logs").mkdir(parents=True, exist_ok=True)  # nginx's default logs/access.log
@@ -168,6 +171,45 @@ def _add_defaults(config: NginxConfig, edits: dict[str, TextEdits], folder: Path
         f"# {MARK}: temp files in the run's folder; every upstream address contacted, logged",
         *missing, f"log_format {UPSTREAM_FORMAT} '$upstream_addr';",
         UPSTREAM_ACCESS_LOG.format(folder=folder) + ";"])
+
+
+def _intended_defaults(config: NginxConfig, edits: dict[str, TextEdits], intended: versions.Version,
+                       here: versions.Version | None, note) -> None:
+    """The defaults of the nginx the config is written for, where the nginx here has others:
+    written explicitly where nginx would apply the default, so the run behaves as that version."""
+    if here is None or here == intended:
+        return
+    http = config.main.first("http")
+    differ = {name: new for name, _, new, _ in versions.changes_between(here, intended)}
+    if http is None or not differ:
+        return
+    added: list[str] = []
+    if "proxy_http_version" in differ and http.first("proxy_http_version") is None:
+        added.append(f"proxy_http_version {differ['proxy_http_version']};")
+    if "proxy_set_header Connection" in differ:
+        value = differ["proxy_set_header Connection"]
+        header = f'proxy_set_header Connection "{value}";'
+        blocks = [b for b in config.main.walk() if b.name in ("server", "location") and b.block is not None
+                  and b.parent is not None and b.parent.name in ("http", "server", "location")]
+        for block in blocks:  # a level with headers of its own inherits none: it gets the default too
+            headers = block.children("proxy_set_header")
+            if headers and not any(h.args and h.args[0].lower() == "connection" for h in headers):
+                edits[block.file].insert_in_block(block.line, block.name, [f"{header}  # {MARK}: nginx "
+                                                                          f"{versions.shown(intended)}'s default"])
+        if not http.children("proxy_set_header"):
+            added.append(header)
+    if "keepalive" in differ:
+        count = differ["keepalive"].split()[0] if differ["keepalive"] else "0"
+        for upstream in config.blocks("upstream"):
+            if upstream.first("keepalive") is None and count != "0":
+                edits[upstream.file].insert_in_block(upstream.line, "upstream", [
+                    f"keepalive {count};  # {MARK}: nginx {versions.shown(intended)}'s default"])
+    if added:
+        edits[http.file].insert_in_block(http.line, "http", [
+            f"# {MARK}: nginx {versions.shown(intended)}'s defaults, which nginx {versions.shown(here)} "
+            "here does not have", *added])
+    note(f"nginx {versions.shown(intended)}'s defaults are written into the run ({', '.join(differ)}): the "
+         f"nginx here is {versions.shown(here)}")
 
 
 def _upstream_names(config: NginxConfig) -> set[str]:
