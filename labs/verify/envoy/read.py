@@ -7,12 +7,12 @@ thresholds 1024.
 """
 from __future__ import annotations
 
-import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from labs.findings import UnusableInput
 from labs.verify.envoy.config import YamlMap, duration_s, load, typed
+from labs.verify.envoy.match import route_matches, select_vhost
 from labs.verify.model import DEFAULT, Reading, RouteWanted, Setting, display_path
 
 HCM_TYPE = "envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager"
@@ -29,6 +29,7 @@ class EnvoyRoute:
     cluster: YamlMap
     host_header: str | None  # what a request must carry to reach that virtual host
     path: str = ""  # the request path it was chosen for
+    notes: list[str] = field(default_factory=list)  # matchers verify could not evaluate
 
 
 def hcms(listener: YamlMap) -> list[tuple[YamlMap, YamlMap]]:
@@ -42,17 +43,22 @@ def hcms(listener: YamlMap) -> list[tuple[YamlMap, YamlMap]]:
 
 def select_route(data: YamlMap, file: Path, wanted: RouteWanted = RouteWanted()) -> EnvoyRoute:
     """The route that serves the first of `wanted.paths` some listener routes to a cluster."""
+    notes: list[str] = []
     for route_path in wanted.paths:
-        found = _route_for(data, file, route_path)
+        found = _route_for(data, file, route_path, wanted.host, notes)
         if found is not None:
             found.path = route_path
+            found.notes = list(dict.fromkeys(notes))
             return found
-    raise UnusableInput(f"no listener routes POST {' or '.join(wanted.paths)} to a cluster (static_resources: "
-                        "listeners with an http_connection_manager, a route whose match holds, a known cluster)",
-                        file=str(file))
+    unread = f" ({'; '.join(dict.fromkeys(notes))})" if notes else ""
+    raise UnusableInput(f"no listener routes POST {' or '.join(wanted.paths)}"
+                        f"{f' for Host {wanted.host}' if wanted.host else ''} to a cluster (static_resources: "
+                        "listeners with an http_connection_manager, a virtual host for the Host, a route whose "
+                        f"match holds, a known cluster){unread}", file=str(file))
 
 
-def _route_for(data: YamlMap, file: Path, route_path: str) -> EnvoyRoute | None:
+def _route_for(data: YamlMap, file: Path, route_path: str, host: str | None,
+               notes: list[str]) -> EnvoyRoute | None:
     static = data.mapping("static_resources")
     clusters = {c.get("name"): c for c in static.items_list("clusters")}
     for listener in static.items_list("listeners"):
@@ -60,10 +66,17 @@ def _route_for(data: YamlMap, file: Path, route_path: str) -> EnvoyRoute | None:
             if "rds" in hcm:
                 raise UnusableInput("the route table comes from RDS (xDS); verify reads static route_config only",
                                     file=str(file), line=hcm.line("rds"))
-            for vhost in hcm.mapping("route_config").items_list("virtual_hosts"):
+            vhosts = hcm.mapping("route_config").items_list("virtual_hosts")
+            if host is not None:  # Envoy picks the one virtual host the Host selects, by its domains
+                chosen = select_vhost(vhosts, host)
+                vhosts = [chosen] if chosen is not None else []
+            for vhost in vhosts:
                 domains = [str(d) for d in vhost.get("domains", ["*"])]
+                header_host = host or _host(domains)
                 for route in vhost.items_list("routes"):
-                    if not _matches(route.mapping("match"), route_path) or "route" not in route:
+                    if not route_matches(route.mapping("match"), route_path, header_host, notes.append):
+                        continue
+                    if "route" not in route:
                         continue
                     action = route.mapping("route")
                     name = action.get("cluster") or next(
@@ -71,19 +84,6 @@ def _route_for(data: YamlMap, file: Path, route_path: str) -> EnvoyRoute | None:
                     if name in clusters:
                         return EnvoyRoute(listener, chain, hcm, vhost, route, clusters[name], _host(domains))
     return None
-
-
-def _matches(match: YamlMap, route_path: str) -> bool:
-    if "prefix" in match:
-        return route_path.startswith(str(match["prefix"]))
-    if "path" in match:
-        return route_path == str(match["path"])
-    if "path_separated_prefix" in match:
-        prefix = str(match["path_separated_prefix"])
-        return route_path == prefix or route_path.startswith(prefix + "/")
-    if "safe_regex" in match:
-        return re.fullmatch(str(match.mapping("safe_regex").get("regex", "")), route_path) is not None
-    return False
 
 
 def _host(domains: list[str]) -> str | None:
@@ -116,11 +116,17 @@ def read(path: Path, wanted: RouteWanted = RouteWanted()) -> Reading:
     setting("route idle_timeout", action, "idle_timeout", None, "idle_timeout: (none)")
     setting("stream_idle_timeout", chosen.hcm, "stream_idle_timeout", 300.0, "stream_idle_timeout: 300s (default)")
     setting("request_timeout", chosen.hcm, "request_timeout", None, "request_timeout: (none)")
+    request = reading.settings["request_timeout"]
+    if request.value:
+        reading.settings["request_timeout"] = Setting(
+            request.name, request.value, f"{request.text} (bounds receiving the request, not the response)",
+            request.where)
     common = chosen.hcm.mapping("common_http_protocol_options")
     setting("max_stream_duration", common, "max_stream_duration", None, "max_stream_duration: (none)")
     route_max = action.mapping("max_stream_duration")
     if "max_stream_duration" in route_max:
         setting("route max_stream_duration", route_max, "max_stream_duration", None, "")
+    _in_effect(reading, route_max)
     filters = chosen.hcm.items_list("http_filters")
     reading.settings["http_filters"] = Setting(
         "http_filters", filters, ", ".join(str(f.get("name")) for f in filters) or "(none)",
@@ -132,10 +138,48 @@ def read(path: Path, wanted: RouteWanted = RouteWanted()) -> Reading:
                                             f"{shown}:{thresholds.line(key)}")
         else:
             reading.settings[key] = Setting(key, default, f"{key}: {default} (default)", DEFAULT)
-    reading.settings["cluster type"] = Setting(
-        "cluster type", chosen.cluster.get("type", "STATIC"), f"type: {chosen.cluster.get('type', 'STATIC')}",
-        f"{shown}:{chosen.cluster.line('type')}" if "type" in chosen.cluster else DEFAULT)
+    if "cluster_type" in chosen.cluster:
+        extension = chosen.cluster.mapping("cluster_type").get("name", "?")
+        reading.settings["cluster type"] = Setting("cluster type", extension, f"cluster_type: {extension}",
+                                                   f"{shown}:{chosen.cluster.line('cluster_type')}")
+    else:
+        reading.settings["cluster type"] = Setting(
+            "cluster type", chosen.cluster.get("type", "STATIC"), f"type: {chosen.cluster.get('type', 'STATIC')}",
+            f"{shown}:{chosen.cluster.line('type')}" if "type" in chosen.cluster else DEFAULT)
+    reading.notes.extend(chosen.notes)
     if chosen.host_header:
         reading.notes.append(f"the route's virtual host answers only for {chosen.host_header!r}: "
                              "verify's requests carry that Host header")
     return reading
+
+
+def _in_effect(reading: Reading, route_max: YamlMap) -> None:
+    """The one idle timeout and the one stream-duration cap the route runs under.
+
+    Envoy: a route's idle_timeout overrides the connection manager's stream_idle_timeout (0
+    disables it for the route); a route's max_stream_duration.max_stream_duration overrides
+    common_http_protocol_options.max_stream_duration (0 disables it for the route).
+    grpc_timeout_header_max applies only to requests carrying grpc-timeout, which verify's does not."""
+    route_idle, hcm_idle = reading.get("route idle_timeout"), reading.get("stream_idle_timeout")
+    if not route_idle.is_default:
+        reading.settings["idle timeout"] = Setting(
+            "idle timeout", route_idle.value or None,
+            f"{route_idle.text} on the route{' (disabled)' if not route_idle.value else ''} "
+            f"(overrides {hcm_idle.text})", route_idle.where)
+    else:
+        reading.settings["idle timeout"] = Setting(
+            "idle timeout", hcm_idle.value or None,
+            f"{hcm_idle.text}{' (disabled)' if not hcm_idle.value else ''} (no route idle_timeout)", hcm_idle.where)
+    route_cap, hcm_cap = reading.settings.get("route max_stream_duration"), reading.get("max_stream_duration")
+    if route_cap is not None:
+        reading.settings["stream duration"] = Setting(
+            "stream duration", route_cap.value or None,
+            f"{route_cap.text} on the route{' (disabled)' if not route_cap.value else ''} "
+            f"(overrides {hcm_cap.text})", route_cap.where)
+    else:
+        reading.settings["stream duration"] = Setting(
+            "stream duration", hcm_cap.value or None, hcm_cap.text, hcm_cap.where)
+    for key in ("grpc_timeout_header_max", "grpc_timeout_header_offset"):
+        if key in route_max:
+            reading.notes.append(f"max_stream_duration.{key} applies only to requests carrying a grpc-timeout "
+                                 "header; verify's request carries none, so it does not bound this stream")

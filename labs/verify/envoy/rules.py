@@ -17,9 +17,16 @@ def _compresses_sse(compressor: dict) -> bool:
     return SSE in types
 
 
+def _ext_proc_response_mode(item: dict) -> str | None:
+    config = item.get("typed_config") or {}
+    if "ext_proc" not in str(item.get("name", "")) + str(config.get("@type", "")):
+        return None
+    return str((config.get("processing_mode") or {}).get("response_body_mode", "NONE"))
+
+
 def suspicions(r: Reading, o: Options) -> list[Suspicion]:
     found: list[Suspicion] = []
-    for name in ("route timeout", "max_stream_duration", "route max_stream_duration"):
+    for name in ("route timeout", "stream duration"):
         limit = r.settings.get(name)
         if limit is not None and limit.value and limit.value < o.max_stream_s:
             key = limit.text.split(":")[0]
@@ -28,14 +35,14 @@ def suspicions(r: Reading, o: Options) -> list[Suspicion]:
                                    f"(--max-stream is {o.max_stream_s:g} s)",
                                    f"{key}: 0s (and bound silences with idle_timeout)" if name == "route timeout"
                                    else f"{key}: 0s", ("long-stream",), limit.value))
-    for name in ("stream_idle_timeout", "route idle_timeout"):
-        limit = r.settings.get(name)
-        if limit is not None and limit.value and limit.value < o.max_silence_s:
-            found.append(Suspicion("idle-timeout", limit.where,
-                                   f"{limit.text}: a silence longer than {limit.value:g} s ends the stream "
-                                   f"(--max-silence is {o.max_silence_s:g} s)",
-                                   f"{name.split()[-1]}: {timeout_fix(limit.value, o)}s (and `: ping` heartbeats)",
-                                   ("silence-before-first-token", "silence-mid-stream"), limit.value))
+    limit = r.settings.get("idle timeout")  # the route's idle_timeout, else stream_idle_timeout
+    if limit is not None and limit.value and limit.value < o.max_silence_s:
+        key = limit.text.split(":")[0]
+        found.append(Suspicion("idle-timeout", limit.where,
+                               f"{limit.text}: a silence longer than {limit.value:g} s ends the stream "
+                               f"(--max-silence is {o.max_silence_s:g} s)",
+                               f"{key}: {timeout_fix(limit.value, o)}s (and `: ping` heartbeats)",
+                               ("silence-before-first-token", "silence-mid-stream"), limit.value))
     filters = r.get("http_filters")
     for item in filters.value:
         source = str(item)
@@ -44,9 +51,11 @@ def suspicions(r: Reading, o: Options) -> list[Suspicion]:
                                    f"the Lua filter {item.get('name')} reads the whole response body: Envoy "
                                    "buffers the stream until it ends",
                                    "skip body() for Content-Type text/event-stream", ("streaming",)))
-        if "ext_proc" in str(item.get("name", "")) and "BUFFERED" in source:
+        mode = _ext_proc_response_mode(item)
+        if mode in ("BUFFERED", "BUFFERED_PARTIAL"):
             found.append(Suspicion("buffering", filters.where,
-                                   f"{item.get('name')} asks for the response body BUFFERED",
+                                   f"{item.get('name')} asks for the response body {mode} (processing_mode."
+                                   "response_body_mode): Envoy holds the stream for the processor",
                                    "response_body_mode: STREAMED (or NONE) for text/event-stream", ("streaming",)))
         if "compressor" in str(item.get("name", "")) and _compresses_sse(item):
             found.append(Suspicion("compression-delay", filters.where,
