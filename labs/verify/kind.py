@@ -34,6 +34,9 @@ class ConfigKind:
     (NotLoopback) a rewrite that still names another address."""
     fallback: Mapping[str, tuple[str, str]]
     """Finding kind -> (the setting to look at, the fix), for a measured fault no setting explains."""
+    versions: bool = False
+    """Whether --proxy-version selects this proxy's defaults (a table of them by version)."""
+
 
     def looks_like(self, text: str) -> bool:
         return self.shape.search(text) is not None

@@ -8,7 +8,7 @@ the dynamic checks then confirm it (a `failure`) or not (a `warning` with the re
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -32,6 +32,13 @@ class RouteWanted:
     host: str | None = None
     main: str | None = None  # a site file: the main config it is read inside (nginx's --main)
     version: str | None = None  # the proxy version the config is written for (--proxy-version)
+    # --header: what routing may look at (an Envoy header matcher, an HAProxy hdr() ACL); the
+    # values are credentials: never in a repr, a report or the output.
+    headers: tuple[tuple[str, str], ...] = field(default=(), repr=False, compare=False)
+
+    def at(self, path: str, host: str | None) -> "RouteWanted":
+        """The same request, at the route the reading chose (what the rewrite must keep reachable)."""
+        return replace(self, path=path, host=host)
 
     def __post_init__(self) -> None:
         if self.path is not None and not self.path.startswith("/"):
@@ -101,6 +108,7 @@ class Reading:
     routes: list[str] = field(default_factory=list)  # every proxied route seen, the judged one too
     main: str | None = None  # a site file's main config (--main), as asked
     version: str | None = None  # the proxy version whose defaults the reading used
+    wanted: RouteWanted = field(default_factory=RouteWanted, repr=False)  # as asked, headers included
 
     def get(self, name: str) -> Setting:
         return self.settings[name]

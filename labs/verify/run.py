@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+from dataclasses import replace
 import re
 import tempfile
 import time
@@ -48,7 +49,9 @@ def lab_server(streams: int = Options.streams) -> Iterator[ServerHandle]:
 
 def read_config(path: Path, proxy: str | None = None, wanted: RouteWanted = RouteWanted()) -> Reading:
     """The static reading alone (no process is started)."""
-    return KINDS[_proxy(path, proxy)].read(path, wanted)
+    reading = KINDS[_proxy(path, proxy)].read(path, wanted)
+    reading.wanted = wanted
+    return reading
 
 
 def rewrite_config(path: Path, reading: Reading, lab_port: int, folder: Path, *,
@@ -72,10 +75,12 @@ def verify_config(path: Path, *, proxy: str | None = None, max_silence_s: float 
     if runtime not in ("local", "docker"):
         raise UnusableInput(f"unknown runtime {runtime!r}; known: local, docker")
     options = Options(max_silence_s, max_stream_s, streams)
+    if headers:
+        wanted = replace(wanted, headers=tuple(headers.items()))
     proxy = _proxy(path, proxy)
-    if wanted.version is not None and proxy != "nginx":
-        raise UnusableInput(f"--proxy-version is read for nginx (whose streaming defaults changed in "
-                            f"1.29.7); {proxy} is judged with the defaults verify knows for it, said in the output")
+    if wanted.version is not None and not KINDS[proxy].versions:
+        raise UnusableInput(f"--proxy-version selects defaults for {', '.join(k for k in PROXIES if KINDS[k].versions)}"
+                            f" only; {proxy} is judged with the one set of defaults verify knows for it")
     say(f"reading {display_path(path)} ({proxy})")
     reading = read_config(path, proxy, wanted)
     report = VerifyReport(proxy=proxy, file=display_path(path), route=reading.route, path=reading.path,

@@ -13,7 +13,7 @@ from labs.verify.rewrite import Rewritten, assert_loopback
 def run_here(path: Path, reading: Reading, lab_port: int, folder: Path, in_container: bool) -> Rewritten:
     # Envoy runs as whoever starts it and names no user: nothing differs in a container.
     _, data = config.load(path)
-    chosen = read.select_route(data, path, RouteWanted(reading.path, reading.host))
+    chosen = read.select_route(data, path, reading.wanted.at(reading.path, reading.host))
     rewritten = rewrite.rewrite(path, chosen.listener.get("name"), lab_port, folder)
     rewritten.host_header = reading.host  # the domain the chosen virtual host matches
     assert_loopback(rewrite.addresses(rewritten.files[str(path)][1]))

@@ -23,16 +23,18 @@ LEGACY = {"exact_match": "exact", "prefix_match": "prefix", "suffix_match": "suf
           "contains_match": "contains"}
 
 
-def request_headers(path: str, host: str | None) -> dict[str, str]:
-    """The headers of verify's measured request, as Envoy's route table sees them."""
+def request_headers(path: str, host: str | None, extra: tuple[tuple[str, str], ...] = ()) -> dict[str, str]:
+    """The headers of verify's measured request, as Envoy's route table sees them (--header too)."""
     return {":method": "POST", ":path": path, ":scheme": "http", ":authority": host or "127.0.0.1",
-            "content-type": "application/json", "accept": "text/event-stream"}
+            "content-type": "application/json", "accept": "text/event-stream",
+            **{name.lower(): value for name, value in extra}}
 
 
-def route_matches(match: YamlMap, path: str, host: str | None, note: Callable[[str], None]) -> bool:
+def route_matches(match: YamlMap, path: str, host: str | None, note: Callable[[str], None],
+                  extra: tuple[tuple[str, str], ...] = ()) -> bool:
     if not _path_matches(match, path):
         return False
-    headers = request_headers(path, host)
+    headers = request_headers(path, host, extra)
     for key in match:
         if key in PATH_KEYS or key in NEUTRAL_KEYS:
             continue

@@ -45,7 +45,7 @@ def select_route(data: YamlMap, file: Path, wanted: RouteWanted = RouteWanted())
     """The route that serves the first of `wanted.paths` some listener routes to a cluster."""
     notes: list[str] = []
     for route_path in wanted.paths:
-        found = _route_for(data, file, route_path, wanted.host, notes)
+        found = _route_for(data, file, route_path, wanted.host, notes, wanted.headers)
         if found is not None:
             found.path = route_path
             found.notes = list(dict.fromkeys(notes))
@@ -58,7 +58,7 @@ def select_route(data: YamlMap, file: Path, wanted: RouteWanted = RouteWanted())
 
 
 def _route_for(data: YamlMap, file: Path, route_path: str, host: str | None,
-               notes: list[str]) -> EnvoyRoute | None:
+               notes: list[str], extra: tuple[tuple[str, str], ...] = ()) -> EnvoyRoute | None:
     static = data.mapping("static_resources")
     clusters = {c.get("name"): c for c in static.items_list("clusters")}
     for listener in static.items_list("listeners"):
@@ -74,7 +74,7 @@ def _route_for(data: YamlMap, file: Path, route_path: str, host: str | None,
                 domains = [str(d) for d in vhost.get("domains", ["*"])]
                 header_host = host or _host(domains)
                 for route in vhost.items_list("routes"):
-                    if not route_matches(route.mapping("match"), route_path, header_host, notes.append):
+                    if not route_matches(route.mapping("match"), route_path, header_host, notes.append, extra):
                         continue
                     if "route" not in route:
                         continue
@@ -84,6 +84,22 @@ def _route_for(data: YamlMap, file: Path, route_path: str, host: str | None,
                     if name in clusters:
                         return EnvoyRoute(listener, chain, hcm, vhost, route, clusters[name], _host(domains))
     return None
+
+
+def proxied_routes(data: YamlMap, shown: str) -> list[str]:
+    """Every route that sends to a cluster, for the output (the judged one among them)."""
+    out = []
+    for listener in data.mapping("static_resources").items_list("listeners"):
+        for _, hcm in hcms(listener):
+            for vhost in hcm.mapping("route_config").items_list("virtual_hosts"):
+                for route in vhost.items_list("routes"):
+                    action = route.mapping("route") if "route" in route else None
+                    if action is None:
+                        continue
+                    target = action.get("cluster") or "weighted clusters"
+                    out.append(f"listener {listener.get('name', '?')} > virtual host {vhost.get('name', '?')} > "
+                               f"route {dict(route.mapping('match'))} ({shown}:{route.line()}) -> cluster {target}")
+    return out
 
 
 def _host(domains: list[str]) -> str | None:
@@ -102,7 +118,8 @@ def read(path: Path, wanted: RouteWanted = RouteWanted()) -> Reading:
                       f"the first of the API's usual paths a route sends to a cluster: POST {chosen.path}", route=(
         f"listener {chosen.listener.get('name', '?')} ({shown}:{chosen.listener.line()}) > virtual host "
         f"{chosen.vhost.get('name', '?')} > route {dict(chosen.route.mapping('match'))} "
-        f"({shown}:{chosen.route.line()}) > cluster {chosen.cluster.get('name')} ({shown}:{chosen.cluster.line()})"))
+        f"({shown}:{chosen.route.line()}) > cluster {chosen.cluster.get('name')} ({shown}:{chosen.cluster.line()})"),
+                      routes=proxied_routes(data, shown))
 
     def setting(name: str, owner: YamlMap, key: str, default: float | None, text_default: str) -> None:
         if key in owner:

@@ -12,7 +12,7 @@ from labs.verify.rewrite import Rewritten, assert_loopback
 
 def run_here(path: Path, reading: Reading, lab_port: int, folder: Path, in_container: bool) -> Rewritten:
     parsed = config.parse(path)
-    frontend, _, _, _ = read.select_route(parsed, RouteWanted(reading.path, reading.host))
+    frontend, _, _, _ = read.select_route(parsed, reading.wanted.at(reading.path, reading.host))
     rewritten = rewrite.rewrite(parsed, frontend, lab_port, folder, drop_user=in_container,
                                 route_path=reading.path, host=reading.host)
     rewritten.host_header = reading.host  # the Host the route's ACLs ask for

@@ -42,6 +42,7 @@ def read(path: Path, wanted: RouteWanted = RouteWanted()) -> Reading:
         + (f" > backend {backend.name} ({shown}:{backend.line})" if backend is not frontend else "")),
                       why=f"asked for with --path {wanted.path}" if wanted.path else
                       f"the first of the API's usual paths it sends to a backend: POST {route_path}")
+    reading.routes = _proxied_routes(config, shown)
     chosen = [n.removeprefix("backend chosen: ") for n in notes if n.startswith("backend chosen: ")]
     if chosen:
         reading.why += "; " + "; ".join(chosen)
@@ -210,6 +211,17 @@ def _route_for(config: HaproxyConfig, route_path: str, host: str | None = None
         if default_name is not None and (backend := config.named("backend", default_name)) is not None:
             return frontend, backend, request.notes
     return None
+
+
+def _proxied_routes(config: HaproxyConfig, shown: str) -> list[str]:
+    """Every frontend's backends (use_backend rules, default_backend, a listen's own servers)."""
+    out = []
+    for frontend in config.proxies("frontend", "listen"):
+        for statement in [*frontend.find("use_backend"), *frontend.find("default_backend")]:
+            out.append(f"{frontend.kind} {frontend.name} > {' '.join(statement.words)} ({shown}:{statement.line})")
+        if frontend.kind == "listen" and frontend.find("server"):
+            out.append(f"listen {frontend.name} ({shown}:{frontend.line}) -> its own servers")
+    return out
 
 
 def _word(statement: Statement, index: int, config: HaproxyConfig) -> str:

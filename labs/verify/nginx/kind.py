@@ -13,7 +13,7 @@ from labs.verify.rewrite import Rewritten, assert_loopback
 
 def run_here(path: Path, reading: Reading, lab_port: int, folder: Path, in_container: bool) -> Rewritten:
     parsed = config.parse(path, reading.main)
-    choice = routes.select_route(parsed, RouteWanted(reading.path, reading.host))
+    choice = routes.select_route(parsed, reading.wanted.at(reading.path, reading.host))
     rewritten = rewrite.rewrite(parsed, choice.server, lab_port, folder, drop_user=in_container,
                                 binary=NGINX.binary.find(), version=reading.version)
     rewritten.write()  # the check reads the written main file back with crossplane
@@ -24,7 +24,7 @@ def run_here(path: Path, reading: Reading, lab_port: int, folder: Path, in_conta
 KIND = ConfigKind(
     proxy="nginx", example="nginx.conf",
     shape=re.compile(r"^\s*(http|events|server|upstream|stream)\s*(\S+\s*)?\{", re.M),
-    read=read.read, suspicions=rules.suspicions, run_here=run_here,
+    read=read.read, suspicions=rules.suspicions, run_here=run_here, versions=True,
     fallback={
         "buffering": ("proxy_buffering", 'proxy_buffering off; proxy_http_version 1.1; proxy_set_header Connection "";'),
         "coalescing": ("proxy_buffering", "proxy_buffering off;"),
