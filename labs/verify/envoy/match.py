@@ -12,6 +12,8 @@ so the next route is tried, as a config that needs it would not serve verify's r
 from __future__ import annotations
 
 import re
+
+from labs.verify import regex as foreign
 from typing import Any, Callable
 
 from labs.verify.envoy.config import YamlMap
@@ -66,7 +68,7 @@ def _path_matches(match: YamlMap, path: str) -> bool:
         prefix = fold(str(match["path_separated_prefix"]))
         return fold(route_path) == prefix or fold(route_path).startswith(prefix + "/")
     if "safe_regex" in match:
-        return re.fullmatch(str(match.mapping("safe_regex").get("regex", "")), route_path) is not None
+        return foreign.fullmatch(str(match.mapping("safe_regex").get("regex", "")), route_path)
     return False
 
 
@@ -90,7 +92,7 @@ def string_matches(matcher: Any, value: str, note: Callable[[str], None], what: 
                     "suffix": have.endswith(wanted), "contains": wanted in have}[kind]
     if "safe_regex" in matcher:
         regex = str((matcher.get("safe_regex") or {}).get("regex", ""))
-        return re.fullmatch(regex, value, re.I if matcher.get("ignore_case") else 0) is not None
+        return foreign.fullmatch(regex, value, bool(matcher.get("ignore_case")))
     unknown = ", ".join(k for k in matcher if k != "ignore_case") or "(empty)"
     note(f"{what}: string matcher {unknown} is not evaluated by verify: taken as not holding")
     return False

@@ -3,6 +3,8 @@ from __future__ import annotations
 
 import re
 
+from labs.verify import regex as foreign
+
 from labs.verify.model import Options, Reading, Suspicion
 from labs.verify.rules import SSE, timeout_fix
 
@@ -13,7 +15,7 @@ def _compresses_sse(compressor: dict) -> bool:
     types = common.get("content_type") or []
     regex = ((common.get("content_type_matcher") or {}).get("safe_regex") or {}).get("regex")
     if regex:
-        return re.fullmatch(regex, SSE) is not None
+        return foreign.fullmatch(regex, SSE)
     return SSE in types
 
 

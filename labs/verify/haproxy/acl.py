@@ -10,6 +10,8 @@ A condition on something verify cannot know is unknown: taken as true, and said 
 from __future__ import annotations
 
 import re
+
+from labs.verify import regex as foreign
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -107,7 +109,7 @@ def matches(method: str, value: str | None, patterns: list[str], insensitive: bo
 
 def _search(pattern: str, value: str, insensitive: bool) -> bool:
     try:
-        return re.search(pattern, value, re.I if insensitive else 0) is not None
+        return foreign.search(pattern, value, insensitive)
     except re.error:
         return False
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+from labs.findings import UnusableInput
 from labs.verify.model import DEFAULT, Reading, RouteWanted, Setting
 from labs.verify.nginx.config import Directive, NginxConfig, context_chain, parse
 from labs.verify.nginx.routes import regex_unreadable, select_route
@@ -64,6 +65,7 @@ def read(path: Path, wanted: RouteWanted = RouteWanted()) -> Reading:
         reading.settings["keepalive"] = (
             Setting("keepalive", keepalive.args[0], keepalive.text(), keepalive.where)
             if keepalive else _default("keepalive", table["keepalive"]))
+    _check_values(reading)
     if any(d.name == "if" for d in location.walk()):
         reading.notes.append("the location has `if` blocks; they are not evaluated (settings read outside them)")
     if config.platform is not None:
@@ -72,6 +74,30 @@ def read(path: Path, wanted: RouteWanted = RouteWanted()) -> Reading:
     reading.notes += [f"{problem}: taken as not matching" for problem in regex_unreadable(config)]
     reading.notes += _missing_includes(config, chain, reading)
     return reading
+
+
+def _check_values(reading: Reading) -> None:
+    """A value nginx itself would refuse (`proxy_read_timeout 10x`): the user's error, with its line,
+    before any rule reads it as a number."""
+    for setting in reading.settings.values():
+        if setting.is_default:
+            continue
+        name, value = setting.name, str(setting.value)
+        bad = ((name.endswith("_timeout") and not _is_time(value))
+               or (name == "worker_connections" and not value.isdigit())
+               or (name == "worker_processes" and value != "auto" and not value.isdigit()))
+        if bad:
+            file, _, line = setting.where.rpartition(":")
+            raise UnusableInput(f"{setting.text}: not a value nginx accepts for {name}", file=file,
+                                line=int(line) if line.isdigit() else None)
+
+
+def _is_time(text: str) -> bool:
+    try:
+        parse_time(text)
+        return True
+    except ValueError:
+        return False
 
 
 def _missing_includes(config: NginxConfig, chain: list[Directive], reading: Reading) -> list[str]:

@@ -17,6 +17,7 @@ import re
 from dataclasses import dataclass, field
 
 from labs.findings import UnusableInput
+from labs.verify import regex as foreign
 from labs.verify.model import RouteWanted
 from labs.verify.nginx.config import Directive, NginxConfig
 from labs.verify.nginx.targets import PASS_DIRECTIVES
@@ -141,13 +142,8 @@ def _modifier(loc: Directive) -> tuple[str, str]:
 
 
 def _regex_matches(pattern: str, uri: str, insensitive: bool) -> bool:
-    """PCRE as Python reads it: named groups `(?<name>` / `(?'name'` become `(?P<name>`."""
-    python = re.sub(r"\(\?<(?![=!])(\w+)>", r"(?P<\1>", pattern)
-    python = re.sub(r"\(\?'(\w+)'", r"(?P<\1>", python)
-    try:
-        return re.search(python, uri, re.IGNORECASE if insensitive else 0) is not None
-    except re.error:
-        return False  # a PCRE construct Python lacks: taken as not matching (read notes it)
+    """PCRE as Python reads it (labs/verify/regex.py); unreadable: not matching (read notes it)."""
+    return foreign.search(pattern, uri, insensitive)
 
 
 def regex_unreadable(config: NginxConfig) -> list[str]:
@@ -155,12 +151,8 @@ def regex_unreadable(config: NginxConfig) -> list[str]:
     out = []
     for loc in config.blocks("location"):
         modifier, pattern = _modifier(loc)
-        if modifier in ("~", "~*"):
-            python = re.sub(r"\(\?<(?![=!])(\w+)>", r"(?P<\1>", pattern)
-            try:
-                re.compile(re.sub(r"\(\?'(\w+)'", r"(?P<\1>", python))
-            except re.error as exc:
-                out.append(f"location {modifier} {pattern} ({loc.where}): {exc}")
+        if modifier in ("~", "~*") and foreign.compiled(pattern) is None:
+            out.append(f"location {modifier} {pattern} ({loc.where}): a regex Python cannot read")
     return out
 
 
@@ -204,11 +196,8 @@ def _by_host(servers: list[Directive], host: str) -> list[Directive]:
     for server in servers:
         for name in (n.lower() for d in server.children("server_name") for n in d.args):
             if name.startswith("~"):
-                try:
-                    if re.search(re.sub(r"\(\?<(?![=!])(\w+)>", r"(?P<\1>", name[1:]), host):
-                        regex.append(server)
-                except re.error:
-                    pass
+                if foreign.search(name[1:], host):
+                    regex.append(server)
             elif name == host:
                 exact.append(server)
             elif name.startswith("*.") and host.endswith(name[1:]):

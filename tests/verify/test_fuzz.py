@@ -1,0 +1,152 @@
+"""verify's static reading and rewrite never raise on configs built from the directives that
+published configs use (tests/data/wild/): a config they cannot use is UnusableInput (exit 2 with
+one line), anything else would be verify's own error."""
+from __future__ import annotations
+
+import tempfile
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from labs.findings import UnusableInput
+from labs.verify import read_config
+from labs.verify.kinds import suspicions
+from labs.verify.model import Options
+from labs.verify.rewrite import NotLoopback
+from labs.verify.run import rewrite_config
+
+FUZZ = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+
+# Values as the corpus writes them: addresses of every form, variables, odd numbers.
+ADDRESS = st.sampled_from(["http://10.0.0.1:8000", "http://backend", "https://backend/v1/", "$u", "$scheme://backend",
+                           "http://$host_var:8000", "http://unix:/run/vllm.sock", "http://unix:/run/x.sock:/v1/",
+                           "http://[::1]:9000", "http://vllm.svc.cluster.local:8000/", "grpc://backend"])
+TIME = st.sampled_from(["60s", "5", "1m30s", "300ms", "1h", "0", "10x", ""])
+LOCATION = st.sampled_from(["/", "/v1/", "/api/", "= /v1/chat/completions", "^~ /v1/", "~ ^/(?<ver>v\\d+)/chat",
+                            "~* \\.(js|css)$", "@fallback", "/openai/"])
+LOCATION_DIRECTIVES = st.lists(st.one_of(
+    ADDRESS.map(lambda a: f"proxy_pass {a};"),
+    TIME.map(lambda t: f"proxy_read_timeout {t};"),
+    st.sampled_from(["proxy_buffering off;", "proxy_buffering on;", "proxy_http_version 1.1;",
+                     'proxy_set_header Connection "";', "proxy_set_header Host $host;", "gzip on;",
+                     "gzip_types text/event-stream;", "proxy_cache off;", "proxy_ignore_client_abort on;",
+                     "chunked_transfer_encoding off;", "try_files $uri @fallback;", "return 301 https://$host;",
+                     "if ($scheme = http) { return 301 https://$host$request_uri; }", "limit_conn addr 10;",
+                     "proxy_ssl_server_name on;", "include /etc/nginx/proxy_params;", "add_header X-A b;"]),
+), max_size=5)
+SERVER_DIRECTIVES = st.lists(st.sampled_from([
+    "listen 80;", "listen 443 ssl http2;", "listen [::]:80;", "listen 80; listen [::]:80;", "listen 8080 default_server;",
+    "server_name chat.example.com;", "server_name _;", "server_name *.example.com ~^llm\\d+$;",
+    "ssl_certificate /etc/ssl/x.pem;", "include /etc/letsencrypt/options-ssl-nginx.conf;",
+    "access_log /var/log/nginx/a.log main;", "access_log off;", "client_max_body_size 0;", "resolver 8.8.8.8;",
+]), max_size=4)
+HTTP_DIRECTIVES = st.lists(st.sampled_from([
+    "upstream backend { server 10.0.0.2:8000; server b.internal:8000 max_fails=2; }",
+    "upstream backend { server unix:/run/x.sock; keepalive 16; }", "map $http_upgrade $c { default close; }",
+    "proxy_buffering off;", "gzip on;", "log_format main '$remote_addr';", "set $u http://vllm:8000;",
+    "include /etc/nginx/conf.d/*.conf;", "limit_conn_zone $binary_remote_addr zone=addr:10m;",
+]), max_size=3)
+
+
+@st.composite
+def nginx_configs(draw, site: bool) -> str:
+    locations = "".join(f"    location {draw(LOCATION)} {{ {' '.join(draw(LOCATION_DIRECTIVES))} }}\n"
+                        for _ in range(draw(st.integers(1, 3))))
+    servers = "".join(f"  server {{\n    {' '.join(draw(SERVER_DIRECTIVES))}\n{locations}  }}\n"
+                      for _ in range(draw(st.integers(1, 2))))
+    http = "\n  ".join(draw(HTTP_DIRECTIVES))
+    body = f"  {http}\n{servers}"
+    if site:
+        return body.replace("set $u http://vllm:8000;", "")
+    workers = draw(st.sampled_from(["", "worker_processes auto;", "worker_processes 2;", "user www-data;"]))
+    return f"{workers}\nevents {{ worker_connections {draw(st.sampled_from(['1024', '64']))}; }}\nhttp {{\n{body}}}\n"
+
+
+def never_raises(text: str, name: str) -> None:
+    with tempfile.TemporaryDirectory() as folder:
+        path = Path(folder) / name
+        path.write_text(text)
+        try:
+            reading = read_config(path, "nginx")
+            suspicions(reading, Options())
+            rewrite_config(path, reading, 65000, Path(folder) / "run")
+        except (UnusableInput, NotLoopback):
+            pass  # a config verify cannot use, said in one line (exit status 2)
+
+
+@pytest.mark.slow
+@FUZZ
+@given(nginx_configs(site=False))
+def test_a_whole_nginx_config_never_makes_verify_raise(text):
+    never_raises(text, "nginx.conf")
+
+
+@pytest.mark.slow
+@FUZZ
+@given(nginx_configs(site=True))
+def test_a_site_file_never_makes_verify_raise(text):
+    never_raises(text, "app.conf")
+
+
+HAPROXY_LINES = st.lists(st.sampled_from([
+    "    maxconn 4096", "    maxconn lots", "    timeout server 30s", "    timeout server 1h", "    timeout server x",
+    "    timeout tunnel 1h", "    option http-no-delay", "    no option http-no-delay", "    option abortonclose",
+    "    compression algo gzip", "    compression type text/event-stream", "    http-request redirect scheme https unless { ssl_fc }",
+    "    acl api path -m beg /v1/", "    acl api path_beg -i /api/", "    acl h hdr(host) -i chat.example.com",
+    "    acl f path -f /etc/haproxy/paths.lst", "    use_backend llm if api", "    use_backend %[path,map_beg(/etc/haproxy/b.map,llm)]",
+    "    use_backend llm if { path_beg /v1/ } h", "    default_backend llm", "    bind :443 ssl crt /etc/ssl/x.pem alpn h2,http/1.1",
+    "    bind :80", "    bind 10.0.0.1:8080", "    stick-table type ip size 1m peers mypeers",
+]), min_size=1, max_size=8)
+BACKEND_LINES = st.lists(st.sampled_from([
+    "    server a 10.0.0.2:8000 check", "    server b vllm.svc:8000 resolvers dns init-addr none maxconn 20",
+    "    server-template vllm 3 vllm.svc:8000 check resolvers dns", "    server c 10.0.0.3:8000 maxconn x",
+    "    default-server inter 2s fall 3", "    timeout server 5s", "    option httpchk GET /health",
+]), min_size=1, max_size=4)
+
+
+@st.composite
+def haproxy_configs(draw) -> str:
+    return ("global\n    log stdout format raw local0\n" + "\n".join(draw(st.lists(st.sampled_from(
+        ["    maxconn 2000", "    maxconn many", "    user haproxy", "    daemon", "    stats socket /run/haproxy.sock"]),
+        max_size=3))) + "\ndefaults\n    mode http\n    timeout client 30s\n    timeout connect 5s\n"
+        "frontend fe\n" + "\n".join(draw(HAPROXY_LINES)) + "\nbackend llm\n" + "\n".join(draw(BACKEND_LINES))
+        + "\nresolvers dns\n    nameserver n 10.0.0.53:53\npeers mypeers\n    peer p1 10.0.0.9:10000\n")
+
+
+def proxy_never_raises(text: str, name: str, proxy: str) -> None:
+    with tempfile.TemporaryDirectory() as folder:
+        path = Path(folder) / name
+        path.write_text(text)
+        try:
+            reading = read_config(path, proxy)
+            suspicions(reading, Options())
+            rewrite_config(path, reading, 65000, Path(folder) / "run")
+        except (UnusableInput, NotLoopback):
+            pass
+
+
+@pytest.mark.slow
+@FUZZ
+@given(haproxy_configs())
+def test_an_haproxy_config_never_makes_verify_raise(text):
+    proxy_never_raises(text, "haproxy.cfg", "haproxy")
+
+
+ENVOY = (Path(__file__).resolve().parents[2] / "proxies" / "fixed" / "envoy.yaml").read_text()
+ENVOY_EDITS = st.lists(st.tuples(
+    st.sampled_from(["timeout: 0s", "type: STRICT_DNS", "port_value: 8000", "prefix: \"/\"", "stream_idle_timeout:"]),
+    st.sampled_from(["timeout: abc", "type: ORIGINAL_DST", "port_value: http", "path: \"/v1/chat/completions\"",
+                     "safe_regex: {regex: \"(?<v>v1)\"}", "stream_idle_timeout: -5s\n        idle_timeout:",
+                     "type: EDS", "prefix: 42", ""])), max_size=3)
+
+
+@pytest.mark.slow
+@FUZZ
+@given(ENVOY_EDITS)
+def test_an_edited_envoy_config_never_makes_verify_raise(edits):
+    text = ENVOY
+    for old, new in edits:
+        text = text.replace(old, new, 1)
+    proxy_never_raises(text, "envoy.yaml", "envoy")
