@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from typing import Mapping, Sequence
 
 from labs.client.results import StreamResult
-from labs.findings.evidence import Evidence, Verdict, ms
+from labs.findings.evidence import Evidence, Verdict, ms, untold
 
 # A wave: the last first token waits this share of a stream longer than the first. Verify used
 # half a stream, the probe 0.8 of the median stream, `labs load` 0.9 of the asked duration (its
@@ -39,18 +39,22 @@ class Burst:
     last_wait_s: float | None = None   # the latest's (a load step: its TTFT p99)
     stream_s: float | None = None      # one stream's length once it started (the yardstick)
     origin_known: bool = False         # the waits are in front of the origin (its records), not TTFT
+    lumped: bool = False  # every stream came in lumps (a buffering hop): its TTFT is not its start
 
     @classmethod
     def of(cls, streams: Sequence[StreamResult], origin_first_token_s: Sequence[float | None] = ()) -> Burst:
         known = bool(origin_first_token_s) and all(o is not None for o in origin_first_token_s)
         origin = list(origin_first_token_s) if known else [0.0] * len(streams)
         waits = [r.ttft_s - (o or 0.0) for r, o in zip(streams, origin) if r.ttft_s is not None]
-        # A stream held to its end has no length after its first token: it sets no yardstick.
-        lengths = [r.e2e_s - r.ttft_s for r in streams
+        # A stream held to its end, or released in lumps by a buffer, has no length after its
+        # first token that is the origin's pace: it sets no yardstick.
+        paced = [r for r in streams if r.bursts and r.content_events <= 2 * r.bursts]
+        lengths = [r.e2e_s - r.ttft_s for r in paced
                    if r.e2e_s is not None and r.ttft_s is not None and r.e2e_s > r.ttft_s]
         return cls(len(streams), dict(Counter(r.outcome for r in streams)),
                    dict(Counter(str(r.status) for r in streams if r.outcome == "http-error")),
-                   min(waits, default=None), max(waits, default=None), min(lengths, default=None), known)
+                   min(waits, default=None), max(waits, default=None), min(lengths, default=None), known,
+                   lumped=bool(streams) and not paced and not known)
 
     @property
     def failed(self) -> int:
@@ -78,6 +82,9 @@ def judge_burst(burst: Burst) -> Verdict:
         codes = ", ".join(f"{k} x{v}" for k, v in sorted(burst.statuses.items()))
         return Verdict(True, f"{burst.failed} of {n} streams did not complete ({shown})"
                        + (f" (HTTP {codes})" if codes else ""))
+    if burst.lumped:
+        return untold(f"all {n} streams completed, each in lumps (a buffering hop): when a held stream's "
+                      "first token arrives says nothing about when it started, so queueing cannot be told")
     observed = (f"{n} streams complete; first tokens after {ms(burst.first_wait_s)}.."
                 f"{ms(burst.last_wait_s)} ({burst.basis}), one stream {ms(burst.stream_s)}")
     if waves(burst):

@@ -221,6 +221,16 @@ def test_connection_limit_clean_and_look_alikes_give_no_finding() -> None:
     assert not verdict.fault and "in front of the origin" in verdict.observed
 
 
+def test_connection_limit_cannot_tell_queueing_through_a_buffering_hop() -> None:
+    """Streams released in lumps (4 KB buffers): their first tokens come when a buffer fills, so
+    a spread of them is no wave, and no spread proves no queue: untold, never a pass or a fault."""
+    lumped = [stream([s + 0.6] * 4 + [s + 1.2] * 4, [1] * 4 + [2] * 4) for s in [0.01] * 5 + [0.2] * 5]
+    verdict = connection_limit.judge(Evidence(lumped, PACE))
+    assert not verdict.fault and verdict.untold and "lumps" in verdict.untold
+    refused = lumped + [StreamResult(outcome="http-error", status=503)]
+    assert connection_limit.judge(Evidence(refused, PACE)).fault  # a refusal still shows, lumps or not
+
+
 def test_connection_limit_reads_a_load_steps_numbers() -> None:
     step = connection_limit.Burst(300, {"complete": 300}, first_wait_s=0.0, last_wait_s=7.0, stream_s=8.0)
     assert connection_limit.judge_burst(step).fault
