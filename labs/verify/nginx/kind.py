@@ -17,6 +17,8 @@ def run_here(path: Path, reading: Reading, lab_port: int, folder: Path, in_conta
     rewritten = rewrite.rewrite(parsed, choice.server, lab_port, folder, drop_user=in_container,
                                 binary=NGINX.binary.find(), version=reading.version)
     rewritten.write()  # the check reads the written main file back with crossplane
+    if not in_container:
+        rewrite.let_workers_in(parsed, folder)
     assert_loopback(targets.addresses(str(rewritten.main)))
     return rewritten
 

@@ -212,6 +212,25 @@ def _intended_defaults(config: NginxConfig, edits: dict[str, TextEdits], intende
          f"nginx here is {versions.shown(here)}")
 
 
+def let_workers_in(config: NginxConfig, folder: Path) -> None:
+    """Started as root, nginx runs its workers as another user (the config's `user`, else nobody):
+    they must reach the cache and temp folders nginx makes in the run's folder, which a temporary
+    folder (0700) keeps from them. Only that user's group is let through (0710), not everyone."""
+    if os.geteuid() != 0:
+        return
+    import grp
+    user = config.main.first("user")
+    names = (user.args + user.args[:1])[:2] if user is not None and user.args else []
+    if not names or not _user_exists(names[0]):
+        names = ["nobody", "nogroup"]  # no user, or one the rewrite dropped: nginx's default
+    try:
+        gid = grp.getgrnam(names[1]).gr_gid
+    except KeyError:
+        gid = pwd.getpwnam(names[0]).pw_gid
+    os.chown(folder, -1, gid)
+    os.chmod(folder, 0o710)
+
+
 def _upstream_names(config: NginxConfig) -> set[str]:
     return {u.args[0] for u in config.blocks("upstream") if u.args}
 
