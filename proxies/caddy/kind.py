@@ -32,12 +32,17 @@ def state_folders(prefix: str) -> dict[str, str]:
     return {"HOME": folder, "XDG_CONFIG_HOME": folder, "XDG_DATA_HOME": folder}
 
 
+def adapter(config: str) -> list[str]:
+    """A Caddyfile names its adapter; Caddy's own JSON (`labs verify` runs it) needs none."""
+    return [] if config.endswith(".json") else ["--adapter", "caddyfile"]
+
+
 def check(config: str, prefix: str) -> list[str]:
-    return ["validate", "--config", config, "--adapter", "caddyfile"]
+    return ["validate", "--config", config, *adapter(config)]
 
 
 def run(config: str, prefix: str, listen: str) -> list[str]:
-    return ["run", "--config", config, "--adapter", "caddyfile"]
+    return ["run", "--config", config, *adapter(config)]
 
 
 KIND = ProxyKind(

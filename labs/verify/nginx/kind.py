@@ -25,7 +25,7 @@ def run_here(path: Path, reading: Reading, lab_port: int, folder: Path, in_conta
 
 KIND = ConfigKind(
     proxy="nginx", example="nginx.conf",
-    shape=re.compile(r"^\s*(http|events|server|upstream|stream)\s*(\S+\s*)?\{", re.M),
+    shape=re.compile(r"^\s*(http|events|server|upstream|stream)(\s+[^\s{]+)?\s*\{", re.M),  # not Caddy's `http://host {` or `servers {`
     read=read.read, suspicions=rules.suspicions, run_here=run_here, versions=True,
     fallback={
         "buffering": ("proxy_buffering", 'proxy_buffering off; proxy_http_version 1.1; proxy_set_header Connection "";'),

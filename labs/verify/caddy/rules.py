@@ -1,0 +1,63 @@
+"""What the settings of a Caddy config suggest: one `Suspicion` per fault (labs/verify/rules.py says how).
+
+flush_interval > 0 is no suspicion: Caddy flushes a `text/event-stream` answer after every write
+whatever it says (reverse_proxy's flushInterval); -1 is one (disconnect, measured). `encode` is: measured here (Caddy 2.6.2, the
+catalogue's caddy-encode), a first write above minimum_length (512 bytes) turns gzip on and the
+encoder then holds the answer to the end; small first events pass uncompressed and stream.
+"""
+from __future__ import annotations
+
+from labs.verify.model import Options, Reading, Suspicion
+from labs.verify.rules import SSE, timeout_fix
+
+SILENCES = ("silence-before-first-token", "silence-mid-stream")
+
+
+def suspicions(r: Reading, o: Options) -> list[Suspicion]:
+    found: list[Suspicion] = []
+    buffers = r.get("response_buffers")
+    if buffers.value:
+        found.append(Suspicion("buffering", buffers.where,
+                               f"{buffers.text}: reverse_proxy reads the answer into its buffer "
+                               "before it sends it", "remove response_buffers (buffer_responses) from "
+                               "the streaming route", ("streaming",)))
+    encode = r.get("encode")
+    if encode.value and encode.value["event_streams"]:
+        found.append(Suspicion(
+            "compression-delay", encode.where,
+            f"{encode.text}: {SSE} is among the types it compresses; a first event above "
+            f"minimum_length ({encode.value['minimum_length']} bytes: a long first delta, a tool call) "
+            "turns compression on and the encoder holds the answer to the end",
+            f"@compressible not header Accept *{SSE}*  then  encode @compressible "
+            f"{' '.join(encode.value['encodings'])}", ("gzip",)))
+    flush = r.get("flush_interval")
+    if flush.value is not None and flush.value < 0:
+        found.append(Suspicion("disconnect-not-propagated", flush.where,
+                               f"{flush.text}: Caddy's low-latency mode does not cancel the request to "
+                               "the server when the client leaves (documented; measured here on 2.6.2: "
+                               "the server noticed only at its next write)",
+                               "remove flush_interval (text/event-stream answers are flushed at once "
+                               "without it)", ("disconnect",)))
+    for name, checks in (("read_timeout", SILENCES), ("response_header_timeout", SILENCES[:1])):
+        setting = r.get(name)
+        if setting.value is not None and 0 < setting.value < o.max_silence_s:
+            found.append(Suspicion("idle-timeout", setting.where,
+                                   f"{setting.text}: a silence of the server longer than "
+                                   f"{setting.value:g} s ends the stream (--max-silence is {o.max_silence_s:g} s)",
+                                   f"transport http {{ {name} {timeout_fix(setting.value, o)}s }} (and `: ping` "
+                                   "heartbeats)", checks, setting.value))
+    for name, word in (("server write_timeout", "write"), ("server read_timeout", "read_body")):
+        setting = r.get(name)
+        if setting.value is not None and 0 < setting.value < o.max_stream_s:
+            found.append(Suspicion("total-timeout", setting.where,
+                                   f"{setting.text}: Go's net/http deadline on the whole response: a "
+                                   f"stream longer than {setting.value:g} s is cut (--max-stream is "
+                                   f"{o.max_stream_s:g} s)", f"remove `{word}` from the server timeouts "
+                                   "(keep read_header and idle)", ("long-stream",), setting.value))
+    conns = r.get("max_conns_per_host")
+    if conns.value and conns.value < o.streams:
+        found.append(Suspicion("connection-limit", conns.where,
+                               f"{conns.text}: at most {conns.value} connections to the server, one per "
+                               f"stream (--streams is {o.streams})",
+                               f"max_conns_per_host {2 * o.streams} (or remove it)", ("concurrent-streams",)))
+    return found
