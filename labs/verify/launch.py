@@ -66,7 +66,7 @@ class RunningConfig:
 
     @property
     def url(self) -> str:
-        return f"http://127.0.0.1:{self.rewritten.listen_port}"
+        return f"{'https' if self.rewritten.tls else 'http'}://127.0.0.1:{self.rewritten.listen_port}"
 
     def log_text(self) -> str:
         parts = []

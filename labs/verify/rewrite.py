@@ -27,6 +27,7 @@ class Rewritten:
     folder: Path
     main: Path  # the rewritten main config file
     listen_port: int  # where the chat route listens now
+    tls: bool = False  # the chat route's listener speaks TLS (a certificate made for the run)
     files: dict[str, tuple[str, str, Path]] = field(default_factory=dict)  # user file -> (old, new, path)
     admin_port: int | None = None
     host_header: str | None = None  # the Host a request needs to reach the chat route (Envoy vhosts)

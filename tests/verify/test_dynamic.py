@@ -160,3 +160,16 @@ def test_the_same_config_buffers_on_nginx_1_22_and_streams_with_1_30s_defaults(v
     new = verify_config(path, checks=["streaming"], server=verify_server, wanted=RouteWanted(version="1.30"))
     assert not new.failures() and new.version == "1.30", new.checks
     assert next(c for c in new.checks if c.name == "streaming").passed
+
+
+def test_a_tls_listener_is_measured_over_tls_and_its_https_redirect_holds(verify_server, tmp_path):
+    """Kept as TLS, a server that redirects plain HTTP to HTTPS serves the chat route (it used to
+    be "not served here" once TLS was stripped)."""
+    path = tmp_path / "nginx.conf"
+    path.write_text("events {}\nhttp {\n  server {\n    listen 80;\n    listen 443 ssl;\n"
+                    "    ssl_certificate /etc/ssl/chat.pem;\n    ssl_certificate_key /etc/ssl/chat.key;\n"
+                    "    if ($scheme = http) { return 301 https://$host$request_uri; }\n"
+                    "    location /v1/ { proxy_pass http://10.0.0.1:8000; proxy_buffering off; }\n  }\n}\n")
+    report = verify_config(path, checks=["streaming"], server=verify_server)
+    assert report.ok, report.checks
+    assert any("TLS is kept" in n for n in report.notes)

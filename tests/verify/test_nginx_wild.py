@@ -197,3 +197,16 @@ server { listen 80; location /v1/ { proxy_pass http://llm; proxy_set_header Host
     assert "keepalive 32;" in text and any("1.30" in n for n in reading.notes + rewritten.notes)
     with pytest.raises(UnusableInput, match="--proxy-version must look like"):
         read_config(path, "nginx", RouteWanted(version="latest"))
+
+
+def test_tls_is_kept_with_a_certificate_made_for_the_run(tmp_path):
+    path = write(tmp_path, "nginx.conf", http("""server { listen 80; return 301 https://$host$request_uri; }
+server { listen 443 ssl; http2 on; server_name chat.example.com;
+  ssl_certificate /etc/letsencrypt/live/chat/fullchain.pem; ssl_certificate_key /etc/letsencrypt/live/chat/privkey.pem;
+  ssl_dhparam /etc/letsencrypt/ssl-dhparams.pem; ssl_stapling on; ssl_protocols TLSv1.2 TLSv1.3;
+  if ($scheme = http) { return 301 https://$host$request_uri; }
+  location /v1/ { proxy_pass https://10.0.0.1:8443; proxy_buffering off; } }"""))
+    _, rewritten, text = run_here(path, tmp_path)
+    assert rewritten.tls and re.search(rf"listen 127\.0\.0\.1:{rewritten.listen_port} ssl http2;", text)
+    assert f"ssl_certificate {tmp_path / 'run'}/tls/cert.pem;" in text and "ssl_protocols TLSv1.2 TLSv1.3;" in text
+    assert "letsencrypt" not in live(text) and "ssl_stapling on" not in live(text)

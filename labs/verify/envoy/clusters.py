@@ -130,6 +130,17 @@ def leave_out_filters(edits: Edits, static: YamlMap, note: Note) -> None:
                             edits.drop_item(http_filters, position)
                             note(f"the {http.get('name')} filter is left out: its DNS cache has no user once its "
                                  "clusters are STATIC at the lab's server")
+    # A cluster's own upstream filters (HttpProtocolOptions.http_filters) call services too.
+    for cluster in static.items_list("clusters"):
+        if not isinstance(cluster, YamlMap):
+            continue
+        for options in cluster.mapping("typed_extension_protocol_options").values():
+            if not isinstance(options, YamlMap):
+                continue
+            upstream = options.get("http_filters")
+            for position, http in enumerate(options.items_list("http_filters")):
+                if _outside(http):
+                    _leave_out(edits, upstream, position, http, known, note)
 
 
 def _label(item: Any) -> str:

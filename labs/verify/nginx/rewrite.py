@@ -16,7 +16,7 @@ import re
 from pathlib import Path
 
 from labs.verify.edits import MARK, TextEdits
-from labs.verify.nginx import versions
+from labs.verify.nginx import tls, versions
 from labs.verify.nginx.config import Directive, NginxConfig
 from labs.verify.nginx.targets import PASS_DIRECTIVES, module_here, pass_target
 from labs.verify.rewrite import Rewritten
@@ -24,10 +24,11 @@ from server.processes import free_port
 
 TEMP_PATHS = ("client_body_temp_path", "proxy_temp_path", "fastcgi_temp_path", "uwsgi_temp_path",
               "scgi_temp_path")
-DROPPED_LISTEN_PARAMS = ("ssl", "http2", "proxy_protocol", "spdy")
+DROPPED_LISTEN_PARAMS = ("proxy_protocol", "spdy")
 KEPT_UPSTREAM_PARAMS = ("weight=", "max_fails=", "fail_timeout=", "backup", "down", "max_conns=",
                         "slow_start=")
-NO_TLS = "TLS is off here: the lab speaks plain HTTP to this server block"
+TLS_KEPT = ("TLS is kept: the TLS listeners serve a certificate made for the run (self-signed, for "
+            "127.0.0.1), and verify measures them over TLS")
 # Every upstream address nginx contacts, one per request, for the loopback-only check.
 UPSTREAM_LOG = "upstreams.log"
 UPSTREAM_FORMAT = "streamlab_upstream"
@@ -46,6 +47,12 @@ def rewrite(config: NginxConfig, server: Directive, lab_port: int, folder: Path,
     result = Rewritten("nginx", folder, mirror(main_file), listen_port=0, labels=dict(config.labels),
                        upstream_log=UPSTREAM_LOG)
     missing = {id(d) for d in config.missing}
+    made: list[tuple[Path, Path]] = []
+
+    def pair() -> tuple[Path, Path]:
+        if not made:
+            made.append(tls.run_pair(folder))
+        return made[0]
     formats = {"combined"} | {d.args[0] for d in config.main.walk() if d.name == "log_format" and d.args}
     ports: dict[str, int] = {}
     seen_notes: set[str] = set()
@@ -109,11 +116,15 @@ def rewrite(config: NginxConfig, server: Directive, lab_port: int, folder: Path,
                 edit.remove("listen", "QUIC (UDP) is not measured; the TCP listener is")
                 continue
             port = ports.setdefault(repr(key), free_port())
-            if d.parent is server and not result.listen_port:
-                result.listen_port = port
+            secure = tls.is_tls_listen(d.args)
+            if d.parent is server and (not result.listen_port or (secure and not result.tls)):
+                # Deployed clients reach the chat route over TLS when the server offers it.
+                result.listen_port, result.tls = port, secure
             params = [a for a in d.args[1:] if a not in DROPPED_LISTEN_PARAMS and not a.startswith("ipv6only")]
-            if any(a in d.args for a in ("ssl", "http2")):
-                note(NO_TLS)
+            if secure and d.parent is not None and _http2_on(d.parent) and "http2" not in params:
+                params.append("http2")  # `http2 on;` (1.25.1) is a listen parameter for nginx 1.22
+            if secure:
+                note(TLS_KEPT)
             edit.replace("listen", " ".join(["listen", f"127.0.0.1:{port}", *params]))
         elif d.name == "server" and context == "upstream" and d.args:
             params = [a for a in d.args[1:] if a.startswith(KEPT_UPSTREAM_PARAMS)]
@@ -137,10 +148,14 @@ def rewrite(config: NginxConfig, server: Directive, lab_port: int, folder: Path,
                                          "mirror": "a mirror would send every request twice",
                                          "proxy_bind": "binds to an address of the user's machine"}.get(
                                              d.name, "QUIC is not measured"))
-        elif _tls_directive(d.name):
-            edit.remove(d.name, "TLS is off here")
-            note(NO_TLS)
+        elif d.name in tls.PAIR and d.args:
+            edit.replace(d.name, tls.replacement(d.name, pair()))
+        elif d.name in tls.REMOVED:
+            edit.remove(d.name, tls.REMOVED[d.name])
+        elif d.name == "http2" and d.args[:1] == ["on"]:
+            edit.remove("http2", "nginx 1.22 takes http2 as a parameter of the ssl listens (added there)")
     _add_defaults(config, edits, folder)
+    _certify(config, edits, pair)
     if version is not None:
         _intended_defaults(config, edits, versions.parse_version(version), versions.binary_version(binary), note)
     for file, edit in edits.items():
@@ -254,8 +269,24 @@ def _socket(arg: str) -> str:
     return arg if re.search(r":\d+$", arg) else f"{arg}:80"
 
 
-def _tls_directive(name: str) -> bool:
-    return name in ("ssl", "http2") or (name.startswith("ssl_") and not name.startswith("ssl_preread"))
+def _http2_on(server: Directive) -> bool:
+    found = server.first("http2") or (server.parent.first("http2") if server.parent else None)
+    return found is not None and found.args[:1] == ["on"]
+
+
+def _certify(config: NginxConfig, edits: dict[str, TextEdits], pair) -> None:
+    """A TLS server whose certificate came from a file that is not here (a missing include, a
+    main config elsewhere) gets the run's pair, so nginx starts it."""
+    for server in config.blocks("server"):
+        if server.parent is None or server.parent.name != "http":
+            continue
+        if not any(tls.is_tls_listen(l.args) for l in server.children("listen")):
+            continue
+        if server.first("ssl_certificate") or server.parent.first("ssl_certificate"):
+            continue
+        cert, key = pair()
+        edits[server.file].insert_in_block(server.line, "server", [
+            f"ssl_certificate {cert};  # {MARK}: the run's certificate", f"ssl_certificate_key {key};"])
 
 
 def _user_exists(name: str) -> bool:
