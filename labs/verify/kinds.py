@@ -1,18 +1,20 @@
 """The proxies whose configs verify reads, in the order detection tries them.
 
 Envoy first: its YAML keys are unambiguous, while a YAML line can look like an nginx block opener
-or an HAProxy section header to the looser patterns after it. Adding one is a folder
+or an HAProxy section header to the looser patterns after it. Apache last: its
+`<VirtualHost>`/`ProxyPass` lines are its own, and the others' patterns never match them. Adding one is a folder
 (`labs/verify/<proxy>/`: config, read, rewrite, kind) and a line here.
 """
 from __future__ import annotations
 
+from labs.verify.apache.kind import KIND as APACHE
 from labs.verify.envoy.kind import KIND as ENVOY
 from labs.verify.haproxy.kind import KIND as HAPROXY
 from labs.verify.kind import ConfigKind
 from labs.verify.model import Options, Reading, Suspicion
 from labs.verify.nginx.kind import KIND as NGINX
 
-KINDS: dict[str, ConfigKind] = {kind.proxy: kind for kind in (ENVOY, NGINX, HAPROXY)}
+KINDS: dict[str, ConfigKind] = {kind.proxy: kind for kind in (ENVOY, NGINX, HAPROXY, APACHE)}
 PROXIES = tuple(KINDS)
 
 

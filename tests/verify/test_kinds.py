@@ -34,7 +34,8 @@ def test_every_proxy_has_a_fix_for_every_kind_verify_measures() -> None:
 def test_detection_tells_each_proxys_own_fixed_config() -> None:
     """The table's order is detection's: each fixed config is recognised as its own proxy's."""
     fixed = VERIFY.parents[1] / "proxies" / "fixed"
-    files = {"nginx": fixed / "nginx.conf", "haproxy": fixed / "haproxy.cfg", "envoy": fixed / "envoy.yaml"}
+    files = {"nginx": fixed / "nginx.conf", "haproxy": fixed / "haproxy.cfg", "envoy": fixed / "envoy.yaml",
+             "apache": fixed / "apache.conf"}
     for proxy, path in files.items():
         claimed = [k.proxy for k in KINDS.values() if k.looks_like(path.read_text())]
         assert claimed[:1] == [proxy], f"{path.name} is claimed by {claimed}"
