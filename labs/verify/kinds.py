@@ -1,12 +1,14 @@
 """The proxies whose configs verify reads, in the order detection tries them.
 
 Envoy first: its YAML keys are unambiguous, while a YAML line can look like an nginx block opener
-or an HAProxy section header to the looser patterns after it. Caddy last: its
-shape is a directive word opening a line, which no nginx or HAProxy config has. Adding one is a folder
+or an HAProxy section header to the looser patterns after it. Caddy and Apache last: Caddy's
+shape is a directive word opening a line, which no nginx or HAProxy config has; Apache's
+`<VirtualHost>`/`ProxyPass` lines are its own. Adding one is a folder
 (`labs/verify/<proxy>/`: config, read, rewrite, kind) and a line here.
 """
 from __future__ import annotations
 
+from labs.verify.apache.kind import KIND as APACHE
 from labs.verify.caddy.kind import KIND as CADDY
 from labs.verify.envoy.kind import KIND as ENVOY
 from labs.verify.haproxy.kind import KIND as HAPROXY
@@ -14,7 +16,7 @@ from labs.verify.kind import ConfigKind
 from labs.verify.model import Options, Reading, Suspicion
 from labs.verify.nginx.kind import KIND as NGINX
 
-KINDS: dict[str, ConfigKind] = {kind.proxy: kind for kind in (ENVOY, NGINX, HAPROXY, CADDY)}
+KINDS: dict[str, ConfigKind] = {kind.proxy: kind for kind in (ENVOY, NGINX, HAPROXY, CADDY, APACHE)}
 PROXIES = tuple(KINDS)
 
 

@@ -1,0 +1,1 @@
+"""Apache httpd configs, as verify reads and runs them."""

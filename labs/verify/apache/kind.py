@@ -1,0 +1,42 @@
+"""Apache httpd, as verify reads and runs it."""
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from labs.verify.apache import config, read, rewrite, routes, rules
+from labs.verify.kind import ConfigKind
+from labs.verify.model import Reading, RouteWanted
+from labs.verify.rewrite import Rewritten, assert_loopback
+
+
+def run_here(path: Path, reading: Reading, lab_port: int, folder: Path, in_container: bool) -> Rewritten:
+    parsed = config.parse(path, reading.main)
+    choice = routes.select_route(parsed, RouteWanted(reading.path, reading.host))
+    rewritten = rewrite.rewrite(parsed, choice, lab_port, folder, drop_user=in_container)
+    rewritten.write()
+    assert_loopback(rewrite.addresses(rewritten.main))
+    return rewritten
+
+
+KIND = ConfigKind(
+    proxy="apache", example="apache2.conf",
+    # A section or directive only httpd has, at the start of a line (case-blind, as httpd reads).
+    shape=re.compile(r"^\s*(<VirtualHost[\s>]|<Location(Match)?[\s>]|ProxyPass(Match)?\s|ServerRoot\s|"
+                     r"LoadModule\s+\w+_module\s)", re.M | re.I),
+    read=read.read, suspicions=rules.suspicions, run_here=run_here,
+    fallback={
+        "buffering": ("flushpackets", "ProxyPass ... flushpackets=on, and no output filter (mod_deflate, "
+                      "mod_substitute) on text/event-stream"),
+        "coalescing": ("flushpackets", "ProxyPass ... flushpackets=on"),
+        "compression-delay": ("DEFLATE", "AddOutputFilterByType DEFLATE without text/event-stream (or "
+                              "SetEnv no-gzip 1 in the streaming <Location>)"),
+        "idle-timeout": ("ProxyTimeout", "ProxyTimeout (or ProxyPass timeout=) above the longest silence"),
+        "total-timeout": ("ProxyTimeout", "no limit on the whole response: ProxyTimeout bounds each read only"),
+        # Measured: httpd notices a departed client only when its next write to it fails, so a
+        # silent backend keeps generating until it speaks again; no directive changes that.
+        "disconnect-not-propagated": ("ProxyPass", "have the server send `: ping` heartbeats during "
+                                      "silences: httpd notices a departed client only when a write to it fails"),
+        "connection-limit": ("MaxRequestWorkers", "MaxRequestWorkers (and ServerLimit x ThreadsPerChild) "
+                             "above the concurrent streams"),
+    })
