@@ -180,6 +180,7 @@ def _loopback_check(proxy_run: RunningConfig, lab_port: int) -> CheckOutcome:
     text = proxy_run.log_text()
     seen.update(f"{h}:{p}" for h, p in re.findall(r"upstream(?:_addr|_host)?\"?[=:]\s*\"?\[?([0-9a-fA-F.:]+?)\]?:(\d+)", text))
     seen.update(f"{h}:{p}" for h, p in re.findall(r"connect\(\) to \[?([0-9a-fA-F.:]+?)\]?:(\d+)", text))
+    seen.update(f"{h}:{p}" for h, p in re.findall(r"AH02824: \S+ connection established with \S+ \(\[?([0-9a-fA-F.:]+?)\]?:(\d+)\)", text))
     lab = f"127.0.0.1:{lab_port}"
     others = sorted(a for a in seen if a != lab)
     if others:

@@ -54,6 +54,9 @@ def target(url: str, lab_port: int) -> str:
     return f"http://127.0.0.1:{lab_port}{found[4]}"
 
 
+UPSTREAM_LOGLEVEL = "proxy:debug"
+
+
 def rewrite(config: ApacheConfig, choice: routes.Choice, lab_port: int, folder: Path, *,
             drop_user: bool = False) -> Rewritten:
     conf = folder / "conf"
@@ -143,6 +146,10 @@ def rewrite(config: ApacheConfig, choice: routes.Choice, lab_port: int, folder: 
             edit.replace_directive(d, f"{d.name} {folder / 'httpd.pid'}")
         elif key == "errorlog":
             edit.replace_directive(d, f"{d.name} {folder / 'error.log'}")
+        elif key == "loglevel" and d.args:
+            # mod_proxy says "AH02824: connection established with host:port (address)" at debug:
+            # the address each backend connection really went to, what loopback-only reads.
+            edit.replace_directive(d, " ".join([d.name, *d.args, UPSTREAM_LOGLEVEL]))
         elif key in ("customlog", "transferlog") and d.args:
             edit.replace_directive(d, " ".join([d.name, str(folder / "access.log"), *map(_quoted, d.args[1:])]))
         elif key == "defaultruntimedir":
@@ -163,6 +170,8 @@ def rewrite(config: ApacheConfig, choice: routes.Choice, lab_port: int, folder: 
         values.update({k: str(folder) for k in values if k.endswith("_DIR")})
         edits[main_file].insert_after(0, [f"# {MARK}: what the platform's envvars export, pointed at the run",
                                           *(f"Define {k} {v}" for k, v in values.items())], indent="")
+    edits[main_file].insert_after(len(edits[main_file].original.splitlines()), [
+        f"# {MARK}: every backend connection logged (loopback-only)", f"LogLevel {UPSTREAM_LOGLEVEL}"], indent="")
     for file in config.files:
         result.files[file] = (edits[file].original, edits[file].apply(), mirror(file))
     result.notes += notes
