@@ -107,6 +107,7 @@ class Reading:
     why: str = ""  # why this route: asked for with --path / --host, or found serving the API
     routes: list[str] = field(default_factory=list)  # every proxied route seen, the judged one too
     main: str | None = None  # a site file's main config (--main), as asked
+    scope: str = ""  # where a fix for this route goes ("location /v1/ (nginx.conf:40)"), not the whole server
     version: str | None = None  # the proxy version whose defaults the reading used
     wanted: RouteWanted = field(default_factory=RouteWanted, repr=False)  # as asked, headers included
 

@@ -45,6 +45,7 @@ def read(path: Path, wanted: RouteWanted = RouteWanted()) -> Reading:
     reading = Reading(proxy="nginx", file=path, route=describe_route(choice.server, location),
                       path=choice.path, host=choice.host, why=choice.why, routes=choice.routes,
                       main=wanted.main)
+    reading.scope = f"location {' '.join(location.args)} ({location.where})"
     here = versions.binary_version(NGINX.binary.find())
     version = versions.parse_version(wanted.version) if wanted.version else here or versions.OLDEST
     reading.version = versions.shown(version)
