@@ -70,7 +70,7 @@ def print_report(report: VerifyReport, console: Console) -> None:
     for column in ("check", "result", "observed"):
         checks.add_column(column)
     for check in report.checks:
-        result = ("[yellow]skipped[/yellow]" if check.skipped else
+        result = ("[dim]not run[/dim]" if check.skipped and not check.ran else "[yellow]skipped[/yellow]" if check.skipped else
                   "[green]pass[/green]" if check.passed else "[red]FAIL[/red]")
         checks.add_row(check.name, result, check.observed)
     console.print(checks)

@@ -104,7 +104,7 @@ def verify_config(path: Path, *, proxy: str | None = None, max_silence_s: float 
         say(f"starting {proxy} on 127.0.0.1:{rewritten.listen_port}")
         proxy_run = stack.enter_context(running(rewritten, runtime))
         measured = _measure(proxy_run, server, options, selected, say, reading, headers or {})
-        report.checks = [CheckOutcome(m.name, m.passed, m.observed, kind=m.kind, skipped=m.skipped)
+        report.checks = [CheckOutcome(m.name, m.passed, m.observed, kind=m.kind, skipped=m.skipped, ran=m.ran)
                          for m in measured]
         report.checks.append(_loopback_check(proxy_run, server.port))
     where_of = {name: setting.where for name, setting in reading.settings.items()}
@@ -130,7 +130,7 @@ def _selected(checks: Sequence[str] | None, quick: bool, suspected: list) -> lis
             raise UnusableInput(f"unknown check(s) {', '.join(unknown)}; known: {', '.join(dynamic.CHECK_NAMES)}")
         return [c for c in dynamic.CHECK_NAMES if c in checks]
     if quick:
-        wanted = {"streaming", *(c for s in suspected for c in s.checks)}
+        wanted = {"streaming", "streaming-h2", *(c for s in suspected for c in s.checks)}
         return [c for c in dynamic.CHECK_NAMES if c in wanted]
     return list(dynamic.CHECK_NAMES)
 

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any, Awaitable, Callable
 
 from labs import client
+from labs.client.alpn import negotiate
 from labs.client.results import StreamResult
 from labs.findings import (Evidence, FindingKind, Pacing, UnusableInput, Verdict, buffering, coalescing,
                            compression, connection_limit, departure, idle_timeout, total_timeout)
@@ -33,6 +34,7 @@ STREAM_TOKENS = 12  # events of the streaming trials: 1.2 s, well inside one 4 K
 _DIRECT: dict[str, StreamResult] = {}  # the direct baseline, once per lab server
 CHECK_KINDS: dict[str, tuple[FindingKind, ...]] = {
     "streaming": ("buffering", "coalescing"),
+    "streaming-h2": ("buffering", "coalescing"),  # the same stream over HTTP/2, where a TLS entry offers it
     "gzip": ("compression-delay",),
     "silence-before-first-token": ("idle-timeout",),
     "silence-mid-stream": ("idle-timeout",),
@@ -54,6 +56,7 @@ class Measured:
     limit_s: float | None = None
     results: list[StreamResult] = field(default_factory=list, repr=False)
     skipped: str | None = None  # why the trial could not tell (the judge's `untold`): not a pass
+    ran: bool = True  # False: the path cannot hold this trial (no HTTP/2 on a plain listener)
 
 
 def measured(name: str, kind: FindingKind, verdict: Verdict, results: list[StreamResult]) -> Measured:
@@ -129,6 +132,28 @@ async def streaming(target: Target) -> Measured:
         raise UnusableInput(f"the config does not serve POST {target.path} here: {ended(result)}"
                             + (f" (Location: {location})" if location else "") + snippet)
     return judge_streaming(result, direct)
+
+
+async def streaming_h2(target: Target) -> Measured:
+    """Browsers and most SDKs speak HTTP/2 to a TLS entry that offers it, and a hop may stream one
+    protocol and hold the other: the same stamped stream over HTTP/2, read by the same judges."""
+    if not target.url.startswith("https://"):
+        return not_run("streaming-h2", "a plain-HTTP listener: HTTP/2 is measured over TLS (ALPN) only")
+    chosen, said = await negotiate(target.url, verify=False)
+    if chosen != "h2":
+        return not_run("streaming-h2", f"{said}: no HTTP/2 here")
+    direct = await direct_baseline(target)
+    result = await target.measure(target.body({"stamp": True}, max_tokens=STREAM_TOKENS), http2=True)
+    if result.outcome != "complete":
+        return Measured("streaming-h2", False, f"over HTTP/2: {ended(result)}", results=[result],
+                        skipped=f"the stream over HTTP/2 did not complete ({ended(result)})")
+    judged = judge_streaming(result, direct)
+    judged.name, judged.observed = "streaming-h2", f"over HTTP/2: {judged.observed}"
+    return judged
+
+
+def not_run(name: str, why: str) -> Measured:
+    return Measured(name, False, f"not run: {why}", skipped=why, ran=False)
 
 
 def judge_gzip(result: StreamResult, direct: StreamResult) -> Measured:
@@ -229,7 +254,7 @@ async def concurrent_streams(target: Target) -> Measured:
 
 
 RUNNERS: dict[str, Callable[[Target], Awaitable[Measured]]] = {
-    "streaming": streaming, "gzip": gzip, "silence-before-first-token": silence_before_first_token,
+    "streaming": streaming, "streaming-h2": streaming_h2, "gzip": gzip, "silence-before-first-token": silence_before_first_token,
     "silence-mid-stream": silence_mid_stream, "long-stream": long_stream, "disconnect": disconnect,
     "concurrent-streams": concurrent_streams,
 }

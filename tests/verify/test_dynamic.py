@@ -173,3 +173,18 @@ def test_a_tls_listener_is_measured_over_tls_and_its_https_redirect_holds(verify
     report = verify_config(path, checks=["streaming"], server=verify_server)
     assert report.ok, report.checks
     assert any("TLS is kept" in n for n in report.notes)
+
+
+def test_a_tls_listener_offering_h2_is_measured_over_http2_too(verify_server, tmp_path):
+    path = tmp_path / "nginx.conf"
+    path.write_text("events {}\nhttp {\n  server {\n    listen 443 ssl http2;\n"
+                    "    ssl_certificate /etc/ssl/chat.pem;\n    ssl_certificate_key /etc/ssl/chat.key;\n"
+                    "    location /v1/ { proxy_pass http://10.0.0.1:8000; proxy_buffering off; }\n  }\n}\n")
+    report = verify_config(path, checks=["streaming", "streaming-h2"], server=verify_server)
+    h2 = next(c for c in report.checks if c.name == "streaming-h2")
+    assert h2.passed and h2.observed.startswith("over HTTP/2"), h2
+    plain = tmp_path / "plain.conf"
+    plain.write_text(path.read_text().replace("listen 443 ssl http2;", "listen 80;"))
+    report = verify_config(plain, checks=["streaming", "streaming-h2"], server=verify_server)
+    h2 = next(c for c in report.checks if c.name == "streaming-h2")
+    assert h2.skipped and not h2.ran and report.ok  # not run: no HTTP/2 without TLS, and no verdict lost
