@@ -30,12 +30,14 @@ def tls_context(verify: bool, http2: bool = True) -> ssl.SSLContext:
 
 
 def request_headers(target: Target, body: bytes, opts: Options) -> list[tuple[str, str]]:
-    headers = [(":method", "POST"), (":scheme", "https"), (":authority", target.host_header),
+    # A Host the caller names (a virtual host's name) is HTTP/2's :authority, never a second header.
+    host = next((v for k, v in (opts.headers or {}).items() if k.lower() == "host"), target.host_header)
+    headers = [(":method", "POST"), (":scheme", "https"), (":authority", host),
                (":path", target.path), ("user-agent", USER_AGENT), ("accept", "text/event-stream"),
                ("content-type", "application/json"), ("content-length", str(len(body)))]
     if opts.accept_encoding:
         headers.append(("accept-encoding", opts.accept_encoding))
-    taken = {name for name, _ in headers}
+    taken = {name for name, _ in headers} | {"host"}
     return headers + [(k.lower(), v) for k, v in (opts.headers or {}).items() if k.lower() not in taken]
 
 

@@ -179,7 +179,7 @@ def test_fixed_config_fails_only_where_httpd_itself_does(verify_server, tmp_path
     # so through the disconnect check's 2 s silence (no heartbeats) the server keeps generating.
     # No directive changes that; every other check passes.
     assert {f.kind for f in report.failures()} <= {"disconnect-not-propagated"}, shown
-    assert all(c.passed for c in report.checks if c.name not in ("loopback-only", "disconnect")), shown
+    assert all(c.passed or not c.ran for c in report.checks if c.name not in ("loopback-only", "disconnect")), shown
 
 
 @needs_apache

@@ -142,7 +142,7 @@ def test_the_fixed_caddyfile_measured(verify_server):
     """Measured on Caddy 2.6.2: every check passes but disconnect: `flush_interval -1` (low-latency
     mode) keeps the server's request until its next write."""
     report = verify_config(FIXED, server=verify_server, max_silence_s=1.5, max_stream_s=2.0, streams=30)
-    failed = {c.name for c in report.checks if not c.passed}
+    failed = {c.name for c in report.checks if not c.passed and c.ran}
     assert failed == {"disconnect"}, [(c.name, c.observed) for c in report.checks]
     [finding] = report.failures()
     assert finding.kind == "disconnect-not-propagated" and finding.where.endswith("Caddyfile:45")
@@ -152,7 +152,7 @@ def test_the_fixed_caddyfile_measured(verify_server):
 def test_without_flush_interval_a_departure_reaches_the_server(verify_server, tmp_path):
     text = "\n".join(line for line in FIXED.read_text().splitlines() if "flush_interval" not in line)
     report = verify_config(_write(tmp_path, text), checks=["streaming", "disconnect"], server=verify_server)
-    assert report.ok and all(c.passed for c in report.checks), [(c.name, c.observed) for c in report.checks]
+    assert report.ok and all(c.passed or not c.ran for c in report.checks), [(c.name, c.observed) for c in report.checks]
 
 
 @pytest.mark.slow
