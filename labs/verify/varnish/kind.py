@@ -30,7 +30,9 @@ KIND = ConfigKind(
         "idle-timeout": ("between_bytes_timeout", ".first_byte_timeout and .between_bytes_timeout in the "
                          "backend above the longest silence"),
         "total-timeout": ("send_timeout", "set sess.send_timeout in vcl_recv above the longest answer"),
-        "disconnect-not-propagated": ("vcl_recv", "have the server send `: ping` heartbeats during silences, "
-                                      "so a departed client is noticed at the next write"),
+        # Measured on 7.1.1 (tests/verify/test_varnish.py): a client that leaves during a silence is
+        # noticed at Varnish's next write to it; no VCL setting changes that.
+        "disconnect-not-propagated": ("vcl_recv", "have the server send `: ping` heartbeats during silences: "
+                                      "Varnish notices a departed client only when a write to it fails"),
         "connection-limit": ("max_connections", ".max_connections in the backend above the concurrent streams"),
     })
