@@ -101,6 +101,10 @@ class TextEdits:
             return
         self._edits.append((start, end, f"{self.comment} {old}  {self.comment} {MARK}: {why}"))
 
+    def replace_span(self, start: int, end: int, new: str) -> None:
+        """Replace the text between two offsets (a block a statement edit cannot delimit)."""
+        self._edits.append((start, end, new))
+
     def insert_after(self, line: int, lines: list[str], indent: str = "    ") -> None:
         """New lines after `line` (0: at the top of the file)."""
         at = self._line_start(line + 1) if line else 0

@@ -11,6 +11,7 @@ import ipaddress
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Callable
 
 from labs.verify.edits import original_line, unified_diff
 from labs.verify.model import display_path
@@ -38,6 +39,9 @@ class Rewritten:
     upstream_log: str | None = None
     # A stats socket the proxy answers `show stat` on (HAProxy): per-server sessions and addresses.
     stats_socket: Path | None = None
+    # Asked while the proxy runs: `host:port` of every upstream connection it opened, from the
+    # proxy's own records (Varnish's shared-memory log, which it writes no file of).
+    contacted: Callable[[], set[str]] | None = None
 
     def shown(self, name: str) -> str:
         return self.labels.get(name) or display_path(name)

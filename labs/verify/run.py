@@ -172,6 +172,8 @@ def _loopback_check(proxy_run: RunningConfig, lab_port: int) -> CheckOutcome:
                 seen.add(match[1])
     if proxy_run.rewritten.stats_socket is not None:
         seen.update(_contacted_servers(proxy_run.rewritten.stats_socket))
+    if proxy_run.rewritten.contacted is not None:
+        seen.update(proxy_run.rewritten.contacted())
     if proxy_run.rewritten.upstream_log is not None:
         path = proxy_run.rewritten.folder / proxy_run.rewritten.upstream_log
         text = path.read_text(errors="replace") if path.is_file() else ""

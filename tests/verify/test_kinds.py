@@ -35,7 +35,8 @@ def test_detection_tells_each_proxys_own_fixed_config() -> None:
     """The table's order is detection's: each fixed config is recognised as its own proxy's."""
     fixed = VERIFY.parents[1] / "proxies" / "fixed"
     files = {"nginx": fixed / "nginx.conf", "haproxy": fixed / "haproxy.cfg", "envoy": fixed / "envoy.yaml",
-             "caddy": fixed / "Caddyfile", "apache": fixed / "apache.conf"}
+             "caddy": fixed / "Caddyfile", "apache": fixed / "apache.conf",
+             "varnish": fixed / "varnish.vcl"}
     for proxy, path in files.items():
         claimed = [k.proxy for k in KINDS.values() if k.looks_like(path.read_text())]
         assert claimed[:1] == [proxy], f"{path.name} is claimed by {claimed}"

@@ -1,0 +1,1 @@
+"""Varnish (VCL), as verify reads and runs it."""
