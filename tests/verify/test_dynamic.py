@@ -188,3 +188,36 @@ def test_a_tls_listener_offering_h2_is_measured_over_http2_too(verify_server, tm
     report = verify_config(plain, checks=["streaming", "streaming-h2"], server=verify_server)
     h2 = next(c for c in report.checks if c.name == "streaming-h2")
     assert h2.skipped and not h2.ran and report.ok  # not run: no HTTP/2 without TLS, and no verdict lost
+
+
+def test_a_haproxy_ssl_bind_is_measured_over_tls_and_its_https_redirect_holds(verify_server, tmp_path):
+    """Kept as TLS, a frontend that redirects plain HTTP to HTTPS (`unless { ssl_fc }`) serves the
+    chat route on its ssl bind (the redirect used to be commented out once TLS was stripped)."""
+    path = tmp_path / "haproxy.cfg"
+    path.write_text("global\n    ssl-default-bind-options ssl-min-ver TLSv1.2\ndefaults\n    mode http\n"
+                    "    option http-no-delay\n    option abortonclose\n    timeout connect 5s\n"
+                    "    timeout client 1h\n    timeout server 1h\nfrontend fe\n    bind :80\n"
+                    "    bind :443 ssl crt /etc/haproxy/certs/site.pem alpn h2,http/1.1\n"
+                    "    http-request redirect scheme https unless { ssl_fc }\n    default_backend llm\n"
+                    "backend llm\n    server model1 model.internal:8000\n")
+    report = verify_config(path, checks=["streaming"], server=verify_server)
+    assert report.ok, report.checks
+    assert any("TLS is kept" in n for n in report.notes)
+
+
+def test_an_envoy_tls_listener_is_measured_over_tls(verify_server, tmp_path):
+    """Kept as TLS with the run's certificate, a listener whose virtual host requires TLS
+    (`require_tls: ALL`: plain HTTP gets a redirect) serves the chat route."""
+    clean = (Path(__file__).resolve().parents[1] / "data" / "user-configs" / "envoy-clean" / "envoy.yaml").read_text()
+    tls = ("    - transport_socket:\n        name: envoy.transport_sockets.tls\n        typed_config:\n"
+           "          \"@type\": type.googleapis.com/envoy.extensions.transport_sockets.tls.v3.DownstreamTlsContext\n"
+           "          common_tls_context:\n            alpn_protocols: [\"h2\", \"http/1.1\"]\n"
+           "            tls_certificate_sds_secret_configs: [{name: edge}]\n      filters:\n")
+    text = clean.replace("    - filters:\n", tls).replace("              domains: [\"*\"]\n",
+                                                           "              domains: [\"*\"]\n              require_tls: ALL\n")
+    assert "require_tls: ALL" in text and "DownstreamTlsContext" in text
+    path = tmp_path / "envoy.yaml"
+    path.write_text(text)
+    report = verify_config(path, checks=["streaming"], server=verify_server)
+    assert report.ok, report.checks
+    assert any("TLS is kept" in n for n in report.notes)

@@ -6,6 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+import yaml
 
 from labs.findings import UnusableInput
 from labs.verify import read_config
@@ -296,3 +297,80 @@ def test_the_published_user_config_still_rewrites(tmp_path):
     path = Path(__file__).resolve().parents[1] / "data" / "user-configs" / "envoy-user" / "envoy.yaml"
     reading, rewritten, text = run_here(path, tmp_path)
     assert chosen_cluster(reading) == "vllm" and reading.host == "chat.example.com"
+
+
+# -- TLS listeners kept as TLS ------------------------------------------------------------------
+
+TLS_FILES = """    - transport_socket:
+        name: envoy.transport_sockets.tls
+        typed_config:
+          "@type": type.googleapis.com/envoy.extensions.transport_sockets.tls.v3.DownstreamTlsContext
+          require_client_certificate: true
+          common_tls_context:
+            alpn_protocols: ["h2", "http/1.1"]
+            tls_params: {tls_minimum_protocol_version: TLSv1_2}
+            tls_certificates:
+            - certificate_chain: { filename: /etc/envoy/certs/tls.crt }
+              private_key: { filename: /etc/envoy/certs/tls.key }
+            validation_context:
+              trusted_ca: { filename: /etc/envoy/certs/clients-ca.pem }
+      filters:
+"""
+TLS_SDS = """    - transport_socket:
+        name: envoy.transport_sockets.tls
+        typed_config:
+          "@type": type.googleapis.com/envoy.extensions.transport_sockets.tls.v3.DownstreamTlsContext
+          common_tls_context:
+            tls_certificate_sds_secret_configs: [{name: edge_cert}]
+            validation_context_sds_secret_config: {name: clients_ca}
+      filters:
+"""
+SECRETS = """  secrets:
+  - name: edge_cert
+    tls_certificate:
+      certificate_chain: {filename: /etc/envoy/certs/tls.crt}
+      private_key: {filename: /etc/envoy/certs/tls.key}
+  - name: clients_ca
+    validation_context: {trusted_ca: {filename: /etc/envoy/certs/ca.pem}}
+"""
+
+
+def _tls_listener(transport: str, top: str = "") -> str:
+    text = envoy(ROUTE).replace("    filter_chains:\n    - filters:\n", "    filter_chains:\n" + transport)
+    return text.replace("  clusters:\n", top + "  clusters:\n")
+
+
+@pytest.mark.parametrize("transport, top, said", [
+    (TLS_FILES, "", ("validation_context dropped", "require_client_certificate dropped", "instead of yours")),
+    (TLS_SDS, SECRETS, ("tls_certificate_sds_secret_configs", "validation_context_sds_secret_config",
+                        "static secrets dropped")),
+])
+def test_a_tls_listener_keeps_tls_with_the_run_s_certificate(tmp_path, transport, top, said):
+    path = write(tmp_path, "envoy.yaml", _tls_listener(transport, top))
+    _, rewritten, text = run_here(path, tmp_path)
+    data = yaml.safe_load(text)
+    context = data["static_resources"]["listeners"][0]["filter_chains"][0]["transport_socket"]["typed_config"]
+    common = context["common_tls_context"]
+    run = tmp_path / "run" / "tls"
+    assert rewritten.tls and common["tls_certificates"] == [
+        {"certificate_chain": {"filename": str(run / "cert.pem")}, "private_key": {"filename": str(run / "key.pem")}}]
+    assert "validation_context" not in common and "validation_context_sds_secret_config" not in common
+    assert "require_client_certificate" not in context and "secrets" not in data["static_resources"]
+    assert "/etc/envoy" not in text and (transport is TLS_SDS or common["alpn_protocols"] == ["h2", "http/1.1"])
+    for words in (*said, "TLS is kept"):
+        assert any(words in n for n in rewritten.notes), words
+
+
+def test_upstream_tls_stays_dropped_and_a_plain_listener_is_measured_over_http(tmp_path):
+    cluster = """  - name: c
+    load_assignment:
+      cluster_name: c
+      endpoints: [{lb_endpoints: [{endpoint: {address: {socket_address: {address: 10.0.0.1, port_value: 443}}}}]}]
+    transport_socket:
+      name: envoy.transport_sockets.tls
+      typed_config:
+        "@type": type.googleapis.com/envoy.extensions.transport_sockets.tls.v3.UpstreamTlsContext
+"""
+    path = write(tmp_path, "envoy.yaml", envoy(ROUTE, clusters=cluster))
+    _, rewritten, text = run_here(path, tmp_path)
+    assert not rewritten.tls and "UpstreamTlsContext" not in text and not (tmp_path / "run" / "tls").exists()

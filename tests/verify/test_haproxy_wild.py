@@ -122,10 +122,16 @@ backend api
     assert reading.get("server maxconn").value == 60  # 3 templated servers of 20
 
 
-def test_an_https_redirect_stops_firing_once_tls_is_off_and_only_it(tmp_path):
-    path = write(tmp_path, "haproxy.cfg", f"""{TOP}frontend fe
+def test_tls_is_kept_with_a_certificate_made_for_the_run_and_the_https_redirect_too(tmp_path):
+    path = write(tmp_path, "haproxy.cfg", f"""global
+    ca-base /etc/ssl/certs
+    crt-base /etc/ssl/private
+    ssl-default-bind-ciphersuites TLS_AES_128_GCM_SHA256:TLS_AES_256_GCM_SHA384
+    ssl-default-bind-options ssl-min-ver TLSv1.2 no-tls-tickets
+    ssl-dh-param-file /etc/haproxy/dhparams.pem
+{TOP}frontend fe
     bind :80
-    bind :443 ssl crt /etc/haproxy/certs/site.pem
+    bind :443 ssl crt site.pem crt-list /etc/haproxy/crt-list.txt ca-file clients.pem crl-file revoked.pem verify optional alpn h2,http/1.1 ssl-min-ver TLSv1.2
     http-request redirect scheme https unless {{ ssl_fc }}
     http-request set-header X-Forwarded-Proto https if {{ ssl_fc }}
     default_backend api
@@ -133,7 +139,23 @@ backend api
     server a 10.0.0.1:8000
 """)
     _, rewritten, text = run_here(path, tmp_path)
-    assert "# http-request redirect scheme https unless { ssl_fc }  # streamlab verify: TLS is off" in text
-    assert "\n    http-request set-header X-Forwarded-Proto https if { ssl_fc }\n" in text
-    assert any("redirect" in n and "haproxy.cfg:9" in n for n in rewritten.notes)
-    assert "streamlab verify: TLS is off" in rewritten.diff
+    bundle = tmp_path / "run" / "tls" / "bundle.pem"
+    assert rewritten.tls and f"bind 127.0.0.1:{rewritten.listen_port} ssl crt {bundle} alpn h2,http/1.1 " \
+        "ssl-min-ver TLSv1.2\n" in text
+    assert "BEGIN CERTIFICATE" in bundle.read_text() and "PRIVATE KEY" in bundle.read_text()
+    live = "\n".join(line.split("#", 1)[0] for line in text.splitlines())
+    assert "\n    http-request redirect scheme https unless { ssl_fc }\n" in live
+    assert "\n    http-request set-header X-Forwarded-Proto https if { ssl_fc }\n" in live
+    assert "ssl-default-bind-ciphersuites TLS_AES_128" in live and "ssl-default-bind-options ssl-min-ver" in live
+    for gone in ("crt-list", "ca-file", "crl-file", "verify optional", "site.pem", "ca-base", "crt-base",
+                 "dhparams"):
+        assert gone not in live, gone
+    for said in ("crt-list", "ca-file", "crl-file", "verify optional", "TLS is kept"):
+        assert any(said in n for n in rewritten.notes), said
+
+
+def test_a_frontend_with_only_a_plain_bind_is_measured_over_plain_http(tmp_path):
+    path = write(tmp_path, "haproxy.cfg", frontend("") + "frontend tls\n    bind :443 ssl crt /x.pem\n"
+                 "    default_backend web\n")
+    _, rewritten, text = run_here(path, tmp_path)
+    assert not rewritten.tls and f"bind 127.0.0.1:{rewritten.listen_port}\n" in text and " ssl crt " in text

@@ -14,7 +14,9 @@ def run_here(path: Path, reading: Reading, lab_port: int, folder: Path, in_conta
     # Envoy runs as whoever starts it and names no user: nothing differs in a container.
     _, data = config.load(path)
     chosen = read.select_route(data, path, reading.wanted.at(reading.path, reading.host))
-    rewritten = rewrite.rewrite(path, chosen.listener.get("name"), lab_port, folder)
+    chains = chosen.listener.items_list("filter_chains")
+    index = next((at for at, chain in enumerate(chains) if chain is chosen.chain), None)
+    rewritten = rewrite.rewrite(path, chosen.listener.get("name"), lab_port, folder, index)
     rewritten.host_header = reading.host  # the domain the chosen virtual host matches
     assert_loopback(rewrite.addresses(rewritten.files[str(path)][1]))
     rewritten.write()

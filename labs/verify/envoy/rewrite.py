@@ -3,8 +3,9 @@
 Edits are made in the user's YAML text at the exact position of each value: listener and admin
 addresses become free loopback ports, every cluster becomes STATIC with its endpoints at the lab's
 server whatever its discovery type (clusters.py: DNS, ORIGINAL_DST, EDS, cluster_type extensions),
-TLS transport sockets and health checks go, HTTP/2 towards the upstream becomes HTTP/1.1 (the
-lab's server speaks HTTP/1.1), filters calling outside services (ext_authz, ext_proc) are left out,
+a listener's TLS is kept with a certificate made for the run (tls.py: the chosen listener is
+measured over TLS), TLS towards the upstream and health checks go, HTTP/2 towards the upstream
+becomes HTTP/1.1 (the lab's server speaks plain HTTP/1.1), filters calling outside services (ext_authz, ext_proc) are left out,
 access-log files move into the run's folder, and xDS and stats sinks (other hosts) are dropped.
 """
 from __future__ import annotations
@@ -16,24 +17,35 @@ import yaml
 
 from labs.findings import UnusableInput
 from labs.verify.edits import MARK
-from labs.verify.envoy.config import load
+from labs.verify.envoy.config import YamlMap, load
+from labs.verify.envoy import tls
 from labs.verify.envoy.clusters import leave_out_filters, point_at_lab
 from labs.verify.envoy.yamledit import Edits, set_address, walk
 from labs.verify.rewrite import Rewritten
+from labs.verify.tls import run_pair
 from server.processes import free_port
 
 DROPPED_TOP = {"dynamic_resources": "xDS servers are other hosts", "stats_sinks": "stats sinks are other hosts",
                "tracing": "tracers are other hosts", "cluster_manager": "load reports go to other hosts"}
 
 
-def rewrite(path: Path, listener_name: Any, lab_port: int, folder: Path) -> Rewritten:
+def rewrite(path: Path, listener_name: Any, lab_port: int, folder: Path, chain_index: int | None = None) -> Rewritten:
+    """`chain_index`: the chosen listener's filter chain that serves the route (its TLS decides
+    whether the run is measured over TLS); None: any chain of that listener."""
     text, data = load(path)
     edits = Edits(text)
     result = Rewritten("envoy", folder, folder / "conf" / "envoy.yaml", listen_port=0, admin_port=free_port())
 
+    made: list[tuple[Path, Path]] = []
+
     def note(message: str) -> None:
         if message not in result.notes:
             result.notes.append(message)
+
+    def pair() -> tuple[Path, Path]:
+        if not made:
+            made.append(run_pair(folder))
+        return made[0]
 
     admin = data.mapping("admin")
     socket = admin.mapping("address").mapping("socket_address")
@@ -57,7 +69,8 @@ def rewrite(path: Path, listener_name: Any, lab_port: int, folder: Path) -> Rewr
     static = data.mapping("static_resources")
     for listener in static.items_list("listeners"):
         port = free_port()
-        if listener.get("name") == listener_name and not result.listen_port:
+        chosen = listener.get("name") == listener_name and not result.listen_port
+        if chosen:
             result.listen_port = port
         socket = listener.mapping("address").mapping("socket_address")
         if not socket:
@@ -66,16 +79,31 @@ def rewrite(path: Path, listener_name: Any, lab_port: int, folder: Path) -> Rewr
         set_address(edits, socket, port)
         if "additional_addresses" in listener:
             edits.comment(listener, "additional_addresses")
-        for chain in listener.items_list("filter_chains"):
-            for key in ("transport_socket", "filter_chain_match"):
-                if key in chain:
-                    edits.comment(chain, key)
-                    note("TLS is off here: the lab speaks plain HTTP to the same listener")
+        for index, chain in enumerate(listener.items_list("filter_chains")):
+            if "filter_chain_match" in chain:
+                edits.comment(chain, "filter_chain_match")
+                note("filter_chain_match dropped: the lab's client connects to 127.0.0.1 (no SNI), so each "
+                     "chain serves every connection")
+            socket = chain.mapping("transport_socket")
+            if socket and tls.is_downstream_tls(socket):
+                tls.keep(edits, socket, pair, f"listener {listener.get('name')}", note)
+                note(tls.TLS_KEPT)
+                if chosen and chain_index in (None, index):
+                    result.tls = True
+            elif "transport_socket" in chain:
+                edits.comment(chain, "transport_socket")
+                note(f"listener {listener.get('name')}: a transport socket other than TLS "
+                     f"({socket.get('name', '?')}) is off here: the listener speaks plain HTTP")
             for mapping in walk(chain):
                 if mapping.get("codec_type") == "HTTP2":
                     edits.scalar(mapping.value_nodes["codec_type"], "AUTO")
                 if _is_log_path(mapping):
                     edits.scalar(mapping.value_nodes["path"], str(folder / "access.log"))
+    kinds = {key for secret in static.items_list("secrets") if isinstance(secret, YamlMap) for key in secret
+             if key != "name"}
+    if kinds and kinds <= {"tls_certificate", "validation_context", "session_ticket_keys"}:
+        edits.comment(static, "secrets")
+        note("static secrets dropped (files of your machine): the run's certificate serves the TLS listeners")
     point_at_lab(edits, static, path, lab_port, note)
     leave_out_filters(edits, static, note)
     new = edits.apply()

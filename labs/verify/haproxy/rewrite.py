@@ -6,8 +6,9 @@ logs go to stdout, pid and stats sockets into the run's folder, `user`/`group`/`
 go, and `resolvers`, `peers` and `mailers` sections are commented out (they name other hosts),
 with what refers to them (`stick-table ... peers X`, a server's `resolvers X`, `do-resolve`).
 Pattern and map files (`-f FILE`, `map_beg(FILE,...)`) are copied into the run when found beside
-the config, else a stand-in says what the reading assumed; with TLS off, a redirect to https that
-`ssl_fc` would have stopped is commented out.
+the config, else a stand-in says what the reading assumed. `ssl` binds keep TLS with a certificate
+made for the run (tls.py), and the chat frontend is measured on its TLS bind when it has one, so a
+`redirect scheme https unless { ssl_fc }` is kept and holds as deployed.
 """
 from __future__ import annotations
 
@@ -17,13 +18,15 @@ from pathlib import Path
 
 from labs.findings import UnusableInput
 from labs.verify.edits import MARK, TextEdits
-from labs.verify.haproxy import acl
+from labs.verify.haproxy import acl, tls
 from labs.verify.haproxy.config import HaproxyConfig, Section, Statement, words_of
 from labs.verify.model import ROUTE_PATH, display_path
 from labs.verify.rewrite import Rewritten
+from labs.verify.tls import run_bundle
 from server.processes import free_port
 
-BIND_KEPT = ("maxconn", "backlog", "name", "tfo", "defer-accept")
+BIND_KEPT = ("maxconn", "backlog", "name")
+BIND_FLAGS_KEPT = ("tfo", "defer-accept")
 SERVER_DROPPED_FLAGS = {"ssl", "check", "check-ssl", "no-check", "send-proxy", "send-proxy-v2", "no-verifyhost"}
 SERVER_DROPPED_WITH_VALUE = {"verify", "ca-file", "crt", "sni", "resolvers", "init-addr", "resolve-prefer",
                              "resolve-net",
@@ -36,7 +39,6 @@ VERIFY_SOCKET = "verify-stats.sock"
 
 
 _FILE_REF = re.compile(r"\b((?:map(?:_\w+)?|set-map|del-map|add-acl|del-acl)\()([^,)\s]+)")
-REDIRECT_WHY = "TLS is off here, so ssl_fc never holds: this redirect to https would answer every request"
 
 
 def rewrite(config: HaproxyConfig, frontend: Section, lab_port: int, folder: Path, *,
@@ -46,13 +48,18 @@ def rewrite(config: HaproxyConfig, frontend: Section, lab_port: int, folder: Pat
     files = _Files(config, folder, route_path, host)
     result = Rewritten("haproxy", folder, folder / "conf" / "haproxy.cfg", listen_port=0)
     not_root = drop_user or os.geteuid() != 0
+    made: list[Path] = []
+
+    def bundle() -> Path:
+        if not made:
+            made.append(run_bundle(folder))
+        return made[0]
 
     def note(text: str) -> None:
         if text not in result.notes:
             result.notes.append(text)
 
     for section in config.sections:
-        tls = any(w in ("ssl", "crt", "crt-list") for s in section.find("bind") for w in s.words)
         if section.kind in REMOVED_SECTIONS:
             edit.remove(section.line, section.kind, REMOVED_SECTIONS[section.kind])
             for statement in section.statements:
@@ -63,7 +70,9 @@ def rewrite(config: HaproxyConfig, frontend: Section, lab_port: int, folder: Pat
             if key in ("user", "group", "uid", "gid") and section.kind == "global":
                 if not_root:
                     edit.remove(line, key, "runs as the invoking user in a container" if drop_user else "not root here")
-            elif key in ("chroot", "daemon", "ca-base", "crt-base", "master-worker"):
+            elif key in tls.GLOBALS_DROPPED and section.kind == "global":
+                edit.remove(line, key, tls.GLOBALS_DROPPED[key])
+            elif key in ("chroot", "daemon", "master-worker"):
                 edit.remove(line, key, "the run stays in its own folder, in the foreground")
             elif key == "maxconn" and section.kind == "global" and words[1:2] and words[1].isdigit() \
                     and int(words[1]) > _fd_allowed():
@@ -78,12 +87,17 @@ def rewrite(config: HaproxyConfig, frontend: Section, lab_port: int, folder: Pat
                 edit.replace(line, key, " ".join(["stats socket", str(folder / "stats.sock"),
                                                   *_keep_socket_params(words[3:])]))
             elif key == "bind":
-                port = free_port()
-                if section is frontend and not result.listen_port:
-                    result.listen_port = port
-                if any(w in ("ssl", "crt", "crt-list") for w in words):
-                    note("TLS is off here: the lab speaks plain HTTP to the same frontend")
-                edit.replace(line, key, " ".join(["bind", f"127.0.0.1:{port}", *_keep(words[2:], BIND_KEPT)]))
+                port, secure = free_port(), tls.is_tls_bind(words)
+                if section is frontend and (not result.listen_port or (secure and not result.tls)):
+                    # Deployed clients reach the chat route over TLS when the frontend offers it.
+                    result.listen_port, result.tls = port, secure
+                params = _keep(words[2:], BIND_KEPT) + [w for w in words[2:] if w in BIND_FLAGS_KEPT]
+                if secure:
+                    params += tls.bind_params(words, bundle(), note)
+                    note(tls.TLS_KEPT)
+                elif any(w in ("crt", "crt-list") for w in words):
+                    note("a bind with crt but no ssl speaks plain HTTP (as HAProxy runs it): its files are dropped")
+                edit.replace(line, key, " ".join(["bind", f"127.0.0.1:{port}", *params]))
             elif key in ("server", "default-server", "server-template"):
                 edit.replace(line, key, _server(statement, lab_port, config))
                 if "check" in words:
@@ -94,10 +108,6 @@ def rewrite(config: HaproxyConfig, frontend: Section, lab_port: int, folder: Pat
                 at = words.index("peers")
                 edit.replace(line, key, " ".join(words[:at] + words[at + 2:]))
                 note(f"stick-table without peers {words[at + 1]}: the peers section names other hosts")
-            elif tls and _https_redirect(words):
-                edit.remove(line, key, REDIRECT_WHY)
-                note(f"{display_path(config.file)}:{line}: `{' '.join(words)}` is commented out: TLS is off "
-                     "here, so it would redirect every request to https; the other rules are kept")
             elif any("do-resolve(" in w for w in words):
                 edit.remove(line, key, "it uses a resolvers section, commented out here")
             elif "-f" in words[:-1] or any(_FILE_REF.search(w) for w in words):
@@ -123,12 +133,6 @@ def _add_stats_socket(config: HaproxyConfig, edit: TextEdits, folder: Path, resu
         edit.insert_after(glob.line, [line])
     else:
         edit.insert_after(0, [f"global  # {MARK}", f"    {line}"], indent="")
-
-
-def _https_redirect(words: list[str]) -> bool:
-    """`http-request redirect scheme https ...` or `redirect scheme https ...`."""
-    rest = words[1:] if words[:1] == ["http-request"] else words
-    return rest[:3] == ["redirect", "scheme", "https"]
 
 
 class _Files:

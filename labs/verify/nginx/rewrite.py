@@ -20,6 +20,7 @@ from labs.verify.nginx import tls, versions
 from labs.verify.nginx.config import Directive, NginxConfig
 from labs.verify.nginx.targets import PASS_DIRECTIVES, module_here, pass_target
 from labs.verify.rewrite import Rewritten
+from labs.verify.tls import run_pair
 from server.processes import free_port
 
 TEMP_PATHS = ("client_body_temp_path", "proxy_temp_path", "fastcgi_temp_path", "uwsgi_temp_path",
@@ -51,7 +52,7 @@ def rewrite(config: NginxConfig, server: Directive, lab_port: int, folder: Path,
 
     def pair() -> tuple[Path, Path]:
         if not made:
-            made.append(tls.run_pair(folder))
+            made.append(run_pair(folder))
         return made[0]
     formats = {"combined"} | {d.args[0] for d in config.main.walk() if d.name == "log_format" and d.args}
     ports: dict[str, int] = {}

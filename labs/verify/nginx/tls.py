@@ -6,10 +6,7 @@ OCSP stapling (it would contact the CA's responders), client-certificate checks 
 has none)."""
 from __future__ import annotations
 
-import shutil
 from pathlib import Path
-
-from proxies.tls import self_signed
 
 PAIR = ("ssl_certificate", "ssl_certificate_key")
 FILES_GONE = ("ssl_trusted_certificate", "ssl_client_certificate", "ssl_dhparam", "ssl_crl",
@@ -22,19 +19,6 @@ REMOVED = {**{name: "a file of your machine's: not here" for name in FILES_GONE}
            "ssl_ocsp": "OCSP would contact the CA's responders", "ssl_ocsp_responder": "OCSP is off here",
            "ssl_ocsp_cache": "OCSP is off here",
            "ssl_certificate_cache": "the run's certificate is one file pair"}
-
-
-def run_pair(folder: Path) -> tuple[Path, Path]:
-    """The run's own certificate and key (self-signed for 127.0.0.1), copied into its folder so a
-    container sees them too."""
-    cert, key = self_signed()
-    where = folder / "tls"
-    where.mkdir(parents=True, exist_ok=True)
-    pair = (where / "cert.pem", where / "key.pem")
-    shutil.copyfile(cert, pair[0])
-    shutil.copyfile(key, pair[1])
-    pair[1].chmod(0o644)  # a throwaway key for loopback: the workers (another user) read it
-    return pair
 
 
 def replacement(name: str, pair: tuple[Path, Path]) -> str | None:
