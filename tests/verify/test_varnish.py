@@ -165,7 +165,7 @@ def test_the_fixed_vcl_measured(verify_server):
     the server's silence is noticed only at Varnish's next write to it (about 2 s later here), so
     the server keeps the request until then; no VCL setting changes that (heartbeats do)."""
     report = verify_config(FIXED, server=verify_server, max_silence_s=1.5, max_stream_s=2.0, streams=30)
-    failed = {c.name for c in report.checks if not c.passed}
+    failed = {c.name for c in report.checks if not c.passed and c.ran}
     assert failed == {"disconnect"}, [(c.name, c.observed) for c in report.checks]
     [finding] = report.failures()
     assert finding.kind == "disconnect-not-propagated" and finding.where.endswith("varnish.vcl:50")
