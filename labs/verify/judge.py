@@ -8,6 +8,8 @@ this proxy (`make lab-NAME`).
 """
 from __future__ import annotations
 
+from dataclasses import replace
+
 from labs.findings import BY_ID, Finding, FindingKind
 from labs.verify.kinds import KINDS
 from labs.verify.trials import CHECK_KINDS, Measured
@@ -25,6 +27,7 @@ def findings(proxy: str, suspicions: list[Suspicion], measured: list[Measured],
     """`where_of`: setting name -> where, for the fallback of a fault no suspicion explains."""
     out: list[Finding] = []
     ran = {m.name: m for m in measured}
+    measured = _total_deadline_cuts(measured, suspicions)
     for m in measured:
         if m.passed or m.kind is None:
             continue
@@ -54,6 +57,24 @@ def findings(proxy: str, suspicions: list[Suspicion], measured: list[Measured],
         out.append(Finding(kind=s.kind, severity="warning", where=s.where, evidence=s.evidence,
                            scenario=scenario_for(s.kind, proxy), fix=s.fix, limit_s=s.limit_s, reason=reason))
     return _unique(out)
+
+
+def _total_deadline_cuts(measured: list[Measured], suspicions: list[Suspicion]) -> list[Measured]:
+    """A silence cut at the very limit that also cut the long stream is that whole-response
+    deadline (Envoy's route timeout counts from the request, silence or not), not an idle limit:
+    named once, as the total timeout, with the silence as more evidence."""
+    totals = [m.limit_s for m in measured if m.kind == "total-timeout" and not m.passed and m.limit_s]
+    totals += [s.limit_s for s in suspicions if s.kind == "total-timeout" and s.limit_s]
+    out = []
+    for m in measured:
+        if (m.kind == "idle-timeout" and not m.passed and m.limit_s and
+                any(abs(m.limit_s - t) <= max(1.0, 0.1 * t) for t in totals)
+                and not any(s.kind == "idle-timeout" for s in suspicions)):
+            m = replace(m, kind="total-timeout",
+                        observed=f"{m.observed} (at the whole-response limit, {m.limit_s:g} s: that deadline, "
+                                 "not an idle limit)")
+        out.append(m)
+    return out
 
 
 def checks_for(kinds: set[str]) -> list[str]:

@@ -77,6 +77,7 @@ def verify_config(path: Path, *, proxy: str | None = None, max_silence_s: float 
     options = Options(max_silence_s, max_stream_s, streams)
     if headers:
         wanted = replace(wanted, headers=tuple(headers.items()))
+    headers = dict(wanted.headers)  # what routing read is what the measured requests carry
     proxy = _proxy(path, proxy)
     if wanted.version is not None and not KINDS[proxy].versions:
         raise UnusableInput(f"--proxy-version selects defaults for {', '.join(k for k in PROXIES if KINDS[k].versions)}"

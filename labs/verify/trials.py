@@ -246,8 +246,12 @@ def judge_concurrent(results: list[StreamResult]) -> Measured:
 
 async def concurrent_streams(target: Target) -> Measured:
     count = target.options.streams
-    body = target.body({"script": " ".join(["A token stream should reach the reader one token at a time."] * 2)})
-    results = await client.measure_many(target.url + target.path, [body] * count, count,
+    script = " ".join(["A token stream should reach the reader one token at a time."] * 2)
+    # One prompt each, as users send: identical requests would meet a cache lock (proxy_cache_lock
+    # queues requests with one key) that different prompts never do.
+    bodies = [{**target.body({"script": script}), "messages": [{"role": "user", "content": f"Stream {i}: "
+                                                                  f"{PROMPT[0]['content']}"}]} for i in range(count)]
+    results = await client.measure_many(target.url + target.path, bodies, count,
                                         deadline_s=90.0, headers=target.headers, accept_encoding=None,
                                         read_timeout_s=30.0, total_timeout_s=60.0, verify_tls=False)
     return judge_concurrent(results)

@@ -246,3 +246,16 @@ def test_envoy_compressor_matching_event_stream_is_suspected(tmp_path, types, su
     path = write(tmp_path, "envoy.yaml", render(settings))
     kinds = {s.kind for s in suspicions(read_config(path), Options(streams=10))}
     assert ("compression-delay" in kinds) is suspected
+
+
+def test_a_silence_cut_at_the_whole_response_deadline_is_named_as_that_deadline():
+    """Envoy's 15 s route timeout cuts a 20 s silence and a 22 s stream alike: one total-timeout,
+    never an idle-timeout blamed on stream_idle_timeout (5 min)."""
+    from labs.verify.judge import findings
+    from labs.verify.trials import Measured
+    cut = [Measured("silence-before-first-token", False, "cut after 15.0 s", "idle-timeout", limit_s=15.0),
+           Measured("long-stream", False, "cut after 15.0 s", "total-timeout", limit_s=15.0)]
+    kinds = {(f.kind, f.severity) for f in findings("envoy", [], cut, {})}
+    assert kinds == {("total-timeout", "failure")}
+    idle = [Measured("silence-mid-stream", False, "cut after 7.0 s", "idle-timeout", limit_s=7.0), cut[1]]
+    assert {f.kind for f in findings("envoy", [], idle, {})} == {"idle-timeout", "total-timeout"}
