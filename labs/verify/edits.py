@@ -61,7 +61,19 @@ class TextEdits:
     def _statement_starts(self, start: int, end: int) -> list[int]:
         """Where statements begin on one line: its first word, and each word after `;`, `{`, `}`
         (outside quotes, before a comment), so `server a:80; server b:80;` is two statements."""
-        starts, quote, expect, index = [], None, True, start
+        starts, expect = [], True
+        for index, char in self._unquoted(start, end):
+            if char in ";{}":
+                expect = True
+            elif not char.isspace() and expect:
+                starts.append(index)
+                expect = False
+        return starts
+
+    def _unquoted(self, start: int, end: int):
+        """(index, char) of the text outside comments and inside no quote (an opening quote is
+        yielded: it begins a word), from `start` to `end`."""
+        quote, index = None, start
         while index < end:
             char = self.original[index]
             if quote:
@@ -70,17 +82,16 @@ class TextEdits:
                 elif char == quote:
                     quote = None
             elif char == "#":
-                break
-            elif char in ";{}":
-                expect = True
-            elif not char.isspace():
-                if expect:
-                    starts.append(index)
-                    expect = False
+                newline = self.original.find("\n", index, end)
+                if newline < 0:
+                    return
+                index = newline
+                continue
+            else:
                 if char in "\"'":
                     quote = char
+                yield index, char
             index += 1
-        return starts
 
     def replace(self, line: int, name: str, new: str, nth: int = 0) -> None:
         """Replace the statement `name ...;` that starts on `line` (the `nth` of that name on the
@@ -129,28 +140,15 @@ class TextEdits:
     def insert_at_block_end(self, line: int, name: str, lines: list[str], indent: str = "    ") -> None:
         """New lines right before the `}` that closes the block `name` starting on `line`."""
         start, _ = self._statement_start(line, name)
-        index, depth, quote = self.original.index("{", start), 0, None
-        while index < len(self.original):
-            char = self.original[index]
-            if quote:
-                if char == "\\":
-                    index += 1
-                elif char == quote:
-                    quote = None
-            elif char == "#":
-                index = self.original.find("\n", index)
-                if index < 0:
-                    break
-            elif char in "\"'":
-                quote = char
-            elif char == "{":
+        depth = 0
+        for index, char in self._unquoted(self.original.index("{", start), len(self.original)):
+            if char == "{":
                 depth += 1
             elif char == "}":
                 depth -= 1
                 if depth == 0:
                     self._edits.append((index, index, "".join(f"{indent}{item}\n" for item in lines)))
                     return
-            index += 1
         raise ValueError(f"the {name!r} block on line {line} does not end")
 
     def _statement_start(self, line: int, name: str) -> tuple[int, int]:

@@ -21,7 +21,7 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
-from labs.findings import UnusableInput
+from labs.verify.mains import chosen
 
 MAINS = Path(__file__).with_name("mains")
 # Where configs are deployed: a path under one of these means the project's files, not this machine's.
@@ -61,15 +61,10 @@ DEFAULT_PLATFORM = "debian"
 
 def platform(name_or_file: str) -> Platform:
     """`--main`: a platform's name, or the user's own main config (the site goes at its end)."""
-    if name_or_file in PLATFORMS:
-        return PLATFORMS[name_or_file]
-    path = Path(name_or_file)
-    if not path.is_file():
-        raise UnusableInput(f"--main must be {' or '.join(PLATFORMS)} or a main config file; "
-                            f"no such file: {name_or_file}")
-    return Platform(path.name, f"your main config {name_or_file}", path.resolve(),
-                    site_includes=("sites-enabled/*.conf", "sites-enabled/*", "/etc/apache2/sites-enabled/*.conf",
-                                   "conf.d/*.conf", "/etc/httpd/conf.d/*.conf"), defines=dict(DEBIAN.defines))
+    return chosen(name_or_file, PLATFORMS, lambda path: Platform(
+        path.name, f"your main config {name_or_file}", path.resolve(),
+        site_includes=("sites-enabled/*.conf", "sites-enabled/*", "/etc/apache2/sites-enabled/*.conf",
+                       "conf.d/*.conf", "/etc/httpd/conf.d/*.conf"), defines=dict(DEBIAN.defines)))
 
 
 @dataclass(frozen=True)

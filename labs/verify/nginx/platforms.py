@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from labs.findings import UnusableInput
+from labs.verify.mains import chosen
 
 MAINS = Path(__file__).with_name("mains")
 CONF_DIR = "/etc/nginx"  # where both platforms keep their configs (and relative includes resolve)
@@ -46,11 +46,5 @@ DEFAULT_PLATFORM = "official-image"
 
 def platform(name_or_file: str) -> Platform:
     """`--main`: a platform's name, or the user's own main config (its site includes found in it)."""
-    if name_or_file in PLATFORMS:
-        return PLATFORMS[name_or_file]
-    path = Path(name_or_file)
-    if not path.is_file():
-        raise UnusableInput(f"--main must be {' or '.join(PLATFORMS)} or a main config file; "
-                            f"no such file: {name_or_file}")
-    return Platform(path.name, f"your main config {name_or_file}", path.resolve(), site_includes=(),
-                    ships=COMMON_FILES)
+    return chosen(name_or_file, PLATFORMS, lambda path: Platform(
+        path.name, f"your main config {name_or_file}", path.resolve(), site_includes=(), ships=COMMON_FILES))
