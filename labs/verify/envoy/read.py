@@ -119,7 +119,8 @@ def read(path: Path, wanted: RouteWanted = RouteWanted()) -> Reading:
         f"listener {chosen.listener.get('name', '?')} ({shown}:{chosen.listener.line()}) > virtual host "
         f"{chosen.vhost.get('name', '?')} > route {dict(chosen.route.mapping('match'))} "
         f"({shown}:{chosen.route.line()}) > cluster {chosen.cluster.get('name')} ({shown}:{chosen.cluster.line()})"),
-                      routes=proxied_routes(data, shown))
+                      routes=proxied_routes(data, shown),
+                      scope=f"the route at {shown}:{chosen.route.line()}")
 
     def setting(name: str, owner: YamlMap, key: str, default: float | None, text_default: str) -> None:
         if key in owner:

@@ -35,8 +35,10 @@ def suspicions(r: Reading, o: Options) -> list[Suspicion]:
             found.append(Suspicion("total-timeout", limit.where,
                                    f"{limit.text}: every response is cut {limit.value:g} s after the request "
                                    f"(--max-stream is {o.max_stream_s:g} s)",
-                                   f"{key}: 0s (and bound silences with idle_timeout)" if name == "route timeout"
-                                   else f"{key}: 0s", ("long-stream",), limit.value))
+                                   f"on {r.scope}: {key}: 0s; a whole-response deadline cuts a long answer whatever "
+                                   "its heartbeats, so bound silences with idle_timeout instead"
+                                   if name == "route timeout" else f"on {r.scope}: {key}: 0s", ("long-stream",),
+                                   limit.value))
     limit = r.settings.get("idle timeout")  # the route's idle_timeout, else stream_idle_timeout
     if limit is not None and limit.value and limit.value < o.max_silence_s:
         key = limit.text.split(":")[0]

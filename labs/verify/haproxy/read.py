@@ -43,6 +43,7 @@ def read(path: Path, wanted: RouteWanted = RouteWanted()) -> Reading:
                       why=f"asked for with --path {wanted.path}" if wanted.path else
                       f"the first of the API's usual paths it sends to a backend: POST {route_path}")
     reading.routes = _proxied_routes(config, shown)
+    reading.scope = f"{backend.kind} {backend.name} ({shown}:{backend.line})"
     chosen = [n.removeprefix("backend chosen: ") for n in notes if n.startswith("backend chosen: ")]
     if chosen:
         reading.why += "; " + "; ".join(chosen)

@@ -11,25 +11,32 @@ def suspicions(r: Reading, o: Options) -> list[Suspicion]:
     if not nodelay.value:
         found.append(Suspicion("coalescing", nodelay.where,
                                f"{nodelay.text}: HAProxy sends with MSG_MORE and the kernel holds small "
-                               "writes for up to ~200 ms", "option http-no-delay", ("streaming",)))
+                               "writes for up to ~200 ms", f"in {r.scope}: option http-no-delay (nothing the "
+                               "server sends changes HAProxy's send path; the cost is more, smaller packets, which "
+                               "a stream of small events sends anyway)", ("streaming",)))
     algo, types = r.get("compression algo"), r.get("compression type")
     if algo.value and (types.value is None or SSE in types.value):
         kept = [t for t in (types.value or []) if t != SSE] or ["application/json", "text/plain"]
         found.append(Suspicion("compression-delay", types.where if types.value else algo.where,
                                f"{algo.text} with {types.text}: the deflate stream keeps each event's last "
-                               "bytes until the next one", f"compression type {' '.join(kept)}", ("gzip",)))
+                               "bytes until the next one", f"in {r.scope}: compression type {' '.join(kept)}; "
+                               "or, from the server, `Cache-Control: no-transform` on the stream (HAProxy does "
+                               "not compress such a response)", ("gzip",)))
     server = r.get("timeout server")
     if server.value is not None and server.value < o.max_silence_s:
         found.append(Suspicion("idle-timeout", server.where,
                                f"{server.text}: a silence longer than {server.value:g} s ends the stream "
                                f"(--max-silence is {o.max_silence_s:g} s)",
-                               f"timeout server {timeout_fix(server.value, o)}s (and `: ping` heartbeats)",
+                               f"in {r.scope}: timeout server {timeout_fix(server.value, o)}s, and `: ping` "
+                               "heartbeats from the server (the cost of a long timeout: a hung server is "
+                               "noticed that late)",
                                ("silence-before-first-token", "silence-mid-stream"), server.value))
     abort = r.get("option abortonclose")
     if not abort.value:
         found.append(Suspicion("disconnect-not-propagated", abort.where,
                                f"{abort.text}: the server side stays open after the client leaves, until "
-                               "HAProxy next writes to the client", "option abortonclose", ("disconnect",)))
+                               "HAProxy next writes to the client", f"in {r.scope}: option abortonclose",
+                               ("disconnect",)))
     for name in ("global maxconn", "frontend maxconn", "server maxconn"):
         limit = r.settings.get(name)
         if limit is not None and limit.value is not None and limit.value < o.streams:
