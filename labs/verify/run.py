@@ -176,8 +176,7 @@ def _loopback_check(proxy_run: RunningConfig, lab_port: int) -> CheckOutcome:
     if proxy_run.rewritten.contacted is not None:
         seen.update(proxy_run.rewritten.contacted())
     if proxy_run.rewritten.upstream_log is not None:
-        path = proxy_run.rewritten.folder / proxy_run.rewritten.upstream_log
-        text = path.read_text(errors="replace") if path.is_file() else ""
+        text = _logged(proxy_run.rewritten.folder / proxy_run.rewritten.upstream_log)
         seen.update(a.strip() for line in text.splitlines() for a in re.split(r"[,:]\s+|\s*,\s*", line)
                     if a.strip() and a.strip() != "-")
     text = proxy_run.log_text()
@@ -193,6 +192,17 @@ def _loopback_check(proxy_run: RunningConfig, lab_port: int) -> CheckOutcome:
         return CheckOutcome("loopback-only", False, "no upstream address recorded", skipped=(
             f"{proxy_run.rewritten.proxy} recorded no upstream address here: nothing shows what it contacted"))
     return CheckOutcome("loopback-only", True, f"every upstream contacted was the lab's server ({lab})")
+
+
+def _logged(path: Path, wait_s: float = 3.0) -> str:
+    """The upstream log's lines. nginx writes a request's line when it finalizes the request, a
+    moment after the client read the last byte: polled for a little while, never slept."""
+    deadline = time.monotonic() + wait_s
+    while True:
+        text = path.read_text(errors="replace") if path.is_file() else ""
+        if text.strip() or time.monotonic() >= deadline:
+            return text
+        time.sleep(0.05)
 
 
 def _contacted_servers(socket_path: Path) -> set[str]:
