@@ -162,27 +162,16 @@ def _measure(proxy_run: RunningConfig, server: ServerHandle, options: Options, s
 
 
 def _loopback_check(proxy_run: RunningConfig, lab_port: int) -> CheckOutcome:
-    """What the proxy itself says it talked to (Envoy's upstream hosts, the upstream log verify
-    adds to nginx's config, addresses in the logs): every one must be the lab's server. A proxy
-    that recorded no upstream address cannot prove it: skipped, never passed."""
-    seen: set[str] = set()
-    if proxy_run.rewritten.admin_port is not None:
-        for line in proxy_run.admin("/clusters").splitlines():
-            match = re.match(r"^[^:]+::([^:]+:\d+)::cx_total::(\d+)$", line)
-            if match and int(match[2]) > 0:  # a host Envoy opened connections to
-                seen.add(match[1])
-    if proxy_run.rewritten.stats_socket is not None:
-        seen.update(_contacted_servers(proxy_run.rewritten.stats_socket))
-    if proxy_run.rewritten.contacted is not None:
-        seen.update(proxy_run.rewritten.contacted())
-    if proxy_run.rewritten.upstream_log is not None:
-        text = _logged(proxy_run.rewritten.folder / proxy_run.rewritten.upstream_log)
-        seen.update(a.strip() for line in text.splitlines() for a in re.split(r"[,:]\s+|\s*,\s*", line)
-                    if a.strip() and a.strip() != "-")
-    text = proxy_run.log_text()
-    seen.update(f"{h}:{p}" for h, p in re.findall(r"upstream(?:_addr|_host)?\"?[=:]\s*\"?\[?([0-9a-fA-F.:]+?)\]?:(\d+)", text))
-    seen.update(f"{h}:{p}" for h, p in re.findall(r"connect\(\) to \[?([0-9a-fA-F.:]+?)\]?:(\d+)", text))
-    seen.update(f"{h}:{p}" for h, p in re.findall(r"AH02824: \S+ connection established with \S+ \(\[?([0-9a-fA-F.:]+?)\]?:(\d+)\)", text))
+    """What the proxy itself says it talked to (Envoy's upstream hosts, HAProxy's servers, the
+    upstream log verify adds to nginx's config, addresses in the logs): every one must be the
+    lab's server. A proxy that recorded no upstream address cannot prove it: skipped, never passed.
+    Logs are written when a request is finalized, a moment after the client read its last byte:
+    an empty record is read again for a little while (polled, never slept)."""
+    deadline = time.monotonic() + 3.0
+    seen = _contacted(proxy_run)
+    while not seen and time.monotonic() < deadline:
+        time.sleep(0.05)
+        seen = _contacted(proxy_run)
     lab = f"127.0.0.1:{lab_port}"
     others = sorted(a for a in seen if a != lab)
     if others:
@@ -194,15 +183,27 @@ def _loopback_check(proxy_run: RunningConfig, lab_port: int) -> CheckOutcome:
     return CheckOutcome("loopback-only", True, f"every upstream contacted was the lab's server ({lab})")
 
 
-def _logged(path: Path, wait_s: float = 3.0) -> str:
-    """The upstream log's lines. nginx writes a request's line when it finalizes the request, a
-    moment after the client read the last byte: polled for a little while, never slept."""
-    deadline = time.monotonic() + wait_s
-    while True:
+def _contacted(proxy_run: RunningConfig) -> set[str]:
+    seen: set[str] = set()
+    if proxy_run.rewritten.admin_port is not None:
+        for line in proxy_run.admin("/clusters").splitlines():
+            match = re.match(r"^[^:]+::([^:]+:\d+)::cx_total::(\d+)$", line)
+            if match and int(match[2]) > 0:  # a host Envoy opened connections to
+                seen.add(match[1])
+    if proxy_run.rewritten.stats_socket is not None:
+        seen.update(_contacted_servers(proxy_run.rewritten.stats_socket))
+    if proxy_run.rewritten.contacted is not None:
+        seen.update(proxy_run.rewritten.contacted())
+    if proxy_run.rewritten.upstream_log is not None:
+        path = proxy_run.rewritten.folder / proxy_run.rewritten.upstream_log
         text = path.read_text(errors="replace") if path.is_file() else ""
-        if text.strip() or time.monotonic() >= deadline:
-            return text
-        time.sleep(0.05)
+        seen.update(a.strip() for line in text.splitlines() for a in re.split(r"[,:]\s+|\s*,\s*", line)
+                    if a.strip() and a.strip() != "-")
+    text = proxy_run.log_text()
+    seen.update(f"{h}:{p}" for h, p in re.findall(r"upstream(?:_addr|_host)?\"?[=:]\s*\"?\[?([0-9a-fA-F.:]+?)\]?:(\d+)", text))
+    seen.update(f"{h}:{p}" for h, p in re.findall(r"connect\(\) to \[?([0-9a-fA-F.:]+?)\]?:(\d+)", text))
+    seen.update(f"{h}:{p}" for h, p in re.findall(r"AH02824: \S+ connection established with \S+ \(\[?([0-9a-fA-F.:]+?)\]?:(\d+)\)", text))
+    return seen
 
 
 def _contacted_servers(socket_path: Path) -> set[str]:
