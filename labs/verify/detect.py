@@ -5,15 +5,13 @@ from pathlib import Path
 
 from labs.findings import UnusableInput
 from labs.verify.kinds import KINDS, PROXIES
+from labs.verify.model import read_text
 
 
 def detect(path: Path) -> str:
     if not path.is_file():
         raise UnusableInput("no such file", file=str(path))
-    try:
-        text = path.read_text()
-    except (OSError, UnicodeDecodeError) as exc:
-        raise UnusableInput(f"cannot read it: {exc}", file=str(path)) from None
+    text = read_text(path)
     for kind in KINDS.values():
         if kind.looks_like(text):
             return kind.proxy

@@ -37,6 +37,5 @@ class ConfigKind:
     versions: bool = False
     """Whether --proxy-version selects this proxy's defaults (a table of them by version)."""
 
-
     def looks_like(self, text: str) -> bool:
         return self.shape.search(text) is not None

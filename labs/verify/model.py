@@ -23,6 +23,14 @@ API_PATHS = ("/v1/chat/completions", "/api/chat/completions", "/api/v1/chat/comp
              "/openai/v1/chat/completions", "/openai/chat/completions", "/chat/completions")
 
 
+def read_text(path: str | Path) -> str:
+    """A file of the user's config, or UnusableInput naming it (a folder, no permission, not text)."""
+    try:
+        return Path(path).read_text()
+    except (OSError, UnicodeDecodeError) as exc:
+        raise UnusableInput(f"cannot read it: {exc}", file=display_path(path)) from None
+
+
 @dataclass(frozen=True)
 class RouteWanted:
     """The route the user asked verify to judge (`--path`, `--host`); unset: verify finds the

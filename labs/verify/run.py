@@ -104,7 +104,7 @@ def verify_config(path: Path, *, proxy: str | None = None, max_silence_s: float 
             server = stack.enter_context(running_server(server_args(streams), port=lab_port))
         say(f"starting {proxy} on 127.0.0.1:{rewritten.listen_port}")
         proxy_run = stack.enter_context(running(rewritten, runtime))
-        measured = _measure(proxy_run, server, options, selected, say, reading, headers or {})
+        measured = _measure(proxy_run, server, options, selected, say, reading, headers)
         report.checks = [CheckOutcome(m.name, m.passed, m.observed, kind=m.kind, skipped=m.skipped, ran=m.ran)
                          for m in measured]
         report.checks.append(_loopback_check(proxy_run, server.port))

@@ -20,7 +20,7 @@ from typing import Iterator
 
 from labs.findings import UnusableInput
 from labs.verify.apache import platforms
-from labs.verify.model import display_path
+from labs.verify.model import display_path, read_text
 
 # What only a whole httpd.conf / apache2.conf has at its top level.
 MAIN_ONLY = ("serverroot", "loadmodule", "mutex", "pidfile", "user", "group")
@@ -117,10 +117,7 @@ def parse(path: Path, main: str | None = None) -> ApacheConfig:
 
 def tokenize(file: str) -> list[Directive]:
     """One file's directives, sections nested (includes not followed)."""
-    try:
-        text = Path(file).read_text()
-    except (OSError, UnicodeDecodeError) as exc:
-        raise UnusableInput(f"cannot read it: {exc}", file=display_path(file)) from None
+    text = read_text(file)
     lines = text.split("\n")
     root = Directive("main", [], file, 0, block=[])
     stack = [root]

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from labs.findings import UnusableInput
-from labs.verify.model import display_path
+from labs.verify.model import display_path, read_text
 from proxies.caddy.kind import KIND as CADDY, state_folders
 
 ADAPT_TIMEOUT_S = 60
@@ -131,10 +131,7 @@ def _loads(text: str) -> Any:
 def parse(path: Path) -> CaddyConfig:
     if not path.is_file():
         raise UnusableInput("no such file", file=str(path))
-    try:
-        text = path.read_text()
-    except (OSError, UnicodeDecodeError) as exc:
-        raise UnusableInput(f"cannot read it: {exc}", file=str(path)) from None
+    text = read_text(path)
     if is_json(path, text):
         try:
             data = json.loads(text)

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from labs.findings import UnusableInput
-from labs.verify.model import display_path
+from labs.verify.model import display_path, read_text
 
 VCL_PATH = (Path("/etc/varnish"), Path("/usr/share/varnish/vcl"))  # Varnish's default vcl_path
 TOKEN = re.compile(r'''
@@ -106,17 +106,12 @@ def parse(path: Path) -> Vcl:
     return vcl
 
 
-def _read(path: Path) -> str:
-    try:
-        return path.read_text()
-    except (OSError, UnicodeDecodeError) as exc:
-        raise UnusableInput(f"cannot read it: {exc}", file=str(path)) from None
 
 
 def _tokens(path: Path, entry: Path, files: list[VclFile], stack: list[Path]) -> list[Token]:
     if path.resolve() in stack:
         raise UnusableInput("include loop: " + " -> ".join(map(display_path, [*stack, path])), file=str(path))
-    text = _read(path)
+    text = read_text(path)
     here = VclFile(path, text)
     files.append(here)
     raw: list[Token] = []
