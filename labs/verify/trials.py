@@ -162,11 +162,29 @@ def judge_gzip(result: StreamResult, direct: StreamResult) -> Measured:
                     compression.judge(Evidence([result], paced_like(direct))), [result])
 
 
+# Compressors decide at the first write whether a response is worth compressing: Caddy's encode
+# above 512 bytes, Traefik's compress above 1,024. Small events may pass uncompressed or not,
+# depending on how many of them the first read holds (load decides that), so a path that kept
+# small events plain is asked again with every event above the largest of those minimums: a long
+# first delta or a tool call, which real answers have. The verdict no longer depends on timing.
+LARGE_EVENT_BYTES = 1500
+
+
 async def gzip(target: Target) -> Measured:
     direct = await direct_baseline(target)
     result = await target.measure(target.body({"stamp": True}, max_tokens=STREAM_TOKENS),
                                   accept_encoding="gzip, deflate")
-    return judge_gzip(result, direct)
+    small = judge_gzip(result, direct)
+    if result.outcome != "complete" or result.content_encoding is not None:
+        return small
+    large = await target.measure(
+        target.body({"stamp": True, "pad_bytes": LARGE_EVENT_BYTES}, max_tokens=STREAM_TOKENS),
+        accept_encoding="gzip, deflate")
+    judged = judge_gzip(large, direct)
+    judged.results = [result, large]
+    judged.observed = (f"small events passed uncompressed; with events of {LARGE_EVENT_BYTES:,} "
+                       f"bytes: {judged.observed}")
+    return judged
 
 
 def _silence_options(silence_s: float) -> dict[str, Any]:

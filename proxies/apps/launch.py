@@ -12,6 +12,7 @@ import shutil
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from proxies.apps.settings import (AppSettings, ExpressSettings, GunicornSettings, LitellmSettings,
                                    NextjsSettings, RelaySettings)
@@ -47,6 +48,7 @@ class Launch:
     files: dict[str, str] = field(default_factory=dict)
     cwd: Path = REPO_ROOT
     ready_headers: dict[str, str] = field(default_factory=dict)
+    warm_up: dict[str, Any] | None = None  # a completion body sent once when ready (any answer will do)
 
     def shown(self) -> str:
         """The app's "config" as a report shows it: environment, command line, written files."""
@@ -115,7 +117,13 @@ def launch(settings: AppSettings, workdir: Path, python: str = sys.executable) -
                  "LITELLM_TELEMETRY": "False", "LITELLM_LOG": "ERROR", "NO_PROXY": "*"},
             # JSON is YAML: what LiteLLM reads is exactly what the report shows.
             files={"litellm.yaml": json.dumps(config, indent=2)}, cwd=workdir,
-            ready_headers={"Authorization": f"Bearer {LITELLM_KEY}"})
+            ready_headers={"Authorization": f"Bearer {LITELLM_KEY}"},
+            # Its first completion pays for lazy imports and its upstream client: measured 0.8 s
+            # idle (60 ms after), several seconds on a loaded machine, enough for a proxy's read
+            # timeout in front of it to cut before the headers. The server answers a 404 for the
+            # unknown model; the runs count the server's metrics from after this.
+            warm_up={"model": "streamlab-warm-up", "max_tokens": 1,
+                     "messages": [{"role": "user", "content": "warm up"}]})
     if isinstance(settings, RelaySettings):
         args = [python, "-m", "proxies.apps.relay", "--listen", listen,
                 "--upstream", f"{settings.upstream_host}:{settings.upstream_port}",

@@ -8,9 +8,11 @@ app (`GET /v1/models`), stopped by PID (or container id) even when the body rais
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import shutil
 import tempfile
+import urllib.error
 import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
@@ -34,6 +36,7 @@ class RunningApp:
     launched: Launch
     process: ManagedProcess | None = None
     container_pid: int = 0
+    warm: bool = False
 
     @property
     def name(self) -> str:
@@ -67,9 +70,28 @@ class RunningApp:
         try:
             with urllib.request.urlopen(request, timeout=2) as response:
                 response.read()
-                return response.status == 200
+                if response.status != 200:
+                    return False
         except OSError:
             return False
+        return self._warmed()
+
+    def _warmed(self) -> bool:
+        """The app's warm-up completion has been answered, whatever its status."""
+        if self.launched.warm_up is None or self.warm:
+            return True
+        body = json.dumps(self.launched.warm_up).encode()
+        request = urllib.request.Request(self.url + "/v1/chat/completions", data=body, headers={
+            **self.launched.ready_headers, "Content-Type": "application/json"})
+        try:
+            with urllib.request.urlopen(request, timeout=30) as response:
+                response.read()
+        except urllib.error.HTTPError as answered:  # a 4xx/5xx is an answer: the path is warm
+            answered.read()
+        except OSError:
+            return False
+        self.warm = True
+        return True
 
 
 @contextlib.contextmanager

@@ -3,7 +3,8 @@
 flush_interval > 0 is no suspicion: Caddy flushes a `text/event-stream` answer after every write
 whatever it says (reverse_proxy's flushInterval); -1 is one (disconnect, measured). `encode` is: measured here (Caddy 2.6.2, the
 catalogue's caddy-encode), a first write above minimum_length (512 bytes) turns gzip on and the
-encoder then holds the answer to the end; small first events pass uncompressed and stream.
+encoder then holds the answer to the end; small first events may pass uncompressed (the gzip
+check asks again with large events, so its verdict does not depend on timing).
 """
 from __future__ import annotations
 
