@@ -34,13 +34,8 @@ class Rewritten:
     host_header: str | None = None  # the Host a request needs to reach the chat route (Envoy vhosts)
     notes: list[str] = field(default_factory=list)
     labels: dict[str, str] = field(default_factory=dict)  # file -> its name for the user (a platform's main)
-    # A file in the run folder where the proxy logs the address of every upstream it contacted,
-    # one per line (nginx: $upstream_addr): what the loopback-only check reads.
-    upstream_log: str | None = None
-    # A stats socket the proxy answers `show stat` on (HAProxy): per-server sessions and addresses.
-    stats_socket: Path | None = None
     # Asked while the proxy runs: `host:port` of every upstream connection it opened, from the
-    # proxy's own records (Varnish's shared-memory log, which it writes no file of).
+    # proxy's own records, read by its kind (labs/verify/records.py): the loopback-only check.
     contacted: Callable[[], set[str]] | None = None
 
     def shown(self, name: str) -> str:

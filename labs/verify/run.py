@@ -12,7 +12,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from dataclasses import replace
-import re
 import tempfile
 import time
 from pathlib import Path
@@ -162,9 +161,8 @@ def _measure(proxy_run: RunningConfig, server: ServerHandle, options: Options, s
 
 
 def _loopback_check(proxy_run: RunningConfig, lab_port: int) -> CheckOutcome:
-    """What the proxy itself says it talked to (Envoy's upstream hosts, HAProxy's servers, the
-    upstream log verify adds to nginx's config, addresses in the logs): every one must be the
-    lab's server. A proxy that recorded no upstream address cannot prove it: skipped, never passed.
+    """What the proxy itself says it talked to (its kind's records, labs/verify/records.py): every
+    one must be the lab's server. A proxy that recorded no upstream address cannot prove it: skipped, never passed.
     Logs are written when a request is finalized, a moment after the client read its last byte:
     an empty record is read again for a little while (polled, never slept)."""
     deadline = time.monotonic() + 3.0
@@ -184,42 +182,5 @@ def _loopback_check(proxy_run: RunningConfig, lab_port: int) -> CheckOutcome:
 
 
 def _contacted(proxy_run: RunningConfig) -> set[str]:
-    seen: set[str] = set()
-    if proxy_run.rewritten.admin_port is not None:
-        for line in proxy_run.admin("/clusters").splitlines():
-            match = re.match(r"^[^:]+::([^:]+:\d+)::cx_total::(\d+)$", line)
-            if match and int(match[2]) > 0:  # a host Envoy opened connections to
-                seen.add(match[1])
-    if proxy_run.rewritten.stats_socket is not None:
-        seen.update(_contacted_servers(proxy_run.rewritten.stats_socket))
-    if proxy_run.rewritten.contacted is not None:
-        seen.update(proxy_run.rewritten.contacted())
-    if proxy_run.rewritten.upstream_log is not None:
-        path = proxy_run.rewritten.folder / proxy_run.rewritten.upstream_log
-        text = path.read_text(errors="replace") if path.is_file() else ""
-        seen.update(a.strip() for line in text.splitlines() for a in re.split(r"[,:]\s+|\s*,\s*", line)
-                    if a.strip() and a.strip() != "-")
-    text = proxy_run.log_text()
-    seen.update(f"{h}:{p}" for h, p in re.findall(r"upstream(?:_addr|_host)?\"?[=:]\s*\"?\[?([0-9a-fA-F.:]+?)\]?:(\d+)", text))
-    seen.update(f"{h}:{p}" for h, p in re.findall(r"connect\(\) to \[?([0-9a-fA-F.:]+?)\]?:(\d+)", text))
-    seen.update(f"{h}:{p}" for h, p in re.findall(r"AH02824: \S+ connection established with \S+ \(\[?([0-9a-fA-F.:]+?)\]?:(\d+)\)", text))
-    return seen
-
-
-def _contacted_servers(socket_path: Path) -> set[str]:
-    """`show stat` on HAProxy's stats socket: the address of every server with a session."""
-    import csv
-    import socket
-    try:
-        with socket.socket(socket.AF_UNIX) as sock:
-            sock.settimeout(5)
-            sock.connect(str(socket_path))
-            sock.sendall(b"show stat\n")
-            chunks = []
-            while chunk := sock.recv(65536):
-                chunks.append(chunk)
-    except OSError:
-        return set()
-    rows = list(csv.DictReader(b"".join(chunks).decode(errors="replace").lstrip("# ").splitlines()))
-    return {row["addr"] for row in rows if row.get("svname") not in ("FRONTEND", "BACKEND")
-            and row.get("addr") and int(row.get("stot") or 0) > 0}
+    found = proxy_run.rewritten.contacted
+    return found() if found is not None else set()

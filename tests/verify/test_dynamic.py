@@ -221,3 +221,14 @@ def test_an_envoy_tls_listener_is_measured_over_tls(verify_server, tmp_path):
     report = verify_config(path, checks=["streaming"], server=verify_server)
     assert report.ok, report.checks
     assert any("TLS is kept" in n for n in report.notes)
+
+
+@pytest.mark.parametrize("proxy", sorted(KINDS))
+def test_every_kind_records_what_it_contacted(verify_server, proxy):
+    """Each kind's own reader of its records (labs/verify/records.py) finds the lab's server: the
+    loopback-only check ran and passed, it was not skipped for want of a record."""
+    path = REPO / "proxies" / "fixed" / KINDS[proxy].config_name
+    report = verify_config(path, checks=["streaming"], server=verify_server)
+    loopback = next(c for c in report.checks if c.name == "loopback-only")
+    assert loopback.ran and loopback.passed and not loopback.skipped, loopback.observed
+    assert f"127.0.0.1:{verify_server.port}" in loopback.observed

@@ -19,6 +19,7 @@ from pathlib import Path
 from labs.verify.apache import routes
 from labs.verify.apache.config import ApacheConfig, Directive, _Reader
 from labs.verify.apache.platforms import BUILT_IN
+from labs.verify import records
 from labs.verify.edits import MARK, TextEdits
 from labs.verify.rewrite import Rewritten
 from proxies.apache.settings import MODULES_DIR
@@ -54,7 +55,12 @@ def target(url: str, lab_port: int) -> str:
     return f"http://127.0.0.1:{lab_port}{found[4]}"
 
 
-UPSTREAM_LOGLEVEL = "proxy:debug"
+UPSTREAM_LOGLEVEL = "proxy:debug"  # mod_proxy's AH02824 line for every backend connection
+UPSTREAM_CONNECTED = r"AH02824: \S+ connection established with \S+ \(" + records.ADDRESS + r"\)"
+
+
+def contacted(folder: Path) -> set[str]:
+    return records.addresses(UPSTREAM_CONNECTED, records.log_text(folder, "error.log"))
 
 
 def rewrite(config: ApacheConfig, choice: routes.Choice, lab_port: int, folder: Path, *,
@@ -76,7 +82,7 @@ def rewrite(config: ApacheConfig, choice: routes.Choice, lab_port: int, folder: 
     edits = {file: _Edits(Path(file).read_text(), terminator="\n") for file in config.files}
     main_file = config.files[0]
     result = Rewritten("apache", folder, mirror(main_file), listen_port=0, labels=dict(config.labels),
-                       host_header=choice.host)
+                       host_header=choice.host, contacted=lambda: contacted(folder))
     ports: dict[str, int] = {}
     listened: set[str] = set()
     notes: list[str] = []

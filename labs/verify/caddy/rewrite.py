@@ -16,12 +16,17 @@ import json
 from pathlib import Path
 from typing import Any, Iterator
 
+from labs.verify import records
 from labs.verify.caddy.config import CaddyConfig
 from labs.verify.rewrite import Rewritten
 from server.processes import free_port
 
 MAIN = "caddy.json"
-UPSTREAM_LOG = "error.log"  # read by the loopback-only check with the other logs
+UPSTREAM_LOG = "error.log"  # reverse_proxy's debug lines: `"upstream": "127.0.0.1:8000"`
+
+
+def contacted(folder: Path) -> set[str]:
+    return records.addresses(r'"(?:upstream|dial)"\s*:\s*"' + records.ADDRESS, records.log_text(folder, UPSTREAM_LOG))
 
 
 def rewrite(config: CaddyConfig, server_name: str, lab_port: int, folder: Path) -> Rewritten:
@@ -73,7 +78,7 @@ def rewrite(config: CaddyConfig, server_name: str, lab_port: int, folder: Path) 
     label = f"{config.shown} (as Caddy's JSON: caddy adapt)" if config.caddyfile else config.shown
     return Rewritten("caddy", folder, main, listen_port=listen_port,
                      files={str(config.file): (before, text, main)}, notes=list(dict.fromkeys(notes)),
-                     labels={str(config.file): label})
+                     labels={str(config.file): label}, contacted=lambda: contacted(folder))
 
 
 def _automatic(server: dict[str, Any]) -> bool:

@@ -10,6 +10,8 @@ access-log files move into the run's folder, and xDS and stats sinks (other host
 """
 from __future__ import annotations
 
+import re
+import urllib.request
 from pathlib import Path
 from typing import Any
 
@@ -35,6 +37,7 @@ def rewrite(path: Path, listener_name: Any, lab_port: int, folder: Path, chain_i
     text, data = load(path)
     edits = Edits(text)
     result = Rewritten("envoy", folder, folder / "conf" / "envoy.yaml", listen_port=0, admin_port=free_port())
+    result.contacted = lambda: contacted(result.admin_port)
 
     made: list[tuple[Path, Path]] = []
 
@@ -134,3 +137,13 @@ def addresses(text: str) -> list[tuple[str, str]]:
                 visit(item, f"{trail}[{index}]")
     visit(data, "")
     return found
+
+
+def contacted(admin_port: int | None) -> set[str]:
+    """Every host of /clusters that Envoy opened a connection to (`cluster::host:port::cx_total::N`)."""
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{admin_port}/clusters", timeout=5) as answer:
+            text = answer.read().decode(errors="replace")
+    except OSError:
+        return set()
+    return {m[1] for m in re.finditer(r"(?m)^[^:\n]+::([^:\n]+:\d+)::cx_total::(\d+)$", text) if int(m[2]) > 0}

@@ -12,8 +12,10 @@ made for the run (tls.py), and the chat frontend is measured on its TLS bind whe
 """
 from __future__ import annotations
 
+import csv
 import os
 import re
+import socket
 from pathlib import Path
 
 from labs.findings import UnusableInput
@@ -126,8 +128,9 @@ def rewrite(config: HaproxyConfig, frontend: Section, lab_port: int, folder: Pat
 def _add_stats_socket(config: HaproxyConfig, edit: TextEdits, folder: Path, result: Rewritten) -> None:
     """verify's own stats socket: after the run, each server's session count and address say what
     HAProxy really contacted (the loopback-only check), whatever the config's log format."""
-    result.stats_socket = folder / VERIFY_SOCKET
-    line = f"stats socket {result.stats_socket} mode 600 level admin  # {MARK}: what was contacted"
+    socket_path = folder / VERIFY_SOCKET
+    result.contacted = lambda: contacted(socket_path)
+    line = f"stats socket {socket_path} mode 600 level admin  # {MARK}: what was contacted"
     glob = next((s for s in config.sections if s.kind == "global"), None)
     if glob is not None:
         edit.insert_after(glob.line, [line])
@@ -262,3 +265,20 @@ def addresses(text: str) -> list[tuple[str, str]]:
             host = (match[1] if match else target) or "*"
             found.append((f"line {number}", host))
     return found
+
+
+def contacted(socket_path: Path) -> set[str]:
+    """`show stat` on HAProxy's stats socket: the address of every server with a session."""
+    try:
+        with socket.socket(socket.AF_UNIX) as sock:
+            sock.settimeout(5)
+            sock.connect(str(socket_path))
+            sock.sendall(b"show stat\n")
+            chunks = []
+            while chunk := sock.recv(65536):
+                chunks.append(chunk)
+    except OSError:
+        return set()
+    rows = list(csv.DictReader(b"".join(chunks).decode(errors="replace").lstrip("# ").splitlines()))
+    return {row["addr"] for row in rows if row.get("svname") not in ("FRONTEND", "BACKEND")
+            and row.get("addr") and int(row.get("stot") or 0) > 0}

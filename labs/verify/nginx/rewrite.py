@@ -15,6 +15,7 @@ import pwd
 import re
 from pathlib import Path
 
+from labs.verify import records
 from labs.verify.edits import MARK, TextEdits
 from labs.verify.nginx import tls, versions
 from labs.verify.nginx.config import Directive, NginxConfig
@@ -36,6 +37,14 @@ UPSTREAM_FORMAT = "streamlab_upstream"
 UPSTREAM_ACCESS_LOG = "access_log {folder}/" + UPSTREAM_LOG + " " + UPSTREAM_FORMAT
 
 
+def contacted(folder: Path) -> set[str]:
+    """Every address in the upstream log ($upstream_addr: `a:1, b:2 : c:3` when nginx tried
+    several), and every `connect() to` of the error log (a failed try logs no upstream line)."""
+    seen = {a.strip() for line in records.log_text(folder, UPSTREAM_LOG).splitlines()
+            for a in re.split(r"[,:]\s+|\s*,\s*", line) if a.strip() and a.strip() != "-"}
+    return seen | records.addresses(r"connect\(\) to " + records.ADDRESS, records.log_text(folder, "error.log"))
+
+
 def rewrite(config: NginxConfig, server: Directive, lab_port: int, folder: Path, *,
             drop_user: bool = False, binary: str | None = None, version: str | None = None) -> Rewritten:
     conf = folder / "conf"
@@ -46,7 +55,7 @@ def rewrite(config: NginxConfig, server: Directive, lab_port: int, folder: Path,
     edits = {file: TextEdits(Path(file).read_text()) for file in config.files}
     main_file = config.files[0]
     result = Rewritten("nginx", folder, mirror(main_file), listen_port=0, labels=dict(config.labels),
-                       upstream_log=UPSTREAM_LOG)
+                       contacted=lambda: contacted(folder))
     missing = {id(d) for d in config.missing}
     made: list[tuple[Path, Path]] = []
 
