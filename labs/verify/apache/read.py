@@ -43,7 +43,7 @@ def read(path: Path, wanted: RouteWanted = RouteWanted()) -> Reading:
     config = parse(path, wanted.main)
     choice = select_route(config, wanted)
     reading = Reading(proxy="apache", file=path, route=describe(choice), path=choice.path, host=choice.host,
-                      why=choice.why, routes=choice.routes, main=wanted.main)
+                      why=choice.why, routes=choice.routes, main=wanted.main, scope=_scope(choice))
     server = [config.main] + ([choice.vhost] if choice.vhost is not None else [])
     put = reading.settings.__setitem__
     put("ProxyPass", Setting("ProxyPass", choice.rule.target, choice.rule.directive.text(), choice.rule.directive.where))
@@ -177,3 +177,11 @@ def _notes(config: ApacheConfig, choice: Choice) -> list[str]:
            for d in config.main.walk()):
         notes.append("SetEnvIf ... no-gzip is conditional: not evaluated (mod_deflate judged as if it applies)")
     return notes
+
+
+def _scope(choice: Choice) -> str:
+    """Where a fix for the chosen route goes: its <Location>, else the ProxyPass line itself."""
+    rule = choice.rule
+    if rule.location is not None:
+        return f"{rule.location.text()} ({rule.location.where})"
+    return f"the {rule.directive.name} at {rule.directive.where}"

@@ -30,8 +30,10 @@ def suspicions(r: Reading, o: Options) -> list[Suspicion]:
             "idle-timeout", idle.where,
             f"{idle.text}: mod_proxy_http gives up on a backend silent for {limit:g} s and cuts the stream "
             f"(--max-silence is {o.max_silence_s:g} s)",
-            f"ProxyTimeout {timeout_fix(limit, o)} (or timeout={timeout_fix(limit, o)} on the ProxyPass; "
-            "and `: ping` heartbeats)", ("silence-before-first-token", "silence-mid-stream"), limit))
+            f"timeout={timeout_fix(limit, o)} on {r.scope} (or ProxyTimeout {timeout_fix(limit, o)} for "
+            "the whole server); and `: ping` heartbeats from the server, which keep any idle limit on the "
+            "path from firing (the cost of a long timeout: a hung backend holds its worker that long)",
+            ("silence-before-first-token", "silence-mid-stream"), limit))
     streams = capacity(r)
     if streams < o.streams:
         workers = r.get("MaxRequestWorkers")
@@ -43,7 +45,9 @@ def suspicions(r: Reading, o: Options) -> list[Suspicion]:
             f"{workers.text}, {r.get('ServerLimit').text}, {r.get('ThreadsPerChild').text} ({r.value('mpm')} "
             f"MPM): about {streams} streams at once, each holding a worker (--streams is {o.streams})",
             f"MaxRequestWorkers {needed}; ServerLimit {-(-needed // per_child)} (with ThreadsPerChild "
-            f"{per_child})", ("concurrent-streams",)))
+            f"{per_child}), server-wide (MPM settings have no per-route form). Cost: each worker is a "
+            "thread with its stack, and more streams reach the model server at once; its own concurrency "
+            "limit must bound them", ("concurrent-streams",)))
     return found
 
 

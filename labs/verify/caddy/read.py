@@ -49,7 +49,8 @@ def read(path: Path, wanted: RouteWanted = RouteWanted()) -> Reading:
     proxy_line = proxy_line or site
     host = wanted.host or next((_concrete(h) for h in found.hosts), None)
     reading = Reading(proxy="caddy", file=path, route=describe(config, found, site, proxy_line),
-                      path=request_path, host=host, why=why, routes=_routes(config))
+                      path=request_path, host=host, why=why, routes=_routes(config),
+                      scope=f"the reverse_proxy at {config.where(proxy_line)}")
     at = (lambda word, line=proxy_line: _where(config, word, line))
     flush = handler.get("flush_interval")
     reading.settings["flush_interval"] = (

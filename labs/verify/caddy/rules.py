@@ -20,8 +20,11 @@ def suspicions(r: Reading, o: Options) -> list[Suspicion]:
     if buffers.value:
         found.append(Suspicion("buffering", buffers.where,
                                f"{buffers.text}: reverse_proxy reads the answer into its buffer "
-                               "before it sends it", "remove response_buffers (buffer_responses) from "
-                               "the streaming route", ("streaming",)))
+                               "before it sends it", f"in {r.scope}: remove response_buffers (buffer_responses); "
+                               "nothing from the server turns it off. Cost: unbuffered, a slow client holds the "
+                               "upstream connection (and its model slot) while it reads slowly; Caddy has no "
+                               "per-write timeout to bound it (the server's write timeout is a deadline on the "
+                               "whole response, which would cut long streams)", ("streaming",)))
     encode = r.get("encode")
     if encode.value and encode.value["event_streams"]:
         found.append(Suspicion(
@@ -37,16 +40,18 @@ def suspicions(r: Reading, o: Options) -> list[Suspicion]:
                                f"{flush.text}: Caddy's low-latency mode does not cancel the request to "
                                "the server when the client leaves (documented; measured here on 2.6.2: "
                                "the server noticed only at its next write)",
-                               "remove flush_interval (text/event-stream answers are flushed at once "
-                               "without it)", ("disconnect",)))
+                               f"in {r.scope}: remove flush_interval (text/event-stream answers are flushed "
+                               "at once without it); no cost to streaming", ("disconnect",)))
     for name, checks in (("read_timeout", SILENCES), ("response_header_timeout", SILENCES[:1])):
         setting = r.get(name)
         if setting.value is not None and 0 < setting.value < o.max_silence_s:
             found.append(Suspicion("idle-timeout", setting.where,
                                    f"{setting.text}: a silence of the server longer than "
                                    f"{setting.value:g} s ends the stream (--max-silence is {o.max_silence_s:g} s)",
-                                   f"transport http {{ {name} {timeout_fix(setting.value, o)}s }} (and `: ping` "
-                                   "heartbeats)", checks, setting.value))
+                                   f"in {r.scope}: transport http {{ {name} {timeout_fix(setting.value, o)}s }}; "
+                                   "and `: ping` heartbeats from the server, which keep any idle limit on the "
+                                   "path from firing (the cost of a long timeout: a hung server is noticed "
+                                   "that late)", checks, setting.value))
     for name, word in (("server write_timeout", "write"), ("server read_timeout", "read_body")):
         setting = r.get(name)
         if setting.value is not None and 0 < setting.value < o.max_stream_s:
@@ -54,11 +59,14 @@ def suspicions(r: Reading, o: Options) -> list[Suspicion]:
                                    f"{setting.text}: Go's net/http deadline on the whole response: a "
                                    f"stream longer than {setting.value:g} s is cut (--max-stream is "
                                    f"{o.max_stream_s:g} s)", f"remove `{word}` from the server timeouts "
-                                   "(keep read_header and idle)", ("long-stream",), setting.value))
+                                   "(keep read_header and idle, which bound clients that send nothing); the "
+                                   "server cannot lift a deadline of the proxy", ("long-stream",), setting.value))
     conns = r.get("max_conns_per_host")
     if conns.value and conns.value < o.streams:
         found.append(Suspicion("connection-limit", conns.where,
                                f"{conns.text}: at most {conns.value} connections to the server, one per "
                                f"stream (--streams is {o.streams})",
-                               f"max_conns_per_host {2 * o.streams} (or remove it)", ("concurrent-streams",)))
+                               f"in {r.scope}: transport http {{ max_conns_per_host {2 * o.streams} }} (or remove "
+                               "it). Cost: more streams reach the model server at once; its own concurrency "
+                               "limit must then bound them", ("concurrent-streams",)))
     return found

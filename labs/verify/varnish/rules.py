@@ -25,7 +25,9 @@ def suspicions(r: Reading, o: Options) -> list[Suspicion]:
         found.append(Suspicion("buffering", stream.where, f"{stream.text}: Varnish stores the whole answer "
                                "before its first byte goes to the client (TTFT = the whole answer)",
                                f"set beresp.do_stream = true; in vcl_backend_response (or remove the line), at "
-                               f"least for {SSE} answers", ("streaming",)))
+                               f"least for {SSE} answers ({where}); nothing from the server turns it off. "
+                               "Cost: none for the stream (the object is still fetched once; with "
+                               "do_stream the client gets bytes as they arrive)", ("streaming",)))
     gzip = r.get("do_gzip")
     if not piped and gzip.value:
         found.append(Suspicion("compression-delay", gzip.where, f"{gzip.text}: Varnish gzips the {SSE} answer "
@@ -38,8 +40,10 @@ def suspicions(r: Reading, o: Options) -> list[Suspicion]:
         setting = r.get(name)
         if setting.value < o.max_silence_s:
             fix = (f"pipe_timeout {timeout_fix(setting.value, o)} (varnishd -p)" if piped else
-                   f".{name} = {timeout_fix(setting.value, o)}s; in backend {r.value('backend')} (and `: ping` "
-                   "heartbeats)")
+                   f".{name} = {timeout_fix(setting.value, o)}s; in backend {r.value('backend')} (or `set "
+                   f"bereq.{name} = {timeout_fix(setting.value, o)}s;` in vcl_backend_fetch for the streaming "
+                   "route alone); and `: ping` heartbeats from the server, which keep any idle limit on the "
+                   "path from firing (the cost of a long timeout: a hung backend is noticed that late)")
             found.append(Suspicion("idle-timeout", setting.where,
                                    f"{setting.text}: a silence of the server longer than {setting.value:g} s "
                                    f"ends the stream (--max-silence is {o.max_silence_s:g} s)", fix, checks,
@@ -55,6 +59,8 @@ def suspicions(r: Reading, o: Options) -> list[Suspicion]:
     if limit.value and limit.value < o.streams:
         found.append(Suspicion("connection-limit", limit.where, f"{limit.text}: at most {limit.value} connections "
                                f"to the backend, one per stream (--streams is {o.streams}); the next get a 503",
-                               f".max_connections = {2 * o.streams}; in backend {r.value('backend')} (or remove it)",
+                               f".max_connections = {2 * o.streams}; in backend {r.value('backend')} (or remove "
+                               "it). Cost: more streams reach the model server at once; its own concurrency "
+                               "limit must then bound them",
                                ("concurrent-streams",)))
     return found
