@@ -46,11 +46,10 @@ def read(path: Path, wanted: RouteWanted = RouteWanted()) -> Reading:
                       path=choice.path, host=choice.host, why=choice.why, routes=choice.routes,
                       main=wanted.main)
     reading.scope = f"location {' '.join(location.args)} ({location.where})"
-    here = versions.binary_version(NGINX.binary.find())
-    version = versions.parse_version(wanted.version) if wanted.version else here or versions.OLDEST
+    version, said = versions.TABLE.chosen(wanted.version, NGINX.binary.find())
     reading.version = versions.shown(version)
-    reading.notes.append(_version_note(version, here, bool(wanted.version)))
-    table = versions.defaults(version)
+    reading.notes.append(said)
+    table = versions.TABLE.defaults(version)
     for name in DEFAULTS:
         reading.settings[name] = _inherited(chain, name, table[name])
     reading.settings["proxy_set_header Connection"] = _connection_header(chain, table["proxy_set_header Connection"])
@@ -155,19 +154,6 @@ def _inherited(chain: list[Directive], name: str, default: str) -> Setting:
         if found is not None:
             return Setting(name, " ".join(found.args), found.text(), found.where)
     return _default(name, default)
-
-
-def _version_note(version: versions.Version, here: versions.Version | None, asked: bool) -> str:
-    said = f"nginx {versions.shown(version)}'s defaults" + (" (--proxy-version)" if asked else " (the nginx here)")
-    if here is None or here == version:
-        return said
-    differ = versions.changes_between(here, version)
-    if not differ:
-        return f"{said}; the run uses nginx {versions.shown(here)}, whose defaults verify reads are the same"
-    listed = "; ".join(f"{name}: {new!r} there, {old!r} here" for name, old, new, _ in differ)
-    return (f"{said}; the run uses nginx {versions.shown(here)}, whose defaults differ ({listed}): the "
-            f"rewrite writes {versions.shown(version)}'s values into the run, so the measurement stands "
-            f"for {versions.shown(version)} ({differ[0][3]})")
 
 
 def _connection_header(chain: list[Directive], default: str = "close") -> Setting:

@@ -167,7 +167,7 @@ def rewrite(config: NginxConfig, server: Directive, lab_port: int, folder: Path,
     _add_defaults(config, edits, folder)
     _certify(config, edits, pair)
     if version is not None:
-        _intended_defaults(config, edits, versions.parse_version(version), versions.binary_version(binary), note)
+        _intended_defaults(config, edits, versions.TABLE.parse(version), versions.TABLE.binary_version(binary), note)
     for file, edit in edits.items():
         result.files[file] = (edit.original, edit.apply(), mirror(file))
     (folder / "logs").mkdir(parents=True, exist_ok=True)  # nginx's default logs/access.log
@@ -205,7 +205,7 @@ def _intended_defaults(config: NginxConfig, edits: dict[str, TextEdits], intende
     if here is None or here == intended:
         return
     http = config.main.first("http")
-    differ = {name: new for name, _, new, _ in versions.changes_between(here, intended)}
+    differ = {name: new for name, _, new, _ in versions.TABLE.changes_between(here, intended)}
     if http is None or not differ:
         return
     added: list[str] = []
