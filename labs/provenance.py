@@ -63,7 +63,7 @@ def proxy_origin(runtime: str, proxy: str) -> dict[str, Any]:
 
 @lru_cache(maxsize=None)
 def _binary(proxy: str) -> tuple[tuple[str, Any], ...]:
-    from proxies.install import BinaryProblem, check_binary
+    from proxies.binaries import BinaryProblem, check_binary
 
     try:
         path, version = check_binary(proxy)

@@ -13,7 +13,7 @@ from proxies.base import ProxyName, ProxySettings
 from proxies.caddy.settings import CaddySettings
 from proxies.envoy.settings import EnvoySettings
 from proxies.haproxy.settings import HaproxySettings
-from proxies.install import BinaryProblem
+from proxies.binaries import BinaryProblem
 from proxies.kinds import KINDS, PROXY_NAMES
 from proxies.nginx.settings import NginxSettings
 from proxies.rendering import render

@@ -5,7 +5,7 @@ import argparse
 import sys
 
 from proxies.export import FIXED_DIR, export, exported_text, stale_files
-from proxies.install import BinaryProblem
+from proxies.binaries import BinaryProblem
 from proxies.kinds import PROXY_NAMES
 from proxies.rendering import render
 from proxies.validation import ConfigInvalid

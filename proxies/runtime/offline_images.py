@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterable, Sequence
 
-from proxies.install import check_binary
+from proxies.binaries import check_binary
 from proxies.kind import Account
 from proxies.kinds import KINDS
 from proxies.runtime.containers import CONFIG_DIR, PREFIX

@@ -5,7 +5,7 @@ from typing import Iterator
 import pytest
 
 from labs.fakes.upstream import FakeUpstream, fake_upstream
-from proxies.install import BinaryProblem, check_binary
+from proxies.binaries import BinaryProblem, check_binary
 from proxies.runtime import get_runtime
 from proxies.runtime.base import Runtime
 from tests.runtimes import PROXIES, RUNTIMES, require_images

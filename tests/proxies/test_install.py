@@ -1,4 +1,5 @@
-"""The installer's checks: clear errors for a missing or too old binary, every kind's version read."""
+"""The binaries' checks (proxies.binaries, which the installer runs): clear errors for a missing
+or too old binary, every kind's version read."""
 from __future__ import annotations
 
 import subprocess
@@ -7,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from proxies import install
+from proxies import binaries as install
 from proxies.kinds import KINDS, PROXY_NAMES
 
 REPO = Path(__file__).resolve().parents[2]
