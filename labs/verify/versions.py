@@ -11,10 +11,10 @@ from __future__ import annotations
 
 import functools
 import re
-import subprocess
 from dataclasses import dataclass
 
 from labs.findings import UnusableInput
+from proxies.binaries import BinaryProblem, binary_version
 
 Version = tuple[int, ...]
 
@@ -30,8 +30,7 @@ class DefaultsTable:
     # (first version, what it changed, source): each later version keeps the earlier changes.
     changes: tuple[tuple[Version, dict[str, str], str], ...]
     oldest: Version
-    version_flag: str  # the binary's flag that prints its version
-    version_pattern: str  # a regex whose group 1 is the version in that output
+    kind: str  # its name in proxies.kinds: how its binary says its version
 
     def parse(self, text: str) -> Version:
         if not re.fullmatch(r"\d+\.\d+(\.\d+)?", text.strip()):
@@ -58,7 +57,7 @@ class DefaultsTable:
         return [(name, da[name], db[name], why.get(name, "")) for name in da if da[name] != db[name]]
 
     def binary_version(self, binary: str | None) -> Version | None:
-        return _binary_version(binary, self.version_flag, self.version_pattern)
+        return _binary_version(self.kind, binary)
 
     def chosen(self, asked: str | None, binary: str | None) -> tuple[Version, str]:
         """The version whose defaults the reading uses, and the note that says so (and whether
@@ -81,12 +80,11 @@ class DefaultsTable:
 
 
 @functools.lru_cache(maxsize=None)
-def _binary_version(binary: str | None, flag: str, pattern: str) -> Version | None:
+def _binary_version(kind: str, binary: str | None) -> Version | None:
+    """The version of the binary that runs the config here; None when there is none to ask."""
     if binary is None:
         return None
     try:
-        done = subprocess.run([binary, flag], capture_output=True, text=True, timeout=10)
-    except (OSError, subprocess.SubprocessError):
+        return binary_version(kind, binary)
+    except BinaryProblem:
         return None
-    found = re.search(pattern, done.stdout + done.stderr)
-    return tuple(int(p) for p in found[1].split(".")) if found else None

@@ -26,5 +26,4 @@ CHANGES: tuple[tuple[Version, dict[str, str], str], ...] = (
      "nginx 1.29.7 (2026-03-24; stable from 1.30.0): HTTP/1.1 with keep-alive to upstreams by default "
      "(https://nginx.org/en/CHANGES, https://nginx.org/en/docs/http/ngx_http_proxy_module.html#proxy_http_version)"),
 )
-TABLE = DefaultsTable("nginx", BASE, CHANGES, oldest=(1, 22), version_flag="-v",
-                      version_pattern=r"nginx/(\d+(?:\.\d+)+)")
+TABLE = DefaultsTable("nginx", BASE, CHANGES, oldest=(1, 22), kind="nginx")
