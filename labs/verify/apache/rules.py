@@ -22,7 +22,8 @@ def suspicions(r: Reading, o: Options) -> list[Suspicion]:
             "compression-delay", deflate.where,
             f"{deflate.text}: mod_deflate compresses {SSE}; events can wait in zlib's buffer unless each "
             "backend flush reaches it", f"AddOutputFilterByType DEFLATE without {SSE} (or SetEnv no-gzip 1 "
-            "in the streaming <Location>)", ("gzip",)))
+            f"in {r.scope}); the server cannot opt out (measured on httpd 2.4.71: mod_deflate compresses a "
+            "`Cache-Control: no-transform` answer too)", ("gzip",)))
     idle = _idle(r)
     limit = seconds(idle)
     if limit < o.max_silence_s:

@@ -32,8 +32,9 @@ def suspicions(r: Reading, o: Options) -> list[Suspicion]:
             f"{encode.text}: {SSE} is among the types it compresses; a first event above "
             f"minimum_length ({encode.value['minimum_length']} bytes: a long first delta, a tool call) "
             "turns compression on and the encoder holds the answer to the end",
-            f"@compressible not header Accept *{SSE}*  then  encode @compressible "
-            f"{' '.join(encode.value['encodings'])}", ("gzip",)))
+            f"in the site of {r.scope}: @compressible not header Accept *{SSE}*  then  encode @compressible "
+            f"{' '.join(encode.value['encodings'])}; the server cannot opt out (measured on Caddy 2.6.2: "
+            "`Cache-Control: no-transform` is compressed and held all the same)", ("gzip",)))
     flush = r.get("flush_interval")
     if flush.value is not None and flush.value < 0:
         found.append(Suspicion("disconnect-not-propagated", flush.where,

@@ -64,7 +64,9 @@ def suspicions(r: Reading, o: Options) -> list[Suspicion]:
         if "compressor" in str(item.get("name", "")) and _compresses_sse(item):
             found.append(Suspicion("compression-delay", filters.where,
                                    f"the compressor {item.get('name')} compresses {SSE}",
-                                   "content_type without text/event-stream", ("gzip",)))
+                                   f"in the compressor of {r.scope}: content_type without {SSE}; or, from the "
+                                   "server, `Cache-Control: no-transform` on the stream (measured on Envoy "
+                                   "1.40: the compressor then passes it through)", ("gzip",)))
     requests, pending, connections = (r.value(k) for k in ("max_requests", "max_pending_requests", "max_connections"))
     capacity = min(requests, connections + pending)
     if capacity < o.streams:

@@ -21,7 +21,7 @@ def suspicions(r: Reading, o: Options) -> list[Suspicion]:
                                f"{algo.text} with {types.text}: the deflate stream keeps each event's last "
                                "bytes until the next one", f"in {r.scope}: compression type {' '.join(kept)}; "
                                "or, from the server, `Cache-Control: no-transform` on the stream (HAProxy does "
-                               "not compress such a response)", ("gzip",)))
+                               "not compress such a response: documented, and measured on 2.6)", ("gzip",)))
     server = r.get("timeout server")
     if server.value is not None and server.value < o.max_silence_s:
         found.append(Suspicion("idle-timeout", server.where,
