@@ -85,7 +85,8 @@ SCENARIOS = [
         fix=Variant(proxy={"envoy": {"max_requests": 4096, "max_pending_requests": 4096}}),
         symptom_checks=(checks.status_seen(503),
                         checks.proxy_stat_at_least("upstream_rq_pending_overflow", 1,
-                                                   "Envoy counted pending-request overflows"),
+                                                   "Envoy counted pending-request overflows",
+                                                   logged="flags=UO "),
                         checks.sent_together_at_least(
                             MAX_REQUESTS + MAX_PENDING + 1,
                             f"past the breaker ({MAX_REQUESTS} requests + {MAX_PENDING} pending)"),

@@ -69,3 +69,15 @@ def test_timing_bounds_honour_the_variants_own_lab_knobs() -> None:
     assert checks.ttft_late(4)(run_of(after_silence, workload=Workload(tokens_per_s=10.0))).passed
     assert not checks.ttft_late(4)(run_of(after_silence, workload=Workload(tokens_per_s=10.0),
                                           lab={"tokens_per_s": 2.0})).passed
+
+
+def test_a_proxy_event_is_proved_by_its_counter_or_by_its_access_log() -> None:
+    check = checks.proxy_stat_at_least("upstream_rq_pending_overflow", 1, "overflowed", logged="flags=UO ")
+    counted = run_of(proxy_stats={"envoy:1": {"cluster.c.upstream_rq_pending_overflow": 3}})
+    logged = run_of(evidence=["envoy:1 access: status=503 flags=UO details=overflow"])
+    neither = run_of(evidence=["envoy:1 access: status=200 flags=- details=via_upstream",
+                             "envoy:1 log: flags=UO in a warning, not an access line"])
+    assert check(counted).passed and check(logged).passed
+    result = check(neither)
+    assert not result.passed and "upstream_rq_pending_overflow = 0" in result.observed
+    assert not checks.proxy_stat_at_least("upstream_rq_pending_overflow", 1, "overflowed")(logged).passed

@@ -5,12 +5,21 @@ from labs.scenario.checks.base import STREAM_SLACK_INTERVALS, after_due, ms
 from labs.scenario.model import Check, Run
 
 
-def proxy_stat_at_least(stat_suffix: str, bound: int, label: str) -> Check:
-    """An Envoy admin counter (any stat name ending with `stat_suffix`) reached `bound`."""
+def proxy_stat_at_least(stat_suffix: str, bound: int, label: str, logged: str | None = None) -> Check:
+    """An Envoy admin counter (any stat name ending with `stat_suffix`) reached `bound`; or, with
+    `logged`, the proxy's access log shows the same event (`logged` found in an access line).
+
+    Why the log too: a fresh-clone CI run once read the overflow counter as 0 while the access log
+    of the same run showed its 503s flagged UO (upstream overflow) by Envoy itself; both are
+    Envoy's own records of the event, so either proves that it happened."""
     def measure(run: Run) -> tuple[str, bool]:
         total = sum(value for stats in run.proxy_stats.values()
                     for name, value in stats.items() if name.endswith(stat_suffix))
-        return f"{stat_suffix} = {total}", total >= bound
+        if total >= bound or logged is None:
+            return f"{stat_suffix} = {total}", total >= bound
+        lines = [line for line in run.evidence if " access: " in line and logged in line]
+        return (f"{stat_suffix} = {total}; access log lines with {logged!r}: {len(lines)}",
+                len(lines) >= bound)
     return Check(label, measure)
 
 
