@@ -48,7 +48,11 @@ def lab_server(streams: int = Options.streams) -> Iterator[ServerHandle]:
 
 def read_config(path: Path, proxy: str | None = None, wanted: RouteWanted = RouteWanted()) -> Reading:
     """The static reading alone (no process is started)."""
-    reading = KINDS[_proxy(path, proxy)].read(path, wanted)
+    proxy = _proxy(path, proxy)
+    if wanted.version is not None and not KINDS[proxy].versions:
+        raise UnusableInput(f"--proxy-version selects defaults for {', '.join(k for k in PROXIES if KINDS[k].versions)}"
+                            f" only; {proxy} is judged with the one set of defaults verify knows for it")
+    reading = KINDS[proxy].read(path, wanted)
     reading.wanted = wanted
     return reading
 
@@ -78,9 +82,6 @@ def verify_config(path: Path, *, proxy: str | None = None, max_silence_s: float 
         wanted = replace(wanted, headers=tuple(headers.items()))
     headers = dict(wanted.headers)  # what routing read is what the measured requests carry
     proxy = _proxy(path, proxy)
-    if wanted.version is not None and not KINDS[proxy].versions:
-        raise UnusableInput(f"--proxy-version selects defaults for {', '.join(k for k in PROXIES if KINDS[k].versions)}"
-                            f" only; {proxy} is judged with the one set of defaults verify knows for it")
     say(f"reading {display_path(path)} ({proxy})")
     reading = read_config(path, proxy, wanted)
     report = VerifyReport(proxy=proxy, file=display_path(path), route=reading.route, path=reading.path,

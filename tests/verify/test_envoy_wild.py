@@ -374,3 +374,22 @@ def test_upstream_tls_stays_dropped_and_a_plain_listener_is_measured_over_http(t
     path = write(tmp_path, "envoy.yaml", envoy(ROUTE, clusters=cluster))
     _, rewritten, text = run_here(path, tmp_path)
     assert not rewritten.tls and "UpstreamTlsContext" not in text and not (tmp_path / "run" / "tls").exists()
+
+
+ENVOY_FIXED = Path(__file__).resolve().parents[2] / "proxies" / "fixed" / "envoy.yaml"
+
+
+def test_proxy_version_selects_envoys_table_and_says_the_measurement_stands():
+    """Envoy's defaults that verify reads did not change from 1.26 to 1.40 (its changelogs):
+    any of them is accepted, said, and judged like the binary here; older is refused in one line."""
+    here = read_config(ENVOY_FIXED, "envoy")
+    assert here.version and any("(the Envoy here)" in note for note in here.notes), here.notes
+    older = read_config(ENVOY_FIXED, "envoy", RouteWanted(version="1.30"))
+    assert older.version == "1.30"
+    assert any("Envoy 1.30's defaults (--proxy-version)" in n and "are the same" in n for n in older.notes), older.notes
+    assert {k: s.value for k, s in older.settings.items()} == {k: s.value for k, s in here.settings.items()}
+    with pytest.raises(UnusableInput, match="verify knows Envoy's defaults from 1.26 on"):
+        read_config(ENVOY_FIXED, "envoy", RouteWanted(version="1.20"))
+    with pytest.raises(UnusableInput, match="--proxy-version selects defaults for envoy, nginx only; haproxy is judged"):
+        read_config(Path(__file__).resolve().parents[2] / "proxies" / "fixed" / "haproxy.cfg", "haproxy",
+                    RouteWanted(version="3.2"))

@@ -26,7 +26,7 @@ def run_here(path: Path, reading: Reading, lab_port: int, folder: Path, in_conta
 KIND = ConfigKind(
     proxy="envoy", example="envoy.yaml",
     shape=re.compile(r"^\s*(static_resources|admin|dynamic_resources|node)\s*:", re.M),
-    read=read.read, suspicions=rules.suspicions, run_here=run_here,
+    read=read.read, suspicions=rules.suspicions, run_here=run_here, versions=True,
     fallback={
         "buffering": ("http_filters", "no filter that needs the whole response body"),
         "coalescing": ("http_filters", "no filter that holds response data"),

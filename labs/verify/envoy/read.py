@@ -11,12 +11,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from labs.findings import UnusableInput
+from labs.verify.envoy import versions
 from labs.verify.envoy.config import YamlMap, duration_s, load, typed
 from labs.verify.envoy.match import route_matches, select_vhost
 from labs.verify.model import DEFAULT, Reading, RouteWanted, Setting, display_path
+from proxies.envoy.kind import KIND as ENVOY
 
 HCM_TYPE = "envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager"
-BREAKER_DEFAULTS = {"max_connections": 1024, "max_pending_requests": 1024, "max_requests": 1024}
+BREAKERS = ("max_connections", "max_pending_requests", "max_requests")  # defaults: versions.BASE
 
 
 @dataclass
@@ -129,18 +131,30 @@ def read(path: Path, wanted: RouteWanted = RouteWanted()) -> Reading:
         else:
             reading.settings[name] = Setting(name, default, text_default, DEFAULT)
 
+    version, said = versions.TABLE.chosen(wanted.version, ENVOY.binary.find())
+    reading.version = versions.shown(version)
+    reading.notes.append(said)
+    table = versions.TABLE.defaults(version)
+
+    def default(name: str) -> float | None:
+        return duration_s(table[name]) if table[name] else None
+
+    def shown_default(key: str, name: str) -> str:
+        return f"{key}: {table[name]} (Envoy's default)" if table[name] else f"{key}: (none)"
+
     action = chosen.route.mapping("route")
-    setting("route timeout", action, "timeout", 15.0, "timeout: 15s (Envoy's default)")
-    setting("route idle_timeout", action, "idle_timeout", None, "idle_timeout: (none)")
-    setting("stream_idle_timeout", chosen.hcm, "stream_idle_timeout", 300.0, "stream_idle_timeout: 300s (default)")
-    setting("request_timeout", chosen.hcm, "request_timeout", None, "request_timeout: (none)")
+    for name, owner, key in (("route timeout", action, "timeout"), ("route idle_timeout", action, "idle_timeout"),
+                             ("stream_idle_timeout", chosen.hcm, "stream_idle_timeout"),
+                             ("request_timeout", chosen.hcm, "request_timeout")):
+        setting(name, owner, key, default(name), shown_default(key, name))
     request = reading.settings["request_timeout"]
     if request.value:
         reading.settings["request_timeout"] = Setting(
             request.name, request.value, f"{request.text} (bounds receiving the request, not the response)",
             request.where)
     common = chosen.hcm.mapping("common_http_protocol_options")
-    setting("max_stream_duration", common, "max_stream_duration", None, "max_stream_duration: (none)")
+    setting("max_stream_duration", common, "max_stream_duration", default("max_stream_duration"),
+            shown_default("max_stream_duration", "max_stream_duration"))
     route_max = action.mapping("max_stream_duration")
     if "max_stream_duration" in route_max:
         setting("route max_stream_duration", route_max, "max_stream_duration", None, "")
@@ -150,12 +164,12 @@ def read(path: Path, wanted: RouteWanted = RouteWanted()) -> Reading:
         "http_filters", filters, ", ".join(str(f.get("name")) for f in filters) or "(none)",
         f"{shown}:{chosen.hcm.line('http_filters')}" if "http_filters" in chosen.hcm else DEFAULT)
     thresholds = next(iter(chosen.cluster.mapping("circuit_breakers").items_list("thresholds")), None)
-    for key, default in BREAKER_DEFAULTS.items():
+    for key in BREAKERS:
         if isinstance(thresholds, YamlMap) and key in thresholds:
             reading.settings[key] = Setting(key, int(thresholds[key]), f"{key}: {thresholds[key]}",
                                             f"{shown}:{thresholds.line(key)}")
         else:
-            reading.settings[key] = Setting(key, default, f"{key}: {default} (default)", DEFAULT)
+            reading.settings[key] = Setting(key, int(table[key]), f"{key}: {table[key]} (default)", DEFAULT)
     if "cluster_type" in chosen.cluster:
         extension = chosen.cluster.mapping("cluster_type").get("name", "?")
         reading.settings["cluster type"] = Setting("cluster type", extension, f"cluster_type: {extension}",
