@@ -8,7 +8,6 @@ from __future__ import annotations
 import contextlib
 import os
 import subprocess
-import urllib.request
 from typing import Iterator
 
 from labs.findings import UnusableInput
@@ -59,7 +58,8 @@ def validate(rewritten: Rewritten, runtime: str = "local") -> None:
 
 
 class RunningConfig:
-    """The user's rewritten config, running: where to send requests, what its logs say."""
+    """The user's rewritten config, running: where to send requests (its records are its kind's:
+    Rewritten.contacted)."""
 
     def __init__(self, rewritten: Rewritten, process: ManagedProcess) -> None:
         self.rewritten, self.process = rewritten, process
@@ -67,20 +67,6 @@ class RunningConfig:
     @property
     def url(self) -> str:
         return f"{'https' if self.rewritten.tls else 'http'}://127.0.0.1:{self.rewritten.listen_port}"
-
-    def log_text(self) -> str:
-        parts = []
-        for name in (PROCESS_LOG, "error.log", "access.log"):
-            path = self.rewritten.folder / name
-            if path.is_file():
-                parts.append(path.read_text(errors="replace"))
-        return "\n".join(parts)
-
-    def admin(self, path: str) -> str:
-        if self.rewritten.admin_port is None:
-            raise NotImplementedError(f"{self.rewritten.proxy} has no admin endpoint")
-        with urllib.request.urlopen(f"http://127.0.0.1:{self.rewritten.admin_port}{path}", timeout=5) as r:
-            return r.read().decode()
 
 
 @contextlib.contextmanager

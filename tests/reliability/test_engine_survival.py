@@ -37,8 +37,10 @@ def test_a_wait_beyond_any_timer_neither_kills_the_loop_nor_holds_the_slot(token
         try:
             far = engine.submit(GenerationRequest([1, 2], 5, pacing=Pacing(first_token_delay_s=1e12)))
             slow = engine.submit(GenerationRequest([1, 2], 3, pacing=Pacing(tokens_per_s=1e-12)))
-            await asyncio.sleep(0.2)  # pacing: both parked in their waits
-            assert engine.healthy
+            deadline = time.monotonic() + 5
+            while engine.slots_in_use < 2 and time.monotonic() < deadline:
+                await asyncio.sleep(0.01)  # poll interval: both admitted, parked in their waits
+            assert engine.slots_in_use == 2 and engine.healthy
             tokens = await asyncio.wait_for(drain(engine.submit(GenerationRequest([1], 4))), 5)
             assert len(tokens) == 4
             far.cancel("disconnect")

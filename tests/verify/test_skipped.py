@@ -38,3 +38,39 @@ def test_the_report_shows_a_skipped_check_and_says_so_beside_ok() -> None:
     assert "inconclusive" in printed and "not measured: silence-mid-stream (skipped)" in printed
     assert report.exit_status == 2 and not report.ok  # what was not measured is never "ok"
     assert report.to_json()["checks"][0]["skipped"] == WHY
+
+
+def test_a_hop_that_refuses_large_events_is_no_gzip_finding() -> None:
+    """The gzip check's second ask (1,500-byte events) ending badly says nothing about compression:
+    the small-event verdict stands, with what happened said; an ask that compresses is judged."""
+    import asyncio
+
+    from labs.client.results import Event, StreamResult
+    from labs.verify import trials
+
+    def paced(**fields) -> StreamResult:
+        events = [Event(t=0.05 + 0.1 * i, read=i + 1, kind="content", text="x")
+                  for i in range(12)]
+        return StreamResult(outcome="complete", saw_done=True, status=200, events=events, reads=12,
+                            ttft_s=0.05, e2e_s=1.15, **fields)
+
+    class StandIn:
+        def __init__(self, large: StreamResult) -> None:
+            self.large, self.direct, self.asked = large, paced(), []
+
+        def body(self, lab=None, **request):
+            return {"lab": dict(lab or {}), **request}
+
+        async def measure(self, body, **options):
+            self.asked.append(body["lab"].get("pad_bytes"))
+            return self.large if body["lab"].get("pad_bytes") else paced()
+
+    refused = StandIn(StreamResult(outcome="error", status=502, error="HTTP 502"))
+    verdict = asyncio.run(trials.gzip(refused))
+    assert refused.asked == [None, trials.LARGE_EVENT_BYTES]
+    assert verdict.passed and "did not compress" in verdict.observed and "did not complete" in verdict.observed
+    held = StandIn(StreamResult(outcome="complete", saw_done=True, status=200, content_encoding="gzip",
+                                events=[Event(t=1.2, read=1, kind="content", text="x")] * 12,
+                                reads=1, ttft_s=1.2, e2e_s=1.2))
+    verdict = asyncio.run(trials.gzip(held))
+    assert not verdict.passed and verdict.kind == "compression-delay", verdict.observed
