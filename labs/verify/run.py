@@ -50,7 +50,7 @@ def read_config(path: Path, proxy: str | None = None, wanted: RouteWanted = Rout
     """The static reading alone (no process is started)."""
     proxy = _proxy(path, proxy)
     if wanted.version is not None and not KINDS[proxy].versions:
-        raise UnusableInput(f"--proxy-version selects defaults for {', '.join(k for k in PROXIES if KINDS[k].versions)}"
+        raise UnusableInput(f"--proxy-version selects defaults for {', '.join(sorted(k for k in PROXIES if KINDS[k].versions))}"
                             f" only; {proxy} is judged with the one set of defaults verify knows for it")
     reading = KINDS[proxy].read(path, wanted)
     reading.wanted = wanted

@@ -390,6 +390,7 @@ def test_proxy_version_selects_envoys_table_and_says_the_measurement_stands():
     assert {k: s.value for k, s in older.settings.items()} == {k: s.value for k, s in here.settings.items()}
     with pytest.raises(UnusableInput, match="verify knows Envoy's defaults from 1.26 on"):
         read_config(ENVOY_FIXED, "envoy", RouteWanted(version="1.20"))
-    with pytest.raises(UnusableInput, match="--proxy-version selects defaults for envoy, nginx only; haproxy is judged"):
-        read_config(Path(__file__).resolve().parents[2] / "proxies" / "fixed" / "haproxy.cfg", "haproxy",
-                    RouteWanted(version="3.2"))
+    with pytest.raises(UnusableInput, match="--proxy-version selects defaults for envoy, haproxy, nginx only; "
+                                            "varnish is judged"):
+        read_config(Path(__file__).resolve().parents[2] / "proxies" / "fixed" / "varnish.vcl", "varnish",
+                    RouteWanted(version="7.4"))

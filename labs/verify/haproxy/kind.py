@@ -8,13 +8,15 @@ from labs.verify.haproxy import config, read, rewrite, rules
 from labs.verify.kind import ConfigKind
 from labs.verify.model import Reading, RouteWanted
 from labs.verify.rewrite import Rewritten, assert_loopback
+from proxies.haproxy.kind import KIND as HAPROXY
 
 
 def run_here(path: Path, reading: Reading, lab_port: int, folder: Path, in_container: bool) -> Rewritten:
     parsed = config.parse(path)
     frontend, _, _, _ = read.select_route(parsed, reading.wanted.at(reading.path, reading.host))
     rewritten = rewrite.rewrite(parsed, frontend, lab_port, folder, drop_user=in_container,
-                                route_path=reading.path, host=reading.host)
+                                route_path=reading.path, host=reading.host,
+                                binary=HAPROXY.binary.find(), version=reading.version)
     rewritten.host_header = reading.host  # the Host the route's ACLs ask for
     assert_loopback(rewrite.addresses(rewritten.files[str(path)][1]))
     rewritten.write()
@@ -24,7 +26,7 @@ def run_here(path: Path, reading: Reading, lab_port: int, folder: Path, in_conta
 KIND = ConfigKind(
     proxy="haproxy", example="haproxy.cfg",
     shape=re.compile(r"^(global|defaults|frontend|backend|listen)(\s+\S+)*\s*$", re.M),
-    read=read.read, suspicions=rules.suspicions, run_here=run_here,
+    read=read.read, suspicions=rules.suspicions, run_here=run_here, versions=True,
     fallback={
         "buffering": ("option http-no-delay", "option http-no-delay"),
         "coalescing": ("option http-no-delay", "option http-no-delay"),

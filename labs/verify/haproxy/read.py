@@ -5,7 +5,8 @@ else `default_backend`; conditions are evaluated for the chat request by labs.ve
 (path, method and Host ACLs with their match methods, pattern files and maps beside the config; a
 condition verify cannot tell is taken as true and noted). A backend named by `%[...]` (a map) is
 looked up as HAProxy does, else the default_backend is judged and said so. Settings come
-from the section itself, else its `defaults` section, else HAProxy 2.6's own defaults.
+from the section itself, else its `defaults` section, else the defaults of the HAProxy version the
+config is written for (labs/verify/haproxy/versions.py; default: the HAProxy here).
 """
 from __future__ import annotations
 
@@ -13,12 +14,12 @@ import re
 from pathlib import Path
 
 from labs.findings import UnusableInput
-from labs.verify.haproxy import acl
+from labs.verify.haproxy import acl, versions
 from labs.verify.haproxy.acl import Request
 from labs.verify.haproxy.config import HaproxyConfig, Section, Statement, parse
 from labs.verify.model import DEFAULT, Reading, RouteWanted, Setting, display_path
+from proxies.haproxy.kind import KIND as HAPROXY
 
-OPTIONS = ("http-no-delay", "abortonclose")
 TIMEOUTS = ("server", "client", "tunnel", "connect")
 _UNITS = {"us": 1e-6, "ms": 0.001, "s": 1, "m": 60, "h": 3600, "d": 86400}
 
@@ -59,20 +60,24 @@ def read(path: Path, wanted: RouteWanted = RouteWanted()) -> Reading:
                     return found
         return None
 
+    version, said = versions.TABLE.chosen(wanted.version, HAPROXY.binary.find())
+    reading.version = versions.shown(version)
+    reading.notes.append(said)
+    table = versions.TABLE.defaults(version)
     fe_chain = [frontend, config.defaults_for(frontend)]
     be_chain = [backend, config.defaults_for(backend)]
-    for option in OPTIONS:
-        # Either side may enable it; the nearer `no option` wins within one side.
-        state, source = False, None
-        for chain in ((fe_chain, be_chain) if option == "http-no-delay" else (be_chain,)):
-            enabled, statement = _option(chain, option)
-            if enabled:
-                state, source = True, statement
-            elif statement is not None and source is None:
-                source = statement
-        text = f"{'' if state else 'no '}option {option}"
-        reading.settings[f"option {option}"] = Setting(f"option {option}", state, text,
-                                                       where(source) if source else DEFAULT)
+    # Either side may enable it; the nearer `no option` wins within one side.
+    state, source = table["option http-no-delay"] == "on", None
+    for chain in (fe_chain, be_chain):
+        enabled, statement = _option(chain, "http-no-delay")
+        if enabled:
+            state, source = True, statement
+        elif statement is not None and source is None:
+            state, source = False, statement
+    reading.settings["option http-no-delay"] = Setting(
+        "option http-no-delay", state, f"{'' if state else 'no '}option http-no-delay",
+        where(source) if source else DEFAULT)
+    reading.settings["option abortonclose"] = _abortonclose(config, frontend, backend, version, table, where)
     for name in TIMEOUTS:
         chain = fe_chain if name == "client" else be_chain
         found = lookup(chain, "timeout", name)
@@ -148,6 +153,38 @@ def host_from_notes(notes: list[str]) -> str | None:
         if match:
             return match[1]
     return None
+
+
+def _abortonclose(config: HaproxyConfig, frontend: Section, backend: Section, version: versions.Version,
+                  table: dict[str, str], where) -> Setting:
+    """Whether a client's departure reaches the server: HAProxy needs abortonclose on both sides,
+    the backend's and the frontend's (measured on 2.6.12: in the backend alone the server noticed
+    2.1 s late, as with none; in the defaults both inherit, at once). Before 3.3 a frontend ignores
+    its own `option abortonclose` (a warning: "no backend capability"), so it gets it only from its
+    defaults section; from 3.3 a frontend may say it, and HTTP proxies have it on by default."""
+    default = table["option abortonclose"] == "on"
+    own_counts = frontend.kind == "listen" or version >= (3, 3)
+    sides = []
+    for section, counts in ((backend, True), (frontend, own_counts)):
+        chain = [section if counts else None, config.defaults_for(section)]
+        enabled, statement = _option(chain, "abortonclose")
+        sides.append((enabled if statement is not None else default, statement, section))
+    (be_on, be_at, _), (fe_on, fe_at, _) = sides
+    if be_on and fe_on:
+        source = be_at or fe_at
+        text = "option abortonclose" + ("" if source else f" (HAProxy {versions.shown(version)}'s default "
+                                                          "in HTTP proxies)")
+        return Setting("option abortonclose", True, text, where(source) if source else DEFAULT)
+    ignored = frontend.last("option", "abortonclose") if not own_counts else None
+    unheard = f" (frontend {frontend.name}'s own line {ignored.line} is ignored before 3.3)" if ignored else ""
+    if not be_on:
+        return Setting("option abortonclose", False, "no option abortonclose" + (
+            "" if be_at else f" (HAProxy {versions.shown(version)}'s default)") + unheard,
+            where(be_at) if be_at else DEFAULT)
+    return Setting("option abortonclose", False, (
+        f"option abortonclose in backend {backend.name} only: frontend {frontend.name} needs it too, and "
+        f"before 3.3 it takes it only from its defaults section{unheard}"),
+        where(fe_at) if fe_at else where(be_at) if be_at else DEFAULT)
 
 
 def _option(chain: list[Section | None], option: str) -> tuple[bool, Statement | None]:

@@ -8,7 +8,9 @@ with what refers to them (`stick-table ... peers X`, a server's `resolvers X`, `
 Pattern and map files (`-f FILE`, `map_beg(FILE,...)`) are copied into the run when found beside
 the config, else a stand-in says what the reading assumed. `ssl` binds keep TLS with a certificate
 made for the run (tls.py), and the chat frontend is measured on its TLS bind when it has one, so a
-`redirect scheme https unless { ssl_fc }` is kept and holds as deployed.
+`redirect scheme https unless { ssl_fc }` is kept and holds as deployed. When the config is written
+for another HAProxy version than the one here, that version's defaults are written in where they
+differ (labs/verify/haproxy/versions.py).
 """
 from __future__ import annotations
 
@@ -20,7 +22,7 @@ from pathlib import Path
 
 from labs.findings import UnusableInput
 from labs.verify.edits import MARK, TextEdits
-from labs.verify.haproxy import acl, tls
+from labs.verify.haproxy import acl, tls, versions
 from labs.verify.haproxy.config import HaproxyConfig, Section, Statement, words_of
 from labs.verify.model import ROUTE_PATH, display_path
 from labs.verify.rewrite import Rewritten
@@ -44,7 +46,8 @@ _FILE_REF = re.compile(r"\b((?:map(?:_\w+)?|set-map|del-map|add-acl|del-acl)\()(
 
 
 def rewrite(config: HaproxyConfig, frontend: Section, lab_port: int, folder: Path, *,
-            drop_user: bool = False, route_path: str = ROUTE_PATH, host: str | None = None) -> Rewritten:
+            drop_user: bool = False, route_path: str = ROUTE_PATH, host: str | None = None,
+            binary: str | None = None, version: str | None = None) -> Rewritten:
     edit = TextEdits(config.text, terminator="\n")
     lines = config.text.splitlines()
     files = _Files(config, folder, route_path, host)
@@ -61,6 +64,8 @@ def rewrite(config: HaproxyConfig, frontend: Section, lab_port: int, folder: Pat
         if text not in result.notes:
             result.notes.append(text)
 
+    bind_defaults = {} if version is None else versions.intended_defaults(
+        config, edit, versions.TABLE.parse(version), versions.TABLE.binary_version(binary), note)
     for section in config.sections:
         if section.kind in REMOVED_SECTIONS:
             edit.remove(section.line, section.kind, REMOVED_SECTIONS[section.kind])
@@ -95,7 +100,7 @@ def rewrite(config: HaproxyConfig, frontend: Section, lab_port: int, folder: Pat
                     result.listen_port, result.tls = port, secure
                 params = _keep(words[2:], BIND_KEPT) + [w for w in words[2:] if w in BIND_FLAGS_KEPT]
                 if secure:
-                    params += tls.bind_params(words, bundle(), note)
+                    params += tls.bind_params(words, bundle(), note) + bind_defaults.get(line, [])
                     note(tls.TLS_KEPT)
                 elif any(w in ("crt", "crt-list") for w in words):
                     note("a bind with crt but no ssl speaks plain HTTP (as HAProxy runs it): its files are dropped")

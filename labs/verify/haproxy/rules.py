@@ -35,8 +35,12 @@ def suspicions(r: Reading, o: Options) -> list[Suspicion]:
     if not abort.value:
         found.append(Suspicion("disconnect-not-propagated", abort.where,
                                f"{abort.text}: the server side stays open after the client leaves, until "
-                               "HAProxy next writes to the client", f"in {r.scope}: option abortonclose",
-                               ("disconnect",)))
+                               "HAProxy next writes to the client",
+                               f"option abortonclose in the defaults section that the chat frontend and {r.scope} "
+                               "inherit (HAProxy needs it on both sides; before 3.3 a frontend takes it only from "
+                               "its defaults, and from 3.3 it is the default in HTTP proxies: upgrading is the other "
+                               "fix; the cost: a request whose client left is not forwarded, which is what a "
+                               "stream wants)", ("disconnect",)))
     for name in ("global maxconn", "frontend maxconn", "server maxconn"):
         limit = r.settings.get(name)
         if limit is not None and limit.value is not None and limit.value < o.streams:
