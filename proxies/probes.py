@@ -19,12 +19,17 @@ def answers(endpoint: Endpoint) -> bool:
     is an HTTP/1.1 request without a Host header, which every proxy refuses with a 400 of its
     own: it never reaches the upstream (a request counted there, or cached by Varnish, would
     skew what a test measures)."""
+    return status_line(endpoint, f"GET {READY_PATH} HTTP/1.1\r\nConnection: close\r\n\r\n").startswith(b"HTTP/1.")
+
+
+def status_line(endpoint: Endpoint, request: str) -> bytes:
+    """The first bytes the proxy answers `request` with (empty when it cannot be asked)."""
     try:
         with socket.create_connection((endpoint.host, endpoint.port), timeout=2) as sock:
-            sock.sendall(f"GET {READY_PATH} HTTP/1.1\r\nConnection: close\r\n\r\n".encode())
-            return sock.recv(16).startswith(b"HTTP/1.")
+            sock.sendall(request.encode())
+            return sock.recv(16)
     except OSError:
-        return False
+        return b""
 
 
 def admin_answers(path: str) -> Probe:

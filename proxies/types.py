@@ -88,7 +88,12 @@ EnvoyDuration = Annotated[
 VarnishDuration = Annotated[
     str, BeforeValidator(_seconds_to_text("unit")),
     AfterValidator(_pattern(re.compile(r"\d{1,9}(?:\.\d{1,3})?(?:ms|s|m|h|d|w|y)"), "a VCL duration", "60s"))]
-# Caddy: Go durations (https://caddyserver.com/docs/conventions#durations), e.g. "10s", "500ms"
+# Go durations (https://pkg.go.dev/time#ParseDuration), e.g. "10s", "500ms"; -1 where a negative
+# value means "at once" (a flush interval). Caddy (https://caddyserver.com/docs/conventions#durations)
+# and Traefik read them.
+GoDuration = Annotated[
+    str, BeforeValidator(_seconds_to_text("unit")),
+    AfterValidator(_pattern(re.compile(r"-1|\d{1,9}(?:ns|us|ms|s|m|h)"), "a Go duration (or -1)", "10s"))]
 CaddyDuration = Annotated[
     str, BeforeValidator(_seconds_to_text("unit")),
     AfterValidator(_pattern(re.compile(r"-1|\d{1,9}(?:ns|us|ms|s|m|h|d)"), "a Caddy duration (or -1)", "10s"))]

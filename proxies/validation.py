@@ -56,7 +56,7 @@ def validate(config: ProxySettings | str, proxy: ProxyName | None = None) -> str
         result = subprocess.run(check_command(proxy, folder), cwd=folder,
                                 env={**os.environ, **kind.env(f"{folder}/")}, capture_output=True,
                                 text=True, timeout=60)
-    if result.returncode != 0:
+    if not kind.check_passed(result.returncode, result.stderr + result.stdout):
         output = kind.check_message(result.stderr + result.stdout)
         raise ConfigInvalid(proxy, output or f"exit status {result.returncode}", text)
     _valid.add(key)

@@ -92,7 +92,7 @@ def check(text: str, proxy: ProxyName, choice: Choice, files: Iterable[str] = ()
                          *env_args(proxy), "--entrypoint", kind.image.entrypoint, choice.image,
                          *kind.check(config, f"{PREFIX}/")],
                         check=False, timeout=120)
-    if result.returncode != 0:
+    if not kind.check_passed(result.returncode, result.stderr + result.stdout):
         output = kind.check_message(result.stderr + result.stdout)
         raise ConfigInvalid(proxy, output or f"exit status {result.returncode}", text)
     _checked.add(key)

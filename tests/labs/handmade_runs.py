@@ -452,6 +452,7 @@ HANDMADE: dict[str, Handmade] = {
     "cdn-waiting-list": _waiting_list(),
     "apache-proxy-timeout": _idle(apache.PROXY_TIMEOUT_S),
     "caddy-encode": _held(encoding="gzip"),
+    "traefik-buffering": _held(),
     "nginx-reload": _reload(),
     "haproxy-reload": _reload(),
     "nginx-buffer-size": Handmade(

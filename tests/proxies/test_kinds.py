@@ -82,11 +82,12 @@ def test_the_binary_accepts_its_fixed_config_and_refuses_a_broken_one(name: str,
         done = subprocess.run([binary(name), *kind.check(str(config), f"{folder}/")], cwd=folder,
                               env={**os.environ, **kind.env(f"{folder}/")},
                               capture_output=True, text=True, timeout=60)
-        results.append((done.returncode, kind.check_message(done.stderr + done.stdout)))
+        output = done.stderr + done.stdout
+        results.append((kind.check_passed(done.returncode, output), kind.check_message(output)))
         shutil.rmtree(folder)
-    (fixed_status, fixed_output), (broken_status, broken_output) = results
-    assert fixed_status == 0, fixed_output
-    assert broken_status != 0 and broken_output.strip(), "the check accepted a broken config"
+    (fixed_passed, fixed_output), (broken_passed, broken_output) = results
+    assert fixed_passed, fixed_output
+    assert not broken_passed and broken_output.strip(), "the check accepted a broken config"
 
 
 def _kind_names_in(path: Path) -> list[str]:

@@ -36,6 +36,7 @@ ACCESS_FIELDS = {
     "varnish": {"status", "handling", "duration_us", "ttfb_s", "bytes_sent"},
     "apache": {"status", "duration_us", "bytes_sent", "handler"},
     "caddy": {"status", "duration_s", "bytes_sent", "proto"},
+    "traefik": {"status", "duration_s", "bytes_sent", "proto", "upstream_addr"},
 }
 # How long the first access line may take. A container's output reaches process.log through the
 # attached `docker run` client, so it gets longer; both stay well under Envoy's default 10 s flush.
