@@ -35,6 +35,8 @@ SCALED: dict[ProxyName, dict[str, Any]] = {
     "varnish": {"timeout_idle": IDLE_TIMEOUT_S},
     "apache": {"request_header_timeout": int(HEADER_TIMEOUT_S), "keepalive_timeout": int(IDLE_TIMEOUT_S)},
     "caddy": {"read_header_timeout": HEADER_TIMEOUT_S, "idle_timeout": IDLE_TIMEOUT_S},
+    # Traefik's readTimeout bounds the whole request, headers and body (tests/reliability/test_traefik_hostile.py).
+    "traefik": {"read_timeout": HEADER_TIMEOUT_S, "idle_timeout": IDLE_TIMEOUT_S},
 }
 # Varnish, Apache and Caddy: what each program allows is checked in test_more_proxies_hostile.py.
 MORE_PROXIES: tuple[ProxyName, ...] = ("varnish", "apache", "caddy")
@@ -96,6 +98,14 @@ def seconds_until_closed(sock: socket.socket, limit_s: float, trickle: bytes = b
                 return time.monotonic() - started
             sent += 1
     return None
+
+
+def connections_to(port: int) -> int:
+    """Established IPv4 connections to 127.0.0.1:`port` on this host (an upstream's clients)."""
+    wanted = f"0100007F:{port:04X}"
+    with open("/proc/net/tcp") as table:
+        next(table, None)  # header
+        return sum(1 for line in table if (cols := line.split())[2:4] == [wanted, "01"])
 
 
 def exchange(sock: socket.socket, request: bytes) -> tuple[http.client.HTTPResponse, bytes]:
