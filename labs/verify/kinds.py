@@ -1,7 +1,8 @@
 """The proxies whose configs verify reads, in the order detection tries them.
 
 Envoy first: its YAML keys are unambiguous, while a YAML line can look like an nginx block opener
-or an HAProxy section header to the looser patterns after it. Caddy and Apache last: Caddy's
+or an HAProxy section header to the looser patterns after it; Traefik's YAML (`entryPoints:`, a
+router's `rule: Host(...)`) next. Caddy and Apache last: Caddy's
 shape is a directive word opening a line, which no nginx or HAProxy config has; Apache's
 `<VirtualHost>`/`ProxyPass` lines are its own. Varnish before HAProxy: a VCL `backend NAME {` line
 looks like an HAProxy section header, while `vcl 4.1;` (or a backend with `.host`) is VCL's alone. Adding one is a folder
@@ -16,9 +17,10 @@ from labs.verify.haproxy.kind import KIND as HAPROXY
 from labs.verify.kind import ConfigKind
 from labs.verify.model import Options, Reading, Suspicion
 from labs.verify.nginx.kind import KIND as NGINX
+from labs.verify.traefik.kind import KIND as TRAEFIK
 from labs.verify.varnish.kind import KIND as VARNISH
 
-KINDS: dict[str, ConfigKind] = {kind.proxy: kind for kind in (ENVOY, NGINX, VARNISH, HAPROXY, CADDY, APACHE)}
+KINDS: dict[str, ConfigKind] = {kind.proxy: kind for kind in (ENVOY, TRAEFIK, NGINX, VARNISH, HAPROXY, CADDY, APACHE)}
 PROXIES = tuple(KINDS)
 
 

@@ -12,7 +12,7 @@ from typing import Any, Callable
 
 from labs.catalogue import apps
 from labs.catalogue import client as client_layer
-from labs.catalogue import apache, browser, cdn, envoy, haproxy, nginx, reload, server
+from labs.catalogue import apache, browser, cdn, envoy, haproxy, nginx, reload, server, traefik
 from labs.scenario.checks.cache import REQUESTS_OK
 from labs.scenario.checks.stress import DISCONNECTS
 from labs.client.results import Event, StreamResult
@@ -453,6 +453,11 @@ HANDMADE: dict[str, Handmade] = {
     "apache-proxy-timeout": _idle(apache.PROXY_TIMEOUT_S),
     "caddy-encode": _held(encoding="gzip"),
     "traefik-buffering": _held(),
+    "traefik-write-timeout": Handmade(
+        symptom=lambda s: s.run(s.cut(int(traefik.WRITE_TIMEOUT_S / s.dt), 0.01)),
+        cure=lambda s: s.run(s.streamed(30, heartbeats=12)),
+        cure_without_stress=lambda s: s.run(s.streamed(10, heartbeats=4)),
+        symptom_without_stress=lambda s: s.run(s.cut(3, 0.01))),
     "nginx-reload": _reload(),
     "haproxy-reload": _reload(),
     "nginx-buffer-size": Handmade(

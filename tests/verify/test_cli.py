@@ -27,8 +27,8 @@ def unusable(path: Path, text: str, *args: str) -> dict:
 def test_missing_file_and_unknown_proxy_are_unusable(tmp_path):
     result = verify(str(tmp_path / "nope.conf"))
     assert result.returncode == 2 and "no such file" in result.stdout + result.stderr
-    result = verify(str(tmp_path), "--proxy", "traefik")
-    assert result.returncode == 2 and "traefik" in result.stderr
+    result = verify(str(tmp_path), "--proxy", "squid")
+    assert result.returncode == 2 and "squid" in result.stderr
 
 
 def test_the_proxys_own_error_names_the_users_file_and_line(tmp_path):

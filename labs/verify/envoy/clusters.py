@@ -17,7 +17,7 @@ from typing import Any, Callable
 
 from labs.verify.envoy.config import YamlMap, typed
 from labs.verify.envoy.read import HCM_TYPE
-from labs.verify.envoy.yamledit import Edits, set_address, walk
+from labs.verify.yamledit import Edits, set_address, walk
 
 DNS_KEYS = ("dns_lookup_family", "dns_resolvers", "typed_dns_resolver_config", "dns_refresh_rate",
             "respect_dns_ttl", "dns_resolution_config", "use_tcp_for_dns_lookups", "dns_failure_refresh_rate",

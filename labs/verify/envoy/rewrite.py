@@ -22,7 +22,7 @@ from labs.verify.edits import MARK
 from labs.verify.envoy.config import YamlMap, load
 from labs.verify.envoy import tls
 from labs.verify.envoy.clusters import leave_out_filters, point_at_lab
-from labs.verify.envoy.yamledit import Edits, set_address, walk
+from labs.verify.yamledit import Edits, set_address, walk
 from labs.verify.rewrite import Rewritten
 from labs.verify.tls import run_pair
 from server.processes import free_port

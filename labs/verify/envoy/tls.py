@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Callable
 
 from labs.verify.envoy.config import YamlMap, typed
-from labs.verify.envoy.yamledit import Edits
+from labs.verify.yamledit import Edits
 
 DOWNSTREAM = "DownstreamTlsContext"
 TLS_KEPT = ("TLS is kept: the TLS listeners serve a certificate made for the run (self-signed, for "

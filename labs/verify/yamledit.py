@@ -1,11 +1,11 @@
-"""In-place edits of the user's Envoy YAML text, at the exact characters of each node (config.py)."""
+"""In-place edits of a user's YAML text, at the exact characters of each node (yamlpos.py)."""
 from __future__ import annotations
 
 from typing import Any, Iterator
 
 import yaml
 
-from labs.verify.envoy.config import YamlList, YamlMap
+from labs.verify.yamlpos import YamlList, YamlMap
 
 
 class Edits:
