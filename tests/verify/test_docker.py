@@ -22,3 +22,15 @@ def test_user_config_in_its_container(verify_server, name):
     assert failures == sorted(expected["failures"]), [(c.name, c.observed) for c in report.checks]
     assert all(c.passed for c in report.checks if c.name == "loopback-only")
     assert "runs as the invoking user in a container" in report.rewrites or proxy == "envoy"
+
+
+def test_a_traefik_buffering_fault_in_its_container(verify_server, tmp_path):
+    """The run's file names itself and its access log by their paths in the run folder, which the
+    container mounts at the same place: the fault is measured there as on the host."""
+    from labs.catalogue.render import rendered
+    require_images(["traefik"])
+    path = tmp_path / "traefik.yml"
+    path.write_text(rendered("traefik-buffering", "broken", "traefik")[1])
+    report = verify_config(path, checks=["streaming"], runtime="docker", server=verify_server)
+    assert [f.kind for f in report.failures()] == ["buffering"], [(c.name, c.observed) for c in report.checks]
+    assert all(c.passed for c in report.checks if c.name == "loopback-only")
