@@ -1,10 +1,15 @@
-"""python -m proxies render PROXY --variant NAME | export [--check] | variants [PROXY]"""
+"""python -m proxies render PROXY --variant NAME | export [--check] [--k8s DIR] | variants [PROXY]"""
 from __future__ import annotations
 
 import argparse
 import sys
 
+from pathlib import Path
+
 from proxies.export import FIXED_DIR, export, exported_text, stale_files
+from proxies.kubernetes import export as kubernetes
+from proxies.kubernetes.export import K8S_DIR
+from proxies.kubernetes.validate import ManifestInvalid
 from proxies.binaries import BinaryProblem
 from proxies.kinds import PROXY_NAMES
 from proxies.rendering import render
@@ -22,6 +27,9 @@ def main(argv: list[str] | None = None) -> int:
     export_cmd = commands.add_parser("export", help=f"rewrite {FIXED_DIR} from the fixed variants")
     export_cmd.add_argument("--check", action="store_true",
                             help="write nothing; exit 1 when the files differ from a fresh export")
+    export_cmd.add_argument("--k8s", metavar="DIR", type=Path,
+                            help="write only the Kubernetes manifests (ingress-nginx, Gateway API with Envoy "
+                                 f"Gateway, Traefik's CRDs), validated, into DIR (the repository's: {K8S_DIR})")
     list_cmd = commands.add_parser("variants", help="list the known variants")
     list_cmd.add_argument("proxy", nargs="?", choices=PROXY_NAMES)
     args = parser.parse_args(argv)
@@ -39,19 +47,25 @@ def main(argv: list[str] | None = None) -> int:
             # A TLS config's certificate paths are checked when it runs (a missing file is an
             # error then); the binary checks the text with the lab's certificate in their place.
             sys.stdout.write(render(settings) if args.no_validate else exported_text(settings))
+        elif args.command == "export" and args.k8s is not None:
+            if args.k8s.exists() and not args.k8s.is_dir():
+                print(f"error: {args.k8s} is not a folder", file=sys.stderr)
+                return 2
+            for path in kubernetes.write(args.k8s):
+                print(f"wrote {path}")
         elif args.command == "export":
             if args.check:
-                stale = stale_files()
+                stale = stale_files() + kubernetes.stale()
                 for path in stale:
                     print(f"{path} differs from a fresh export; run `python -m proxies export`",
                           file=sys.stderr)
                 return 1 if stale else 0
-            for path in export():
+            for path in export() + kubernetes.write():
                 print(f"wrote {path}")
         else:
             for proxy in [args.proxy] if args.proxy else PROXY_NAMES:
                 print(f"{proxy}: {', '.join(variant_names(proxy))}")
-    except (ConfigInvalid, BinaryProblem) as exc:
+    except (ConfigInvalid, BinaryProblem, ManifestInvalid) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1
     return 0

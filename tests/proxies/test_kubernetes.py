@@ -1,0 +1,77 @@
+"""The Kubernetes exports (proxies/fixed/kubernetes/): equal to a fresh render of the fixed
+settings, every object valid against its published schema offline (unknown fields refused, as
+kubectl's strict validation does), and the streaming settings carried over from the fixed configs."""
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+from proxies.kinds import KINDS
+from proxies.kubernetes.export import K8S_DIR, manifests, seconds, stale
+from proxies.kubernetes.validate import ManifestInvalid, validate_text
+from proxies.variants import variant
+
+REPO = Path(__file__).resolve().parents[2]
+FILES = {"ingress-nginx.yaml": "nginx", "envoy-gateway.yaml": "envoy", "traefik.yaml": "traefik"}
+
+
+def objects(name: str) -> dict[str, dict]:
+    return {d["kind"]: d for d in yaml.safe_load_all((K8S_DIR / name).read_text()) if d}
+
+
+def test_the_exports_equal_a_fresh_render_and_each_kind_declares_its_own():
+    assert stale() == [], "run `python -m proxies export`"
+    assert set(manifests()) == set(FILES)
+    assert {file: proxy for proxy, kind in KINDS.items() for file, _ in kind.kubernetes} == FILES
+
+
+@pytest.mark.parametrize("name", FILES)
+def test_every_object_is_valid_against_its_schema(name):
+    assert [d["kind"] for d in validate_text((K8S_DIR / name).read_text())]
+
+
+@pytest.mark.parametrize("name, before, after, message", [
+    ("envoy-gateway.yaml", "request: 0s", "requst: 0s", "'requst' was unexpected"),
+    ("envoy-gateway.yaml", "request: 0s", "request: 10 seconds", "does not match"),
+    ("envoy-gateway.yaml", "streamIdleTimeout: 300s", "streamIdleTimeout: [300]", "is not of type"),
+    ("traefik.yaml", "flushInterval:", "flushIntervl:", "'flushIntervl' was unexpected"),
+    ("ingress-nginx.yaml", "ingressClassName: nginx", "ingressClass: nginx", "'ingressClass' was unexpected"),
+])
+def test_a_broken_object_is_refused_with_its_field(name, before, after, message):
+    text = (K8S_DIR / name).read_text()
+    assert before in text
+    with pytest.raises(ManifestInvalid, match=message):
+        validate_text(text.replace(before, after, 1))
+
+
+def test_the_streaming_settings_are_the_fixed_configs():
+    nginx, envoy, traefik = variant("nginx", "fixed"), variant("envoy", "fixed"), variant("traefik", "fixed")
+    data = objects("ingress-nginx.yaml")["ConfigMap"]["data"]
+    assert data["proxy-buffering"] == "off" and int(data["proxy-read-timeout"]) == seconds(nginx.proxy_read_timeout)
+    assert int(data["upstream-keepalive-timeout"]) < 5  # below uvicorn's keep-alive timeout
+    assert seconds(data["worker-shutdown-timeout"]) >= 3600  # a reload waits for long answers
+    assert "text/event-stream" not in data["gzip-types"]
+    route = objects("envoy-gateway.yaml")
+    assert route["HTTPRoute"]["spec"]["rules"][0]["timeouts"]["request"] == "0s"  # not Envoy's 15 s
+    assert route["BackendTrafficPolicy"]["spec"]["timeout"]["http"]["streamIdleTimeout"] == envoy.route_idle_timeout
+    ingressroute = objects("traefik.yaml")
+    assert ingressroute["Middleware"]["spec"]["compress"]["includedContentTypes"] == list(traefik.compress_included_types)
+    assert "buffering" not in ingressroute["Middleware"]["spec"]  # it would hold every answer whole
+
+
+def run(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "proxies", "export", *args], cwd=REPO,
+                          capture_output=True, text=True, timeout=120)
+
+
+def test_export_k8s_writes_a_folder_and_refuses_a_file(tmp_path):
+    done = run("--k8s", str(tmp_path / "out"))
+    assert done.returncode == 0, done.stderr
+    assert sorted(p.name for p in (tmp_path / "out").iterdir()) == sorted(FILES)
+    (tmp_path / "file").write_text("x")
+    refused = run("--k8s", str(tmp_path / "file"))
+    assert refused.returncode == 2 and refused.stderr.count("\n") == 1 and "not a folder" in refused.stderr
