@@ -18,6 +18,9 @@ listen 80/443, user, absolute paths, DNS clusters), run it here in front of the 
 with only what must change (shown as a diff; nothing but loopback is contacted), measure it
 with the lab's client and name each fault with its kind, where, evidence and fix. A site file
 (a server block for conf.d/) is judged inside its platform's stock nginx.conf (--main).
+Kubernetes manifests (an Ingress with ingress-nginx's annotations and ConfigMap, an HTTPRoute with
+Envoy Gateway's policies, a Traefik IngressRoute) are judged as the config their controller
+runs, each finding at the manifest's field.
 Exit status: 0 every check passed, 1 a failure found, 2 the input cannot be used, verify could
 not handle it, or a check could not measure (inconclusive); the same in every --format."""
 
@@ -25,7 +28,7 @@ not handle it, or a check could not measure (inconclusive); the same in every --
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     defaults = Options()
     examples = ", ".join(kind.example for kind in KINDS.values())
-    parser.add_argument("file", type=Path, help=f"the config file ({examples})")
+    parser.add_argument("file", type=Path, help=f"the config file ({examples}, or Kubernetes manifests)")
     parser.add_argument("--proxy", choices=PROXIES, default=None,
                         help="which proxy (default: detected from the file)")
     parser.add_argument("--max-silence", type=float, default=defaults.max_silence_s, metavar="S",

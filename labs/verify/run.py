@@ -21,6 +21,7 @@ from labs.findings import CheckOutcome, UnusableInput
 from labs.verify import judge
 from labs.verify import trials as dynamic
 from labs.verify.detect import detect
+from labs.verify.kubernetes import translate
 from labs.verify.kinds import KINDS, PROXIES, suspicions
 from labs.verify.launch import RunningConfig, running, validate
 from labs.verify.model import Options, Reading, RouteWanted, VerifyReport, display_path
@@ -47,7 +48,13 @@ def lab_server(streams: int = Options.streams) -> Iterator[ServerHandle]:
 
 
 def read_config(path: Path, proxy: str | None = None, wanted: RouteWanted = RouteWanted()) -> Reading:
-    """The static reading alone (no process is started)."""
+    """The static reading alone (no process is started). Kubernetes manifests are read as the
+    config their controller would run (labs/verify/kubernetes/), findings at the manifest's fields."""
+    translation = translate(Path(path)) if proxy is None else None
+    if translation is not None:
+        reading = read_config(translation.path, translation.proxy, wanted)
+        reading.file = Path(path)
+        return translation.relabel(reading)
     proxy = _proxy(path, proxy)
     if wanted.version is not None and not KINDS[proxy].versions:
         raise UnusableInput(f"--proxy-version selects defaults for {', '.join(sorted(k for k in PROXIES if KINDS[k].versions))}"
@@ -81,10 +88,17 @@ def verify_config(path: Path, *, proxy: str | None = None, max_silence_s: float 
     if headers:
         wanted = replace(wanted, headers=tuple(headers.items()))
     headers = dict(wanted.headers)  # what routing read is what the measured requests carry
+    translation = translate(path) if proxy is None else None
+    manifest = path
+    if translation is not None:
+        say(f"translating {display_path(path)} into {translation.proxy}'s config")
+        path, proxy = translation.path, translation.proxy
     proxy = _proxy(path, proxy)
-    say(f"reading {display_path(path)} ({proxy})")
+    say(f"reading {display_path(manifest)} ({proxy})")
     reading = read_config(path, proxy, wanted)
-    report = VerifyReport(proxy=proxy, file=display_path(path), route=reading.route, path=reading.path,
+    if translation is not None:
+        reading = translation.relabel(reading)
+    report = VerifyReport(proxy=proxy, file=display_path(manifest), route=reading.route, path=reading.path,
                           why=reading.why, routes=list(reading.routes), version=reading.version,
                           settings=reading.settings, notes=list(reading.notes))
     with contextlib.ExitStack() as stack:
@@ -110,6 +124,8 @@ def verify_config(path: Path, *, proxy: str | None = None, max_silence_s: float 
         report.checks.append(_loopback_check(proxy_run, server.port))
     where_of = {name: setting.where for name, setting in reading.settings.items()}
     report.findings = judge.findings(proxy, suspected, measured, where_of)
+    if translation is not None:
+        report.findings = [replace(f, fix=translation.refix(f.fix)) for f in report.findings]
     report.wall_s = time.monotonic() - started
     return report
 

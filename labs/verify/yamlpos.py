@@ -83,3 +83,17 @@ def load(path: Path, what: str = "a YAML mapping") -> tuple[str, YamlMap]:
     if not isinstance(data, YamlMap):
         raise UnusableInput(f"{what} is a YAML mapping", file=str(path))
     return text, data
+
+
+def load_all(path: Path) -> tuple[str, list[Any]]:
+    """Every document of a multi-document YAML file (Kubernetes manifests), with positions."""
+    if not path.is_file():
+        raise UnusableInput("no such file", file=str(path))
+    text = path.read_text()
+    try:
+        nodes = list(yaml.compose_all(text, Loader=yaml.SafeLoader))
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        raise UnusableInput(f"not valid YAML: {exc}", file=str(path),
+                            line=mark.line + 1 if mark else None) from None
+    return text, [_convert(node) for node in nodes if node is not None]

@@ -1,0 +1,185 @@
+"""Gateway API with Envoy Gateway (1.9): an HTTPRoute and the BackendTrafficPolicy /
+ClientTrafficPolicy that target it (or its Gateway), translated into the Envoy route, connection
+manager and cluster settings Envoy Gateway generates, with its defaults where they say nothing
+(read in its source, v1.9.0: a route with no timeout keeps Envoy's 15 s; streamIdleTimeout 5 min
+on the listener; connections idle 1 h; connect 10 s). Each line remembers its manifest field.
+
+Policy fields verify does not translate are listed in the notes, never silently dropped.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+from labs.findings import UnusableInput
+from labs.verify.kubernetes.manifests import Lines, Translation, where
+from labs.verify.model import API_PATHS, display_path
+from labs.verify.yamlpos import YamlMap
+
+KINDS = ("HTTPRoute",)
+EG = "https://gateway.envoyproxy.io/docs/api/extension_types"
+GW = "https://gateway-api.sigs.k8s.io/reference/spec"
+# Read from each policy's spec; everything else in a policy is said to be left out.
+BACKEND_READ = {("timeout", "http", "requestTimeout"), ("timeout", "http", "streamIdleTimeout"),
+                ("timeout", "http", "connectionIdleTimeout"), ("timeout", "http", "maxStreamDuration"),
+                ("timeout", "tcp", "connectTimeout")}
+CLIENT_READ = {("timeout", "http", "requestReceivedTimeout"), ("timeout", "http", "requestHeadersReceivedTimeout"),
+               ("timeout", "http", "idleTimeout"), ("timeout", "http", "streamIdleTimeout")}
+
+
+def translate(manifest: Path, objects: list[YamlMap], folder: Path) -> Translation:
+    route, rule, match, path, exact = _route(manifest, [o for o in objects if o.get("kind") == "HTTPRoute"])
+    name = str(route.mapping("metadata").get("name", "?"))
+    parents = {str(p.get("name")) for p in route.mapping("spec").items_list("parentRefs")}
+    backend_policy = _policy(objects, "BackendTrafficPolicy", {("HTTPRoute", name)})
+    client_policy = _policy(objects, "ClientTrafficPolicy", {("Gateway", p) for p in parents})
+    notes = _left_out(manifest, backend_policy, BACKEND_READ) + _left_out(manifest, client_policy, CLIENT_READ)
+    label = f"HTTPRoute {name}"
+
+    def value(policy: YamlMap | None, keys: tuple[str, ...], default: str | None, said: str,
+              fallback: str) -> tuple[str | None, str]:
+        owner = policy.mapping("spec") if policy is not None else YamlMap()
+        for key in keys[:-1]:
+            owner = owner.mapping(key)
+        if policy is not None and keys[-1] in owner:
+            kind = policy.get("kind")
+            return str(owner[keys[-1]]), where(manifest, owner, keys[-1],
+                                               f"{kind} {policy.mapping('metadata').get('name')} spec.{'.'.join(keys)}")
+        return default, f"{said} ({fallback})"
+
+    timeouts = rule.mapping("timeouts")
+    if "request" in timeouts:
+        route_timeout, route_origin = str(timeouts["request"]), where(manifest, timeouts, "request",
+                                                                       f"{label} spec.rules.timeouts.request")
+    else:
+        route_timeout, route_origin = value(backend_policy, ("timeout", "http", "requestTimeout"), "15s",
+                                            "Envoy's route timeout, which Envoy Gateway keeps when nothing is set",
+                                            f"{EG}/#httptimeout")
+    idle, idle_origin = value(backend_policy, ("timeout", "http", "streamIdleTimeout"), None, "", "")
+    max_stream, max_origin = value(backend_policy, ("timeout", "http", "maxStreamDuration"), None, "", "")
+    connect, connect_origin = value(backend_policy, ("timeout", "tcp", "connectTimeout"), "10s",
+                                    "Envoy Gateway's default connect timeout", f"{EG}/#tcptimeout")
+    pool_idle, pool_origin = value(backend_policy, ("timeout", "http", "connectionIdleTimeout"), "3600s",
+                                   "Envoy Gateway's default upstream connection idle timeout", f"{EG}/#httptimeout")
+    stream_idle, stream_origin = value(client_policy, ("timeout", "http", "streamIdleTimeout"), "300s",
+                                       "Envoy Gateway's default stream idle timeout (5 min)", f"{EG}/#httpclienttimeout")
+    client_idle, client_origin = value(client_policy, ("timeout", "http", "idleTimeout"), "3600s",
+                                       "Envoy Gateway's default connection idle timeout (1 h)", f"{EG}/#httpclienttimeout")
+    received, received_origin = value(client_policy, ("timeout", "http", "requestReceivedTimeout"), None, "", "")
+    headers, headers_origin = value(client_policy, ("timeout", "http", "requestHeadersReceivedTimeout"), None, "", "")
+    backend = rule.items_list("backendRefs")[0] if rule.items_list("backendRefs") else None
+    if backend is None:
+        raise UnusableInput(f"{label}: the rule serving {path} has no backendRefs", file=display_path(manifest))
+    backend_origin = where(manifest, rule, "backendRefs", f"{label} spec.rules.backendRefs")
+
+    lines = Lines()
+    lines.add(f"# Envoy Gateway's Envoy for {label} ({display_path(manifest)}), as verify translates it")
+    lines.add("static_resources:")
+    lines.add("  listeners:")
+    lines.add("  - name: gateway")
+    lines.add("    address:")
+    lines.add("      socket_address: {address: 0.0.0.0, port_value: 8080}")
+    lines.add("    filter_chains:")
+    lines.add("    - filters:")
+    lines.add("      - name: envoy.filters.network.http_connection_manager")
+    lines.add("        typed_config:")
+    lines.add('          "@type": type.googleapis.com/envoy.extensions.filters.network.http_connection_manager.v3'
+              '.HttpConnectionManager')
+    lines.add("          stat_prefix: gateway")
+    lines.add(f"          stream_idle_timeout: {stream_idle}", stream_origin)
+    if received:
+        lines.add(f"          request_timeout: {received}", received_origin)
+    if headers:
+        lines.add(f"          request_headers_timeout: {headers}", headers_origin)
+    lines.add(f"          common_http_protocol_options: {{idle_timeout: {client_idle}}}", client_origin)
+    lines.add("          route_config:")
+    lines.add("            virtual_hosts:")
+    hosts = [str(h) for h in route.mapping("spec").items_list("hostnames")] or ["*"]
+    lines.add("            - name: route")
+    lines.add(f"              domains: [{', '.join(repr(h) for h in hosts)}]",
+              where(manifest, route.mapping("spec"), "hostnames", f"{label} spec.hostnames"))
+    lines.add("              routes:")
+    lines.add(f"              - match: {{{'path' if exact else 'prefix'}: {path!r}}}",
+              where(manifest, match, "path", f"{label} spec.rules.matches.path"))
+    lines.add("                route:")
+    lines.add("                  cluster: backend", backend_origin)
+    lines.add(f"                  timeout: {route_timeout}", route_origin)
+    if idle:
+        lines.add(f"                  idle_timeout: {idle}", idle_origin)
+    if max_stream:
+        lines.add(f"                  max_stream_duration: {{max_stream_duration: {max_stream}}}", max_origin)
+    lines.add("          http_filters:")
+    lines.add("          - name: envoy.filters.http.router")
+    lines.add("            typed_config:")
+    lines.add('              "@type": type.googleapis.com/envoy.extensions.filters.http.router.v3.Router')
+    lines.add("  clusters:")
+    lines.add("  - name: backend")
+    lines.add("    type: STRICT_DNS")
+    lines.add(f"    connect_timeout: {connect}", connect_origin)
+    lines.add(f"    typed_extension_protocol_options:")
+    lines.add("      envoy.extensions.upstreams.http.v3.HttpProtocolOptions:")
+    lines.add('        "@type": type.googleapis.com/envoy.extensions.upstreams.http.v3.HttpProtocolOptions')
+    lines.add(f"        common_http_protocol_options: {{idle_timeout: {pool_idle}}}", pool_origin)
+    lines.add("        explicit_http_config: {http_protocol_options: {}}")
+    lines.add("    load_assignment:")
+    lines.add("      cluster_name: backend")
+    lines.add("      endpoints:")
+    lines.add("      - lb_endpoints:")
+    lines.add("        - endpoint:")
+    lines.add("            address:")
+    lines.add(f"              socket_address: {{address: {backend.get('name', 'backend')}, "
+              f"port_value: {int(backend.get('port', 80))}}}", backend_origin)
+    target = folder / "envoy.yaml"
+    target.write_text("\n".join(lines.text) + "\n")
+    vocabulary = {"timeout:": (f"{label} spec.rules.timeouts.request: {{value}}", str),
+                  "idle_timeout:": ("BackendTrafficPolicy spec.timeout.http.streamIdleTimeout: {value}", str),
+                  "stream_idle_timeout:": ("ClientTrafficPolicy spec.timeout.http.streamIdleTimeout: {value}", str)}
+    return Translation(manifest, target, "envoy", lines.origins, notes,
+                       f"{label} ({display_path(manifest)}:{route.line()}) path {path}", vocabulary)
+
+
+def _route(manifest: Path, routes: list[YamlMap]) -> tuple[YamlMap, YamlMap, YamlMap, str, bool]:
+    """(route, rule, match, path, exact) of the rule that serves the chat API, longest match first."""
+    for chat in API_PATHS:
+        best = None
+        for route in routes:
+            for rule in route.mapping("spec").items_list("rules"):
+                for match in rule.items_list("matches") or [YamlMap()]:
+                    path = match.mapping("path") if isinstance(match, YamlMap) else YamlMap()
+                    kind, value = str(path.get("type", "PathPrefix")), str(path.get("value", "/"))
+                    ok = chat == value if kind == "Exact" else (
+                        value == "/" or chat == value or chat.startswith(value.rstrip("/") + "/"))
+                    if kind == "RegularExpression":
+                        ok = False
+                    if ok and (best is None or len(value) > len(best[3])):
+                        best = (route, rule, path, value, kind == "Exact")
+        if best is not None:
+            return best
+    raise UnusableInput(f"no HTTPRoute rule serves POST {API_PATHS[0]}", file=display_path(manifest))
+
+
+def _policy(objects: list[YamlMap], kind: str, targets: set[tuple[str, str]]) -> YamlMap | None:
+    for policy in (o for o in objects if o.get("kind") == kind):
+        spec = policy.mapping("spec")
+        refs = spec.items_list("targetRefs") or ([spec.mapping("targetRef")] if "targetRef" in spec else [])
+        if any((str(r.get("kind")), str(r.get("name"))) in targets for r in refs if isinstance(r, YamlMap)):
+            return policy
+    return None
+
+
+def _left_out(manifest: Path, policy: YamlMap | None, read: set[tuple[str, ...]]) -> list[str]:
+    if policy is None:
+        return []
+    found: list[str] = []
+
+    def walk(node: YamlMap, trail: tuple[str, ...]) -> None:
+        for key, value in node.items():
+            here = (*trail, str(key))
+            if here in read:
+                continue
+            if isinstance(value, YamlMap) and any(r[:len(here)] == here for r in read):
+                walk(value, here)
+            elif key not in ("targetRef", "targetRefs"):
+                found.append(".".join(here))
+    walk(policy.mapping("spec"), ())
+    return [f"{policy.get('kind')} {policy.mapping('metadata').get('name')}: not translated (not read by verify): "
+            f"{', '.join(found)}"] if found else []

@@ -1,0 +1,156 @@
+"""verify on Kubernetes manifests: an Ingress with ingress-nginx's annotations and ConfigMap, an
+HTTPRoute with Envoy Gateway's policies, a Traefik IngressRoute with its Middlewares, each
+translated into the config its controller runs, judged and measured, the findings at the
+manifest's fields; keys verify does not translate are listed, never dropped."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from labs.findings import UnusableInput
+from labs.verify import read_config, verify_config
+from tests.verify.test_static import write
+
+K8S = Path(__file__).resolve().parents[2] / "proxies" / "fixed" / "kubernetes"
+INGRESS = """\
+apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: ingress-nginx-controller
+  namespace: ingress-nginx
+data:
+  proxy-read-timeout: "120"
+  use-gzip: "true"
+  enable-brotli: "true"
+---
+apiVersion: networking.k8s.io/v1
+kind: Ingress
+metadata:
+  name: vllm
+  annotations:
+    nginx.ingress.kubernetes.io/proxy-read-timeout: "{timeout}"
+    nginx.ingress.kubernetes.io/rewrite-target: /$2
+    nginx.ingress.kubernetes.io/configuration-snippet: |
+      more_set_headers "X-Accel-Buffering: no";
+spec:
+  ingressClassName: nginx
+  rules:
+    - host: llm.example.com
+      http:
+        paths:
+          - path: /
+            pathType: Prefix
+            backend: {{service: {{name: ui, port: {{number: 3000}}}}}}
+          - path: /v1
+            pathType: Prefix
+            backend: {{service: {{name: vllm, port: {{number: 8000}}}}}}
+"""
+ROUTE = """\
+apiVersion: gateway.networking.k8s.io/v1
+kind: HTTPRoute
+metadata:
+  name: vllm
+spec:
+  parentRefs: [{{name: eg}}]
+  rules:
+    - matches:
+        - path: {{type: PathPrefix, value: /v1}}
+{timeouts}      backendRefs:
+        - {{name: vllm, port: 8000}}
+---
+apiVersion: gateway.envoyproxy.io/v1alpha1
+kind: BackendTrafficPolicy
+metadata:
+  name: vllm
+spec:
+  targetRefs: [{{group: gateway.networking.k8s.io, kind: HTTPRoute, name: vllm}}]
+  timeout:
+    http: {{streamIdleTimeout: 60s}}
+  retry: {{numRetries: 2}}
+"""
+INGRESSROUTE = """\
+apiVersion: traefik.io/v1alpha1
+kind: Middleware
+metadata:
+  name: limit
+spec:
+  buffering: {maxRequestBodyBytes: 1048576}
+---
+apiVersion: traefik.io/v1alpha1
+kind: IngressRoute
+metadata:
+  name: chat
+spec:
+  entryPoints: [websecure]
+  routes:
+    - match: Host(`chat.example.com`) && PathPrefix(`/v1`)
+      kind: Rule
+      middlewares: [{name: limit}, {name: elsewhere}]
+      services: [{name: vllm, port: 8000}]
+"""
+
+
+def test_an_ingress_is_read_as_the_nginx_its_controller_runs(tmp_path):
+    reading = read_config(write(tmp_path, "ingress.yaml", INGRESS.format(timeout="30")))
+    assert reading.proxy == "nginx" and reading.route.startswith("Ingress vllm") and reading.host == "llm.example.com"
+    timeout = reading.get("proxy_read_timeout")
+    assert timeout.value == "30s" and timeout.where.endswith(
+        'ingress.yaml:16 Ingress vllm metadata.annotations."nginx.ingress.kubernetes.io/proxy-read-timeout"')
+    assert reading.get("gzip").where.endswith("ConfigMap data.use-gzip")  # the ConfigMap, the annotation absent
+    assert reading.get("proxy_buffering").where.startswith("ingress-nginx's default for proxy-buffering")
+    said = " ".join(reading.notes)
+    assert "enable-brotli" in said and "rewrite-target" in said and "configuration-snippet is not applied" in said
+
+
+def test_an_httproute_keeps_envoys_15_s_unless_it_says_otherwise(tmp_path):
+    bare = read_config(write(tmp_path, "route.yaml", ROUTE.format(timeouts="")))
+    assert bare.proxy == "envoy" and bare.get("route timeout").value == 15.0
+    assert "which Envoy Gateway keeps when nothing is set" in bare.get("route timeout").where
+    assert bare.get("route idle_timeout").where.endswith("BackendTrafficPolicy vllm spec.timeout.http.streamIdleTimeout")
+    assert any("not translated" in n and "retry" in n for n in bare.notes)
+    set_ = read_config(write(tmp_path, "set.yaml", ROUTE.format(timeouts="      timeouts: {request: 10s}\n")))
+    assert set_.get("route timeout").value == 10.0
+    assert set_.get("route timeout").where.endswith("set.yaml:10 HTTPRoute vllm spec.rules.timeouts.request")
+
+
+def test_an_ingressroute_is_read_as_traefiks_dynamic_configuration(tmp_path):
+    reading = read_config(write(tmp_path, "ir.yaml", INGRESSROUTE))
+    assert reading.proxy == "traefik" and reading.host == "chat.example.com"
+    assert reading.get("buffering").where.endswith("ir.yaml:6 Middleware limit spec.buffering")
+    assert any("elsewhere" in n for n in reading.notes) and any("static configuration" in n for n in reading.notes)
+
+
+@pytest.mark.parametrize("text, message", [
+    ("apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: x}\n", "no object verify translates"),
+    ("apiVersion: networking.k8s.io/v1\nkind: Ingress\nmetadata: {name: x}\nspec:\n  rules:\n"
+     "    - http: {paths: [{path: /ui, pathType: Exact, backend: {service: {name: a, port: {number: 1}}}}]}\n",
+     "no Ingress path serves"),
+    ("apiVersion: networking.k8s.io/v1\nkind: Ingress\nmetadata:\n  name: x\n  annotations:\n"
+     "    nginx.ingress.kubernetes.io/proxy-read-timeout: soon\nspec:\n  defaultBackend: {service: {name: a, port: {number: 1}}}\n",
+     "proxy-read-timeout: 'soon' is not a number of seconds"),
+])
+def test_what_verify_cannot_translate_is_one_clear_line(tmp_path, text, message):
+    with pytest.raises(UnusableInput, match=message):
+        read_config(write(tmp_path, "m.yaml", text))
+
+
+@pytest.mark.slow
+def test_the_faults_are_measured_and_named_at_the_manifests_fields(verify_server, tmp_path):
+    ingress = verify_config(write(tmp_path, "ingress.yaml", INGRESS.format(timeout="2")), checks=["silence-mid-stream"],
+                            server=verify_server, max_silence_s=4)
+    finding = next(f for f in ingress.failures() if f.kind == "idle-timeout")
+    assert "proxy-read-timeout" in finding.where and 'nginx.ingress.kubernetes.io/proxy-read-timeout: "' in finding.fix
+    assert ingress.file.endswith("ingress.yaml")
+    route = verify_config(write(tmp_path, "route.yaml", ROUTE.format(timeouts="      timeouts: {request: 2s}\n")),
+                          checks=["long-stream"], server=verify_server, max_stream_s=4)
+    finding = next(f for f in route.failures() if f.kind == "total-timeout")
+    assert finding.where.endswith("spec.rules.timeouts.request") and "spec.rules.timeouts.request: 0s" in finding.fix
+    assert all(c.passed for r in (ingress, route) for c in r.checks if c.name == "loopback-only")
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", ["ingress-nginx.yaml", "envoy-gateway.yaml", "traefik.yaml"])
+def test_the_exported_manifests_stream(verify_server, name):
+    report = verify_config(K8S / name, quick=True, server=verify_server)
+    assert report.ok, [(c.name, c.observed) for c in report.checks]
