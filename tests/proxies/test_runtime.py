@@ -183,9 +183,9 @@ def test_fixed_config_reuses_upstream_connections(name: ProxyName) -> None:
             client = http.client.HTTPConnection(settings.listen_host, settings.listen_port, timeout=10)
             try:
                 for _ in range(10):
-                    # Paced (50 ms a chunk), as a model is: Traefik 3.7.15 cuts about 1% of POST streams
-                    # a few ms after they start (docs/field-notes.md), never a paced one.
-                    client.request("POST", "/v1/chat/completions?n=2&interval=0.05", body=b"{}",
+                    # Headers 50 ms after the request, as a model's are: Traefik 3.7.15 cuts about 1% of
+                    # POST streams whose headers come back at once (docs/field-notes.md), none of these.
+                    client.request("POST", "/v1/chat/completions?n=2&interval=0.01&headers_delay_s=0.05", body=b"{}",
                                    headers={"Content-Type": "application/json"})
                     assert b"[DONE]" in client.getresponse().read()
             finally:
