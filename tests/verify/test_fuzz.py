@@ -150,3 +150,65 @@ def test_an_edited_envoy_config_never_makes_verify_raise(edits):
     for old, new in edits:
         text = text.replace(old, new, 1)
     proxy_never_raises(text, "envoy.yaml", "envoy")
+
+
+TRAEFIK_RULE = st.sampled_from(["PathPrefix(`/v1`)", "Host(`a.example`) && PathPrefix(`/`)", "Path(`/v1/chat/completions`)",
+                                "PathPrefix(`/v1`", "Host(`a`) || !Method(`GET`)", "HostRegexp(`^(.+)$`)",
+                                "Query(`x`, `y`) && Header(`X-Key`, `v`)", "Bogus(`x`)", "", "PathRegexp(`(`)"])
+TRAEFIK_MIDDLEWARE = st.sampled_from([
+    "buffering: {maxRequestBodyBytes: 10}", "compress: {}", "compress: {encodings: [zstd]}",
+    "inFlightReq: {amount: 5}", "inFlightReq: {amount: lots}", "retry: {attempts: 3}",
+    "forwardAuth: {address: 'http://auth:9000'}", "chain: {middlewares: [m0, m1]}", "plugin: {x: {}}", "stripPrefix: {}"])
+TRAEFIK_TIMEOUT = st.sampled_from(["60s", "0", "1m30s", "soon", "-1", "250ms", "5"])
+
+
+@st.composite
+def traefik_configs(draw) -> str:
+    middlewares = [draw(TRAEFIK_MIDDLEWARE) for _ in range(draw(st.integers(0, 3)))]
+    names = [f"m{i}" for i in range(len(middlewares))] + draw(st.lists(st.sampled_from(["missing", "m0@docker"]), max_size=1))
+    static = draw(st.sampled_from([
+        "", "entryPoints:\n  web: {{address: ':80', transport: {{respondingTimeouts: {{writeTimeout: {t}}}}}}}\n",
+        "entryPoints:\n  web: {{address: ':80'}}\n  websecure: {{address: ':443', http: {{tls: {{}}, redirections: {{}}}}}}\n"
+        "providers:\n  file: {{filename: traefik.yml}}\n"])).format(t=draw(TRAEFIK_TIMEOUT))
+    routers = "".join(f"    r{i}:\n      rule: {draw(TRAEFIK_RULE)!r}\n      service: s\n"
+                      f"      middlewares: [{', '.join(names)}]\n" for i in range(draw(st.integers(1, 3))))
+    mws = "".join(f"    m{i}: {{{m}}}\n" for i, m in enumerate(middlewares))
+    flush = draw(TRAEFIK_TIMEOUT)
+    return (f"{static}http:\n  routers:\n{routers}" + (f"  middlewares:\n{mws}" if mws else "")
+            + f"  services:\n    s:\n      loadBalancer:\n        servers: [{{url: 'http://10.0.0.1:8000'}}]\n"
+              f"        responseForwarding: {{flushInterval: {flush}}}\n")
+
+
+@pytest.mark.slow
+@FUZZ
+@given(traefik_configs())
+def test_a_traefik_config_never_makes_verify_raise(text):
+    proxy_never_raises(text, "traefik.yml", "traefik")
+
+
+MANIFEST = st.sampled_from([
+    "apiVersion: networking.k8s.io/v1\nkind: Ingress\nmetadata:\n  name: x\n  annotations:\n"
+    "    nginx.ingress.kubernetes.io/proxy-read-timeout: '{t}'\n    nginx.ingress.kubernetes.io/proxy-buffering: '{b}'\n"
+    "spec:\n  rules:\n    - host: {h}\n      http: {{paths: [{{path: {p}, pathType: Prefix, backend: {{service: {{name: a, port: {{number: 8000}}}}}}}}]}}\n",
+    "apiVersion: gateway.networking.k8s.io/v1\nkind: HTTPRoute\nmetadata: {{name: r}}\nspec:\n  hostnames: [{h}]\n  rules:\n"
+    "    - matches: [{{path: {{type: PathPrefix, value: {p}}}}}]\n      timeouts: {{request: {t}}}\n"
+    "      backendRefs: [{{name: a, port: 8000}}]\n",
+    "apiVersion: traefik.io/v1alpha1\nkind: IngressRoute\nmetadata: {{name: i}}\nspec:\n  routes:\n"
+    "    - match: PathPrefix(`{p}`)\n      services: [{{name: a, port: 8000}}]\n",
+])
+
+
+@pytest.mark.slow
+@FUZZ
+@given(MANIFEST, TRAEFIK_TIMEOUT, st.sampled_from(["on", "off", "maybe"]), st.sampled_from(["a.example", "'*.example'", "''"]),
+       st.sampled_from(["/", "/v1", "/ui", "''"]))
+def test_a_manifest_never_makes_verify_raise(template, timeout, buffering, host, path):
+    text = template.format(t=timeout, b=buffering, h=host, p=path)
+    with tempfile.TemporaryDirectory() as folder:
+        manifest = Path(folder) / "k8s.yaml"
+        manifest.write_text(text)
+        try:
+            reading = read_config(manifest)
+            suspicions(reading, Options())
+        except (UnusableInput, NotLoopback):
+            pass

@@ -62,7 +62,7 @@ def read(path: Path, wanted: RouteWanted = RouteWanted()) -> Reading:
     for option, default in RESPONDING:
         value = get(timeouts, option)
         where = _at(config.file, timeouts, option)
-        reading.settings[option] = Setting(option, seconds(value) if value is not None else default,
+        reading.settings[option] = Setting(option, _seconds_at(value, where) if value is not None else default,
                                            f"{option}: {value}" if value is not None else
                                            f"{option} ({_shown(default)}: Traefik's default)", where)
     for name, item in middlewares(config, router, point):
@@ -87,7 +87,7 @@ def read(path: Path, wanted: RouteWanted = RouteWanted()) -> Reading:
     balancer = get(service.body, "loadBalancer") if service else None
     flush = get(get(balancer, "responseForwarding"), "flushInterval")
     reading.settings["flushInterval"] = Setting(
-        "flushInterval", seconds(flush) if flush is not None else 0.1,
+        "flushInterval", _seconds_at(flush, "the service's flushInterval") if flush is not None else 0.1,
         f"responseForwarding.flushInterval: {flush}" if flush is not None else
         "flushInterval (100ms: Traefik's default; event streams and chunked answers are flushed at once)",
         _at(service.file, get(balancer, "responseForwarding"), "flushInterval") if service else DEFAULT)
@@ -95,12 +95,19 @@ def read(path: Path, wanted: RouteWanted = RouteWanted()) -> Reading:
     for option, default in FORWARDING:
         value = get(get(transport.body if transport else None, "forwardingTimeouts"), option)
         reading.settings[option] = Setting(
-            option, seconds(value) if value is not None else default,
+            option, _seconds_at(value, f"forwardingTimeouts.{option}") if value is not None else default,
             f"forwardingTimeouts.{option}: {value}" if value is not None else
             f"{option} ({_shown(default)}: Traefik's default)",
             _at(transport.file, get(transport.body, "forwardingTimeouts"), option) if transport and value is not None
             else DEFAULT)
     return reading
+
+
+def _seconds_at(value: Any, where: str) -> float | None:
+    try:
+        return seconds(value)
+    except UnusableInput as exc:
+        raise UnusableInput(f"{where}: {exc}") from None
 
 
 def middlewares(config: TraefikConfig, router: Item, point: Any) -> list[tuple[str, Item]]:
