@@ -1,6 +1,7 @@
 """Kubernetes manifests, translated into the proxy config their controller would run (ingress-nginx:
 nginx; Gateway API with Envoy Gateway: Envoy), then judged and measured like any config, with every
 finding pointed back at the manifest's field (labs/verify/kubernetes/manifests.py)."""
-from labs.verify.kubernetes.manifests import Translation, translate
+from labs.verify.kubernetes.manifests import Translation
+from labs.verify.kubernetes.translate import translate
 
 __all__ = ["Translation", "translate"]

@@ -1,5 +1,5 @@
-"""Tell Kubernetes manifests apart, translate them (each controller's module), and point what the
-proxy's reading found back at the manifest: each line of the translated config remembers the
+"""Kubernetes manifests read with positions, and what a translation is: the translated config,
+and a way to point what the proxy's reading found back at the manifest: each line of the translated config remembers the
 manifest field it came from (or the controller's default it stands for)."""
 from __future__ import annotations
 
@@ -11,12 +11,18 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from labs.findings import UnusableInput
-from labs.verify.model import DEFAULT, Reading, display_path
+from labs.verify.model import Reading, display_path
 from labs.verify.yamlpos import YamlMap, load_all
 
 _MADE: list[Path] = []
 atexit.register(lambda: [shutil.rmtree(p, ignore_errors=True) for p in _MADE])
+
+
+def scratch_folder() -> Path:
+    """A folder for one translation, removed when the process ends (a reading outlives its call)."""
+    folder = Path(tempfile.mkdtemp(prefix="streamlab-k8s-"))
+    _MADE.append(folder)
+    return folder
 
 
 @dataclass
@@ -93,23 +99,4 @@ def where(manifest: Path, mapping: Any, key: str, label: str) -> str:
     return f"{display_path(manifest)}:{line} {label}" if line else f"{display_path(manifest)} {label}"
 
 
-def translate(path: Path) -> Translation | None:
-    """The manifests' translation, or None when the file holds no Kubernetes objects."""
-    if not looks_like(path):
-        return None
-    from labs.verify.kubernetes import gateway, ingress_nginx, traefik_crd  # the controllers verify translates
-    objects = documents(path)
-    if not objects:
-        return None
-    kinds = {str(o.get("kind")) for o in objects}
-    folder = Path(tempfile.mkdtemp(prefix="streamlab-k8s-"))
-    _MADE.append(folder)
-    for controller in (ingress_nginx, gateway, traefik_crd):
-        if kinds & set(controller.KINDS):
-            return controller.translate(path, objects, folder)
-    raise UnusableInput(f"no object verify translates (it reads "
-                        f"{', '.join(ingress_nginx.KINDS + gateway.KINDS + traefik_crd.KINDS)}); "
-                        f"found: {', '.join(sorted(kinds))}", file=display_path(path))
-
-
-__all__ = ["DEFAULT", "Lines", "Translation", "translate"]
+__all__ = ["Lines", "Translation", "documents", "looks_like", "scratch_folder", "where"]
