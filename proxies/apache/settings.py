@@ -58,6 +58,9 @@ class ApacheSettings(ProxySettings):
         "largest request body in bytes, Content-Length or chunked (0: no limit; httpd 2.4.54+ "
         f"defaults to 1 GiB) ({CORE}#limitrequestbody)"))
     json_errors: bool = json_errors_setting("Apache", "HTML pages", f"{CORE}#errordocument")
+    hide_version: bool = setting(
+        False, "ServerTokens Prod and ServerSignature Off: `Server: Apache`, and no version on its own "
+               "pages (httpd's default: the full version and the OS)", f"{CORE}#servertokens")
 
     # Concurrency (mpm_event): each stream holds a worker thread for its whole life.
     max_request_workers: int = Field(400, ge=1, le=100_000, description=(

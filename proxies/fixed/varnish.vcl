@@ -58,6 +58,17 @@ sub vcl_backend_response {
     set beresp.do_stream = true;
 }
 
+# No version in any answer: Varnish adds `Via: 1.1 varnish (Varnish/7.1)` to every response,
+# its own synthetic ones too. (VCL joins subroutines of one name in order: these run first.)
+# https://varnish-cache.org/docs/7.1/reference/vcl.html#vcl-deliver
+sub vcl_deliver {
+    unset resp.http.Via;
+}
+
+sub vcl_synth {
+    unset resp.http.Via;
+}
+
 # Varnish's own errors answer in the JSON shape OpenAI SDKs parse, instead of its HTML "Guru
 # Meditation" page. Errors the server sends pass through untouched.
 # https://varnish-cache.org/docs/7.1/reference/vcl.html#vcl-synth

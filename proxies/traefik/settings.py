@@ -14,7 +14,7 @@ from pydantic import Field, model_validator
 
 from proxies.base import ProxySettings, setting
 from proxies.logs import READY_PATH
-from proxies.types import GoDuration
+from proxies.types import GoDuration, MimeType
 from typing_extensions import Self
 
 DOCS = "https://doc.traefik.io/traefik/v3.7"
@@ -60,10 +60,10 @@ class TraefikSettings(ProxySettings):
     # Middlewares on the router.
     compress: bool = setting(False, "the compress middleware (gzip, brotli, zstd by Accept-Encoding)",
                              f"{MIDDLEWARES}/compress/")
-    compress_included_types: tuple[str, ...] = setting(
+    compress_included_types: tuple[MimeType, ...] = setting(
         (), "the only content types compress compresses (empty: every type but the excluded)",
         f"{MIDDLEWARES}/compress/#opt-includedContentTypes")
-    compress_excluded_types: tuple[str, ...] = setting(
+    compress_excluded_types: tuple[MimeType, ...] = setting(
         (), "content types compress leaves alone (empty: its default list, which has none of the "
             "stream types)", f"{MIDDLEWARES}/compress/#opt-excludedContentTypes")
     compress_min_bytes: Optional[int] = Field(

@@ -14,4 +14,4 @@ def varnish() -> VarnishSettings:
         pass_event_streams=True, do_stream=True,
         connect_timeout="5s", first_byte_timeout=SILENCE, between_bytes_timeout=SILENCE,
         timeout_idle=IDLE, send_timeout=LONGEST_ANSWER, idle_send_timeout=BODY,
-        max_body_bytes=MAX_BODY, json_errors=True)
+        max_body_bytes=MAX_BODY, json_errors=True, hide_version=True)

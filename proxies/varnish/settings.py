@@ -66,6 +66,9 @@ class VarnishSettings(ProxySettings):
                     f"limit) ({VCL_VAR}#req-http)")
     json_errors: bool = json_errors_setting("Varnish", "its HTML guru meditation page",
                                             f"{VCL}#vcl-synth")
+    hide_version: bool = setting(
+        False, "no `Via: 1.1 varnish (Varnish/7.1)` on answers, its own ones included (Varnish adds "
+               "it by default)", f"{VCL_VAR}#resp-http")
 
     @property
     def error_pages(self) -> list[ProxyError]:

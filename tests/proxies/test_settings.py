@@ -7,7 +7,7 @@ import jinja2
 import pytest
 from pydantic import ValidationError
 
-from proxies import (ApacheSettings, CaddySettings, ConfigInvalid, EnvoySettings, HaproxySettings,
+from proxies import (ApacheSettings, TraefikSettings, CaddySettings, ConfigInvalid, EnvoySettings, HaproxySettings,
                      NginxSettings, ProxySettings, VarnishSettings, render, validate)
 from proxies.rendering import render_template
 from proxies.tls import self_signed
@@ -120,6 +120,7 @@ NON_DEFAULT: dict[type[ProxySettings], dict[str, dict[str, Any]]] = {
         "idle_send_timeout": {"idle_send_timeout": "60s"},
         "max_body_bytes": {"max_body_bytes": 8 * 1024 * 1024},
         "json_errors": {"json_errors": True},
+        "hide_version": {"hide_version": True},
     },
     ApacheSettings: {
         **{name: {name: value} for name, value in ADDRESSING.items()},
@@ -132,6 +133,7 @@ NON_DEFAULT: dict[type[ProxySettings], dict[str, dict[str, Any]]] = {
         "keepalive_timeout": {"keepalive_timeout": 60},
         "limit_request_body": {"limit_request_body": 8 * 1024 * 1024},
         "json_errors": {"json_errors": True},
+        "hide_version": {"hide_version": True},
         "max_request_workers": {"max_request_workers": 1000},
     },
     CaddySettings: {
@@ -146,6 +148,23 @@ NON_DEFAULT: dict[type[ProxySettings], dict[str, dict[str, Any]]] = {
         "idle_timeout": {"idle_timeout": "60s"},
         "max_body_bytes": {"max_body_bytes": 8 * 1024 * 1024},
         "json_errors": {"json_errors": True},
+    },
+    TraefikSettings: {
+        **{name: {name: value} for name, value in ADDRESSING.items()},
+        "read_timeout": {"read_timeout": 60},
+        "write_timeout": {"write_timeout": "0s"},
+        "idle_timeout": {"idle_timeout": "60s"},
+        "flush_interval": {"flush_interval": "-1"},
+        "dial_timeout": {"dial_timeout": 5},
+        "response_header_timeout": {"response_header_timeout": "300s"},
+        "idle_conn_timeout": {"idle_conn_timeout": "4s"},
+        "compress": {"compress": True},
+        "compress_included_types": {"compress": True, "compress_included_types": ("application/json",)},
+        "compress_excluded_types": {"compress": True, "compress_excluded_types": ("text/event-stream",)},
+        "compress_min_bytes": {"compress": True, "compress_min_bytes": 1},
+        "max_body_bytes": {"max_body_bytes": 8 * 1024 * 1024},
+        "retry_attempts": {"retry_attempts": 3},
+        "log_level": {"log_level": "INFO"},
     },
 }
 MODELS = list(NON_DEFAULT)
