@@ -121,7 +121,8 @@ def test_fixed_config_streams_every_event_at_once(name: ProxyName, runtime: Runt
     """Smoke: 20 events 50 ms apart through the fixed config arrive one read each, uncompressed."""
     settings = on_free_ports(variant(name, "fixed"), upstream.port)
     with runtime.run_proxy(settings) as proxy:
-        result = stream(proxy.url + "/v1/chat/completions?n=20&interval=0.05")
+        # Headers 50 ms in, as a model's: clear of Traefik's early cut of POST streams answered at once.
+        result = stream(proxy.url + "/v1/chat/completions?n=20&interval=0.05&headers_delay_s=0.05")
     assert result.status == 200 and result.outcome == "complete"
     assert "content-encoding" not in result.headers, "text/event-stream must not be compressed"
     assert result.content_events == 20
@@ -148,7 +149,7 @@ def test_fixed_config_passes_a_client_disconnect_upstream(name: ProxyName, runti
     events = EVENTS_UNTIL_NOTICED.get(name, 0)
     with runtime.run_proxy(settings) as proxy:
         before = len(upstream.stats.disconnects)
-        result = stream(proxy.url + f"/v1/chat/completions?n=50&interval={DISCONNECT_INTERVAL_S}",
+        result = stream(proxy.url + f"/v1/chat/completions?n=50&interval={DISCONNECT_INTERVAL_S}&headers_delay_s=0.05",
                         disconnect_after_events=2)
         left_at = time.monotonic()
         assert result.outcome == "disconnected" and result.content_events == 2
