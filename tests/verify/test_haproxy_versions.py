@@ -64,12 +64,13 @@ def test_the_rewrite_writes_33s_default_where_both_sides_inherit_it(tmp_path):
     assert text.index("defaults  # streamlab verify: HAProxy 3.3's default") < text.index("frontend fe")
 
 
-def test_an_ssl_bind_without_alpn_offers_h2_from_28(tmp_path):
+def test_alpn_by_version(tmp_path):
+    """An ssl bind without alpn offers h2 from 2.8 (short name: the run folder holds a unix socket)."""
     path = write(tmp_path, "haproxy.cfg", PLAIN.format(defaults="", frontend="", backend="").replace(
         "    bind :80\n", "    bind :80\n    bind :443 ssl crt /etc/haproxy/site.pem\n"))
     _, _, text = run_here(path, tmp_path, RouteWanted(version="2.8"))
     assert "alpn h2,http/1.1" in text
-    _, _, text = run_here(path, tmp_path / "old", RouteWanted(version="2.6"))
+    _, _, text = run_here(path, tmp_path / "o", RouteWanted(version="2.6"))
     assert " alpn " not in text
 
 
