@@ -10,8 +10,7 @@ END = "<!-- scenario-table:end -->"
 def scenario_table() -> str:
     lines = [BEGIN, "", "| scenario | path | symptom | fix |", "|---|---|---|---|"]
     for s in catalogue.SCENARIOS:
-        path = " → ".join((*s.path, "server")) if s.path else "client → server"
-        lines.append(f"| `{s.name}` | {path} | {s.symptom} | {s.fix_summary.replace('|', '&#124;')} |")
+        lines.append(f"| `{s.name}` | {' → '.join(s.shown_hops)} | {s.symptom} | {s.fix_summary.replace('|', '&#124;')} |")
     return "\n".join(lines + ["", END])
 
 

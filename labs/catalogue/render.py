@@ -4,15 +4,23 @@ proxy's own binary, exactly as the lab renders it (only the ports differ: a lab 
     python -m labs render nginx-buffering                      # the broken variant
     python -m labs render nginx-buffering --variant fixed
     python -m labs render chain-buffering --proxy haproxy      # one hop of a chain
+    python -m labs render gateway-total-deadline               # a manifest's translation
+
+A variant declared as Kubernetes manifests runs the config their controller would run: that
+translation is what is printed (labs/scenario/manifest_hop.py), `--check` runs it through the
+proxy's validator after the same rewrite to loopback as the lab's.
 
 The proxies' own variants (`defaults`, `fixed`) are rendered by `python -m proxies render`.
 """
 from __future__ import annotations
 
 import sys
+import tempfile
 from pathlib import Path
 
 from labs import catalogue
+from labs.findings import UnusableInput
+from labs.scenario.manifest_hop import prepared, translated
 from labs.scenario.runner import hop_settings
 from labs.scenario.model import VariantName
 from proxies.apps import AppSettings, is_app
@@ -20,6 +28,7 @@ from proxies.apps.launch import AppMissing, launch
 from proxies.binaries import BinaryProblem
 from proxies.rendering import render
 from proxies.validation import ConfigInvalid, validate
+from server.processes import free_port
 
 
 def rendered(name: str, variant_name: VariantName, proxy: str | None = None) -> tuple[str, str]:
@@ -35,6 +44,10 @@ def rendered(name: str, variant_name: VariantName, proxy: str | None = None) -> 
     elif proxy not in scenario.path:
         raise ValueError(f"{scenario.name} runs {', '.join(scenario.path)}, not {proxy}")
     variant = scenario.variant(variant_name)
+    if variant.manifest is not None:
+        with tempfile.TemporaryDirectory(prefix="streamlab-render-") as folder:
+            made, config = translated(variant.manifest, Path(folder))
+            return made, config.read_text().replace(f"{folder}/", "")  # the header names the manifest
     settings = hop_settings(proxy, variant.proxy.get(proxy, {}), scenario.base)
     if isinstance(settings, AppSettings):  # an app's "config" is its command line and environment
         return proxy, launch(settings, Path(f"/tmp/streamlab-{proxy}-WORKDIR")).shown()
@@ -48,9 +61,12 @@ def main(name: str, variant_name: VariantName, proxy: str | None, check: bool) -
         print(f"error: {exc}", file=sys.stderr)
         return 2
     try:
-        if check and not is_app(proxy):
+        if check and (manifest := catalogue.get(name).variant(variant_name).manifest) is not None:
+            with tempfile.TemporaryDirectory(prefix="streamlab-render-") as folder:
+                prepared(proxy, manifest, free_port(), "local", Path(folder))
+        elif check and not is_app(proxy):
             validate(text, proxy)
-    except (ConfigInvalid, BinaryProblem) as exc:
+    except (ConfigInvalid, BinaryProblem, UnusableInput) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1
     sys.stdout.write(text)

@@ -35,8 +35,7 @@ class Row:
 
     @classmethod
     def of(cls, scenario: Scenario) -> "Row":
-        hops = (*scenario.path, "server") if scenario.path else ("client", "server")
-        return cls(scenario.name, scenario.layer, " -> ".join(hops), scenario.symptom,
+        return cls(scenario.name, scenario.layer, " -> ".join(scenario.shown_hops), scenario.symptom,
                    lab_command(scenario.name))
 
 

@@ -7,6 +7,7 @@ whose margins come from the workload's own pacing, never from tight absolute num
 """
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import Any, Awaitable, Callable, Literal, Mapping, Sequence
 
@@ -34,6 +35,9 @@ class Variant:
     server_nofile: the soft open-file limit the server process starts under (`ulimit -Sn N` in
         the shell that launches it; the hard limit is kept); None = inherited. Like server_args,
         a variant with another value gets its own server.
+    manifest: Kubernetes manifests (YAML) whose controller translation (labs/verify/kubernetes,
+        as `labs verify` reads them) is the config the path's one proxy runs, instead of its
+        templates (labs/scenario/manifest_hop.py); a fix's manifest replaces the broken one.
     """
 
     proxy: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
@@ -42,6 +46,7 @@ class Variant:
     client: Mapping[str, Any] = field(default_factory=dict)
     request: Mapping[str, Any] = field(default_factory=dict)
     server_nofile: int | None = None
+    manifest: str | None = None
 
     def then(self, fix: "Variant") -> "Variant":
         """This variant with `fix` applied on top (dicts merged, server args replaced when given)."""
@@ -54,6 +59,7 @@ class Variant:
             client={**self.client, **fix.client},
             request={**self.request, **fix.request},
             server_nofile=fix.server_nofile if fix.server_nofile is not None else self.server_nofile,
+            manifest=fix.manifest if fix.manifest is not None else self.manifest,
         )
 
 
@@ -237,3 +243,12 @@ class Scenario:
 
     def checks(self, name: VariantName) -> tuple[Check, ...]:
         return self.symptom_checks if name == "broken" else self.cure_checks
+
+    @property
+    def shown_hops(self) -> tuple[str, ...]:
+        """The path as the listing and the README show it, from the client to the server; a proxy
+        that runs a manifest's translation is shown with the object it runs (`envoy (HTTPRoute)`)."""
+        if not self.path:
+            return ("client", "server")
+        routing = re.findall(r"^kind:\s*(Ingress|\w+Route)\s*$", self.broken.manifest or "", re.M)
+        return (*(f"{hop} ({routing[0]})" if routing else hop for hop in self.path), "server")

@@ -22,6 +22,7 @@ from labs import client, provenance
 from labs.client import libraries
 from labs.client.results import StreamResult
 from labs.client.peaks import GaugePeaks
+from labs.scenario.manifest_hop import manifest_hop
 from labs.scenario.reloads import ReloadAt
 from labs.scenario.model import VARIANTS, CheckResult, Run, Scenario, Variant, VariantName, Workload
 from proxies.apps import AppSettings, app_settings, is_app
@@ -192,6 +193,13 @@ class Lab:
         with contextlib.ExitStack() as stack:
             upstream_port, started = server_port, []
             for proxy in reversed(proxies):
+                if variant.manifest is not None:  # the one proxy runs the manifest's translation
+                    self.progress(f"starting {proxy} as the manifest's controller would run it")
+                    hop = stack.enter_context(manifest_hop(proxy, variant.manifest, upstream_port,
+                                                           self.runtime.name))
+                    started.append(hop)
+                    upstream_port = hop.settings.listen_port
+                    continue
                 ports = {"listen_port": free_port(), "upstream_port": upstream_port}
                 if has_admin(proxy):  # its admin endpoint reads the stats and readiness
                     ports["admin_port"] = free_port()

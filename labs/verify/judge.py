@@ -15,11 +15,13 @@ from labs.verify.kinds import KINDS
 from labs.verify.trials import CHECK_KINDS, Measured
 from labs.verify.model import DEFAULT, Suspicion
 
-def scenario_for(kind: FindingKind, proxy: str) -> str | None:
-    """The catalogue scenario that demonstrates `kind` on this proxy (else the kind's own)."""
+def scenario_for(kind: FindingKind, proxy: str, manifest: bool = False) -> str | None:
+    """The catalogue scenario that demonstrates `kind` on this proxy (else the kind's own); for a
+    manifest's translation (`manifest`), the one run on such a translation first."""
     from labs import catalogue
-    same_proxy = [s.name for s in catalogue.SCENARIOS if s.kind == kind and s.path == (proxy,)]
-    return (same_proxy or [BY_ID[kind].scenario])[0]
+    same_proxy = [s for s in catalogue.SCENARIOS if s.kind == kind and s.path == (proxy,)]
+    preferred = [s.name for s in same_proxy if (s.broken.manifest is not None) == manifest]
+    return (preferred or [s.name for s in same_proxy] or [BY_ID[kind].scenario])[0]
 
 
 def findings(proxy: str, suspicions: list[Suspicion], measured: list[Measured],

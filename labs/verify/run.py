@@ -125,7 +125,9 @@ def verify_config(path: Path, *, proxy: str | None = None, max_silence_s: float 
     where_of = {name: setting.where for name, setting in reading.settings.items()}
     report.findings = judge.findings(proxy, suspected, measured, where_of)
     if translation is not None:
-        report.findings = [replace(f, fix=translation.refix(f.fix)) for f in report.findings]
+        report.findings = [replace(f, fix=translation.refix(f.fix),
+                                   scenario=judge.scenario_for(f.kind, proxy, manifest=True))
+                           for f in report.findings]
     report.wall_s = time.monotonic() - started
     return report
 

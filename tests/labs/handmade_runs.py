@@ -12,7 +12,7 @@ from typing import Any, Callable
 
 from labs.catalogue import apps
 from labs.catalogue import client as client_layer
-from labs.catalogue import apache, browser, cdn, envoy, haproxy, nginx, reload, server, traefik
+from labs.catalogue import apache, browser, cdn, envoy, haproxy, kubernetes, nginx, reload, server, traefik
 from labs.scenario.checks.cache import REQUESTS_OK
 from labs.scenario.checks.stress import DISCONNECTS
 from labs.client.results import Event, StreamResult
@@ -338,6 +338,12 @@ HANDMADE: dict[str, Handmade] = {
         symptom_without_stress=lambda s: s.run(
             s.cut(3, 0.01), proxy_stats={"envoy:1": {"cluster.lab.upstream_rq_timeout": 1}})),
     "envoy-stream-idle": _idle(envoy.STREAM_IDLE_TIMEOUT_S),
+    "gateway-total-deadline": Handmade(
+        symptom=lambda s: s.run(s.cut(int(kubernetes.REQUEST_TIMEOUT_S / s.dt), 0.01)),
+        cure=lambda s: s.run(s.streamed(30, heartbeats=12)),
+        cure_without_stress=lambda s: s.run(s.streamed(10, heartbeats=4)),
+        symptom_without_stress=lambda s: s.run(s.cut(3, 0.01))),
+    "ingress-read-timeout": _idle(kubernetes.READ_TIMEOUT_S),
     "envoy-circuit-breaker": _load(
         20, envoy.MAX_REQUESTS + envoy.MAX_PENDING, lambda s: s.refused("http-error", 503), ACTIVE, 20,
         proxy_stats={"envoy:1": {"cluster.lab.upstream_rq_pending_overflow": 8}}),

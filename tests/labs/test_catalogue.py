@@ -19,6 +19,8 @@ import asyncio
 import contextlib
 import dataclasses
 import json
+import tempfile
+from pathlib import Path
 from typing import Any, Iterator, Mapping
 from unittest import mock
 from urllib.parse import urlsplit
@@ -32,6 +34,8 @@ from labs.client import libraries as libclients
 from labs.client import Options
 from labs.client.libraries import UnknownLibrary, check_library
 from labs.client.results import StreamResult
+from labs.findings import UnusableInput
+from labs.scenario.manifest_hop import ManifestMismatch, prepared
 from labs.scenario.runner import drive, hop_settings, request_body
 from labs.scenario.model import VARIANTS, Check, Run, Scenario, Variant, VariantName
 from labs.scenario import chromium
@@ -124,6 +128,8 @@ def hop_problems(scenario: Scenario, variant_name: VariantName) -> list[str]:
     variant = scenario.variant(variant_name)
     problems = [f"{variant_name}: settings for {proxy}, which is not on the path {scenario.path}"
                 for proxy in variant.proxy if proxy not in scenario.path]
+    if variant.manifest is not None:
+        return problems + _manifest_problems(scenario, variant_name)
     for proxy in scenario.path:
         try:
             settings = hop_settings(proxy, variant.proxy.get(proxy, {}), scenario.base)
@@ -132,6 +138,19 @@ def hop_problems(scenario: Scenario, variant_name: VariantName) -> list[str]:
         except (ValidationError, ConfigInvalid) as exc:
             problems.append(f"{variant_name} {proxy}: {exc}")
     return problems
+
+
+def _manifest_problems(scenario: Scenario, variant_name: VariantName) -> list[str]:
+    """A variant declared as manifests: one proxy, and a translation its binary accepts after the
+    rewrite to loopback (exactly what the lab runs)."""
+    if len(scenario.path) != 1:
+        return [f"{variant_name}: a manifest stands for one proxy's config, the path has {scenario.path}"]
+    with tempfile.TemporaryDirectory() as folder:
+        try:
+            prepared(scenario.path[0], scenario.variant(variant_name).manifest or "", 9, "local", Path(folder))
+        except (ManifestMismatch, UnusableInput) as exc:
+            return [f"{variant_name} manifest: {exc}"]
+    return []
 
 
 def judged(checks: tuple[Check, ...], run: Run) -> list[str]:

@@ -40,20 +40,25 @@ CASES = [(s, v) for s in catalogue.SCENARIOS if s.kind and s.path and not any(ma
          for v in ("broken", "fixed")
          # A fix made on the server (it sends X-Accel-Buffering, heartbeats) leaves the proxy's config
          # as broken as it was: verify rightly reports it, so only the broken side is a case.
-         if v == "broken" or s.fix.proxy.get(_faulty_proxy(s))]
+         if v == "broken" or s.fix.proxy.get(_faulty_proxy(s)) or s.fix.manifest is not None]
 
 
 @pytest.mark.parametrize("scenario, side", CASES, ids=[other_id(s.name, v) for s, v in CASES])
 def test_catalogue_config(verify_server, tmp_path, scenario, side):
     proxy = _faulty_proxy(scenario)
-    path = tmp_path / KINDS[proxy].config_name
-    path.write_text(rendered(scenario.name, side, proxy)[1])
+    manifest = scenario.variant(side).manifest
+    # A scenario run on a manifest's translation: verify gets the manifest, as a user would hand it.
+    path = tmp_path / ("manifest.yaml" if manifest is not None else KINDS[proxy].config_name)
+    path.write_text(manifest if manifest is not None else rendered(scenario.name, side, proxy)[1])
     report = verify_config(path, checks=checks_for({scenario.kind}), server=verify_server, **SCALED)
     failures = {f.kind for f in report.failures()}
     shown = [(c.name, c.observed) for c in report.checks]
     if side == "broken":
         assert scenario.kind in failures, shown
         assert all(f.where and f.fix and f.scenario for f in report.failures())
+        if manifest is not None:  # named at the manifest's field, demonstrated by this scenario
+            named = [f for f in report.failures() if f.kind == scenario.kind]
+            assert all("manifest.yaml:" in (f.where or "") and f.scenario == scenario.name for f in named), named
     else:
         assert not failures, shown
     assert all(c.passed for c in report.checks if c.name == "loopback-only")
