@@ -122,6 +122,9 @@ class Run:
     results: list[StreamResult]
     server_delta: dict[str, float] = field(default_factory=dict)
     evidence: list[str] = field(default_factory=list)
+    # Every access-log line of each hop (the evidence keeps only the last few): a check that looks
+    # for an event the proxy logged (a 503 flagged UO) must see the early lines too.
+    access_log: dict[str, list[str]] = field(default_factory=dict)
     configs: dict[str, str] = field(default_factory=dict)
     hops: dict[str, list[StreamResult]] = field(default_factory=dict)
     proxy_stats: dict[str, dict[str, int]] = field(default_factory=dict)

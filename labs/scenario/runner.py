@@ -179,6 +179,7 @@ class Lab:
         if scenario.bisect:
             run.hops = self._bisect(list(hops), server, body, options)
         run.evidence = _evidence(hops)
+        run.access_log = {hop.name: [line.strip() for line in hop.access_log()] for hop in hops}
         run.proxy_stats = _proxy_stats(hops, scenario.proxy_stats)
         run.wall_s = time.monotonic() - started
         return run
