@@ -119,6 +119,8 @@ def test_an_ingressroute_is_read_as_traefiks_dynamic_configuration(tmp_path):
     assert reading.proxy == "traefik" and reading.host == "chat.example.com"
     assert reading.get("buffering").where.endswith("ir.yaml:6 Middleware limit spec.buffering")
     assert any("elsewhere" in n for n in reading.notes) and any("static configuration" in n for n in reading.notes)
+    # The translation is what Traefik's CRD provider would load: not "a section Traefik ignores".
+    assert not any("ignores it" in n for n in reading.notes), reading.notes
 
 
 @pytest.mark.parametrize("text, message", [

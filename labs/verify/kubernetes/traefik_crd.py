@@ -26,6 +26,11 @@ def translate(manifest: Path, objects: list[YamlMap], folder: Path) -> Translati
     lines.add("entryPoints:")
     lines.add("  web:")
     lines.add('    address: ":80"')
+    # In the cluster the kubernetescrd provider turns the objects into this dynamic configuration;
+    # a file provider naming this file stands for it, so Traefik reads the `http:` part as it would.
+    lines.add("providers:")
+    lines.add("  file:")
+    lines.add("    filename: traefik.yml")
     lines.add("http:")
     lines.add("  routers:")
     services: list[tuple[str, YamlMap, YamlMap]] = []
