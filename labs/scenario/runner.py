@@ -178,8 +178,8 @@ class Lab:
                   reload_error=reload.error)
         if scenario.bisect:
             run.hops = self._bisect(list(hops), server, body, options)
-        run.evidence = _evidence(hops)
         run.access_log = {hop.name: [line.strip() for line in hop.access_log()] for hop in hops}
+        run.evidence = _evidence(hops, run.access_log)
         run.proxy_stats = _proxy_stats(hops, scenario.proxy_stats)
         run.wall_s = time.monotonic() - started
         return run
@@ -302,12 +302,12 @@ def _counter_delta(before: Mapping[str, float], after: Mapping[str, float]) -> d
     return delta
 
 
-def _evidence(hops: Sequence[RunningProxy], lines: int = 6) -> list[str]:
+def _evidence(hops: Sequence[RunningProxy], access_log: dict[str, list[str]], lines: int = 6) -> list[str]:
     """What the proxies themselves said: the last access-log lines and any warning or error."""
     evidence: list[str] = []
     for hop in hops:
-        for line in hop.access_log()[-lines:]:
-            evidence.append(f"{hop.name} access: {line.strip()}")
+        for line in access_log[hop.name][-lines:]:
+            evidence.append(f"{hop.name} access: {line}")
         for line in hop.error_log().splitlines():
             if any(word in line.lower() for word in ("warn", "error", "crit", "alert", "emerg")):
                 evidence.append(f"{hop.name} log: {line.strip()}")

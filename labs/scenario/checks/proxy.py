@@ -26,14 +26,14 @@ def proxy_stat_at_least(stat_suffix: str, bound: int, label: str, logged: str | 
         hits = [line for line in every if logged in line]
         shown = f"{stat_suffix} = {total}; access log lines with {logged!r}: {len(hits)} of {len(every)}"
         if len(hits) < bound:
-            others = Counter(_flags(line) for line in every if "status=200 " not in line)
+            others = Counter(_status_and_flags(line) for line in every if "status=200 " not in line)
             shown += "; not-200 lines by flags: " + (", ".join(f"{f} x{n}" for f, n in others.items())
                                                      or "none")
         return shown, len(hits) >= bound
     return Check(label, measure)
 
 
-def _flags(line: str) -> str:
+def _status_and_flags(line: str) -> str:
     """The `status=... flags=...` of an access line in the lab's Envoy format."""
     status = re.search(r"status=(\S+)", line)
     flags = re.search(r"flags=(\S+)", line)

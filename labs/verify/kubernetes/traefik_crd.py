@@ -14,6 +14,7 @@ from labs.verify.model import display_path
 from labs.verify.yamlpos import YamlMap
 
 KINDS = ("IngressRoute",)
+TRANSLATED = "traefik.yml"  # the translation's file name, which its file provider names too
 
 
 def translate(manifest: Path, objects: list[YamlMap], folder: Path) -> Translation:
@@ -30,7 +31,7 @@ def translate(manifest: Path, objects: list[YamlMap], folder: Path) -> Translati
     # a file provider naming this file stands for it, so Traefik reads the `http:` part as it would.
     lines.add("providers:")
     lines.add("  file:")
-    lines.add("    filename: traefik.yml")
+    lines.add(f"    filename: {TRANSLATED}")
     lines.add("http:")
     lines.add("  routers:")
     services: list[tuple[str, YamlMap, YamlMap]] = []
@@ -77,7 +78,7 @@ def translate(manifest: Path, objects: list[YamlMap], folder: Path) -> Translati
             lines.add(f"        responseForwarding: {{flushInterval: {json.dumps(str(flush))}}}",
                       where(manifest, backend.mapping("responseForwarding"), "flushInterval",
                             f"service {backend.get('name')} responseForwarding.flushInterval"))
-    target = folder / "traefik.yml"
+    target = folder / TRANSLATED
     target.write_text("\n".join(lines.text) + "\n")
     first = routes[0] if routes else None
     if first is None:
