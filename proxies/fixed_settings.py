@@ -14,7 +14,8 @@ Every choice here is explained in the exported files' comments; the numbers:
   or no pause over 60 s in it (nginx, HAProxy).
 - Bodies above the server's own limit (8 MiB, `--max-body-bytes`) get 413 at the proxy.
 - The proxies' own errors are OpenAI-shaped JSON (proxies/errors.py); nginx hides its version;
-  Envoy's admin serves only read-only paths (a web page can POST to loopback).
+  Envoy's admin is on a Unix socket (no TCP port: a web page can POST to loopback) and serves
+  only read-only paths.
 - TLS with HTTP/2 (`nginx-tls.conf`, `envoy-tls.yaml`): the same settings on a TLS listener that
   offers h2 by ALPN, naming the user's certificate and key where Debian keeps them (the lab
   swaps in a self-signed pair made at run time); TLS 1.2 and 1.3 only, sessions resumable.
@@ -31,6 +32,8 @@ MAX_BODY = 8 * 1024 * 1024  # bytes: the server's own --max-body-bytes default
 LONGEST_ANSWER = 3600  # seconds
 # Envoy's admin paths the lab and operators read; nothing that changes or stops Envoy.
 ADMIN_READ_ONLY = ("/ready", "/stats", "/stats/prometheus", "/server_info")
+# ... and on a Unix socket in Envoy's working folder, never a TCP port (a web page can reach those).
+ADMIN_SOCKET = "admin.sock"
 # Where the TLS exports look for the user's certificate (PEM, chain after it) and its key.
 CERTIFICATE = "/etc/ssl/certs/proxy.pem"
 PRIVATE_KEY = "/etc/ssl/private/proxy.key"

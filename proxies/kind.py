@@ -78,11 +78,13 @@ class Binary:
 
 @dataclass(frozen=True)
 class Endpoint:
-    """Where a started proxy should answer: its listener, and its admin port if it has one."""
+    """Where a started proxy should answer: its listener, and its admin (a port or a Unix socket)
+    if it has one."""
 
     host: str
     port: int
     admin_port: int | None = None
+    admin_socket: Path | None = None
 
 
 # One readiness check on a started proxy (proxies.probes has the shared ones); a proxy is
@@ -103,7 +105,8 @@ class Logs:
 
 @dataclass(frozen=True)
 class Admin:
-    """An admin endpoint on 127.0.0.1, at the port its settings' `admin_port` names."""
+    """An admin endpoint: on 127.0.0.1 at the port its settings' `admin_port` names, or on the Unix
+    socket its `admin_socket` names (relative to the proxy's working folder), when set."""
 
     stats_path: str
     parse_stats: Callable[[str], dict[str, int]]  # the stats page -> counters and gauges

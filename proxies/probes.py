@@ -3,8 +3,8 @@ process, a container, a user's config under `labs verify`) until every one passe
 from __future__ import annotations
 
 import socket
-import urllib.request
 
+from proxies.admin import admin_ok
 from proxies.kind import Endpoint, Probe
 from proxies.logs import READY_PATH
 from server.processes import port_accepts
@@ -33,21 +33,13 @@ def status_line(endpoint: Endpoint, request: str) -> bytes:
 
 
 def admin_answers(path: str) -> Probe:
-    """The admin endpoint answers `path` with 200. A config run without an admin port (a user's,
-    under `labs verify`) has nothing to ask: the other checks decide."""
+    """The admin endpoint (its port or its socket) answers `path` with 200. A config run without
+    an admin (a user's, under `labs verify`) has nothing to ask: the other checks decide."""
     def probe(endpoint: Endpoint) -> bool:
-        if endpoint.admin_port is None:
+        if endpoint.admin_port is None and endpoint.admin_socket is None:
             return True
-        return http_ok(f"http://127.0.0.1:{endpoint.admin_port}{path}")
+        return admin_ok(endpoint, path)
     return probe
-
-
-def http_ok(url: str) -> bool:
-    try:
-        with urllib.request.urlopen(url, timeout=1) as response:
-            return response.status == 200
-    except OSError:
-        return False
 
 
 def ready(probes: tuple[Probe, ...], endpoint: Endpoint) -> bool:

@@ -131,3 +131,38 @@ def stream(url: str, body: Mapping[str, Any] | None = None, **options: Any) -> S
     body = body if body is not None else {"model": "tiny", "stream": True, "messages": []}
     options.setdefault("total_timeout_s", 60.0)
     return asyncio.run(measure_stream(url, body, **options))
+
+
+def descendants(pid: int) -> list[int]:
+    """`pid` and every process below it (a container's init and the proxy it started)."""
+    parents: dict[int, int] = {}
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                parents[int(entry.name)] = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
+            except (OSError, ValueError, IndexError):
+                continue
+    tree, frontier = [pid], [pid]
+    while frontier:
+        frontier = [child for child, parent in parents.items() if parent in frontier]
+        tree += frontier
+    return tree
+
+
+def listening_tcp_ports(pid: int) -> set[int]:
+    """The TCP ports (IPv4 and IPv6) that `pid` or a process below it listens on."""
+    inodes: set[str] = set()
+    for member in descendants(pid):
+        try:
+            links = [os.readlink(f) for f in Path(f"/proc/{member}/fd").iterdir()]
+        except OSError:
+            continue
+        inodes |= {link[len("socket:["):-1] for link in links if link.startswith("socket:[")}
+    ports: set[int] = set()
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        with open(table) as rows:
+            next(rows, None)  # header
+            for cols in (line.split() for line in rows):
+                if cols[3] == "0A" and cols[9] in inodes:  # LISTEN
+                    ports.add(int(cols[1].rsplit(":", 1)[1], 16))
+    return ports

@@ -2,7 +2,7 @@
 the numbers they share, and why, are `proxies/fixed_settings.py`."""
 from __future__ import annotations
 
-from proxies.fixed_settings import (ADMIN_READ_ONLY, BODY, CERTIFICATE, COMPRESSIBLE, HEADERS, IDLE, MAX_BODY,
+from proxies.fixed_settings import (ADMIN_READ_ONLY, ADMIN_SOCKET, BODY, CERTIFICATE, COMPRESSIBLE, HEADERS, IDLE, MAX_BODY,
                                     PRIVATE_KEY, SILENCE)
 from proxies.envoy.settings import EnvoySettings
 
@@ -15,7 +15,8 @@ def envoy() -> EnvoySettings:
         max_connections=4096, max_pending_requests=4096, max_requests=4096,
         max_downstream_connections=8192,
         request_headers_timeout=HEADERS, request_timeout=BODY, downstream_idle_timeout=IDLE,
-        max_request_bytes=MAX_BODY, json_errors=True, admin_allow_paths=ADMIN_READ_ONLY)
+        max_request_bytes=MAX_BODY, json_errors=True,
+        admin_socket=ADMIN_SOCKET, admin_allow_paths=ADMIN_READ_ONLY)
 
 
 def envoy_tls() -> EnvoySettings:

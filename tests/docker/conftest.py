@@ -86,7 +86,7 @@ class Stack:
 
     def prefix(self, proxy: ProxyName) -> Path:
         """The work folder compose mounts for a proxy that writes files (logs, pid, Varnish's
-        shared-memory log); HAProxy and Envoy log to compose instead."""
+        shared-memory log, Envoy's admin socket); HAProxy and Envoy log to compose."""
         return self.folder / proxy
 
 

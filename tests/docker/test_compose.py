@@ -73,8 +73,9 @@ def test_nginx_logs_land_in_the_mounted_prefix(compose_stack: Stack) -> None:
     assert 'uri="/v1/chat/completions" status=200' in access
 
 
-def test_envoy_stats_through_its_admin_port(compose_stack: Stack) -> None:
+def test_envoy_stats_through_its_admin_socket(compose_stack: Stack) -> None:
     envoy = compose_stack.proxies["envoy"]
     completion(envoy.url)
-    counters = envoy.stats("cluster.upstream.upstream_rq_total")  # read from its admin port
+    assert envoy.endpoint.admin_socket == compose_stack.prefix("envoy") / "admin.sock"
+    counters = envoy.stats("cluster.upstream.upstream_rq_total")  # through the mounted socket
     assert counters["cluster.upstream.upstream_rq_total"] >= 1, counters

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import http.client
 import os
+import stat
 import time
 import urllib.error
 from pathlib import Path
@@ -25,7 +26,8 @@ from proxies.runtime.base import RunningProxy, Runtime
 from proxies.runtime.docker import DockerRuntime
 from proxies.runtime.local import LocalRuntime, run_proxy
 from server.processes import free_port, port_accepts, wait_until
-from tests.runtimes import PROXIES, assert_gone, assert_running, get, group_members, on_free_ports, stream
+from tests.runtimes import (PROXIES, assert_gone, assert_running, get, group_members, listening_tcp_ports,
+                            on_free_ports, stream)
 
 # Fields each proxy's parsed access line must carry.
 ACCESS_FIELDS = {
@@ -113,6 +115,26 @@ def test_envoy_stats(runtime: Runtime, upstream: FakeUpstream) -> None:
     with runtime.run_proxy(on_free_ports(variant("nginx", "fixed"), upstream.port)) as nginx:
         with pytest.raises(NotImplementedError):
             nginx.stats()
+
+
+def test_fixed_envoy_admin_is_a_unix_socket_only(runtime: Runtime, upstream: FakeUpstream) -> None:
+    """The exported admin is the 0600 socket admin.sock in Envoy's working folder: the proxy
+    listens on its listener's TCP port and nothing else, and readiness and stats come through
+    the socket. The defaults' admin is a TCP port, which the same count sees."""
+    with runtime.run_proxy(on_free_ports(variant("envoy", "fixed"), upstream.port)) as proxy:
+        assert get(proxy.url + "/healthz") == 200
+        socket = proxy.endpoint.admin_socket
+        assert socket == proxy.workdir / "admin.sock" and stat.S_ISSOCK(socket.stat().st_mode)
+        assert stat.S_IMODE(socket.stat().st_mode) == 0o600
+        assert listening_tcp_ports(proxy.pid) == {proxy.settings.listen_port}
+        assert proxy.stats("cluster.upstream.")["cluster.upstream.upstream_rq_total"] == 1
+        with proxy.admin() as admin:
+            assert admin.get("/server_info").status_code == 200
+        with pytest.raises(NotImplementedError, match="Unix socket"):
+            proxy.admin_url
+    with runtime.run_proxy(on_free_ports(variant("envoy", "defaults"), upstream.port)) as bare:
+        assert listening_tcp_ports(bare.pid) == {bare.settings.listen_port, bare.settings.admin_port}
+        assert bare.endpoint.admin_socket is None and "cluster.upstream.upstream_rq_total" in bare.stats()
 
 
 @pytest.mark.parametrize("name", PROXIES)

@@ -79,6 +79,7 @@ NON_DEFAULT: dict[type[ProxySettings], dict[str, dict[str, Any]]] = {
     EnvoySettings: {
         **{name: {name: value} for name, value in ADDRESSING.items()},
         "admin_port": {"admin_port": 19901},
+        "admin_socket": {"admin_socket": "admin.sock"},
         "route_timeout": {"route_timeout": 0},
         "route_idle_timeout": {"route_idle_timeout": "300s"},
         "stream_idle_timeout": {"stream_idle_timeout": 1.25},

@@ -63,6 +63,9 @@ def rewrite(path: Path, listener_name: Any, lab_port: int, folder: Path, chain_i
             edits.comment(admin, "allow_paths")
             note("admin allow_paths dropped: this run reads /clusters on its own loopback admin")
     else:
+        if "admin" in data:  # on a Unix socket (the fixed config's), or with no address at all
+            edits.comment(data, "admin")
+            note("admin replaced: this run reads /clusters on its own loopback admin, not your socket")
         edits.top([f"# {MARK}: an admin endpoint on loopback, for readiness and upstream stats",
                    f"admin: {{address: {{socket_address: {{address: 127.0.0.1, port_value: {result.admin_port}}}}}}}"])
     for key, why in DROPPED_TOP.items():
