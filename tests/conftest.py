@@ -3,12 +3,17 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Iterator
+from typing import TYPE_CHECKING, Iterator
 
 import pytest
 
 from server.launcher import DEFAULT_MODEL_DIR, ServerHandle
 from server.processes import PORTS_VARIABLE
+from tests.runtimes import PROXIES, RUNTIMES, require_images
+
+if TYPE_CHECKING:
+    from labs.fakes.upstream import FakeUpstream
+    from proxies.runtime.base import Runtime
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
@@ -66,3 +71,23 @@ def synthetic_server() -> Iterator[ServerHandle]:
 
     with running_server(["--engine", "synthetic"]) as handle:
         yield handle
+
+
+@pytest.fixture(scope="module", params=RUNTIMES)
+def runtime(request: pytest.FixtureRequest) -> "Runtime":
+    """The runtime under test (tests/proxies, tests/reliability), from the registry the labs use.
+    Module scope: pytest runs every check for one runtime, then for the other, and checks the
+    engine and images once."""
+    from proxies.runtime import get_runtime
+    if request.param == "docker":
+        require_images(PROXIES)
+    return get_runtime(request.param)
+
+
+@pytest.fixture(scope="module")
+def upstream() -> Iterator["FakeUpstream"]:
+    """The fake upstream (labs.fakes) the proxies under test forward to: no limits of its own,
+    every connection, request and body byte counted."""
+    from labs.fakes.upstream import fake_upstream
+    with fake_upstream() as server:
+        yield server

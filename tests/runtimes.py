@@ -125,7 +125,7 @@ def assert_gone(proxy: LocalProxy) -> None:
     assert not port_accepts(proxy.settings.listen_port)
 
 
-def stream(url: str, body: Mapping[str, Any] | None = None, **options: Any) -> StreamResult:
+def stream(url: str, body: Mapping[str, Any] | bytes | None = None, **options: Any) -> StreamResult:
     """One stream measured by the lab's own client (every socket read numbered), from sync code.
     `body` defaults to a minimal chat request (the fake upstream reads its knobs from the URL)."""
     body = body if body is not None else {"model": "tiny", "stream": True, "messages": []}

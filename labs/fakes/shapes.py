@@ -68,7 +68,8 @@ class BadQuery(ValueError):
 @dataclass
 class UpstreamStats:
     connections: int = 0
-    requests: int = 0
+    requests: int = 0  # requests read whole
+    body_bytes: int = 0  # request body bytes received, whole bodies or not
     completed: int = 0  # streams written to their end
     # For each client that left mid-stream: seconds from our last write to it until we saw its
     # close (we watch the socket for EOF while pacing, not only when a write fails).

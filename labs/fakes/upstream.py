@@ -93,7 +93,7 @@ class FakeUpstream:
         self.stats.connections += 1
         leftover = b""
         try:
-            while (request := await _read_request(reader, leftover)) is not None:
+            while (request := await _read_request(reader, leftover, self.stats)) is not None:
                 self.stats.requests += 1
                 head, body, leftover = request
                 reply = await self._answer(head, body, reader, writer)
@@ -150,10 +150,11 @@ def _plain(reply: Reply, status: int, text: bytes) -> None:
                 % (status, reason, len(text), close, text))
 
 
-async def _read_request(reader: asyncio.StreamReader,
-                        leftover: bytes) -> tuple[h11.Request, bytes, bytes] | None:
+async def _read_request(reader: asyncio.StreamReader, leftover: bytes,
+                        stats: UpstreamStats) -> tuple[h11.Request, bytes, bytes] | None:
     """The next request (head, body, bytes after it), or None when the client closed or sent
-    something that is not HTTP. Content-Length and chunked request bodies both work."""
+    something that is not HTTP. Content-Length and chunked request bodies both work, of any
+    size (no limit of its own); every body byte is counted as it arrives, a cut body's too."""
     conn = h11.Connection(h11.SERVER)
     if leftover:  # (an empty receive_data would tell h11 the peer closed)
         conn.receive_data(leftover)
@@ -168,6 +169,7 @@ async def _read_request(reader: asyncio.StreamReader,
                 head = event
             elif isinstance(event, h11.Data):
                 body += event.data
+                stats.body_bytes += len(event.data)
             elif isinstance(event, h11.EndOfMessage) and head is not None:
                 return head, bytes(body), conn.trailing_data[0]
             elif isinstance(event, h11.ConnectionClosed):
