@@ -12,9 +12,10 @@ import pytest
 
 from proxies import variant
 from proxies.kinds import PROXY_NAMES
+from proxies.runtime.base import Runtime
 from proxies.runtime.local import run_proxy
 from server.processes import free_port
-from tests.reliability.proxy_faults import chat, fixed_proxy, running_server
+from tests.reliability.proxy_faults import chat, fixed, running_server
 from tests.runtimes import on_free_ports
 
 pytestmark = pytest.mark.slow
@@ -37,10 +38,10 @@ def said(response: httpx.Response) -> list[str]:
 
 
 @pytest.mark.parametrize("proxy_name", PROXY_NAMES)
-def test_no_fixed_config_says_its_version(proxy_name: str, server: Any) -> None:
-    with fixed_proxy(proxy_name, server.port) as proxy:
+def test_no_fixed_config_says_its_version(proxy_name: str, server: Any, runtime: Runtime) -> None:
+    with runtime.run_proxy(fixed(proxy_name, server.port)) as proxy:
         answer = httpx.get(proxy.url + "/healthz", timeout=10)
-    with fixed_proxy(proxy_name, free_port()) as proxy:
+    with runtime.run_proxy(fixed(proxy_name, free_port())) as proxy:
         own = httpx.post(proxy.url + "/v1/chat/completions", json=chat(), timeout=30)
     assert answer.status_code == 200 and own.status_code in (502, 503)
     assert said(answer) == [] and said(own) == [], (said(answer), said(own))
