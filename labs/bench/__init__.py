@@ -21,6 +21,8 @@ quotes), with a progress bar and the time left while it runs. One module per par
     modules           3 and 4. `python -m server.bench` (framing, the whole server path) and
                       `python -m server.engine.bench` (tiny model tokens/s), as subprocesses
     measuring_client  5. the measuring client's own cost against a bare asyncio SSE server
+    tools             6. `labs verify` (--quick and default) of an exported config and a default
+                      `labs probe` of one path, as a user runs them: wall time, CPU, the targets
     gpu               `make bench-gpu`: the engine on a CUDA GPU (not a part of `make bench`)
     peers/            `make bench-peers`: the lab client beside AIPerf and guidellm (not a part
                       of `make bench`); install (their venvs), lab, aiperf, guidellm (each

@@ -17,10 +17,12 @@ from labs.bench.measuring_client import CLIENT_STREAMS, bench_client
 from labs.bench.modules import REPO_ROOT, run_module
 from labs.bench.proxies import PACED_RATE, PACED_TOKENS, PROXIES, Progress, bench_proxies
 from labs.bench.server_cpu import CPU_CASES, bench_server_cpu
+from labs.bench.tools import bench_tools
+from labs.bench.tools import markdown_lines as tools_lines
 from labs.client.resources import raise_own_fd_limit
 
 DEFAULT_OUT = REPO_ROOT / "reports" / "bench"
-PARTS = ("admission", "prefill", "proxies", "server-cpu", "server", "engine", "client", "locust")
+PARTS = ("admission", "prefill", "proxies", "server-cpu", "server", "engine", "client", "locust", "tools")
 SERVER_CPU_DURATION_S = 4.0
 # Seconds to start a server, or a proxy, and to open and close a step's streams (per 1,000):
 # what this 2-core machine takes, for the progress bar's estimate only.
@@ -60,6 +62,8 @@ def parts(args: argparse.Namespace) -> dict[str, Part]:
                                                                      * CLIENT_STREAMS / 1000)),
         # Both clients at 300 (lab twice), then up to 2,000 streams (measured here: 120-180 s).
         Part("locust", lambda progress: bench_locust_agreement(progress), 9 * 20.0),
+        # Measured here: verify --quick ~6 s, verify ~33 s, probe ~65 s.
+        Part("tools", lambda progress: bench_tools(progress), 105.0),
     )}
 
 
@@ -105,6 +109,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             data = json.loads(saved.read_text())
             results[name] = {"result": data} if name in ("server", "engine") else data
     text = markdown(results, command) + "\n".join(locust_lines(results.get("locust") or {}))
+    if (results.get("tools") or {}).get("rows"):
+        text += "\n" + "\n".join(tools_lines(results["tools"]))
     text += f"\nWall time: {time.monotonic() - started:.0f} s.\n"
     (args.out / "bench.md").write_text(text)
     console.print(text)

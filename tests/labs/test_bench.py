@@ -175,3 +175,30 @@ def test_the_profile_puts_each_sample_in_its_innermost_phase_and_scales_to_the_m
     assert phases["JSON parse + validation (pydantic)"] == (150.0, 25.0)
     assert phases["decode loop (engine thread)"] == (100.0, 100 * 2 / 12)
     assert result["top"][0] == ("Runner.run (runners.py)", 200.0, 100 * 4 / 12)
+
+
+def test_tools_targets_read_the_exit_and_the_wall_time(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A tool's own error (exit 2) or a timeout never meets a target; the probe has none."""
+    from labs.bench import tools
+
+    answers = iter([{"command": "q", "exit": 0, "wall_s": 6.0, "cpu_s": 3.0},
+                    {"command": "v", "exit": 2, "wall_s": 5.0, "cpu_s": 1.0},
+                    {"command": "p", "error": "ran past 300 s"}])
+    monkeypatch.setattr(tools, "timed", lambda *args, **kwargs: next(answers))
+    monkeypatch.setattr("server.launcher.running_server", _nothing)
+    monkeypatch.setattr("proxies.runtime.local.run_proxy", _nothing)
+    rows = tools.bench_tools(lambda step: None)["rows"]
+    assert [rows[name]["target_met"] for name in ("verify --quick", "verify", "probe")] == [True, False, None]
+    text = "\n".join(tools.markdown_lines({"config": "c", "rows": rows}))
+    assert "| `q` | 0 | 6.0 | 3.0 | 10 | yes |" in text and "| `v` | 2 | 5.0 | 1.0 | 45 | **no** |" in text
+    assert "| `p` | - | - | - | - | **no**: ran past 300 s |" in text
+
+
+class _Handle:
+    port = 1
+    url = "http://127.0.0.1:1"
+
+
+def _nothing(*args: object, **kwargs: object):
+    import contextlib
+    return contextlib.nullcontext(_Handle())
