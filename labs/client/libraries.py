@@ -1,5 +1,5 @@
-"""Real client libraries as measured clients: what an app built on requests, httpx or the OpenAI
-SDK sees, timed in the measuring process against the server's `sent_at` stamps.
+"""Real client libraries as measured clients: what an app built on requests, httpx, aiohttp or the
+OpenAI SDK sees, timed in the measuring process against the server's `sent_at` stamps.
 
     result = await measure_stream("requests-iter-lines", url, body)
 
@@ -33,6 +33,10 @@ LIBRARIES: dict[str, str] = {
                        "text buffered to the blank line, then parsed",
     "buffered-sse": "httpx `iter_raw()` into a parser that buffers bytes to the blank line and "
                     "decodes whole lines (labs/client/sse.py)",
+    "aiohttp-lines": "aiohttp: `async for line in response.content` (a line longer than its read "
+                     "buffer allows raises)",
+    "aiohttp-events": "aiohttp: `async for chunk in response.content.iter_any()`, bytes buffered "
+                      "to the blank line that ends an event",
 }
 TIMEOUT_S = 60.0
 
@@ -207,6 +211,32 @@ def _openai(url: str, body: Mapping[str, Any], headers: Mapping[str, str], recor
     record.result.saw_done = True  # the SDK ends its iteration at [DONE] and hides it
 
 
+def _aiohttp(url: str, body: Mapping[str, Any], headers: Mapping[str, str], record: Recorder,
+             by_lines: bool) -> None:
+    """aiohttp's own loop, in this worker thread's event loop; each line (or chunk) it hands over
+    counts as one read, and its bytes in `body_bytes`."""
+    import aiohttp
+
+    async def stream() -> None:
+        timeout = aiohttp.ClientTimeout(sock_connect=10, sock_read=TIMEOUT_S)
+        async with aiohttp.ClientSession(timeout=timeout) as session:
+            async with session.post(url, json=body, headers=dict(headers)) as response:
+                record.response(response.status, response.headers)
+                if by_lines:
+                    async for line in response.content:
+                        record.chunks += 1
+                        record.result.body_bytes += len(line)
+                        _data_lines([line.rstrip(b"\r\n")], record)
+                    return
+                pending = b""
+                async for chunk in response.content.iter_any():
+                    record.chunks += 1
+                    record.result.body_bytes += len(chunk)
+                    *events, pending = (pending + chunk).split(b"\n\n")
+                    _data_lines([line for event in events for line in event.split(b"\n")], record)
+    asyncio.run(stream())
+
+
 CLIENTS: dict[str, Callable[[str, Mapping[str, Any], Mapping[str, str], Recorder], None]] = {
     "requests-iter-lines": lambda u, b, h, r: _requests(u, b, h, r, 512),
     "requests-chunk-1": lambda u, b, h, r: _requests(u, b, h, r, 1),
@@ -215,6 +245,8 @@ CLIENTS: dict[str, Callable[[str, Mapping[str, Any], Mapping[str, str], Recorder
     "json-per-read": _json_per_read,
     "decode-per-read": _decode_per_read,
     "buffered-sse": _buffered,
+    "aiohttp-lines": lambda u, b, h, r: _aiohttp(u, b, h, r, by_lines=True),
+    "aiohttp-events": lambda u, b, h, r: _aiohttp(u, b, h, r, by_lines=False),
 }
 
 

@@ -449,6 +449,13 @@ HANDMADE: dict[str, Handmade] = {
         # One read per event: the parser never met a cut.
         cure_without_stress=lambda s: s.run(s.streamed(43)),
         symptom_without_stress=lambda s: s.run(s.streamed(43, text=MOJIBAKE))),
+    "client-line-limit": Handmade(
+        symptom=lambda s: s.run(s.cut(0, 0.02, error="LineTooLong: 400, message: Got more than 524288 bytes")),
+        cure=lambda s: s.run(s.streamed(14, body_bytes=14 * 1_050_000)),
+        # Small events: nothing put the line reader to the test.
+        cure_without_stress=lambda s: s.run(s.streamed(14, body_bytes=14 * 300)),
+        # Cut for another reason: the server went away.
+        symptom_without_stress=lambda s: s.run(s.cut(0, 0.02, error="ServerDisconnectedError: Server disconnected"))),
 
 
     "cdn-cache-replay": Handmade(

@@ -1,4 +1,4 @@
-"""How streams ended: outcomes, HTTP statuses, reported errors, finish reasons."""
+"""How streams ended: outcomes, HTTP statuses, reported errors, finish reasons, the events' size."""
 from __future__ import annotations
 
 from labs.scenario.checks.base import outcome_counts
@@ -67,3 +67,19 @@ def finish_reason_is(reason: str) -> Check:
         seen = sorted({str(r.finish_reason) for r in run.results})
         return "finish_reason " + ", ".join(seen), all(r.finish_reason == reason for r in run.results)
     return Check(f"finish_reason {reason!r}", measure)
+
+
+def client_error_names(name: str) -> Check:
+    """The client ended with an error that names `name` (the library's own exception)."""
+    def measure(run: Run) -> tuple[str, bool]:
+        errors = sorted({(r.error or "no error").split("\n", 1)[0][:120] for r in run.results})
+        return "; ".join(errors), all(r.error and name in r.error for r in run.results)
+    return Check(f"the client raised {name}", measure)
+
+
+def data_bytes_per_event_at_least(count: int, why: str) -> Check:
+    """Every stream's data events averaged at least `count` bytes (as the client counted them)."""
+    def measure(run: Run) -> tuple[str, bool]:
+        sizes = [r.body_bytes / max(1, sum(e.kind != "comment" for e in r.events)) for r in run.results]
+        return f"{min(sizes):,.0f} bytes per data event", min(sizes) >= count
+    return Check(f"data events of at least {count:,} bytes ({why})", measure)
