@@ -15,5 +15,5 @@ def haproxy() -> HaproxySettings:
         # of the server's (measured: a 1 s timeout client did not cut a stream silent for 3 s).
         timeout_connect="5s", timeout_client=BODY, timeout_server=SILENCE, timeout_tunnel="1h",
         timeout_http_request=HEADERS, timeout_http_keep_alive=IDLE,
-        max_body_bytes=MAX_BODY, json_errors=True,
+        max_body_bytes=MAX_BODY, refuse_chunked=True, timeout_body=BODY, json_errors=True,
         http_reuse="safe")

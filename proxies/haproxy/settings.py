@@ -6,7 +6,7 @@ from typing import ClassVar, Literal, Optional
 from pydantic import Field
 
 from proxies.base import ProxySettings, setting
-from proxies.errors import ProxyError, errors_for, json_errors_setting
+from proxies.errors import ERRORS, ProxyError, errors_for, json_errors_setting
 from proxies.types import HaproxyDuration, MimeType
 
 DOCS = "https://docs.haproxy.org/2.6/configuration.html"
@@ -74,16 +74,29 @@ class HaproxySettings(ProxySettings):
         None, "idle time allowed for the next request on a keep-alive connection (None: "
               "timeout http-request applies)", f"{DOCS}#4.2-timeout%20http-keep-alive")
 
+    timeout_body: Optional[HaproxyDuration] = setting(
+        None, "`http-request wait-for-body time`: the whole request body (or a full buffer, "
+              "`tune.bufsize`) must arrive within this, before HAProxy connects to the server; "
+              "else 408 (None: the body is forwarded as it comes)", f"{DOCS}#4.2-http-request%20wait-for-body")
+
     # Requests HAProxy refuses itself, and how it says so.
     max_body_bytes: Optional[int] = Field(
         None, ge=1, le=1 << 40,
         description=f"requests whose Content-Length is above this get 413 before the server sees "
                     f"them (None: no limit) ({DOCS}#4.2-http-request%20deny)")
+    refuse_chunked: bool = setting(
+        False, "answer 411 to a request body without a Content-Length (chunked): HAProxy cannot "
+               "count one, so `max_body_bytes` would not stop it", f"{DOCS}#4.2-http-request%20deny")
     json_errors: bool = json_errors_setting("HAProxy", "HTML pages", f"{DOCS}#4.2-http-error")
 
     # Server-side connection reuse.
     http_reuse: Literal["never", "safe", "aggressive", "always"] = setting(
         "safe", "when idle server connections are shared between requests", f"{DOCS}#4.2-http-reuse")
+
+    @property
+    def length_required(self) -> ProxyError:
+        """The 411 `refuse_chunked` answers (`http-request deny` carries its own body)."""
+        return ERRORS[411]
 
     @property
     def error_pages(self) -> list[ProxyError]:

@@ -73,6 +73,8 @@ NON_DEFAULT: dict[type[ProxySettings], dict[str, dict[str, Any]]] = {
         "timeout_http_request": {"timeout_http_request": "10s"},
         "timeout_http_keep_alive": {"timeout_http_keep_alive": 60},
         "max_body_bytes": {"max_body_bytes": 8 * 1024 * 1024},
+        "timeout_body": {"timeout_body": "60s"},
+        "refuse_chunked": {"refuse_chunked": True},
         "json_errors": {"json_errors": True},
         "http_reuse": {"http_reuse": "never"},
     },

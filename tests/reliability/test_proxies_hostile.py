@@ -89,15 +89,20 @@ def test_too_large_prompt_gets_a_413_the_sdk_reads_once(proxy_name: ProxyName, s
 
 @pytest.mark.parametrize("proxy_name", PROXIES)
 def test_too_large_chunked_prompt_gets_a_413_too(proxy_name: ProxyName, server: Any) -> None:
-    """No Content-Length to judge by: nginx and Envoy count the body; HAProxy passes it on and
-    the server's own limit answers, in the same shape."""
+    """No Content-Length to judge by: nginx and Envoy count the body; HAProxy cannot, so it
+    refuses any chunked body with 411, in the same shape (test_bodies_nginx_haproxy_apache.py)."""
     body = b'{"model": "tiny", "messages": [{"role": "user", "content": "' + b"x" * TOO_LARGE + b'"}]}'
     chunks = (body[start:start + 65536] for start in range(0, len(body), 65536))
+    seen_by_server = server.metrics().get('streamlab_requests_total{status="413"}', 0)
     with fixed_proxy(proxy_name, server.port) as proxy:
         response = httpx.post(proxy.url + "/v1/chat/completions", content=chunks, timeout=30,
                               headers={"content-type": "application/json"})
     assert response.request.headers.get("transfer-encoding") == "chunked"
-    assert_openai_error(response, 413, "request_too_large")
+    if proxy_name == "haproxy":
+        assert_openai_error(response, 411, "length_required")
+    else:
+        assert_openai_error(response, 413, "request_too_large")
+    assert server.metrics().get('streamlab_requests_total{status="413"}', 0) == seen_by_server
 
 
 @pytest.mark.parametrize("proxy_name", PROXIES)
