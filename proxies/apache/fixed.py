@@ -11,4 +11,4 @@ def apache() -> ApacheSettings:
     return ApacheSettings(
         timeout=BODY, proxy_timeout=SILENCE, flushpackets="on", deflate_types=COMPRESSIBLE,
         request_header_timeout=HEADERS, request_body_timeout=BODY, keepalive_timeout=IDLE,
-        limit_request_body=MAX_BODY, json_errors=True, hide_version=True, max_request_workers=1000)
+        limit_request_body=MAX_BODY, refuse_chunked=True, json_errors=True, hide_version=True, max_request_workers=1000)

@@ -49,7 +49,8 @@ class ApacheSettings(ProxySettings):
     request_header_timeout: Optional[int] = Field(None, ge=1, le=86_400, description=(
         f"seconds to receive the request headers ({REQTIMEOUT}#requestreadtimeout)"))
     request_body_timeout: Optional[int] = Field(None, ge=1, le=86_400, description=(
-        f"seconds to receive the request body ({REQTIMEOUT}#requestreadtimeout)"))
+        "seconds to receive the WHOLE request body (no MinRate: a fixed deadline, measured) "
+        f"({REQTIMEOUT}#requestreadtimeout)"))
     keepalive_timeout: int = Field(5, ge=1, le=86_400, description=(
         f"seconds an idle keep-alive connection waits for the next request ({CORE}#keepalivetimeout)"))
 
@@ -57,6 +58,10 @@ class ApacheSettings(ProxySettings):
     limit_request_body: int = Field(1 << 30, ge=0, le=(1 << 31) - 1, description=(
         "largest request body in bytes, Content-Length or chunked (0: no limit; httpd 2.4.54+ "
         f"defaults to 1 GiB) ({CORE}#limitrequestbody)"))
+    refuse_chunked: bool = setting(
+        False, "answer 411 to a request body without a Content-Length (chunked): mod_proxy forwards "
+               "one whole, whatever LimitRequestBody says (measured)",
+        "https://httpd.apache.org/docs/2.4/mod/mod_rewrite.html#rewriterule")
     json_errors: bool = json_errors_setting("Apache", "HTML pages", f"{CORE}#errordocument")
     hide_version: bool = setting(
         False, "ServerTokens Prod and ServerSignature Off: `Server: Apache`, and no version on its own "
@@ -70,4 +75,5 @@ class ApacheSettings(ProxySettings):
 
     @property
     def error_pages(self) -> list[ProxyError]:
-        return errors_for(APACHE_OWN_ERRORS) if self.json_errors else []
+        statuses = (*APACHE_OWN_ERRORS, 411) if self.refuse_chunked else APACHE_OWN_ERRORS
+        return errors_for(sorted(statuses)) if self.json_errors else []

@@ -135,6 +135,7 @@ NON_DEFAULT: dict[type[ProxySettings], dict[str, dict[str, Any]]] = {
         "request_body_timeout": {"request_body_timeout": 60},
         "keepalive_timeout": {"keepalive_timeout": 60},
         "limit_request_body": {"limit_request_body": 8 * 1024 * 1024},
+        "refuse_chunked": {"refuse_chunked": True},
         "json_errors": {"json_errors": True},
         "hide_version": {"hide_version": True},
         "max_request_workers": {"max_request_workers": 1000},

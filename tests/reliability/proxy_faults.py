@@ -37,7 +37,8 @@ SCALED: dict[ProxyName, dict[str, Any]] = {
     "envoy": {"request_headers_timeout": HEADER_TIMEOUT_S, "downstream_idle_timeout": IDLE_TIMEOUT_S},
     # Varnish's header wait is its runtime parameter timeout_idle (5 s), which a VCL cannot set.
     "varnish": {"timeout_idle": IDLE_TIMEOUT_S},
-    "apache": {"request_header_timeout": int(HEADER_TIMEOUT_S), "keepalive_timeout": int(IDLE_TIMEOUT_S)},
+    "apache": {"request_header_timeout": int(HEADER_TIMEOUT_S), "keepalive_timeout": int(IDLE_TIMEOUT_S),
+               "request_body_timeout": int(BODY_TIMEOUT_S)},
     "caddy": {"read_header_timeout": HEADER_TIMEOUT_S, "idle_timeout": IDLE_TIMEOUT_S},
     # Traefik's readTimeout bounds the whole request, headers and body (tests/reliability/test_traefik_hostile.py).
     "traefik": {"read_timeout": HEADER_TIMEOUT_S, "idle_timeout": IDLE_TIMEOUT_S},
