@@ -18,6 +18,7 @@ GZIP = "https://nginx.org/en/docs/http/ngx_http_gzip_module.html"
 HTTP_CORE = "https://nginx.org/en/docs/http/ngx_http_core_module.html"
 # Statuses nginx answers on its own in front of one upstream (the upstream's own pass through).
 NGINX_OWN_ERRORS = (400, 408, 413, 414, 494, 500, 501, 502, 503, 504)
+LIMIT_CONN = "https://nginx.org/en/docs/http/ngx_http_limit_conn_module.html"
 SSL = "https://nginx.org/en/docs/http/ngx_http_ssl_module.html"
 HTTP2 = "https://nginx.org/en/docs/http/ngx_http_v2_module.html"
 
@@ -97,6 +98,11 @@ class NginxSettings(ProxySettings):
     client_body_timeout: NginxDuration = setting(
         "60s", "longest pause between two reads of the request body (not the whole body)",
         f"{HTTP_CORE}#client_body_timeout")
+    limit_conn_per_client: int | None = Field(
+        None, ge=1, le=1_000_000, description="requests in flight from one client address (its "
+        "uploads and its streams); beyond it 429 (None: no limit). nginx has no deadline for a whole "
+        f"request body, so this is what bounds a client that trickles many ({LIMIT_CONN}#limit_conn)",
+        json_schema_extra={"docs": f"{LIMIT_CONN}#limit_conn"})
     keepalive_timeout: NginxDuration = setting(
         "75s", "how long an idle client keep-alive connection stays open between requests",
         f"{HTTP_CORE}#keepalive_timeout")
@@ -148,7 +154,8 @@ class NginxSettings(ProxySettings):
         494 is nginx's internal code for headers too large (sent as 400): answered as 431."""
         if not self.json_errors:
             return []
-        return [(status, ERRORS[431 if status == 494 else status]) for status in NGINX_OWN_ERRORS]
+        statuses = sorted((*NGINX_OWN_ERRORS, 429)) if self.limit_conn_per_client else NGINX_OWN_ERRORS
+        return [(status, ERRORS[431 if status == 494 else status]) for status in statuses]
 
     @field_validator("gzip_types")
     @classmethod

@@ -50,6 +50,7 @@ NON_DEFAULT: dict[type[ProxySettings], dict[str, dict[str, Any]]] = {
         "proxy_ignore_client_abort": {"proxy_ignore_client_abort": True},
         "client_header_timeout": {"client_header_timeout": "10s"},
         "client_body_timeout": {"client_body_timeout": 30},
+        "limit_conn_per_client": {"limit_conn_per_client": 1024},
         "keepalive_timeout": {"keepalive_timeout": "60s"},
         "server_tokens": {"server_tokens": False},
         "json_errors": {"json_errors": True},
