@@ -10,9 +10,11 @@ Every choice here is explained in the exported files' comments; the numbers:
 - Hostile or unlucky clients (they bound the wait for a CLIENT, never a stream in flight):
   headers within 10 s (SDKs send them at once; a trickle or a silent connection is closed),
   an idle keep-alive connection closed after 60 s (above SDK pools' 5 s expiry, so a client
-  never sends on a connection the proxy is closing), a whole request body within 60 s (Envoy)
-  or no pause over 60 s in it (nginx, HAProxy).
-- Bodies above the server's own limit (8 MiB, `--max-body-bytes`) get 413 at the proxy.
+  never sends on a connection the proxy is closing), a whole request body within 60 s (Envoy,
+  Apache; HAProxy waits that long for it before connecting) and no pause over 60 s in it; nginx
+  bounds only the pause, and the requests one address keeps in flight (1,024).
+- Bodies above the server's own limit (8 MiB, `--max-body-bytes`) get 413 at the proxy; HAProxy
+  and Apache cannot count a chunked body they forward, so they refuse one (411).
 - The proxies' own errors are OpenAI-shaped JSON (proxies/errors.py); nginx hides its version;
   Envoy's admin is on a Unix socket (no TCP port: a web page can POST to loopback) and serves
   only read-only paths.
@@ -26,7 +28,7 @@ SILENCE = 300  # seconds: the longest silence a stream may keep, heartbeats asid
 COMPRESSIBLE = ("application/json", "text/plain")  # never text/event-stream
 HEADERS = 10  # seconds to receive a request's headers
 IDLE = 60  # seconds an idle client connection (no request in flight) stays open
-BODY = 60  # seconds: the longest pause in a request body (nginx, HAProxy), the whole body (Envoy)
+BODY = 60  # seconds: the longest pause in a body (nginx, HAProxy), the whole body (Envoy, Apache, HAProxy)
 MAX_BODY = 8 * 1024 * 1024  # bytes: the server's own --max-body-bytes default
 # Varnish's send_timeout bounds a WHOLE response (600 s by default): above any answer's length.
 LONGEST_ANSWER = 3600  # seconds
