@@ -259,3 +259,13 @@ def test_a_silence_cut_at_the_whole_response_deadline_is_named_as_that_deadline(
     assert kinds == {("total-timeout", "failure")}
     idle = [Measured("silence-mid-stream", False, "cut after 7.0 s", "idle-timeout", limit_s=7.0), cut[1]]
     assert {f.kind for f in findings("envoy", [], idle, {})} == {"idle-timeout", "total-timeout"}
+
+
+@pytest.mark.parametrize("limit, suspected", [(10, True), (100, False), (1024, False)])
+def test_nginx_limit_conn_is_suspected_only_below_the_concurrent_streams(tmp_path, limit, suspected):
+    """proxies/fixed/nginx.conf bounds one address with `limit_conn per_client 1024`: at or above
+    --streams it leaves them through."""
+    write(tmp_path, "conf.d/zone.conf", "limit_conn_zone $binary_remote_addr zone=per_client:10m;\n")
+    path = write(tmp_path, "nginx.conf", NGINX.format(location=f"limit_conn per_client {limit};"))
+    kinds = {s.kind for s in suspicions(read_config(path), Options(max_silence_s=10, streams=100))}
+    assert ("connection-limit" in kinds) == suspected, kinds

@@ -63,8 +63,13 @@ def suspicions(r: Reading, o: Options) -> list[Suspicion]:
                                f"worker_connections {needed}; worker_rlimit_nofile {needed * 2};",
                                ("concurrent-streams",)))
     limit_conn = r.get("limit_conn")
-    if limit_conn.value:
+    # `limit_conn ZONE N`: a limit per key (a client address, mostly) at or above --streams leaves
+    # the streams through (proxies/fixed/nginx.conf bounds one address's slow uploads with one).
+    allowed = limit_conn.value.split()[-1] if limit_conn.value else ""
+    if limit_conn.value and not (allowed.isdigit() and int(allowed) >= o.streams):
         found.append(Suspicion("connection-limit", limit_conn.where,
-                               f"{limit_conn.text}: streams beyond the limit get 503", "raise or remove limit_conn "
+                               f"{limit_conn.text}: streams beyond the limit are refused (503, or "
+                               f"limit_conn_status) (--streams is {o.streams})",
+                               f"limit_conn above the concurrent streams (at least {o.streams}), or none "
                                "for the streaming location", ("concurrent-streams",)))
     return found
