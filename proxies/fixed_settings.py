@@ -26,6 +26,8 @@ from __future__ import annotations
 
 SILENCE = 300  # seconds: the longest silence a stream may keep, heartbeats aside
 COMPRESSIBLE = ("application/json", "text/plain")  # never text/event-stream
+# HAProxy's gzip delays every event of any stream by one event: only what is answered whole.
+WHOLE_ANSWERS = ("application/json",)
 HEADERS = 10  # seconds to receive a request's headers
 IDLE = 60  # seconds an idle client connection (no request in flight) stays open
 BODY = 60  # seconds: the longest pause in a body (nginx, HAProxy), the whole body (Envoy, Apache, HAProxy)

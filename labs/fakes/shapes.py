@@ -9,6 +9,7 @@ pacing; every knob has a default, and a bad value is a 400 before anything is st
 from __future__ import annotations
 
 import asyncio
+import re
 import gzip
 import json
 import socket
@@ -130,7 +131,7 @@ async def paced(r: Reply) -> None:
 
     n=20, interval=0.02 s, headers_delay_s=0 (silence before the headers), heartbeat_every=K
     (a `: ping` before every K-th event), stamp=1 (`sent_at` in each chunk), accel=1
-    (`X-Accel-Buffering: no`). An HTTP/1.0 request gets a close-delimited body, as from an
+    (`X-Accel-Buffering: no`), content_type=TYPE (the header only: the body stays SSE-framed). An HTTP/1.0 request gets a close-delimited body, as from an
     HTTP/1.0 server; an HTTP/1.1 one a chunked body, on a connection that can be kept alive.
     A client that closes mid-stream is seen at once (the pause between events watches for it).
     """
@@ -139,8 +140,11 @@ async def paced(r: Reply) -> None:
     if delay:
         await asyncio.sleep(delay)  # the upstream's silence before its headers (what is tested)
     frame = chunked if not r.http10 else (lambda data: data)
+    content_type = r.knobs.get("content_type", "text/event-stream")
+    if not re.fullmatch(r"[A-Za-z0-9!#$&^_.+/=; -]{1,100}", content_type):
+        raise BadQuery(f"content_type={content_type!r} is not a media type")
     head = ["HTTP/1.1 200 OK" if not r.http10 else "HTTP/1.0 200 OK",
-            "content-type: text/event-stream", "cache-control: no-cache"]
+            f"content-type: {content_type}", "cache-control: no-cache"]
     if r.flag("accel"):
         head.append("x-accel-buffering: no")
     head.append("transfer-encoding: chunked" if not r.http10 else "connection: close")

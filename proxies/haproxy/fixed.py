@@ -2,7 +2,7 @@
 the numbers they share, and why, are `proxies/fixed_settings.py`."""
 from __future__ import annotations
 
-from proxies.fixed_settings import BODY, COMPRESSIBLE, HEADERS, IDLE, MAX_BODY, SILENCE
+from proxies.fixed_settings import BODY, HEADERS, IDLE, MAX_BODY, SILENCE, WHOLE_ANSWERS
 from proxies.haproxy.settings import HaproxySettings
 
 
@@ -10,7 +10,8 @@ def haproxy() -> HaproxySettings:
     return HaproxySettings(
         maxconn_global=8192, maxconn_frontend=4096,
         http_no_delay=True, abortonclose=True,
-        compression_algo="gzip", compression_types=COMPRESSIBLE,
+        # Whole JSON answers only: its gzip delays every event of a stream (the template says why).
+        compression_algo="gzip", compression_types=WHOLE_ANSWERS,
         # timeout client bounds a client that pauses its upload or stops reading, never a silence
         # of the server's (measured: a 1 s timeout client did not cut a stream silent for 3 s).
         timeout_connect="5s", timeout_client=BODY, timeout_server=SILENCE, timeout_tunnel="1h",

@@ -69,3 +69,16 @@ def test_a_client_that_leaves_mid_stream_is_seen_at_once(upstream: FakeUpstream)
     assert r.outcome == "disconnected"
     wait_until(lambda: len(upstream.stats.disconnects) > before, 2, describe="the fake to see the close")
     assert upstream.stats.disconnects[-1] < 0.25  # well before the next event was due (0.5 s)
+
+
+def test_the_content_type_knob_sets_the_header_only_and_refuses_what_is_not_a_type(upstream: FakeUpstream) -> None:
+    conn = http.client.HTTPConnection("127.0.0.1", upstream.port, timeout=5)
+    try:
+        conn.request("GET", "/paced?n=2&interval=0.01&content_type=text/plain;%20charset=utf-8")
+        response = conn.getresponse()
+        typed, body = response.getheader("content-type"), response.read()
+    finally:
+        conn.close()
+    assert typed == "text/plain; charset=utf-8" and body.count(b"data: {") == 4  # role, 2 tokens, finish
+    status, said = _get(upstream, "/paced?content_type=text/plain%0d%0aX-Evil:%201")
+    assert status == 400 and b"content_type" in said
