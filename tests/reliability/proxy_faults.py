@@ -26,15 +26,17 @@ IDLE_TIMEOUT_S = 3.0
 # How late a proxy may act on a timer on a shared, noisy 2-core machine; the bounds it separates
 # are IDLE_TIMEOUT_S - HEADER_TIMEOUT_S = 2 s apart, and the trickles last 20 s.
 LATE_S = 1.5
-# The whole-body deadline (HAProxy's wait-for-body, Apache's RequestReadTimeout body=), 60 s in
-# the fixed configs: a 1 byte/s upload is closed at it (tests/reliability/test_bodies_nginx_haproxy_apache.py).
+# The whole-body deadline (HAProxy's wait-for-body, Apache's RequestReadTimeout body=, Envoy's
+# request_timeout), 60 s in the fixed configs: a slow upload is closed at it
+# (tests/reliability/test_hostile_bodies.py).
 BODY_TIMEOUT_S = 2.0
 
 SCALED: dict[ProxyName, dict[str, Any]] = {
     "nginx": {"client_header_timeout": HEADER_TIMEOUT_S, "keepalive_timeout": IDLE_TIMEOUT_S},
     "haproxy": {"timeout_http_request": HEADER_TIMEOUT_S, "timeout_http_keep_alive": IDLE_TIMEOUT_S,
                 "timeout_body": BODY_TIMEOUT_S},
-    "envoy": {"request_headers_timeout": HEADER_TIMEOUT_S, "downstream_idle_timeout": IDLE_TIMEOUT_S},
+    "envoy": {"request_headers_timeout": HEADER_TIMEOUT_S, "downstream_idle_timeout": IDLE_TIMEOUT_S,
+              "request_timeout": BODY_TIMEOUT_S},
     # Varnish's header wait is its runtime parameter timeout_idle (5 s), which a VCL cannot set.
     "varnish": {"timeout_idle": IDLE_TIMEOUT_S},
     "apache": {"request_header_timeout": int(HEADER_TIMEOUT_S), "keepalive_timeout": int(IDLE_TIMEOUT_S),

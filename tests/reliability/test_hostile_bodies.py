@@ -3,15 +3,17 @@ the fake upstream (labs.fakes), which sets no limit of its own and counts every 
 request and body byte it receives: so what stops a body is the proxy, never the server.
 
 - A slow upload (headers at once, `Content-Length: 100000`, then the body at 10 bytes/s on a few
-  connections) is closed at the config's whole-body deadline (scaled to DEADLINE_S here), and
-  holds no upstream connection while it trickles: the proxy waits for the body before it
-  connects. While the uploads trickle, an ordinary stream still streams: its first event soon,
-  one event per read.
+  connections) is closed at the config's whole-body deadline (60 s exported, BODY_TIMEOUT_S
+  here), and holds no upstream connection while it trickles: the proxy waits for the body
+  before it connects. While the uploads trickle, an ordinary stream still streams: its first
+  event soon, one event per read.
 - A body over the limit (MAX_BODY + 1 MiB), with a Content-Length and chunked, gets the proxy's
-  own 413 in the OpenAI shape and never reaches the upstream.
+  own error in the OpenAI shape (413; 411 where the proxy cannot count a chunked body, so it
+  refuses every one) and never reaches the upstream.
 
 What a proxy cannot do is declared in DEFENCES as measured, with the reason, so a change in the
-program shows as a failure here.
+program shows as a failure here; each bound is also shown to depend on the fixed config's
+setting (without it, the same client gets through).
 """
 from __future__ import annotations
 
@@ -27,70 +29,84 @@ import pytest
 
 from labs.client.results import StreamResult
 from labs.fakes.upstream import FakeUpstream
-from proxies import variant
 from proxies.base import ProxyName
 from proxies.fixed_settings import MAX_BODY
 from proxies.runtime.base import Runtime
-from tests.reliability.proxy_faults import LATE_S, assert_openai_error, connections_to, fixed
-from tests.runtimes import on_free_ports, stream
+from proxies.runtime.local import run_proxy
+from server.processes import wait_until
+from tests.reliability.proxy_faults import (BODY_TIMEOUT_S, LATE_S, assert_openai_error, connections_to, fixed)
+from tests.runtimes import stream
 
 pytestmark = pytest.mark.slow
-DEADLINE_S = 2.0  # the whole-body deadline, scaled from the exported 60 s
-UPLOADS = 3  # slow uploads at once (bounded: loopback only, a few sockets)
-UPLOAD_BYTES = 100_000  # at 10 bytes/s: hours, unless the deadline ends it
+UPLOADS = 5  # slow uploads at once (bounded: loopback only, a few sockets)
+UPLOAD_BYTES = 100_000  # at 10 bytes/s: hours, unless a deadline ends it
 UPLOAD_HEAD = (b"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
                b"Content-Length: %d\r\n\r\n" % UPLOAD_BYTES)
 TOO_LARGE = MAX_BODY + 1024 * 1024
+SMALL_CHUNKED = (b'{"model": ', b'"tiny"}')  # a small chunked body, in two chunks
+JSON = {"content-type": "application/json"}
 # The ordinary stream measured while the uploads trickle: 20 events 50 ms apart, headers 50 ms
 # in (as a model's: clear of Traefik's early cut of POST streams answered at once).
 ORDINARY = "/v1/chat/completions?n=20&interval=0.05&headers_delay_s=0.05"
 ORDINARY_BODY = b'{"model": "tiny", "stream": true, "messages": []}'
+QUICK = "/v1/chat/completions?n=1&interval=0"  # one event: a request that passes through at once
 
 
 @dataclass(frozen=True)
 class Defence:
     """What a fixed config does against slow and huge bodies (measured)."""
 
-    deadline: str  # the setting that bounds a whole request body, scaled to DEADLINE_S here
-    status: int | None  # what the proxy answers a slow upload at its deadline (None: it only closes)
+    deadline: str | None  # the setting that bounds a whole body (None: the proxy has none)
+    off: Any = None  # that setting's value that turns the bound off (the converse)
+    answer: int | None = None  # its answer to a slow upload at the deadline (None: it only closes)
+    chunked: int = 413  # its answer to a chunked body over the limit; 411: it refuses every one
 
 
 DEFENCES: dict[ProxyName, Defence] = {
-    # request_timeout: the whole request, body included; the buffer filter (max_request_bytes)
-    # holds the body until it is complete, so the router connects only then.
-    "envoy": Defence(deadline="request_timeout", status=408),
+    # client_body_timeout bounds a pause, not the body: nginx has no whole-body deadline. It reads
+    # the body before it connects, so a trickle holds no upstream; limit_conn bounds how many one
+    # client address keeps open (test below). It counts a chunked body.
+    "nginx": Defence(deadline=None),
+    # http-request wait-for-body: no upstream until the body is in (up to its buffer), closed
+    # silently at the deadline, as at its header timeout. It cannot count a chunked body: 411.
+    "haproxy": Defence(deadline="timeout_body", off=None, chunked=411),
+    # RequestReadTimeout body= without a MinRate: a whole-body deadline, a JSON 408. mod_proxy
+    # ignores LimitRequestBody for what it forwards: every chunked body gets 411.
+    "apache": Defence(deadline="request_body_timeout", off=None, answer=408, chunked=411),
+    # request_timeout: the whole request, body included, a JSON 408; the buffer filter holds the
+    # body until it is complete (and counts a chunked one), so the router connects only then.
+    "envoy": Defence(deadline="request_timeout", off="0s", answer=408),
 }
 PROXIES = tuple(DEFENCES)
+BOUNDED = tuple(name for name, defence in DEFENCES.items() if defence.deadline)
+REFUSE_CHUNKED = tuple(name for name, defence in DEFENCES.items() if defence.chunked == 411)
 
 
 @dataclass
 class Uploads:
-    """The slow uploads' outcome: when each was closed, what the proxy answered, and what the
-    upstream saw meanwhile."""
+    """The slow uploads' outcome, and what the upstream saw meanwhile."""
 
-    closed_after_s: list[float | None]
+    closed_after_s: list[float | None]  # None: still open at the end
     answers: list[bytes]
-    upstream_connections: int  # new connections the upstream accepted during the trickle
-    upstream_established_peak: int  # established connections to it, at most, during the trickle
-    upstream_body_bytes: int  # body bytes it received during the trickle
+    upstream_established_peak: int  # established connections to it, at most, above the baseline
+    upstream_body_bytes: int  # body bytes it received meanwhile
 
 
-def trickle(host: str, port: int, upstream: FakeUpstream, limit_s: float) -> Uploads:
-    """UPLOADS connections send UPLOAD_HEAD and then one body byte each per 0.1 s until the proxy
+def trickle(host: str, port: int, upstream: FakeUpstream, limit_s: float, count: int = UPLOADS) -> Uploads:
+    """`count` connections send UPLOAD_HEAD and then one body byte each per 0.1 s until the proxy
     closes them or `limit_s` passes."""
-    socks = [socket.create_connection((host, port), timeout=5) for _ in range(UPLOADS)]
-    connections, body_bytes = upstream.stats.connections, upstream.stats.body_bytes
-    closed: list[float | None] = [None] * UPLOADS
-    answers = [b""] * UPLOADS
+    baseline, body_bytes = connections_to(upstream.port), upstream.stats.body_bytes
+    socks = [socket.create_connection((host, port), timeout=5) for _ in range(count)]
+    closed: list[float | None] = [None] * count
+    answers = [b""] * count
     peak = 0
     started = time.monotonic()
     try:
         for sock in socks:
             sock.sendall(UPLOAD_HEAD + b"{")
         while (elapsed := time.monotonic() - started) < limit_s and None in closed:
-            peak = max(peak, connections_to(upstream.port))
-            open_ones = [s for s, c in zip(socks, closed) if c is None]
-            readable, _, _ = select.select(open_ones, [], [], 0.1)
+            peak = max(peak, connections_to(upstream.port) - baseline)
+            readable, _, _ = select.select([s for s, c in zip(socks, closed) if c is None], [], [], 0.1)
             for index, sock in enumerate(socks):
                 if closed[index] is not None:
                     continue
@@ -107,8 +123,7 @@ def trickle(host: str, port: int, upstream: FakeUpstream, limit_s: float) -> Upl
     finally:
         for sock in socks:
             sock.close()
-    return Uploads(closed, answers, upstream.stats.connections - connections, peak,
-                   upstream.stats.body_bytes - body_bytes)
+    return Uploads(closed, answers, peak, upstream.stats.body_bytes - body_bytes)
 
 
 def ordinary_stream_during(proxy_url: str) -> tuple[threading.Thread, list[StreamResult]]:
@@ -123,39 +138,73 @@ def ordinary_stream_during(proxy_url: str) -> tuple[threading.Thread, list[Strea
 def test_a_slow_upload_is_closed_at_the_body_deadline_and_holds_no_upstream(
         proxy_name: ProxyName, runtime: Runtime, upstream: FakeUpstream) -> None:
     defence = DEFENCES[proxy_name]
-    settings = fixed(proxy_name, upstream.port, **{defence.deadline: DEADLINE_S})
+    settings = fixed(proxy_name, upstream.port)
+    # A proxy with no deadline is watched for twice the others' (asserted as measured: still open).
+    window_s = BODY_TIMEOUT_S + LATE_S + 1 if defence.deadline else 2 * BODY_TIMEOUT_S + LATE_S
     with runtime.run_proxy(settings) as proxy:
-        baseline = connections_to(upstream.port)
         thread, ordinary = ordinary_stream_during(proxy.url)
-        uploads = trickle(settings.listen_host, settings.listen_port, upstream, DEADLINE_S + LATE_S + 2)
+        uploads = trickle(settings.listen_host, settings.listen_port, upstream, window_s)
         thread.join(timeout=30)
-    # Each upload closed at the deadline: not before (the trickle went on), not long after.
-    assert all(c is not None and DEADLINE_S * 0.9 <= c <= DEADLINE_S + LATE_S for c in uploads.closed_after_s), \
-        (uploads.closed_after_s, uploads.answers)
-    for answer in uploads.answers:  # the proxy's own answer, in the OpenAI shape, or none
-        if defence.status is None:
-            assert answer == b"", answer[:300]
-        else:
-            assert answer.startswith(b"HTTP/1.1 %d " % defence.status) and b'"error":' in answer, answer[:300]
-    # Nothing of the uploads reached the upstream: of the bytes it got, all were the ordinary stream's.
+    if defence.deadline is None:
+        assert uploads.closed_after_s == [None] * UPLOADS, uploads.closed_after_s
+    else:  # each closed at the deadline: not before (the trickle went on), not long after
+        assert all(c is not None and BODY_TIMEOUT_S * 0.9 <= c <= BODY_TIMEOUT_S + LATE_S
+                   for c in uploads.closed_after_s), (uploads.closed_after_s, uploads.answers)
+        for answer in uploads.answers:  # the proxy's own answer, in the OpenAI shape, or none
+            if defence.answer is None:
+                assert answer == b"", answer[:300]
+            else:
+                assert answer.startswith(b"HTTP/1.1 %d " % defence.answer) and b'"error":' in answer, answer[:300]
+    # Nothing of the uploads reached the upstream: the bytes it got were the ordinary stream's,
+    # over one connection (or a pooled one).
     assert uploads.upstream_body_bytes == len(ORDINARY_BODY), uploads
-    # The ordinary stream used one upstream connection (or a pooled one): no more than that.
-    assert uploads.upstream_established_peak <= baseline + 1, uploads
+    assert uploads.upstream_established_peak <= 1, uploads
     [result] = ordinary
     assert result.status == 200 and result.outcome == "complete" and result.content_events == 20
     assert result.ttft_s is not None and result.ttft_s < 0.2 + 0.05, result.ttft_s
     assert result.bursts >= 17, result.content_reads  # a busy 2-core box may merge an odd pair
 
 
-@pytest.mark.parametrize("proxy_name", PROXIES)
-def test_their_defaults_let_a_slow_upload_trickle_on(proxy_name: ProxyName, upstream: FakeUpstream) -> None:
-    """The other direction: without the fixed config's deadline the same trickle is still open
+@pytest.mark.parametrize("proxy_name", BOUNDED)
+def test_without_the_deadline_the_same_upload_trickles_on(proxy_name: ProxyName, upstream: FakeUpstream) -> None:
+    """The converse: the fixed config with its deadline turned off keeps the same trickle open
     well past it, so the test above measures the setting, not an accident of the harness."""
-    from proxies.runtime.local import run_proxy
-    with run_proxy(on_free_ports(variant(proxy_name, "defaults"), upstream.port)) as proxy:
+    defence = DEFENCES[proxy_name]
+    settings = fixed(proxy_name, upstream.port, **{defence.deadline: defence.off})  # type: ignore[dict-item]
+    with run_proxy(settings) as proxy:
         uploads = trickle(proxy.settings.listen_host, proxy.settings.listen_port, upstream,
-                          DEADLINE_S + LATE_S + 1)
+                          BODY_TIMEOUT_S + LATE_S + 1)
     assert uploads.closed_after_s == [None] * UPLOADS, uploads
+
+
+def test_nginx_refuses_uploads_beyond_the_per_client_limit(upstream: FakeUpstream) -> None:
+    """nginx's mitigation for the deadline it lacks: requests in flight per client address
+    (`limit_conn`, 1,024 exported: above the 1,000 streams one gateway sends; scaled to 4 here).
+    The next request from that address gets a JSON 429 at once; once the uploads end, it passes."""
+    limit = 4
+    with run_proxy(fixed("nginx", upstream.port, limit_conn_per_client=limit)) as proxy:
+        socks = [socket.create_connection((proxy.settings.listen_host, proxy.settings.listen_port), timeout=5)
+                 for _ in range(limit)]
+        for sock in socks:
+            sock.sendall(UPLOAD_HEAD + b"{")
+        requests = upstream.stats.requests
+        through = 0  # probes that passed before nginx had counted every upload
+
+        def refused() -> bool:
+            nonlocal through
+            probe = httpx.post(proxy.url + QUICK, json={"model": "tiny"}, timeout=10)
+            through += probe.status_code == 200
+            return probe.status_code == 429
+
+        wait_until(refused, 5, interval_s=0.05, describe="a request beyond the limit refused")
+        error = assert_openai_error(httpx.post(proxy.url + QUICK, json={"model": "tiny"}, timeout=10),
+                                    429, "too_many_connections")
+        for sock in socks:
+            sock.close()
+        wait_until(lambda: httpx.post(proxy.url + QUICK, json={"model": "tiny"}, timeout=10).status_code == 200,
+                   5, interval_s=0.05, describe="a request through once the uploads closed")
+    assert error["type"] == "invalid_request_error"
+    assert upstream.stats.requests - requests == through + 1, "an upload reached the upstream"
 
 
 def _body() -> bytes:
@@ -163,18 +212,41 @@ def _body() -> bytes:
         b"x" * TOO_LARGE + b'"}]}'
 
 
+def _chunks(body: bytes) -> Any:
+    return (body[start:start + 65536] for start in range(0, len(body), 65536))
+
+
 @pytest.mark.parametrize("framing", ["content-length", "chunked"])
 @pytest.mark.parametrize("proxy_name", PROXIES)
-def test_a_body_over_the_limit_gets_a_json_413_and_never_reaches_the_upstream(
+def test_a_body_over_the_limit_gets_a_json_error_and_never_reaches_the_upstream(
         proxy_name: ProxyName, framing: str, runtime: Runtime, upstream: FakeUpstream) -> None:
+    chunked = framing == "chunked"
     body = _body()
-    content: Any = body if framing == "content-length" else (
-        body[start:start + 65536] for start in range(0, len(body), 65536))
     requests, body_bytes = upstream.stats.requests, upstream.stats.body_bytes
     with runtime.run_proxy(fixed(proxy_name, upstream.port)) as proxy:
-        response = httpx.post(proxy.url + "/v1/chat/completions", content=content, timeout=30,
-                              headers={"content-type": "application/json"})
-    assert (response.request.headers.get("transfer-encoding") == "chunked") == (framing == "chunked")
-    assert_openai_error(response, 413, "request_too_large")
-    assert upstream.stats.requests == requests and upstream.stats.body_bytes == body_bytes, \
-        (upstream.stats.requests - requests, upstream.stats.body_bytes - body_bytes)
+        response = httpx.post(proxy.url + "/v1/chat/completions", content=_chunks(body) if chunked else body,
+                              headers=JSON, timeout=30)
+        unseen = (upstream.stats.requests - requests, upstream.stats.body_bytes - body_bytes)
+        small = httpx.post(proxy.url + QUICK, content=iter(SMALL_CHUNKED), headers=JSON, timeout=30) if chunked else None
+    assert (response.request.headers.get("transfer-encoding") == "chunked") == chunked
+    if chunked and DEFENCES[proxy_name].chunked == 411:
+        assert_openai_error(response, 411, "length_required")
+        assert small is not None  # the trade-off: every chunked body is refused, however small
+        assert_openai_error(small, 411, "length_required")
+    else:
+        assert_openai_error(response, 413, "request_too_large")
+        if small is not None:  # the proxy counts a chunked body: a small one passes
+            assert small.status_code == 200, small.text[:300]
+    assert unseen == (0, 0), f"the upstream got {unseen[0]} request(s), {unseen[1]:,} body bytes"
+
+
+@pytest.mark.parametrize("proxy_name", REFUSE_CHUNKED)
+def test_without_the_rule_a_chunked_body_over_the_limit_reaches_the_upstream_whole(
+        proxy_name: ProxyName, upstream: FakeUpstream) -> None:
+    """The converse of the 411: what these proxies do with a chunked body is forward it, whole."""
+    body = b"x" * TOO_LARGE
+    body_bytes = upstream.stats.body_bytes
+    with run_proxy(fixed(proxy_name, upstream.port, refuse_chunked=False)) as proxy:
+        response = httpx.post(proxy.url + QUICK, content=_chunks(body), headers=JSON, timeout=30)
+    assert response.status_code == 200 and upstream.stats.body_bytes - body_bytes == TOO_LARGE, \
+        (response.status_code, upstream.stats.body_bytes - body_bytes)
