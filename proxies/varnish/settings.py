@@ -8,7 +8,8 @@ from __future__ import annotations
 
 from typing import ClassVar, Optional
 
-from pydantic import Field
+from pydantic import Field, model_validator
+from typing_extensions import Self
 
 from proxies.base import ProxySettings, setting
 from proxies.errors import ProxyError, errors_for, json_errors_setting
@@ -64,11 +65,23 @@ class VarnishSettings(ProxySettings):
         None, ge=1, le=1 << 40,
         description=f"requests whose Content-Length is above this get 413 from Varnish (None: no "
                     f"limit) ({VCL_VAR}#req-http)")
+    cache_req_body: bool = setting(
+        False, "read every request body whole (std.cache_req_body, at most max_body_bytes) before "
+               "the backend fetch: a chunked body over the limit gets 413 too, and a slow upload "
+               "holds no backend connection while it trickles (off: the body is forwarded as it "
+               "comes, after the backend connection is opened)",
+        "https://varnish-cache.org/docs/7.1/reference/vmod_std.html#std-cache-req-body")
     json_errors: bool = json_errors_setting("Varnish", "its HTML guru meditation page",
                                             f"{VCL}#vcl-synth")
     hide_version: bool = setting(
         False, "no `Via: 1.1 varnish (Varnish/7.1)` on answers, its own ones included (Varnish adds "
                "it by default)", f"{VCL_VAR}#resp-http")
+
+    @model_validator(mode="after")
+    def _body_limit_to_cache(self) -> Self:
+        if self.cache_req_body and self.max_body_bytes is None:
+            raise ValueError("cache_req_body reads at most max_body_bytes: set it")
+        return self
 
     @property
     def error_pages(self) -> list[ProxyError]:

@@ -123,6 +123,7 @@ NON_DEFAULT: dict[type[ProxySettings], dict[str, dict[str, Any]]] = {
         "send_timeout": {"send_timeout": "1h"},
         "idle_send_timeout": {"idle_send_timeout": "60s"},
         "max_body_bytes": {"max_body_bytes": 8 * 1024 * 1024},
+        "cache_req_body": {"max_body_bytes": 8 * 1024 * 1024, "cache_req_body": True},
         "json_errors": {"json_errors": True},
         "hide_version": {"hide_version": True},
     },
