@@ -11,10 +11,14 @@ Every choice here is explained in the exported files' comments; the numbers:
   headers within 10 s (SDKs send them at once; a trickle or a silent connection is closed),
   an idle keep-alive connection closed after 60 s (above SDK pools' 5 s expiry, so a client
   never sends on a connection the proxy is closing), a whole request body within 60 s (Envoy,
-  Apache; HAProxy waits that long for it before connecting) and no pause over 60 s in it; nginx
-  bounds only the pause, and the requests one address keeps in flight (1,024).
+  Apache; Caddy's read_body and Traefik's readTimeout count the headers in; HAProxy waits that
+  long for it before connecting) and no pause over 60 s in it; nginx bounds only the pause, and
+  the requests one address keeps in flight (1,024); Varnish bounds neither, but reads a body
+  whole before it opens a backend connection, so a slow upload holds none (Caddy too, for
+  bodies with a Content-Length).
 - Bodies above the server's own limit (8 MiB, `--max-body-bytes`) get 413 at the proxy; HAProxy
-  and Apache cannot count a chunked body they forward, so they refuse one (411).
+  and Apache cannot count a chunked body they forward, so they refuse one (411); Varnish cuts a
+  chunked one at the limit; Traefik has no limit that leaves responses alone.
 - The proxies' own errors are OpenAI-shaped JSON (proxies/errors.py); nginx hides its version;
   Envoy's admin is on a Unix socket (no TCP port: a web page can POST to loopback) and serves
   only read-only paths.
@@ -30,7 +34,7 @@ COMPRESSIBLE = ("application/json", "text/plain")  # never text/event-stream
 WHOLE_ANSWERS = ("application/json",)
 HEADERS = 10  # seconds to receive a request's headers
 IDLE = 60  # seconds an idle client connection (no request in flight) stays open
-BODY = 60  # seconds: the longest pause in a body (nginx, HAProxy), the whole body (Envoy, Apache, HAProxy)
+BODY = 60  # seconds: the longest pause in a body (nginx, HAProxy), the whole body (Envoy, Apache, HAProxy, Caddy, Traefik)
 MAX_BODY = 8 * 1024 * 1024  # bytes: the server's own --max-body-bytes default
 # Varnish's send_timeout bounds a WHOLE response (600 s by default): above any answer's length.
 LONGEST_ANSWER = 3600  # seconds

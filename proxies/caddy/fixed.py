@@ -2,7 +2,7 @@
 the numbers they share, and why, are `proxies/fixed_settings.py`."""
 from __future__ import annotations
 
-from proxies.fixed_settings import HEADERS, IDLE, MAX_BODY, SILENCE
+from proxies.fixed_settings import BODY, HEADERS, IDLE, MAX_BODY, SILENCE
 from proxies.caddy.settings import CaddySettings
 
 
@@ -10,5 +10,5 @@ def caddy() -> CaddySettings:
     return CaddySettings(
         encode=("gzip",), encode_skip_event_streams=True, flush_interval="-1",
         dial_timeout="5s", read_timeout=SILENCE,
-        read_header_timeout=HEADERS, idle_timeout=IDLE,
-        max_body_bytes=MAX_BODY, json_errors=True)
+        read_header_timeout=HEADERS, read_body_timeout=BODY, idle_timeout=IDLE,
+        max_body_bytes=MAX_BODY, buffer_requests=True, json_errors=True)

@@ -7,7 +7,8 @@ from __future__ import annotations
 
 from typing import ClassVar, Literal, Optional
 
-from pydantic import Field
+from pydantic import Field, model_validator
+from typing_extensions import Self
 
 from proxies.base import ProxySettings, setting
 from proxies.errors import FALLBACK_SERVER, ProxyError, errors_for, json_errors_setting
@@ -50,12 +51,29 @@ class CaddySettings(ProxySettings):
         None, "time to read the request headers (None: no limit)", f"{OPTIONS}#timeouts")
     idle_timeout: Optional[CaddyDuration] = setting(
         None, "idle keep-alive connection lifetime (None: 5m)", f"{OPTIONS}#timeouts")
+    read_body_timeout: Optional[CaddyDuration] = setting(
+        None, "time to read a whole request, headers and body, from the first byte (Go's "
+              "ReadTimeout; None: no limit)", f"{OPTIONS}#timeouts")
 
     # Requests Caddy refuses itself, and how it says so.
     max_body_bytes: Optional[int] = Field(
         None, ge=1, le=1 << 40,
-        description=f"larger request bodies get 413 (None: no limit) ({DOCS}/directives/request_body)")
+        description=f"larger request bodies get 413: by the Content-Length before anything is "
+                    f"forwarded, a chunked one when the count reaches it (None: no limit) "
+                    f"({DOCS}/directives/request_body)")
+    buffer_requests: bool = setting(
+        False, "a request with a Content-Length is read whole (already checked against "
+               "max_body_bytes) before the server is dialed (Caddy 2.6's buffer_requests); chunked "
+               "ones are forwarded as they come either way, as Caddy 2.6.2 would forward a chunked "
+               "body cut at max_size as if whole (off: every body is forwarded as it comes)",
+        f"{PROXY}#streaming")
     json_errors: bool = json_errors_setting("Caddy", "empty bodies", f"{DOCS}/directives/handle_errors")
+
+    @model_validator(mode="after")
+    def _buffer_within_the_limit(self) -> Self:
+        if self.buffer_requests and self.max_body_bytes is None:
+            raise ValueError("buffer_requests holds bodies up to max_body_bytes: set it")
+        return self
 
     @property
     def error_pages(self) -> list[ProxyError]:

@@ -152,7 +152,9 @@ NON_DEFAULT: dict[type[ProxySettings], dict[str, dict[str, Any]]] = {
         "read_timeout": {"read_timeout": 2},
         "read_header_timeout": {"read_header_timeout": 10},
         "idle_timeout": {"idle_timeout": "60s"},
+        "read_body_timeout": {"read_body_timeout": "60s"},
         "max_body_bytes": {"max_body_bytes": 8 * 1024 * 1024},
+        "buffer_requests": {"max_body_bytes": 8 * 1024 * 1024, "buffer_requests": True},
         "json_errors": {"json_errors": True},
     },
     TraefikSettings: {

@@ -27,8 +27,9 @@ IDLE_TIMEOUT_S = 3.0
 # are IDLE_TIMEOUT_S - HEADER_TIMEOUT_S = 2 s apart, and the trickles last 20 s.
 LATE_S = 1.5
 # The whole-body deadline (HAProxy's wait-for-body, Apache's RequestReadTimeout body=, Envoy's
-# request_timeout), 60 s in the fixed configs: a slow upload is closed at it
-# (tests/reliability/test_hostile_bodies.py).
+# request_timeout, Caddy's read_body), 60 s in the fixed configs, between the two bounds above so
+# each is told apart; Traefik's readTimeout is scaled to HEADER_TIMEOUT_S: it is its header
+# timeout too. A slow upload is closed at it (tests/reliability/test_hostile_bodies.py).
 BODY_TIMEOUT_S = 2.0
 
 SCALED: dict[ProxyName, dict[str, Any]] = {
@@ -41,7 +42,8 @@ SCALED: dict[ProxyName, dict[str, Any]] = {
     "varnish": {"timeout_idle": IDLE_TIMEOUT_S},
     "apache": {"request_header_timeout": int(HEADER_TIMEOUT_S), "keepalive_timeout": int(IDLE_TIMEOUT_S),
                "request_body_timeout": int(BODY_TIMEOUT_S)},
-    "caddy": {"read_header_timeout": HEADER_TIMEOUT_S, "idle_timeout": IDLE_TIMEOUT_S},
+    "caddy": {"read_header_timeout": HEADER_TIMEOUT_S, "read_body_timeout": BODY_TIMEOUT_S,
+              "idle_timeout": IDLE_TIMEOUT_S},
     # Traefik's readTimeout bounds the whole request, headers and body (tests/reliability/test_traefik_hostile.py).
     "traefik": {"read_timeout": HEADER_TIMEOUT_S, "idle_timeout": IDLE_TIMEOUT_S},
 }

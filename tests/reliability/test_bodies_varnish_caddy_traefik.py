@@ -3,11 +3,13 @@ behind an upstream with no body limit of its own (tests/reliability/counting_ups
 the proxy, not the server, is what stops a body. What a proxy cannot do is asserted as measured,
 so a change in the program shows.
 
-- A slow upload (headers at once with a Content-Length, the body a byte at a time): Varnish
-  reads it whole before its backend fetch (cache_req_body), so it holds no backend connection,
-  but nothing in Varnish 7.1 bounds the whole body: the trickle stays open.
-- A body over MAX_BODY: Varnish answers 413 from the Content-Length and cuts a chunked one at
-  the limit, nothing forwarded.
+- A slow upload (headers at once with a Content-Length, the body a byte at a time): Caddy closes
+  it at read_body (60 s, scaled to 2 s) and, buffering it, never dials the server while it
+  trickles; Varnish reads it whole before its backend fetch (cache_req_body), so it holds no
+  backend connection, but nothing in Varnish 7.1 bounds the whole body: the trickle stays open.
+- A body over MAX_BODY: Caddy answers 413 (OpenAI-shaped) from the Content-Length before
+  forwarding, and a chunked one at the limit, the server having seen no end of it; Varnish
+  answers 413 from the Content-Length and cuts a chunked one at the limit, nothing forwarded.
 """
 from __future__ import annotations
 
@@ -25,7 +27,7 @@ from proxies.fixed_settings import MAX_BODY
 from proxies.runtime.local import run_proxy
 from server.processes import wait_until
 from tests.reliability.counting_upstream import CountingUpstream, counting_upstream
-from tests.reliability.proxy_faults import (LATE_S, assert_openai_error, connect,
+from tests.reliability.proxy_faults import (BODY_TIMEOUT_S, LATE_S, assert_openai_error, connect,
                                             connections_to, fixed_proxy)
 from tests.runtimes import on_free_ports
 
@@ -34,7 +36,7 @@ UPLOAD_BYTES = 100_000
 CLIENTS = 5
 EVERY_S = 0.1  # a byte per client per 0.1 s: 100,000 bytes would take almost 3 hours
 TOO_LARGE = MAX_BODY + 1024 * 1024
-WATCH_S = 2.0 + 2 * LATE_S  # how long the trickles are watched
+WATCH_S = BODY_TIMEOUT_S + 2 * LATE_S  # how long the trickles are watched
 
 
 @pytest.fixture
@@ -76,6 +78,20 @@ def _trickle(socks: list[socket.socket], upstream_port: int, watch_s: float) -> 
     return closed, most
 
 
+def test_caddy_closes_a_slow_upload_at_read_body_and_never_dials_meanwhile(upstream: CountingUpstream) -> None:
+    with fixed_proxy("caddy", upstream.port) as proxy:
+        socks = _start_uploads(proxy)
+        closed, most = _trickle(socks, upstream.port, WATCH_S)
+        for sock in socks:
+            sock.close()
+    assert most == 0, f"{most} upstream connections held while the uploads trickled"
+    assert all(t is not None and BODY_TIMEOUT_S * 0.9 <= t <= BODY_TIMEOUT_S + LATE_S for t in closed), closed
+    # Measured (Caddy 2.6.2): once read_body cuts it, buffer_requests still sends the bytes it
+    # had on, under the client's Content-Length; the server never sees the body completed.
+    assert all(received < UPLOAD_BYTES for received in upstream.bodies), upstream.bodies
+    assert not any(upstream.complete), upstream.complete
+
+
 def test_varnish_holds_no_backend_connection_for_a_slow_upload_but_keeps_it_open(upstream: CountingUpstream) -> None:
     with fixed_proxy("varnish", upstream.port) as proxy:
         socks = _start_uploads(proxy)
@@ -88,7 +104,7 @@ def test_varnish_holds_no_backend_connection_for_a_slow_upload_but_keeps_it_open
     assert upstream.bodies == [], upstream.bodies
 
 
-@pytest.mark.parametrize("proxy_name", ["varnish"])
+@pytest.mark.parametrize("proxy_name", ["varnish", "caddy"])
 def test_the_bare_defaults_hold_an_upstream_connection_for_a_slow_upload(
         proxy_name: ProxyName, upstream: CountingUpstream) -> None:
     """The other direction: the way the measure above would see a held upstream connection."""
@@ -116,6 +132,19 @@ def _settled(upstream: CountingUpstream, requests: int) -> None:
     """The upstream has finished counting `requests` requests (it counts one when it ends)."""
     wait_until(lambda: len(upstream.bodies) >= requests and upstream.open_connections == 0,
                5 + LATE_S, interval_s=0.05, describe=f"{requests} requests counted upstream")
+
+
+@pytest.mark.parametrize("chunked", [False, True], ids=["content-length", "chunked"])
+def test_caddy_refuses_a_too_large_body_with_a_json_413(chunked: bool, upstream: CountingUpstream) -> None:
+    with fixed_proxy("caddy", upstream.port) as proxy:
+        response = _post_too_large(proxy, chunked)
+    assert isinstance(response, httpx.Response), response
+    assert_openai_error(response, 413, "request_too_large")
+    if chunked:  # counted while forwarded: the server saw at most the limit, and no end of it
+        _settled(upstream, 1)
+        assert upstream.bodies[0] <= MAX_BODY and upstream.complete == [False], upstream
+    else:  # judged by the Content-Length: nothing forwarded
+        assert upstream.bodies == [], upstream.bodies
 
 
 @pytest.mark.parametrize("chunked", [False, True], ids=["content-length", "chunked"])
