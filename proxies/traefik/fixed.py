@@ -11,5 +11,6 @@ def traefik() -> TraefikSettings:
         read_timeout=BODY, write_timeout=0, idle_timeout=IDLE, flush_interval="-1",
         dial_timeout="5s", response_header_timeout=SILENCE, idle_conn_timeout="4s",
         # No body limit here: Traefik's only one (the buffering middleware) also holds every
-        # response whole; the server's own --max-body-bytes answers 413.
+        # response whole, maxResponseBodyBytes 0 included (measured; the exported file says
+        # so); the server's own --max-body-bytes answers 413.
         compress=True, compress_included_types=COMPRESSIBLE)

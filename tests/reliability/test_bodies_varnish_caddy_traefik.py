@@ -7,9 +7,13 @@ so a change in the program shows.
   it at read_body (60 s, scaled to 2 s) and, buffering it, never dials the server while it
   trickles; Varnish reads it whole before its backend fetch (cache_req_body), so it holds no
   backend connection, but nothing in Varnish 7.1 bounds the whole body: the trickle stays open.
+  Traefik's readTimeout closes it, an upstream connection held meanwhile
+  (test_traefik_hostile.py).
 - A body over MAX_BODY: Caddy answers 413 (OpenAI-shaped) from the Content-Length before
   forwarding, and a chunked one at the limit, the server having seen no end of it; Varnish
-  answers 413 from the Content-Length and cuts a chunked one at the limit, nothing forwarded.
+  answers 413 from the Content-Length and cuts a chunked one at the limit, nothing forwarded;
+  Traefik forwards both whole (its only body limit, the buffering middleware, holds every
+  response whole).
 """
 from __future__ import annotations
 
@@ -163,6 +167,18 @@ def test_varnish_without_cache_req_body_forwards_a_chunked_body_whole(upstream: 
     """The other direction: Varnish before this fix (the Content-Length check alone)."""
     with fixed_proxy("varnish", upstream.port, cache_req_body=False) as proxy:
         response = _post_too_large(proxy, chunked=True)
+    assert isinstance(response, httpx.Response) and response.status_code == 200, response
+    _settled(upstream, 1)
+    assert upstream.bodies[0] > TOO_LARGE and upstream.complete == [True], upstream
+
+
+@pytest.mark.parametrize("chunked", [False, True], ids=["content-length", "chunked"])
+def test_traefik_forwards_a_too_large_body_whole(chunked: bool, upstream: CountingUpstream) -> None:
+    """Measured: Traefik has no body limit that leaves responses alone (its buffering middleware
+    holds every response whole, maxResponseBodyBytes 0 included); the server's own limit
+    (--max-body-bytes) is what answers 413 behind it."""
+    with fixed_proxy("traefik", upstream.port) as proxy:
+        response = _post_too_large(proxy, chunked)
     assert isinstance(response, httpx.Response) and response.status_code == 200, response
     _settled(upstream, 1)
     assert upstream.bodies[0] > TOO_LARGE and upstream.complete == [True], upstream
