@@ -168,7 +168,7 @@ def test_the_fixed_vcl_measured(verify_server):
     failed = {c.name for c in report.checks if not c.passed and c.ran}
     assert failed == {"disconnect"}, [(c.name, c.observed) for c in report.checks]
     [finding] = report.failures()
-    assert finding.kind == "disconnect-not-propagated" and finding.where.endswith("varnish.vcl:50")
+    assert finding.kind == "disconnect-not-propagated" and finding.where.endswith("varnish.vcl:64")
     loopback = next(c for c in report.checks if c.name == "loopback-only")
     assert loopback.passed and not loopback.skipped, loopback.observed
 
@@ -179,4 +179,4 @@ def test_do_stream_false_is_measured_buffering(verify_server, tmp_path):
     report = verify_config(_write(tmp_path, text), checks=["streaming"], server=verify_server)
     [finding] = [f for f in report.findings if f.kind == "buffering"]
     assert finding.severity == "failure", finding
-    assert finding.where.endswith("default.vcl:58"), finding.where
+    assert finding.where.endswith("default.vcl:72"), finding.where

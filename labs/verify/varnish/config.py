@@ -22,7 +22,7 @@ VCL_PATH = (Path("/etc/varnish"), Path("/usr/share/varnish/vcl"))  # Varnish's d
 TOKEN = re.compile(r'''
     (?P<space>\s+) | (?P<comment>\#[^\n]*|//[^\n]*|/\*.*?\*/)
   | (?P<str>"""(?:.|\n)*?"""|\{"(?:.|\n)*?"\}|"[^"\n]*")
-  | (?P<num>\d+(?:\.\d+)?(?:ms|s|m|h|d|w|y)?(?![\w.]))
+  | (?P<num>\d+(?:\.\d+)?(?:[KMGT]?B|ms|s|m|h|d|w|y)?(?![\w.]))
   | (?P<word>[A-Za-z_][\w.-]*(?<![.-]))
   | (?P<op>==|!=|<=|>=|!~|&&|\|\||\+=|-=|\*=|/=|[-+*/=<>~!(){};,.])
 ''', re.X | re.S)
