@@ -76,6 +76,12 @@ class CaddySettings(ProxySettings):
         return self
 
     @property
+    def too_large_pattern(self) -> str:
+        """A regular expression for the Content-Length values above max_body_bytes (leading
+        zeros allowed)."""
+        return above_pattern(self.max_body_bytes or 0)
+
+    @property
     def error_pages(self) -> list[ProxyError]:
         return errors_for(CADDY_OWN_ERRORS) if self.json_errors else []
 
@@ -83,3 +89,14 @@ class CaddySettings(ProxySettings):
     def fallback(self) -> ProxyError:
         """The answer for any other status Caddy produces itself."""
         return FALLBACK_SERVER
+
+
+def above_pattern(limit: int) -> str:
+    """A regular expression matching the decimal numbers greater than `limit`: more digits, or
+    as many with a larger digit after a common prefix (no `{n}` counts: braces are Caddyfile
+    placeholders)."""
+    digits = str(limit)
+    longer = ["[1-9]" + "[0-9]" * (len(digits) - 1) + "[0-9]+"]
+    same = [digits[:i] + ("9" if d == "8" else f"[{int(d) + 1}-9]") + "[0-9]" * (len(digits) - i - 1)
+            for i, d in enumerate(digits) if d != "9"]
+    return "^0*(" + "|".join(longer + same) + ")$"

@@ -145,7 +145,7 @@ def test_the_fixed_caddyfile_measured(verify_server):
     failed = {c.name for c in report.checks if not c.passed and c.ran}
     assert failed == {"disconnect"}, [(c.name, c.observed) for c in report.checks]
     [finding] = report.failures()
-    assert finding.kind == "disconnect-not-propagated" and finding.where.endswith("Caddyfile:45")
+    assert finding.kind == "disconnect-not-propagated" and finding.where.endswith("Caddyfile:71")
 
 
 @pytest.mark.slow

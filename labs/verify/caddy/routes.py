@@ -9,8 +9,9 @@ chain after it. Middleware (`encode`, `headers`, `rewrite` ...) runs and hands o
 `rewrite` `strip_path_prefix` changes the path later matchers see.
 
 Matchers read: `path` (Caddy's globs: exact, `/prefix*`, `*suffix`, `*sub*`, else path.Match),
-`path_regexp`, `host` (exact or `*.` one label, case-insensitive), `method`, `header` (the
-request verify sends: `Accept: text/event-stream`, `Content-Type: application/json`), `not`.
+`path_regexp`, `host` (exact or `*.` one label, case-insensitive), `method`, `header` and
+`header_regexp` (the request verify sends: `Accept: text/event-stream`, `Content-Type:
+application/json`, no Content-Length), `not`.
 Others (`remote_ip`, `query`, `expression`, ...) are taken as matching, and said.
 """
 from __future__ import annotations
@@ -140,6 +141,8 @@ def _matches(matcher_set: dict[str, Any], request: Request, state: Found) -> boo
             ok = request.method.upper() in (m.upper() for m in value)
         elif name == "header":
             ok = all(_header_matches(k, v) for k, v in value.items())
+        elif name == "header_regexp":
+            ok = all(_header_regexp_matches(k, v) for k, v in value.items())
         elif name == "not":
             ok = not any(_matches(s, request, state) for s in value)
         elif name == "protocol":
@@ -172,6 +175,11 @@ def host_matches(pattern: str, host: str) -> bool:
     if pattern.startswith("*."):
         return host.endswith(pattern[1:]) and "." not in host[: -len(pattern) + 1]
     return fnmatch.fnmatchcase(host, pattern) if "*" in pattern else pattern == host
+
+
+def _header_regexp_matches(name: str, matcher: dict[str, Any]) -> bool:
+    sent = REQUEST_HEADERS.get(name.lower())
+    return sent is not None and re.search(matcher.get("pattern", ""), sent) is not None
 
 
 def _header_matches(name: str, values: list[str] | None) -> bool:
