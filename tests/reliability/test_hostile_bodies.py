@@ -34,7 +34,8 @@ from proxies.fixed_settings import MAX_BODY
 from proxies.runtime.base import Runtime
 from proxies.runtime.local import run_proxy
 from server.processes import wait_until
-from tests.reliability.proxy_faults import (BODY_TIMEOUT_S, LATE_S, assert_openai_error, connections_to, fixed)
+from tests.reliability.proxy_faults import (BODY_TIMEOUT_S, HEADER_TIMEOUT_S, LATE_S, assert_openai_error,
+                                            connections_to, fixed)
 from tests.runtimes import stream
 
 pytestmark = pytest.mark.slow
@@ -58,8 +59,15 @@ class Defence:
 
     deadline: str | None  # the setting that bounds a whole body (None: the proxy has none)
     off: Any = None  # that setting's value that turns the bound off (the converse)
-    answer: int | None = None  # its answer to a slow upload at the deadline (None: it only closes)
-    chunked: int = 413  # its answer to a chunked body over the limit; 411: it refuses every one
+    scaled_s: float = BODY_TIMEOUT_S  # the deadline as these tests scale it (SCALED)
+    answers: tuple[int | None, ...] = (None,)  # its answer to a slow upload at the deadline, as
+    #                                            measured (None: it only closes; 408: JSON)
+    holds_upstream: bool = False  # a trickling upload holds an upstream connection meanwhile
+    forwards_cut_body: bool = False  # once cut, what it had buffered goes on (never completed)
+    chunked: int | str = 413  # a chunked body over the limit: 413, 411 (every one refused),
+    #                           "cut" (closed at the limit, unanswered), "forwarded" (whole)
+    counts_while_forwarding: bool = False  # a chunked body goes on while counted, up to the limit
+    sized: int | str = 413  # a body over the limit with a Content-Length: 413 or "forwarded"
 
 
 DEFENCES: dict[ProxyName, Defence] = {
@@ -69,17 +77,37 @@ DEFENCES: dict[ProxyName, Defence] = {
     "nginx": Defence(deadline=None),
     # http-request wait-for-body: no upstream until the body is in (up to its buffer), closed
     # silently at the deadline, as at its header timeout. It cannot count a chunked body: 411.
-    "haproxy": Defence(deadline="timeout_body", off=None, chunked=411),
-    # RequestReadTimeout body= without a MinRate: a whole-body deadline, a JSON 408. mod_proxy
-    # ignores LimitRequestBody for what it forwards: every chunked body gets 411.
-    "apache": Defence(deadline="request_body_timeout", off=None, answer=408, chunked=411),
+    "haproxy": Defence(deadline="timeout_body", chunked=411),
     # request_timeout: the whole request, body included, a JSON 408; the buffer filter holds the
     # body until it is complete (and counts a chunked one), so the router connects only then.
-    "envoy": Defence(deadline="request_timeout", off="0s", answer=408),
+    "envoy": Defence(deadline="request_timeout", off="0s", answers=(408,)),
+    # Nothing in Varnish 7.1 bounds a whole body (its per-read timeout_idle, 5 s, never trips at
+    # 10 bytes/s); cache_req_body reads it whole before the backend fetch, so no backend
+    # connection is held, and cuts a chunked one at the limit without an answer.
+    "varnish": Defence(deadline=None, chunked="cut"),
+    # RequestReadTimeout body= without a MinRate: a whole-body deadline, a JSON 408. mod_proxy
+    # ignores LimitRequestBody for what it forwards: every chunked body gets 411.
+    "apache": Defence(deadline="request_body_timeout", answers=(408,), chunked=411),
+    # read_body bounds the whole request; buffer_requests (sized bodies only) dials the server
+    # once the body is in, but forwards what it had once read_body cut it, and the client gets a
+    # 200 with an empty body (measured, Caddy 2.6.2: a cut upload is never told it failed).
+    # request_body counts a chunked body while it forwards it, and answers 413 at the limit.
+    "caddy": Defence(deadline="read_body_timeout", answers=(200,), forwards_cut_body=True,
+                     counts_while_forwarding=True),
+    # readTimeout (scaled to the header timeout: it is that too) bounds the whole request, but
+    # Traefik forwards a body as it comes, an upstream connection held; it has no body limit that
+    # leaves responses alone (its buffering middleware holds them whole): the server's own 413.
+    # At readTimeout it answers the forwarded request as its upstream side ends: a plain 504, its
+    # 499 (client closed) or nothing, measured in one run.
+    "traefik": Defence(deadline="read_timeout", off="0s", scaled_s=HEADER_TIMEOUT_S, holds_upstream=True,
+                       answers=(None, 499, 504), chunked="forwarded", sized="forwarded"),
 }
 PROXIES = tuple(DEFENCES)
 BOUNDED = tuple(name for name, defence in DEFENCES.items() if defence.deadline)
-REFUSE_CHUNKED = tuple(name for name, defence in DEFENCES.items() if defence.chunked == 411)
+REFUSE_CHUNKED = tuple(name for name, defence in DEFENCES.items() if defence.chunked in (411, "cut"))
+# The switch that turns each chunked rule off (the converse shows what the proxy does without it).
+CHUNKED_RULE_OFF = {"haproxy": {"refuse_chunked": False}, "apache": {"refuse_chunked": False},
+                    "varnish": {"cache_req_body": False}}
 
 
 @dataclass
@@ -89,13 +117,12 @@ class Uploads:
     closed_after_s: list[float | None]  # None: still open at the end
     answers: list[bytes]
     upstream_established_peak: int  # established connections to it, at most, above the baseline
-    upstream_body_bytes: int  # body bytes it received meanwhile
 
 
 def trickle(host: str, port: int, upstream: FakeUpstream, limit_s: float, count: int = UPLOADS) -> Uploads:
     """`count` connections send UPLOAD_HEAD and then one body byte each per 0.1 s until the proxy
     closes them or `limit_s` passes."""
-    baseline, body_bytes = connections_to(upstream.port), upstream.stats.body_bytes
+    baseline = connections_to(upstream.port)
     socks = [socket.create_connection((host, port), timeout=5) for _ in range(count)]
     closed: list[float | None] = [None] * count
     answers = [b""] * count
@@ -123,7 +150,7 @@ def trickle(host: str, port: int, upstream: FakeUpstream, limit_s: float, count:
     finally:
         for sock in socks:
             sock.close()
-    return Uploads(closed, answers, peak, upstream.stats.body_bytes - body_bytes)
+    return Uploads(closed, answers, peak)
 
 
 def ordinary_stream_during(proxy_url: str) -> tuple[threading.Thread, list[StreamResult]]:
@@ -139,26 +166,31 @@ def test_a_slow_upload_is_closed_at_the_body_deadline_and_holds_no_upstream(
         proxy_name: ProxyName, runtime: Runtime, upstream: FakeUpstream) -> None:
     defence = DEFENCES[proxy_name]
     settings = fixed(proxy_name, upstream.port)
+    deadline_s = defence.scaled_s
     # A proxy with no deadline is watched for twice the others' (asserted as measured: still open).
-    window_s = BODY_TIMEOUT_S + LATE_S + 1 if defence.deadline else 2 * BODY_TIMEOUT_S + LATE_S
+    window_s = deadline_s + LATE_S + 1 if defence.deadline else 2 * BODY_TIMEOUT_S + LATE_S
+    requests, body_bytes = upstream.stats.requests, upstream.stats.body_bytes
     with runtime.run_proxy(settings) as proxy:
         thread, ordinary = ordinary_stream_during(proxy.url)
         uploads = trickle(settings.listen_host, settings.listen_port, upstream, window_s)
         thread.join(timeout=30)
+        uploaded = upstream.stats.body_bytes - body_bytes - len(ORDINARY_BODY)  # the uploads' bytes
     if defence.deadline is None:
         assert uploads.closed_after_s == [None] * UPLOADS, uploads.closed_after_s
     else:  # each closed at the deadline: not before (the trickle went on), not long after
-        assert all(c is not None and BODY_TIMEOUT_S * 0.9 <= c <= BODY_TIMEOUT_S + LATE_S
+        assert all(c is not None and deadline_s * 0.9 <= c <= deadline_s + LATE_S
                    for c in uploads.closed_after_s), (uploads.closed_after_s, uploads.answers)
-        for answer in uploads.answers:  # the proxy's own answer, in the OpenAI shape, or none
-            if defence.answer is None:
-                assert answer == b"", answer[:300]
-            else:
-                assert answer.startswith(b"HTTP/1.1 %d " % defence.answer) and b'"error":' in answer, answer[:300]
-    # Nothing of the uploads reached the upstream: the bytes it got were the ordinary stream's,
-    # over one connection (or a pooled one).
-    assert uploads.upstream_body_bytes == len(ORDINARY_BODY), uploads
-    assert uploads.upstream_established_peak <= 1, uploads
+        for answer in uploads.answers:  # the proxy's own answer (a 408 in the OpenAI shape), or none
+            status = int(answer.split(b" ", 2)[1]) if answer.startswith(b"HTTP/1.1 ") else None
+            assert status in defence.answers and (status != 408 or b'"error":' in answer), answer[:300]
+    # No upload reached the upstream whole: the one request it read whole was the ordinary stream.
+    assert upstream.stats.requests - requests == 1, upstream.stats.requests - requests
+    if defence.holds_upstream:  # as measured: every trickle on its own upstream connection
+        assert uploads.upstream_established_peak >= UPLOADS and uploaded > 0, (uploads, uploaded)
+    else:  # the ordinary stream's connection (or a pooled one) at most, meanwhile
+        assert uploads.upstream_established_peak <= 1, uploads
+        assert uploaded == 0 or (defence.forwards_cut_body and 0 < uploaded < UPLOADS * UPLOAD_BYTES), \
+            (uploads, uploaded)
     [result] = ordinary
     assert result.status == 200 and result.outcome == "complete" and result.content_events == 20
     assert result.ttft_s is not None and result.ttft_s < 0.2 + 0.05, result.ttft_s
@@ -220,33 +252,48 @@ def _chunks(body: bytes) -> Any:
 @pytest.mark.parametrize("proxy_name", PROXIES)
 def test_a_body_over_the_limit_gets_a_json_error_and_never_reaches_the_upstream(
         proxy_name: ProxyName, framing: str, runtime: Runtime, upstream: FakeUpstream) -> None:
-    chunked = framing == "chunked"
+    defence, chunked = DEFENCES[proxy_name], framing == "chunked"
+    expected = defence.chunked if chunked else defence.sized
     body = _body()
     requests, body_bytes = upstream.stats.requests, upstream.stats.body_bytes
     with runtime.run_proxy(fixed(proxy_name, upstream.port)) as proxy:
-        response = httpx.post(proxy.url + "/v1/chat/completions", content=_chunks(body) if chunked else body,
-                              headers=JSON, timeout=30)
-        unseen = (upstream.stats.requests - requests, upstream.stats.body_bytes - body_bytes)
+        try:
+            response: httpx.Response | None = httpx.post(
+                proxy.url + "/v1/chat/completions", content=_chunks(body) if chunked else body,
+                headers=JSON, timeout=30)
+        except httpx.TransportError:  # cut at the limit, unanswered
+            response = None
+        # The upstream counts a request when its body ends: a forwarded one is counted by now.
+        wait_until(lambda: expected != "forwarded" or upstream.stats.requests > requests, 10,
+                   interval_s=0.05, describe="the forwarded body counted upstream")
+        seen = (upstream.stats.requests - requests, upstream.stats.body_bytes - body_bytes)
         small = httpx.post(proxy.url + QUICK, content=iter(SMALL_CHUNKED), headers=JSON, timeout=30) if chunked else None
-    assert (response.request.headers.get("transfer-encoding") == "chunked") == chunked
-    if chunked and DEFENCES[proxy_name].chunked == 411:
-        assert_openai_error(response, 411, "length_required")
-        assert small is not None  # the trade-off: every chunked body is refused, however small
-        assert_openai_error(small, 411, "length_required")
+    if expected == "forwarded":  # as measured: no limit at the proxy, the body reached it whole
+        assert response is not None and response.status_code == 200 and seen[0] == 1, (response, seen)
+        assert seen[1] == len(body), seen
+    elif expected == "cut":
+        assert response is None or response.status_code >= 400, response
     else:
-        assert_openai_error(response, 413, "request_too_large")
-        if small is not None:  # the proxy counts a chunked body: a small one passes
+        assert response is not None, "the connection was cut, unanswered"
+        assert_openai_error(response, expected, "length_required" if expected == 411 else "request_too_large")
+    if expected != "forwarded":  # never a whole body upstream; no byte, unless counted on the way
+        assert seen[0] == 0, seen
+        assert seen[1] == 0 or (chunked and defence.counts_while_forwarding and seen[1] <= MAX_BODY), seen
+    if small is not None:  # a small chunked body: refused with every other (411), or passed
+        if expected == 411:
+            assert_openai_error(small, 411, "length_required")
+        else:
             assert small.status_code == 200, small.text[:300]
-    assert unseen == (0, 0), f"the upstream got {unseen[0]} request(s), {unseen[1]:,} body bytes"
 
 
 @pytest.mark.parametrize("proxy_name", REFUSE_CHUNKED)
 def test_without_the_rule_a_chunked_body_over_the_limit_reaches_the_upstream_whole(
         proxy_name: ProxyName, upstream: FakeUpstream) -> None:
-    """The converse of the 411: what these proxies do with a chunked body is forward it, whole."""
+    """The converse of the 411 (HAProxy, Apache) and of the cut (Varnish): without the rule these
+    proxies forward a chunked body of any size, whole."""
     body = b"x" * TOO_LARGE
     body_bytes = upstream.stats.body_bytes
-    with run_proxy(fixed(proxy_name, upstream.port, refuse_chunked=False)) as proxy:
+    with run_proxy(fixed(proxy_name, upstream.port, **CHUNKED_RULE_OFF[proxy_name])) as proxy:
         response = httpx.post(proxy.url + QUICK, content=_chunks(body), headers=JSON, timeout=30)
     assert response.status_code == 200 and upstream.stats.body_bytes - body_bytes == TOO_LARGE, \
         (response.status_code, upstream.stats.body_bytes - body_bytes)
