@@ -395,18 +395,3 @@ def test_proxy_version_selects_envoys_table_and_says_the_measurement_stands():
         read_config(Path(__file__).resolve().parents[2] / "proxies" / "fixed" / "varnish.vcl", "varnish",
                     RouteWanted(version="7.4"))
 
-
-@pytest.mark.parametrize("admin", [
-    "admin:\n  address:\n    pipe: { path: /run/envoy/admin.sock, mode: 384 }\n",  # the fixed config's form
-    "admin: {}\n",  # no address: no admin at all
-])
-def test_an_admin_off_tcp_is_replaced_by_the_runs_own_loopback_admin(tmp_path, admin):
-    """The run reads /clusters on a loopback admin of its own: a socket admin (the fixed config's)
-    or none is replaced, never duplicated (a second `admin:` key would not load)."""
-    path = write(tmp_path, "envoy.yaml", admin + envoy("                - {match: {prefix: /}, route: {cluster: c}}\n"))
-    _, rewritten, text = run_here(path, tmp_path)
-    loaded = yaml.safe_load(text)
-    assert loaded["admin"] == {"address": {"socket_address": {"address": "127.0.0.1",
-                                                              "port_value": rewritten.admin_port}}}
-    assert sum(line.startswith("admin:") for line in text.splitlines()) == 1, text[:400]
-    assert any("admin replaced" in note for note in rewritten.notes), rewritten.notes
