@@ -69,6 +69,7 @@ class BadQuery(ValueError):
 @dataclass
 class UpstreamStats:
     connections: int = 0
+    heads: int = 0  # requests whose headers arrived (a request still sending its body included)
     requests: int = 0  # requests read whole
     body_bytes: int = 0  # request body bytes received, whole bodies or not
     completed: int = 0  # streams written to their end

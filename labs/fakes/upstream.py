@@ -167,6 +167,7 @@ async def _read_request(reader: asyncio.StreamReader, leftover: bytes,
                 conn.receive_data(await reader.read(65536))  # b"" tells h11 the peer closed
             elif isinstance(event, h11.Request):
                 head = event
+                stats.heads += 1
             elif isinstance(event, h11.Data):
                 body += event.data
                 stats.body_bytes += len(event.data)
