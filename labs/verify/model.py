@@ -15,6 +15,11 @@ from typing import Any
 from labs.findings import FindingKind, PathReport, UnusableInput
 
 ROUTE_METHOD, ROUTE_PATH = "POST", "/v1/chat/completions"
+# The headers of the request verify sends, as a config's header matchers see them. Its JSON body
+# is a few hundred bytes, always sent with a Content-Length (a guard on large bodies lets it by,
+# a matcher for bodies with a length takes it).
+REQUEST_HEADERS = {"accept": "text/event-stream", "content-type": "application/json",
+                   "accept-encoding": "gzip, deflate", "content-length": "300"}
 DEFAULT = "default"
 # Where published configs serve an OpenAI-style chat API, in the order verify looks for one when
 # no --path is given: the API itself, then the prefixes chat front ends and gateways put in

@@ -98,6 +98,22 @@ def test_the_fixed_caddyfile_keeps_event_streams_out_of_encode():
     assert [s.kind for s in suspicions(reading, Options())] == ["disconnect-not-propagated"]
 
 
+def test_header_matchers_see_verifys_content_length(tmp_path):
+    """verify's POST carries a Content-Length of a few hundred bytes: a guard on large bodies lets
+    it by and a matcher for bodies with a length takes it (the fixed Caddyfile's @sized route,
+    the one that buffers), as Caddy itself would route it."""
+    assert "> header > reverse_proxy" in read_config(FIXED).route
+    text = """:80 {
+\t@huge header_regexp Content-Length "^[0-9]{8,}$"
+\trespond @huge 413
+\t@sized header Content-Length *
+\treverse_proxy @sized 10.0.0.5:8000
+\treverse_proxy 10.0.0.6:8000
+}
+"""
+    assert "10.0.0.5:8000" in read_config(_write(tmp_path, text)).route
+
+
 def test_caddy_json_is_read_as_is(tmp_path):
     import subprocess
     adapted = subprocess.run(["caddy", "adapt", "--config", str(_write(tmp_path, SITE)), "--adapter", "caddyfile",

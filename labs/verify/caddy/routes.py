@@ -11,7 +11,7 @@ chain after it. Middleware (`encode`, `headers`, `rewrite` ...) runs and hands o
 Matchers read: `path` (Caddy's globs: exact, `/prefix*`, `*suffix`, `*sub*`, else path.Match),
 `path_regexp`, `host` (exact or `*.` one label, case-insensitive), `method`, `header` and
 `header_regexp` (the request verify sends: `Accept: text/event-stream`, `Content-Type:
-application/json`, no Content-Length), `not`.
+application/json`, a Content-Length of a few hundred bytes), `not`.
 Others (`remote_ip`, `query`, `expression`, ...) are taken as matching, and said.
 """
 from __future__ import annotations
@@ -23,13 +23,10 @@ from typing import Any
 
 from labs.findings import UnusableInput
 from labs.verify.caddy.config import CaddyConfig
-from labs.verify.model import ROUTE_METHOD, RouteWanted
+from labs.verify.model import REQUEST_HEADERS, ROUTE_METHOD, RouteWanted
 
 RESPONDERS = {"reverse_proxy", "file_server", "static_response", "error", "acme_server", "copy_response",
               "metrics", "templates_terminal", "abort"}
-# The request the trials send, as the header matchers see it.
-REQUEST_HEADERS = {"accept": "text/event-stream", "content-type": "application/json",
-                   "accept-encoding": "gzip, deflate"}
 
 
 @dataclass

@@ -14,11 +14,10 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from labs.verify.model import REQUEST_HEADERS
 from labs.verify.varnish.config import Token, Vcl, block
 
 UNKNOWN = object()
-REQUEST_HEADERS = {"accept": "text/event-stream", "content-type": "application/json",
-                   "accept-encoding": "gzip, deflate"}
 RESPONSE_HEADERS = {"content-type": "text/event-stream; charset=utf-8"}
 
 
