@@ -23,7 +23,8 @@ from proxies.needs import (HOP_NEEDS, REQUIREMENTS, CannotInstall, Requirement, 
 # The measuring client's libraries (labs.client.libraries.LIBRARIES) that are not base dependencies.
 LIBRARY_NEEDS: dict[str, tuple[str, ...]] = {
     "requests-iter-lines": ("python-apps",), "requests-chunk-1": ("python-apps",),
-    "openai": ("python-sdk",),
+    "openai": ("python-sdk",), "aiohttp-lines": ("python-sdk",), "aiohttp-events": ("python-sdk",),
+    "node-fetch": ("node-modules",),
 }
 
 
@@ -38,7 +39,7 @@ ALL: dict[str, Requirement] = {**REQUIREMENTS, **{r.name: r for r in (
                 apt="chromium"),
     Requirement("python-browser", "Playwright's Python driver (the extra [browser])",
                 python_present("playwright"), pip_extra("browser")),
-    Requirement("python-sdk", "the OpenAI SDK (the extra [sdk])", python_present("openai"),
+    Requirement("python-sdk", "the OpenAI SDK and aiohttp (the extra [sdk])", python_present("openai", "aiohttp"),
                 pip_extra("sdk")),
 )}}
 # What a browser-driven workload needs, as labs.scenario.chromium.chromium_driver declares it.

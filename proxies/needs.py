@@ -108,15 +108,15 @@ REQUIREMENTS: dict[str, Requirement] = {r.name: r for r in (
                 apps.install_next),
     Requirement("litellm", f"the LiteLLM proxy in its own venv ({apps.LITELLM_PIN})",
                 _litellm_present, apps.install_litellm),
-    Requirement("python-apps", "gunicorn with gevent, Flask and requests (the extra [apps])",
-                python_present("gunicorn", "gevent", "flask", "requests"), pip_extra("apps")),
+    Requirement("python-apps", "gunicorn with gevent, Flask, Django and requests (the extra [apps])",
+                python_present("gunicorn", "gevent", "flask", "django", "requests"), pip_extra("apps")),
 )}
 
 # Every hop a scenario's path can name -> what it needs, in install order.
 HOP_NEEDS: dict[str, tuple[str, ...]] = {
     **{name: (name,) for name in KINDS},  # a proxy needs its binary
     "express": ("node-modules",), "nextjs": ("node-modules", "next-build"),
-    "gunicorn": ("python-apps",), "litellm": ("litellm",),
+    "gunicorn": ("python-apps",), "django": ("python-apps",), "litellm": ("litellm",),
     "relay": (),  # proxies/apps/relay.py: the standard library only
 }
 

@@ -32,7 +32,7 @@ BASE_COMMANDS = ["labs.__main__", "labs.verify", "labs.verify.cli", "labs.verify
                  "server.__main__", "server.app", "server.engine", "server.engine.synthetic",
                  "server.launcher", "proxies.runtime.local"]
 EXTRA_MODULES = ["torch", "transformers", "safetensors", "locust", "gevent",
-                 "playwright", "flask", "gunicorn"]
+                 "playwright", "flask", "gunicorn", "django"]
 # sitecustomize for a child process: the `model` extra is unimportable there (a base install).
 BLOCKER = f"""\
 import importlib.abc, sys

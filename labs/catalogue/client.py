@@ -7,6 +7,10 @@ from labs.scenario.model import Scaled, Scenario, Variant, Workload
 HTTPX_TIMEOUTS = "https://www.python-httpx.org/advanced/timeouts/"
 OPENAI_STREAMING = "https://github.com/openai/openai-python#streaming-responses"
 READ_TIMEOUT_S = 1.0  # client-read-timeout: the broken client's read timeout (its stress checks too)
+# client-undici-timeout: the broken dispatcher's bodyTimeout, standing for undici's 300 s default.
+UNDICI_BODY_TIMEOUT_S = 2.0
+UNDICI_DOCS = "https://undici.nodejs.org/#/docs/api/Client?id=parameter-clientoptions"
+NODE_FETCH = "https://nodejs.org/api/globals.html#fetch"
 
 SCENARIOS = [
     Scenario(
@@ -59,5 +63,43 @@ SCENARIOS = [
         scaled=(Scaled("client read timeout", "1s", "5s (httpx's default)"),
                 Scaled("silence mid-stream", "3s", "a tool call or a long reasoning step")),
         sources=(HTTPX_TIMEOUTS,),
+    ),
+    Scenario(
+        name="client-undici-timeout",
+        layer="client",
+        symptom="the Node app's answers die with `TypeError: terminated` when the model thinks "
+                "for minutes, whatever timeout the SDK was given",
+        path=(),
+        workload=Workload(lab={"pause_after_tokens": 5, "pause_s": 3.5, "heartbeat_s": 0}),
+        broken=Variant(client={"library": "node-fetch", "body_timeout_s": UNDICI_BODY_TIMEOUT_S}),
+        fix=Variant(client={"library": "node-fetch", "body_timeout_s": 0}),
+        symptom_checks=(checks.outcome_is("timeout"), checks.status_is(200), checks.content_events_at_most(5),
+                        checks.client_error_names("UND_ERR_BODY_TIMEOUT"),
+                        checks.cut_after_silence(UNDICI_BODY_TIMEOUT_S, "undici's bodyTimeout")),
+        cure_checks=(checks.complete_with_done(), checks.text_is_script(),
+                     checks.silence_outlasted(UNDICI_BODY_TIMEOUT_S, "the broken bodyTimeout")),
+        explanation=(
+            "Node's built-in `fetch` is undici, and undici's dispatcher ends a response body that "
+            "stays silent longer than `bodyTimeout` (300 s by default) between two chunks: the "
+            "`for await` over the body throws `TypeError: terminated`, its `cause` a "
+            "`BodyTimeoutError` (`UND_ERR_BODY_TIMEOUT`). The timeout of an SDK built on fetch (the "
+            "OpenAI and Anthropic JavaScript SDKs' `timeout`, an AbortSignal) does not lift it: the "
+            "dispatcher's limit lies below them. A reasoning model that thinks for minutes before "
+            "its next token meets it. Pass a dispatcher with `bodyTimeout: 0` (or above the longest "
+            "silence), or have the server send `: ping` heartbeats, which every chunk resets."),
+        fix_summary="`fetch(url, { dispatcher: new Agent({ bodyTimeout: 0 }) })` (npm undici), "
+                    "plus server heartbeats",
+        finding=(
+            "Measured here (Node 20.20 with its bundled undici 6.24.1, the npm undici 6.24.1 Agent as "
+            "fetch's dispatcher, a 3.5 s silence after 5 tokens): `bodyTimeout: 2000` cut the body "
+            "2.1 s into the silence with `TypeError: terminated`, cause `UND_ERR_BODY_TIMEOUT` "
+            "(\"Body Timeout Error\"), after the 5 tokens; `bodyTimeout: 0` and Node's default "
+            "dispatcher read the stream to [DONE], and so did `bodyTimeout: 2000` with the server's "
+            "`: ping` every 0.25 s (14 pings read). undici checks its timeouts on a coarse clock (a "
+            "tick of about 0.5 s): a bodyTimeout of 0.3 s or 0.5 s cut after 0.99 s of silence, 1 s "
+            "after 1.49 s, 2 s after 2.49 s."),
+        scaled=(Scaled("undici bodyTimeout", f"{UNDICI_BODY_TIMEOUT_S:g}s", "300s (undici's default)"),
+                Scaled("silence mid-stream", "3.5s", "minutes of reasoning before the next token")),
+        sources=(UNDICI_DOCS, NODE_FETCH),
     ),
 ]

@@ -37,7 +37,11 @@ LIBRARIES: dict[str, str] = {
                      "buffer allows raises)",
     "aiohttp-events": "aiohttp: `async for chunk in response.content.iter_any()`, bytes buffered "
                       "to the blank line that ends an event",
+    "node-fetch": "Node's built-in `fetch`: `for await (const chunk of response.body)`, with an "
+                  "undici Agent's `bodyTimeout` when `body_timeout_s` is set",
 }
+# Options a library takes besides `headers`: what the app would set on it.
+LIBRARY_OPTIONS: dict[str, tuple[str, ...]] = {"node-fetch": ("body_timeout_s",)}
 TIMEOUT_S = 60.0
 
 
@@ -45,9 +49,13 @@ class UnknownLibrary(ValueError):
     pass
 
 
-def check_library(name: str) -> str:
+def check_library(name: str, options: Mapping[str, Any] | None = None) -> str:
     if name not in LIBRARIES:
         raise UnknownLibrary(f"unknown client library {name!r}; known: {', '.join(LIBRARIES)}")
+    unknown = sorted(set(options or {}) - set(LIBRARY_OPTIONS.get(name, ())))
+    if unknown:
+        takes = ", ".join(LIBRARY_OPTIONS.get(name, ())) or "no options"
+        raise UnknownLibrary(f"client library {name!r} takes {takes} besides `headers`, not {unknown}")
     return name
 
 
@@ -93,6 +101,15 @@ class Recorder:
             result.finish_reason = finish
         if kind == "done":
             result.saw_done = True
+
+    def parsed(self, parser: SSEParser, raw: bytes) -> None:
+        """The events a correct SSE parser completes with the bytes `raw`, recorded now."""
+        for item, payload, _name in parser.feed(raw):
+            if item == "data":
+                self.payload(payload)
+            else:
+                self.add("comment", payload, None, None)
+                self.result.heartbeats += 1
 
     def finished(self, error: BaseException | None = None) -> StreamResult:
         result = self.result
@@ -179,12 +196,7 @@ def _decode_per_read(url: str, body: Mapping[str, Any], headers: Mapping[str, st
 def _buffered(url: str, body: Mapping[str, Any], headers: Mapping[str, str], record: Recorder) -> None:
     parser = SSEParser()
     for raw in _httpx_raw(url, body, headers, record):
-        for item, payload, _name in parser.feed(raw):
-            if item == "data":
-                record.payload(payload)
-            else:
-                record.add("comment", payload, None, None)
-                record.result.heartbeats += 1
+        record.parsed(parser, raw)
 
 
 def _openai(url: str, body: Mapping[str, Any], headers: Mapping[str, str], record: Recorder) -> None:
@@ -237,7 +249,25 @@ def _aiohttp(url: str, body: Mapping[str, Any], headers: Mapping[str, str], reco
     asyncio.run(stream())
 
 
-CLIENTS: dict[str, Callable[[str, Mapping[str, Any], Mapping[str, str], Recorder], None]] = {
+def _node_fetch(url: str, body: Mapping[str, Any], headers: Mapping[str, str], record: Recorder,
+                body_timeout_s: float | None = None) -> None:
+    from labs.client import node_fetch
+
+    try:
+        node_fetch.stream(url, body, headers, record, body_timeout_s)
+    except node_fetch.NodeFetchError as exc:
+        record.finished(exc)
+        record.result.error = str(exc)  # as Node prints it: `TypeError: terminated (...)`
+        if str(exc.code or "").endswith("TIMEOUT"):  # undici's UND_ERR_BODY_TIMEOUT / HEADERS_TIMEOUT
+            record.result.outcome = "timeout"
+        raise _Recorded() from exc
+
+
+class _Recorded(Exception):
+    """The result is already finished (with the library's own error and outcome)."""
+
+
+CLIENTS: dict[str, Callable[..., None]] = {
     "requests-iter-lines": lambda u, b, h, r: _requests(u, b, h, r, 512),
     "requests-chunk-1": lambda u, b, h, r: _requests(u, b, h, r, 1),
     "httpx-iter-lines": _httpx_lines,
@@ -247,20 +277,23 @@ CLIENTS: dict[str, Callable[[str, Mapping[str, Any], Mapping[str, str], Recorder
     "buffered-sse": _buffered,
     "aiohttp-lines": lambda u, b, h, r: _aiohttp(u, b, h, r, by_lines=True),
     "aiohttp-events": lambda u, b, h, r: _aiohttp(u, b, h, r, by_lines=False),
+    "node-fetch": _node_fetch,
 }
 
 
 def measure_sync(library: str, url: str, body: Mapping[str, Any],
-                 headers: Mapping[str, str] | None = None) -> StreamResult:
-    record = Recorder(url, check_library(library))
+                 headers: Mapping[str, str] | None = None, **options: Any) -> StreamResult:
+    record = Recorder(url, check_library(library, options))
     try:
-        CLIENTS[library](url, body, headers or {}, record)
+        CLIENTS[library](url, body, headers or {}, record, **options)
+    except _Recorded:
+        return record.result
     except Exception as exc:  # noqa: BLE001 - the library's error is the measurement
         return record.finished(exc)
     return record.finished()
 
 
 async def measure_stream(library: str, url: str, body: Mapping[str, Any],
-                         headers: Mapping[str, str] | None = None) -> StreamResult:
+                         headers: Mapping[str, str] | None = None, **options: Any) -> StreamResult:
     """One stream through `library`, in a worker thread (the event loop stays free)."""
-    return await asyncio.to_thread(measure_sync, library, url, body, headers)
+    return await asyncio.to_thread(measure_sync, library, url, body, headers, **options)

@@ -104,6 +104,7 @@ def config_diff(outcome: ScenarioOutcome) -> str:
 def _without_ports(text: str) -> str:
     """Ports are taken at run time, so both variants differ there; the diff should not show it."""
     import re
+    text = re.sub(r"(--port|-p) \d+", r"\1 PORT", text)  # a command line's own port (uvicorn, next)
     return re.sub(r"127\.0\.0\.1:\d+|port_value: \d+", "127.0.0.1:PORT", text)
 
 

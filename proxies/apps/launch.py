@@ -14,8 +14,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from proxies.apps.settings import (AppSettings, ExpressSettings, GunicornSettings, LitellmSettings,
-                                   NextjsSettings, RelaySettings)
+from proxies.apps.settings import (AppSettings, DjangoSettings, ExpressSettings, GunicornSettings,
+                                   LitellmSettings, NextjsSettings, RelaySettings)
 
 APPS_DIR = Path(__file__).resolve().parent
 REPO_ROOT = APPS_DIR.parents[1]
@@ -98,6 +98,15 @@ def launch(settings: AppSettings, workdir: Path, python: str = sys.executable) -
         if settings.worker_class == "gthread":
             args += ["--threads", str(settings.threads)]
         return Launch([*args, "proxies.apps.wsgi_app:app"], env={"STREAMLAB_UPSTREAM": settings.upstream})
+    if isinstance(settings, DjangoSettings):
+        env = {"STREAMLAB_UPSTREAM": settings.upstream, "STREAMLAB_DJANGO_ITERATOR": settings.iterator}
+        if settings.server == "asgi":
+            return Launch([python, "-m", "uvicorn", "proxies.apps.django_app:asgi", "--host",
+                           settings.listen_host, "--port", str(settings.listen_port)], env=env)
+        # Threads, so that a stream does not hold the only worker (gunicorn-sync-timeout's failure).
+        return Launch([python, "-m", "gunicorn", "--bind", listen, "--worker-class", "gthread",
+                       "--threads", "50", "--access-logfile", "-", "--no-control-socket",
+                       "proxies.apps.django_app:wsgi"], env=env)
     if isinstance(settings, LitellmSettings):
         litellm = LITELLM_VENV / "bin" / "litellm"
         _require(litellm, "The LiteLLM proxy")

@@ -13,13 +13,14 @@ from typing_extensions import Self
 
 from proxies.types import Host, Port
 
-AppName = Literal["express", "nextjs", "gunicorn", "litellm", "relay"]
-APP_NAMES: tuple[AppName, ...] = ("express", "nextjs", "gunicorn", "litellm", "relay")
+AppName = Literal["express", "nextjs", "gunicorn", "django", "litellm", "relay"]
+APP_NAMES: tuple[AppName, ...] = ("express", "nextjs", "gunicorn", "django", "litellm", "relay")
 
 COMPRESSION = "https://expressjs.com/en/resources/middleware/compression.html"
 NEXT_COMPRESS = "https://nextjs.org/docs/app/api-reference/config/next-config-js/compress"
 NEXT_REWRITES = "https://nextjs.org/docs/app/api-reference/config/next-config-js/rewrites"
 GUNICORN = "https://docs.gunicorn.org/en/stable/settings.html"
+DJANGO_STREAMING = "https://docs.djangoproject.com/en/5.2/ref/request-response/#streaminghttpresponse-objects"
 LITELLM = "https://docs.litellm.ai/docs/proxy/config_settings"
 ABORT = "https://nodejs.org/api/globals.html#class-abortcontroller"
 
@@ -95,6 +96,18 @@ class GunicornSettings(AppSettings):
         return self
 
 
+class DjangoSettings(AppSettings):
+    """proxies/apps/django_app.py: a Django view returning a StreamingHttpResponse over the upstream."""
+
+    app: ClassVar[AppName] = "django"
+    server: Literal["asgi", "wsgi"] = knob(
+        "asgi", "asgi: uvicorn serves `django_app:asgi`; wsgi: gunicorn's gthread workers serve "
+        "`django_app:wsgi`", DJANGO_STREAMING)
+    iterator: Literal["sync", "async"] = knob(
+        "sync", "sync: a sync view returns a generator over `requests`' iter_content; async: an "
+        "async view returns an async generator over httpx's aiter_raw", DJANGO_STREAMING)
+
+
 class LitellmSettings(AppSettings):
     """The LiteLLM proxy (its own venv), one model routed to the upstream, offline."""
 
@@ -125,7 +138,7 @@ class RelaySettings(AppSettings):
 
 APP_TYPES: dict[AppName, type[AppSettings]] = {
     "express": ExpressSettings, "nextjs": NextjsSettings, "gunicorn": GunicornSettings,
-    "litellm": LitellmSettings, "relay": RelaySettings}
+    "django": DjangoSettings, "litellm": LitellmSettings, "relay": RelaySettings}
 
 
 def is_app(name: str) -> bool:

@@ -10,6 +10,8 @@ from proxies.apps.launch import LITELLM_VENV, NODE_MODULES, AppMissing, node_bin
 
 # The package whose version names the component, per app.
 NODE_PACKAGES = {"express": ("express", "compression"), "nextjs": ("next", "react")}
+PYTHON_PACKAGES = {"gunicorn": ("gunicorn", "flask", "requests"),
+                   "django": ("django", "uvicorn", "gunicorn", "requests", "httpx")}
 
 
 def _node_package(name: str) -> str:
@@ -33,9 +35,9 @@ def versions(app: str) -> dict[str, str]:
         except (AppMissing, OSError, subprocess.TimeoutExpired) as exc:
             node = f"unavailable ({exc})"
         return {"node": node, **{pkg: _node_package(pkg) for pkg in NODE_PACKAGES[app]}}
-    if app == "gunicorn":
+    if app in PYTHON_PACKAGES:
         found = {}
-        for dist in ("gunicorn", "flask", "requests"):
+        for dist in PYTHON_PACKAGES[app]:
             try:
                 found[dist] = metadata.version(dist)
             except metadata.PackageNotFoundError:

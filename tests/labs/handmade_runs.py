@@ -270,6 +270,7 @@ def _gateway(symptom: bool, silence_s: float) -> Make:
 
 
 CHUNKED = {"transfer-encoding": "chunked"}
+UNDICI_CUT = "TypeError: terminated (UND_ERR_BODY_TIMEOUT, Body Timeout Error)"
 MOJIBAKE = "鬱蒼とした森で\ufffd野家の🦩と\ufffd\ufffdが踊る。"
 
 
@@ -432,6 +433,11 @@ HANDMADE: dict[str, Handmade] = {
         cure=lambda s: s.run(s.streamed(60)),
         cure_without_stress=lambda s: s.run(s.streamed(20)),  # over before the timeout could fire
         symptom_without_stress=_worker_timeout(3)),  # cut at once: not the worker timeout
+    "django-stream-iterator": Handmade(
+        symptom=lambda s: s.run(s.lump(), evidence=[f"django:3000 log: Warning: {apps.DJANGO_WARNING} in order"]),
+        cure=lambda s: s.run(s.streamed()),
+        cure_without_stress=lambda s: s.run(s.rushed()),
+        symptom_without_stress=lambda s: s.run(s.rushed_lump(), evidence=[f"django:3000 log: Warning: {apps.DJANGO_WARNING}"])),
     "litellm-heartbeats": Handmade(
         symptom=_gateway(True, apps.GATEWAY_IDLE_TIMEOUT_S + 0.02), cure=_gateway(False, 4.0),
         cure_without_stress=lambda s: s.run(s.streamed(heartbeats=12),
@@ -449,6 +455,13 @@ HANDMADE: dict[str, Handmade] = {
         # One read per event: the parser never met a cut.
         cure_without_stress=lambda s: s.run(s.streamed(43)),
         symptom_without_stress=lambda s: s.run(s.streamed(43, text=MOJIBAKE))),
+    "client-undici-timeout": Handmade(
+        symptom=lambda s: s.run(s.cut(5, client_layer.UNDICI_BODY_TIMEOUT_S + 0.02, outcome="timeout",
+                                      error=UNDICI_CUT)),
+        cure=lambda s: s.run(s.streamed(pause_after=5, pause_s=3.5)),
+        cure_without_stress=lambda s: s.run(s.streamed()),
+        # Cut at once, for another reason than the silence.
+        symptom_without_stress=lambda s: s.run(s.cut(5, 0.02, outcome="timeout", error=UNDICI_CUT))),
     "client-line-limit": Handmade(
         symptom=lambda s: s.run(s.cut(0, 0.02, error="LineTooLong: 400, message: Got more than 524288 bytes")),
         cure=lambda s: s.run(s.streamed(14, body_bytes=14 * 1_050_000)),

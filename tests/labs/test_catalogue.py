@@ -88,8 +88,8 @@ def recorded_sends() -> Iterator[list[Sent]]:
         return [{"url": url} for _ in range(streams)]
 
     async def library(name: str, url: str, body: Mapping[str, Any],
-                      headers: Mapping[str, str] | None = None) -> StreamResult:
-        sent.append((body, {"library": name, **({"headers": headers} if headers else {})}))
+                      headers: Mapping[str, str] | None = None, **options: Any) -> StreamResult:
+        sent.append((body, {"library": name, **({"headers": headers} if headers else {}), **options}))
         return StreamResult(url=url)
 
     with mock.patch.object(client, "measure_stream", one), mock.patch.object(client, "measure_many", many), \
@@ -116,7 +116,10 @@ def request_problems(scenario: Scenario, variant_name: VariantName) -> list[str]
         try:
             client_options = dict(client_options)
             if "library" in client_options:
-                check_library(client_options.pop("library"))
+                library = client_options.pop("library")
+                client_options.pop("headers", None)
+                check_library(library, client_options)
+                client_options = {}
             Options(**client_options)
         except (TypeError, UnknownLibrary) as exc:
             problems.append(f"{variant_name} client options: {exc}")

@@ -128,3 +128,31 @@ def test_the_next_site_gets_the_run_upstream_not_the_placeholder(runtime: Runtim
         manifests = list((NEXT_RUNS / running.workdir.name).glob("*.json"))
         texts = "".join(path.read_text() for path in manifests)
         assert NEXT_PLACEHOLDER not in texts and settings.upstream in texts
+
+
+# Each server kind streams only its own iterator kind; the other is consumed whole, with a warning.
+DJANGO_COMBOS = [("asgi", "async", True), ("wsgi", "sync", True),
+                 ("asgi", "sync", False), ("wsgi", "async", False)]
+
+
+@pytest.mark.parametrize("server_kind,iterator,streams", DJANGO_COMBOS,
+                         ids=[f"{s}-{i}" for s, i, _ in DJANGO_COMBOS])
+def test_django_streams_only_the_iterator_its_server_iterates(server: ServerHandle, server_kind: str,
+                                                              iterator: str, streams: bool) -> None:
+    settings = app_settings("django").with_(listen_port=free_port(), upstream_port=server.port,
+                                            server=server_kind, iterator=iterator)
+    interval = 0.1
+    with get_runtime("local").run_app(settings) as running:
+        body = body_for(server, tokens_per_s=1 / interval, script="one two three four five six seven eight")
+        result = asyncio.run(measure_stream(running.url + "/v1/chat/completions", body, accept_encoding=None))
+        log = running.error_log()
+    assert result.outcome == "complete" and result.text == "one two three four five six seven eight"
+    assert result.ttft_s is not None and result.e2e_s is not None
+    # Eight tokens paced 0.1 s apart: a streamed answer's first event leads its last by ~0.7 s, a
+    # held one's by the time to write a few frames.
+    lead = result.e2e_s - result.ttft_s
+    warned = "StreamingHttpResponse must consume" in log
+    if streams:
+        assert lead >= 4 * interval and not warned, (lead, log[-400:])
+    else:
+        assert lead < interval and warned, (lead, log[-400:])

@@ -1,0 +1,66 @@
+"""Node's built-in `fetch` as a measured client: proxies/apps/node/fetch-client.mjs reads the stream
+with `for await (const chunk of response.body)` and prints each chunk as one JSON line; this side
+times each line as it arrives and parses the events, as the other library clients do.
+
+`body_timeout_s` sets undici's `bodyTimeout` (the longest silence between two body chunks) through
+an npm `undici` Agent passed as fetch's `dispatcher`; None keeps Node's default dispatcher (300 s).
+"""
+from __future__ import annotations
+
+import base64
+import json
+import subprocess
+import threading
+import time
+from typing import Any, Mapping
+
+from labs.client.sse import SSEParser
+from proxies.apps.launch import NODE_DIR, node_binary
+
+SCRIPT = NODE_DIR / "fetch-client.mjs"
+# Past this, the Node process is killed: no lab stream lasts this long.
+HARD_LIMIT_S = 120.0
+
+
+class NodeFetchError(RuntimeError):
+    """What the Node app caught, named as Node names it (`TypeError: terminated`)."""
+
+    def __init__(self, record: Mapping[str, Any]) -> None:
+        self.js_name = str(record.get("error") or "Error")
+        self.code = record.get("code")
+        detail = ", ".join(str(part) for part in (self.code, record.get("cause")) if part)
+        super().__init__(f"{self.js_name}: {record.get('message')}" + (f" ({detail})" if detail else ""))
+
+
+def stream(url: str, body: Mapping[str, Any], headers: Mapping[str, str], record: Any,
+           body_timeout_s: float | None = None) -> None:
+    argv = [node_binary(), str(SCRIPT), url, json.dumps(body), json.dumps(dict(headers))]
+    if body_timeout_s is not None:
+        argv.append(str(round(body_timeout_s * 1000)))
+    parser = SSEParser()
+    process = subprocess.Popen(argv, cwd=NODE_DIR, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    watchdog = threading.Timer(HARD_LIMIT_S, process.kill)
+    watchdog.start()
+    try:
+        assert process.stdout is not None
+        for line in process.stdout:
+            item = json.loads(line)
+            if "ready" in item:
+                record.t0 = time.perf_counter()  # Node has started: the request goes now
+            elif "response" in item:
+                record.response(int(item["response"]), item.get("headers") or {})
+            elif "chunk" in item:
+                chunk = base64.b64decode(item["chunk"])
+                record.chunks += 1
+                record.result.body_bytes += len(chunk)
+                record.parsed(parser, chunk)
+            elif "error" in item:
+                raise NodeFetchError(item)
+        if process.wait(timeout=10) != 0:
+            stderr = process.stderr.read() if process.stderr else ""
+            raise RuntimeError(f"node fetch-client.mjs exited {process.returncode}: {stderr.strip()[-300:]}")
+    finally:
+        watchdog.cancel()
+        if process.poll() is None:
+            process.kill()
+            process.wait()
