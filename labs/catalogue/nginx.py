@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from labs.scenario import checks
 from labs.catalogue.common import MANY_STREAMS_SERVER
+from labs.catalogue.drivers import one_after_another
 from labs.scenario.model import Scaled, Scenario, Variant, Workload
 
 DOCS = "https://nginx.org/en/docs/http/ngx_http_proxy_module.html"
@@ -18,6 +19,11 @@ WORKER_CONNECTIONS = 64  # nginx-worker-connections
 # Each proxied stream holds two of a worker's connections (the client's and the upstream's).
 STREAMS_PER_WORKER = WORKER_CONNECTIONS // 2
 KEEPALIVE_REQUESTS = 20  # nginx-upstream-keepalive
+# retry-amplification: the read timeout, and the silence before the headers that outlasts it (a
+# prefill or a queue on a server that answers with its first token).
+RETRY_READ_TIMEOUT_S = 1.0
+RETRY_PREFILL_S = 1.6
+ABANDONED = 'streamlab_requests_total{status="499"}'  # the server's count of requests left before an answer
 BIG_EVENT_BYTES = 8000  # nginx-buffer-size: a tool call's arguments, an image, in one event
 
 SCENARIOS = [
@@ -218,6 +224,53 @@ SCENARIOS = [
             "keep-alive timeout (uvicorn: 5 s), or nginx reuses connections the server is closing."),
         fix_summary='upstream { keepalive 16; } + proxy_http_version 1.1; + proxy_set_header Connection "";',
         sources=("https://nginx.org/en/docs/http/ngx_http_upstream_module.html#keepalive",),
+    ),
+    Scenario(
+        name="retry-amplification",
+        layer="proxy",
+        symptom="one slow prompt keeps two replicas busy, its user gets a 504, and everyone after "
+                "gets 502 for ten seconds",
+        path=("nginx",),
+        # One slow prompt, then two ordinary requests, one after another.
+        workload=Workload(streams=3, sequential=True, tokens_per_s=50.0,
+                          driver=one_after_another({"lab": {"headers_delay_s": RETRY_PREFILL_S}}, {}, {})),
+        broken=Variant(proxy={"nginx": {"upstream_peers": 2, "proxy_read_timeout": f"{RETRY_READ_TIMEOUT_S:g}s",
+                                        "proxy_next_upstream": ("error", "timeout", "non_idempotent")}}),
+        fix=Variant(proxy={"nginx": {"proxy_next_upstream": ("error", "timeout")}}),
+        symptom_checks=(checks.statuses_are(504, 502, 502),
+                        checks.server_metric_at_least(ABANDONED, 2, "the server's records: the one POST "
+                                                      "arrived twice, each abandoned at nginx's timeout")),
+        cure_checks=(checks.statuses_are(504, 200, 200),
+                     checks.server_metric_at_most(ABANDONED, 1, "the server's records: the POST arrived once"),
+                     checks.server_metric_at_least(ABANDONED, 1, "and nginx's timeout did fire on it")),
+        server_metrics=(ABANDONED, "streamlab_http_connections_total"),
+        explanation=(
+            "nginx retries a failed request on the next server of its upstream block for the "
+            "failures `proxy_next_upstream` names (`error timeout` by default), but since 1.9.13 never "
+            "a POST that already reached a server, unless `non_idempotent` is added, which configs copied "
+            "for GET APIs often carry. A chat completion is a POST whose prefill (or queue) can outlast "
+            "`proxy_read_timeout` before the headers: nginx gives up on the first replica, which keeps "
+            "prefilling until it sees the connection close, sends the same prompt to the second, and "
+            "answers 504 when that one is as slow. Every retry is a whole prefill on another GPU, for "
+            "an answer nobody reads. Worse, a timeout counts as a failure of the peer: with `max_fails=1` "
+            "(the default) each timed-out server is taken out for `fail_timeout` (10 s), so the retry "
+            "takes out every replica, and every request in the next 10 s gets 502 (\"no live "
+            "upstreams\"). Keep `non_idempotent` out, and size the timeout above the longest prefill "
+            "(or let the server send its headers at once)."),
+        fix_summary="proxy_next_upstream error timeout; (nginx's default: never non_idempotent), and "
+                    "proxy_read_timeout above the longest prefill",
+        finding=(
+            "Measured here (nginx 1.22.1, the lab's one server listed twice in the upstream block, "
+            "a 1.6 s wait before the headers, proxy_read_timeout 1s): with `non_idempotent` the POST "
+            "reached the server twice (the access log: upstream_status=504, 504, request_time 2.0 s) "
+            "and the next three ordinary requests got 502 within 62 ms each; without it, one attempt "
+            "(504 after 1.0 s) and the next three got 200 from the other peer. The lab's server "
+            "waits before admitting the request, so no tokens were generated for the abandoned "
+            "attempts here; on a server that prefills before its headers each attempt is a prefill."),
+        scaled=(Scaled("nginx proxy_read_timeout", f"{RETRY_READ_TIMEOUT_S:g}s", "60s (nginx's default)"),
+                Scaled("silence before the headers", f"{RETRY_PREFILL_S:g}s",
+                       "a long prompt's prefill or a queue, on a server that answers with its first token")),
+        sources=(f"{DOCS}#proxy_next_upstream", "https://nginx.org/en/docs/http/ngx_http_upstream_module.html#server"),
     ),
     Scenario(
         name="nginx-buffer-size",

@@ -23,6 +23,11 @@ SSL = "https://nginx.org/en/docs/http/ngx_http_ssl_module.html"
 HTTP2 = "https://nginx.org/en/docs/http/ngx_http_v2_module.html"
 
 
+# The words proxy_next_upstream takes (nginx 1.22).
+NextUpstream = Literal["error", "timeout", "invalid_header", "http_500", "http_502", "http_503",
+                       "http_504", "http_403", "http_404", "http_429", "non_idempotent", "off"]
+
+
 class NginxSettings(ProxySettings):
     proxy: ClassVar = "nginx"
     template: ClassVar[str] = "nginx/nginx.conf.j2"
@@ -77,6 +82,17 @@ class NginxSettings(ProxySettings):
         "60s", "how long an idle upstream connection stays in the pool; keep it below the server's own "
         "keep-alive timeout (uvicorn: 5 s) or nginx reuses connections the server is closing",
         f"{UPSTREAM}#keepalive_timeout")
+
+    # Retries: which failures nginx takes to the next peer of the upstream block.
+    upstream_peers: int = Field(
+        1, ge=1, le=8, description="`server` lines in the upstream block, each the lab's one server: "
+        "nginx takes each line as a peer of its own, as it would two replicas, so a retry goes to the "
+        f"next line ({UPSTREAM}#server)", json_schema_extra={"docs": f"{UPSTREAM}#server"})
+    proxy_next_upstream: tuple[NextUpstream, ...] = Field(
+        ("error", "timeout"), min_length=1, description="the failures nginx retries on the next peer; "
+        "`non_idempotent` lets it resend a POST that already reached a server (nginx's default never "
+        f"does: the prompt would be prefilled twice) ({PROXY}#proxy_next_upstream)",
+        json_schema_extra={"docs": f"{PROXY}#proxy_next_upstream"})
 
     # Timeouts.
     proxy_connect_timeout: NginxDuration = setting(
@@ -156,6 +172,13 @@ class NginxSettings(ProxySettings):
             return []
         statuses = sorted((*NGINX_OWN_ERRORS, 429)) if self.limit_conn_per_client else NGINX_OWN_ERRORS
         return [(status, ERRORS[431 if status == 494 else status]) for status in statuses]
+
+    @field_validator("proxy_next_upstream")
+    @classmethod
+    def _off_alone(cls, words: tuple[str, ...]) -> tuple[str, ...]:
+        if "off" in words and len(words) > 1:
+            raise ValueError(f"proxy_next_upstream {' '.join(words)}: `off` stands alone")
+        return words
 
     @field_validator("gzip_types")
     @classmethod

@@ -274,6 +274,16 @@ UNDICI_CUT = "TypeError: terminated (UND_ERR_BODY_TIMEOUT, Body Timeout Error)"
 MOJIBAKE = "鬱蒼とした森で\ufffd野家の🦩と\ufffd\ufffdが踊る。"
 
 
+def _retried(statuses: tuple[int, ...], abandoned: int) -> Make:
+    """retry-amplification: the slow prompt's status, then the two ordinary requests' (502: every
+    peer disabled), and how many times the server saw the slow prompt arrive and be abandoned."""
+    def make(s: Shapes) -> Run:
+        results = [s.refused("http-error", status, at=2.0) if status != 200 else s.streamed(5)
+                   for status in statuses]
+        return s.run(*results, server_delta={nginx.ABANDONED: abandoned})
+    return make
+
+
 def _reload() -> Handmade:
     """A reload mid-stream: the stream is cut when the drain limit ends (symptom), or runs to its
     end (cure); without the stress, no reload happened at all."""
@@ -486,6 +496,12 @@ HANDMADE: dict[str, Handmade] = {
         symptom_without_stress=lambda s: s.run(s.cut(3, 0.01))),
     "nginx-reload": _reload(),
     "haproxy-reload": _reload(),
+    "retry-amplification": Handmade(
+        symptom=_retried((504, 502, 502), 2), cure=_retried((504, 200, 200), 1),
+        # nginx's timeout never fired: the slow prompt was answered (a cure that faced nothing).
+        cure_without_stress=_retried((200, 200, 200), 0),
+        # The same statuses, but the server saw the prompt once: no retry happened.
+        symptom_without_stress=_retried((504, 502, 502), 1)),
     "nginx-buffer-size": Handmade(
         symptom=lambda s: s.run(s.streamed(hop_s=0.1)),
         cure=lambda s: s.run(s.streamed(hop_s=0.002)),

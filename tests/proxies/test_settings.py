@@ -44,6 +44,8 @@ NON_DEFAULT: dict[type[ProxySettings], dict[str, dict[str, Any]]] = {
         "proxy_connection_header": {"proxy_connection_header": ""},
         "upstream_keepalive": {"upstream_keepalive": 16},
         "upstream_keepalive_timeout": {"upstream_keepalive": 16, "upstream_keepalive_timeout": 4},
+        "upstream_peers": {"upstream_peers": 2},
+        "proxy_next_upstream": {"proxy_next_upstream": ("error", "timeout", "http_502", "non_idempotent")},
         "proxy_connect_timeout": {"proxy_connect_timeout": "5s"},
         "proxy_read_timeout": {"proxy_read_timeout": 1.5},
         "proxy_send_timeout": {"proxy_send_timeout": "2m"},
@@ -284,3 +286,15 @@ def test_config_invalid_carries_the_binary_message(proxy: str, text: str, messag
 def test_validate_text_needs_the_proxy() -> None:
     with pytest.raises(ValueError, match="proxy="):
         validate("events {}\n")
+
+
+def test_proxy_next_upstream_takes_only_nginxs_words_and_off_alone() -> None:
+    from proxies.nginx.settings import NginxSettings
+
+    with pytest.raises(ValidationError, match="stands alone"):
+        NginxSettings(proxy_next_upstream=("off", "error"))
+    with pytest.raises(ValidationError):
+        NginxSettings(proxy_next_upstream=("error", "http_418"))
+    with pytest.raises(ValidationError):
+        NginxSettings(proxy_next_upstream=())
+    assert "proxy_next_upstream       off;" in render(NginxSettings(proxy_next_upstream=("off",)))

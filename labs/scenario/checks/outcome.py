@@ -47,6 +47,14 @@ def status_is(status: int) -> Check:
     return Check(f"HTTP status {status} (the failure comes after the headers)", measure)
 
 
+def statuses_are(*statuses: int) -> Check:
+    """The streams' HTTP statuses, in the order the workload sent them."""
+    def measure(run: Run) -> tuple[str, bool]:
+        seen = tuple(r.status for r in run.results)
+        return "statuses " + ", ".join(map(str, seen)), seen == statuses
+    return Check(f"HTTP statuses, in order: {', '.join(map(str, statuses))}", measure)
+
+
 def status_seen(status: int) -> Check:
     def measure(run: Run) -> tuple[str, bool]:
         hits = sum(1 for r in run.results if r.status == status)
