@@ -42,6 +42,9 @@ class Finding:
     hop: int | None = None        # probe: 0-based index of the innermost URL that shows it
     reason: str | None = None     # for a warning: why the measurement did not show it
     at_streams: int | None = None  # load: the concurrency of the first step that showed it
+    # probe: documented platform limits the measured one matches (labs/probe/platforms.py), a
+    # hint beside the measurement
+    hints: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         if self.kind not in FINDING_KINDS:

@@ -1,7 +1,7 @@
 """What `labs probe` reports: findings with their hop, one check per line, and the numbers.
 
     {"urls", "origin": "streamlab"|"other", "ok", "skipped": [check names],
-     "findings": [{"kind", "severity", "hop", "evidence", "limit_s", "scenario", "fix", "reason"}],
+     "findings": [{"kind", "severity", "hop", "evidence", "limit_s", "hints", "scenario", "fix", "reason"}],
      "checks": [{"name", "passed", "observed", "skipped"?}], "measurements": {...}}
 
 A check that could not measure is skipped with the reason: not passed, and no finding. `ok` (and
@@ -18,8 +18,9 @@ from rich.table import Table
 
 from labs.findings import CheckOutcome, Finding, PathReport, lab_command
 from labs.findings.ci import Place
+from labs.probe import platforms
 
-FINDING_KEYS = ("kind", "severity", "hop", "evidence", "limit_s", "scenario", "fix", "reason")
+FINDING_KEYS = ("kind", "severity", "hop", "evidence", "limit_s", "hints", "scenario", "fix", "reason")
 
 
 @dataclass
@@ -38,9 +39,12 @@ class ProbeReport(PathReport):
                                         observed=seen.observed, kind=seen.kind, skipped=seen.skipped,
                                         ran=getattr(seen, "ran", True)))
         if seen.fault:
+            # An idle check is named after the silence's position (idle-timeout-before-headers).
+            position = seen.check.removeprefix(f"{seen.kind}-") if seen.kind == "idle-timeout" else None
             finding = Finding(kind=seen.kind, severity="warning" if seen.reason else "failure",
                               evidence=seen.evidence, scenario=scenario, fix=fix,
-                              limit_s=seen.limit_s, hop=seen.hop, reason=seen.reason)
+                              limit_s=seen.limit_s, hop=seen.hop, reason=seen.reason,
+                              hints=tuple(platforms.hints(seen.kind, position, seen.limit_s)))
             self.findings.append(finding)
             self._by_check[seen.check] = finding
 
@@ -121,6 +125,8 @@ def print_report(report: ProbeReport, console: Console) -> None:
         console.print(f"[{style}]{f.severity}[/{style}] [bold]{f.kind}[/bold] at hop "
                       f"{report.hop_name(f.hop)}{limit}", highlight=False)
         console.print(f"  evidence: {f.evidence}", highlight=False)
+        for hint in f.hints:  # a documented limit the measured one matches: a lead, not a measurement
+            console.print(f"  matches the documented limit of {hint}", highlight=False)
         if f.reason:
             console.print(f"  only a warning: {f.reason}", highlight=False)
         for fix in (f.fix or "").split(" | "):
