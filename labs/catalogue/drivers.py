@@ -55,3 +55,20 @@ def leave_then_arrive(leavers: int, leave_after: int, arrivals: int,
         came = await asyncio.gather(*(_timed(epoch, url, later, **stay) for _ in range(arrivals)))
         return [*gone, *came]
     return drive
+
+
+def paced_at_the_cut(count: int, cut_s: float, offsets_s: tuple[float, ...]) -> Driver:
+    """`count` requests one after another, each sent `cut_s` plus an offset (in turn from
+    `offsets_s`) after the previous one ended: an idle connection the proxy pooled is reused
+    around the moment the server closes it."""
+    async def drive(url: str, body: dict[str, Any], workload: Workload,
+                    options: Mapping[str, Any]) -> list[StreamResult]:
+        epoch = time.perf_counter()
+        results: list[StreamResult] = []
+        for i in range(count):
+            if results:
+                # Timed from the previous response's end, as the server's idle timer is.
+                await asyncio.sleep(max(0.0, cut_s + offsets_s[i % len(offsets_s)]))
+            results.append(await _timed(epoch, url, body, **options))
+        return results
+    return drive

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from labs.scenario import checks
 from labs.catalogue.common import MANY_STREAMS_SERVER
-from labs.catalogue.drivers import one_after_another
+from labs.catalogue.drivers import one_after_another, paced_at_the_cut
 from labs.scenario.model import Scaled, Scenario, Variant, Workload
 
 DOCS = "https://nginx.org/en/docs/http/ngx_http_proxy_module.html"
@@ -24,6 +24,15 @@ KEEPALIVE_REQUESTS = 20  # nginx-upstream-keepalive
 RETRY_READ_TIMEOUT_S = 1.0
 RETRY_PREFILL_S = 1.6
 ABANDONED = 'streamlab_requests_total{status="499"}'  # the server's count of requests left before an answer
+# upstream-keepalive-race: the server's keep-alive (standing for uvicorn's 5 s), requests paced
+# from 6 ms before it to 2 ms after (the race's window, measured: 502s at -4..-2 ms on an idle
+# machine; a loaded one fires the server's timer later), and how many. Measured 9 of 120, 6 of 130
+# and 8 of 120 requests answered 502 (5-8 %); spread over this wider window, at least 3 %: with
+# 144 the chance that a broken run shows none is below 0.97**144 = 1.2 %, and ~0.4 % at 4 %.
+RACE_KEEPALIVE_S = 0.25
+RACE_OFFSETS_S = (-0.006, -0.005, -0.004, -0.003, -0.002, -0.001, 0.0, 0.001, 0.002)
+RACE_REQUESTS = 144
+CONNECTIONS = "streamlab_http_connections_total"
 BIG_EVENT_BYTES = 8000  # nginx-buffer-size: a tool call's arguments, an image, in one event
 
 SCENARIOS = [
@@ -271,6 +280,56 @@ SCENARIOS = [
                 Scaled("silence before the headers", f"{RETRY_PREFILL_S:g}s",
                        "a long prompt's prefill or a queue, on a server that answers with its first token")),
         sources=(f"{DOCS}#proxy_next_upstream", "https://nginx.org/en/docs/http/ngx_http_upstream_module.html#server"),
+    ),
+    Scenario(
+        name="upstream-keepalive-race",
+        layer="proxy",
+        symptom="now and then a chat request gets a 502 that the app's log never shows",
+        path=("nginx",),
+        base="fixed",  # a pool of upstream connections idle for up to 4 s
+        workload=Workload(streams=RACE_REQUESTS, sequential=True, tokens_per_s=200.0,
+                          script="A short answer.",
+                          driver=paced_at_the_cut(RACE_REQUESTS, RACE_KEEPALIVE_S, RACE_OFFSETS_S)),
+        broken=Variant(server_args=("--keep-alive-s", f"{RACE_KEEPALIVE_S:g}")),
+        fix=Variant(server_args=("--keep-alive-s", "75")),  # the lab server's default
+        symptom_checks=(checks.status_seen(502), checks.unseen_by_server(502),
+                        checks.server_metric_at_least(CONNECTIONS, RACE_REQUESTS // 4,
+                                                      "the server closed idle connections under nginx's pool")),
+        cure_checks=(checks.complete_with_done(),
+                     # One per nginx worker's pool, and the lab's own reads of the metrics.
+                     checks.server_metric_at_most(CONNECTIONS, RACE_REQUESTS // 12,
+                                                  "the requests at the broken server's cut reused "
+                                                  "pooled connections")),
+        server_metrics=(CONNECTIONS, 'streamlab_requests_total{status="200"}'),
+        explanation=(
+            "A proxy that pools upstream connections (nginx `keepalive`, Traefik, Envoy, every cloud "
+            "load balancer) reuses one that has been idle for up to its own idle timeout. When the "
+            "server's keep-alive timeout is shorter (uvicorn's and Node's default is 5 s; nginx pools "
+            "for 60 s by default, ingress-nginx 60 s, Traefik 90 s), a request that arrives just as "
+            "the server closes an idle connection is written into a socket the server is shutting: "
+            "nginx reads a reset or an early close (`upstream prematurely closed connection`, "
+            "`recv() failed (104: Connection reset by peer)`) and answers 502. The server never saw "
+            "the request, so its log shows nothing. nginx retries a GET on the next connection but "
+            "not a POST it already sent (it may have reached the server), and a chat completion is a "
+            "POST. Keep the server's keep-alive above the proxy's upstream idle timeout, or the "
+            "proxy's below the server's."),
+        fix_summary="uvicorn --timeout-keep-alive 75 (above the proxy's pool idle), or nginx upstream "
+                    "keepalive_timeout below the server's",
+        finding=(
+            "Measured here (nginx 1.22.1 pooling for 4 s, the server's keep-alive at 1 s and at "
+            "0.25 s, one POST at a time sent a few ms before the server's timer): 6 of 130 and 9 of "
+            "120 requests answered 502, all in the 4 ms before the server's cut (30 % of those sent "
+            "2 ms before it), none after it; nginx logged `recv() failed (104: Connection reset by "
+            "peer)` and `upstream prematurely closed connection while reading response header`. With "
+            "the server's keep-alive at 75 s: 0 of 120, and 9 upstream connections for the 120 (68 with "
+            "the server's at 0.25 s: it had closed the idle ones)."),
+        scaled=(Scaled("the server's keep-alive timeout", f"{RACE_KEEPALIVE_S:g}s",
+                       "5s (uvicorn's default) under a proxy that pools for 60s"),
+                Scaled("requests at the cut", f"{RACE_REQUESTS}, paced to the server's timer",
+                       "thousands a day, some of which land on the cut by chance")),
+        sources=("https://nginx.org/en/docs/http/ngx_http_upstream_module.html#keepalive_timeout",
+                 "https://www.uvicorn.org/settings/#timeouts",
+                 f"{DOCS}#proxy_next_upstream"),
     ),
     Scenario(
         name="nginx-buffer-size",

@@ -284,6 +284,16 @@ def _retried(statuses: tuple[int, ...], abandoned: int) -> Make:
     return make
 
 
+def _raced(failed: int, connections: int) -> Make:
+    """upstream-keepalive-race: 144 short requests, `failed` of them 502 from the proxy (never
+    seen by the server), over `connections` upstream connections."""
+    def make(s: Shapes) -> Run:
+        results = [s.refused("http-error", 502) if i < failed else s.streamed(3) for i in range(nginx.RACE_REQUESTS)]
+        served = nginx.RACE_REQUESTS - failed
+        return s.run(*results, server_delta={nginx.CONNECTIONS: connections, REQUESTS_OK: served})
+    return make
+
+
 def _reload() -> Handmade:
     """A reload mid-stream: the stream is cut when the drain limit ends (symptom), or runs to its
     end (cure); without the stress, no reload happened at all."""
@@ -502,6 +512,12 @@ HANDMADE: dict[str, Handmade] = {
         cure_without_stress=_retried((200, 200, 200), 0),
         # The same statuses, but the server saw the prompt once: no retry happened.
         symptom_without_stress=_retried((504, 502, 502), 1)),
+    "upstream-keepalive-race": Handmade(
+        symptom=_raced(8, 68), cure=_raced(0, 9),
+        # No pool at all: a new connection per request, so no request met the race.
+        cure_without_stress=_raced(0, 144),
+        # 502s while every request used one connection: something else failed them.
+        symptom_without_stress=_raced(8, 9)),
     "nginx-buffer-size": Handmade(
         symptom=lambda s: s.run(s.streamed(hop_s=0.1)),
         cure=lambda s: s.run(s.streamed(hop_s=0.002)),

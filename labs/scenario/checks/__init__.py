@@ -17,7 +17,8 @@ from labs.scenario.checks.many import (gap_p99_at_most, stayers_ttft_at_least, s
                               ttft_max_at_least, ttft_p99_within, ttft_spread_at_least)
 from labs.scenario.checks.outcome import (client_error_names, complete_with_done, data_bytes_per_event_at_least,
                                  error_reported, failed_share_at_least, finish_reason_is, outcome_is,
-                                 outcome_not_only, status_is, status_seen, statuses_are)
+                                 outcome_not_only, status_is, status_seen, statuses_are,
+                                 unseen_by_server)
 from labs.scenario.checks.proxy import culprit_hop, proxy_stat_at_least
 from labs.scenario.checks.server import (release_at_least, release_within, server_metric_at_least,
                                 server_metric_at_most, slot_held_at_least, slot_held_at_most,

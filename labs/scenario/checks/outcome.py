@@ -55,6 +55,18 @@ def statuses_are(*statuses: int) -> Check:
     return Check(f"HTTP statuses, in order: {', '.join(map(str, statuses))}", measure)
 
 
+def unseen_by_server(status: int) -> Check:
+    """The proxy's `status` answers never reached the server: it counted a 200 for every stream
+    the client got a 200 for, and no more (its records have no trace of the others)."""
+    def measure(run: Run) -> tuple[str, bool]:
+        ok = sum(1 for r in run.results if r.status == 200)
+        hits = sum(1 for r in run.results if r.status == status)
+        served = run.metric('streamlab_requests_total{status="200"}')
+        return (f"client: {ok} x 200, {hits} x {status}; the server answered {served:g} with 200",
+                hits > 0 and served == ok)
+    return Check(f"the {status}s never reached the server (its 200s = the client's 200s)", measure)
+
+
 def status_seen(status: int) -> Check:
     def measure(run: Run) -> tuple[str, bool]:
         hits = sum(1 for r in run.results if r.status == status)
