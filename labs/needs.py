@@ -15,7 +15,7 @@ import sys
 import time
 from typing import Iterable, Sequence
 
-from labs.scenario.model import Scenario
+from labs.scenario.model import Scenario, hop_kind
 from labs.scenario.chromium import NEEDS as BROWSER_DRIVER_NEEDS
 from proxies.needs import (HOP_NEEDS, REQUIREMENTS, CannotInstall, Requirement, hop_needs,
                            install_missing, pip_extra, python_present)
@@ -62,7 +62,7 @@ def scenario_needs(scenario: Scenario) -> list[str]:
     libraries = {options.get("library") for options in
                  (scenario.workload.client, *(variant.client for variant in variants))}
     driver_needs = getattr(scenario.workload.driver, "needs", ())
-    return _unique([*hop_needs(scenario.path),
+    return _unique([*hop_needs(hop_kind(hop) for hop in scenario.path),
                     *(need for library in libraries if library for need in LIBRARY_NEEDS.get(library, ())),
                     *driver_needs])
 

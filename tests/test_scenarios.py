@@ -15,7 +15,7 @@ import pytest
 
 from labs import catalogue
 from labs.scenario.runner import Lab
-from labs.scenario.model import VARIANTS, Scenario, VariantName
+from labs.scenario.model import VARIANTS, Scenario, VariantName, hop_kind
 from proxies.apps import is_app
 from tests.runtimes import require_images
 
@@ -52,7 +52,8 @@ def lab() -> Iterator[Callable[[str], Lab]]:
 
 def images_of(scenario: Scenario) -> list[str]:
     """The images a scenario's path runs in: the server's, each proxy's, the apps' one."""
-    return ["server", *dict.fromkeys("apps" if is_app(hop) else hop for hop in scenario.path)]
+    kinds = (hop_kind(hop) for hop in scenario.path)
+    return ["server", *dict.fromkeys("apps" if is_app(kind) else kind for kind in kinds)]
 
 
 def guard(lab: Callable[[str], Lab], scenario: Scenario, variant: VariantName, runtime: str) -> None:

@@ -22,7 +22,7 @@ from labs import catalogue
 from labs.findings import UnusableInput
 from labs.scenario.manifest_hop import prepared, translated
 from labs.scenario.runner import hop_settings
-from labs.scenario.model import VariantName
+from labs.scenario.model import VariantName, hop_kind
 from proxies.apps import AppSettings, is_app
 from proxies.apps.launch import AppMissing, launch
 from proxies.binaries import BinaryProblem
@@ -50,7 +50,7 @@ def rendered(name: str, variant_name: VariantName, proxy: str | None = None) -> 
             return made, config.read_text().replace(f"{folder}/", "")  # the header names the manifest
     settings = hop_settings(proxy, variant.proxy.get(proxy, {}), scenario.base)
     if isinstance(settings, AppSettings):  # an app's "config" is its command line and environment
-        return proxy, launch(settings, Path(f"/tmp/streamlab-{proxy}-WORKDIR")).shown()
+        return proxy, launch(settings, Path(f"/tmp/streamlab-{hop_kind(proxy)}-WORKDIR")).shown()
     return proxy, render(settings)
 
 
@@ -64,8 +64,8 @@ def main(name: str, variant_name: VariantName, proxy: str | None, check: bool) -
         if check and (manifest := catalogue.get(name).variant(variant_name).manifest) is not None:
             with tempfile.TemporaryDirectory(prefix="streamlab-render-") as folder:
                 prepared(proxy, manifest, free_port(), "local", Path(folder))
-        elif check and not is_app(proxy):
-            validate(text, proxy)
+        elif check and not is_app(hop_kind(proxy)):
+            validate(text, hop_kind(proxy))
     except (ConfigInvalid, BinaryProblem, UnusableInput) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1

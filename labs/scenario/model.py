@@ -23,6 +23,12 @@ VARIANTS: tuple[VariantName, ...] = ("broken", "fixed")
 DEFAULT_SCRIPT = "Every token should reach the reader the moment the model makes it."
 
 
+def hop_kind(hop: str) -> str:
+    """The proxy or app a path entry runs: a path may hold two hops of one kind, the second
+    named with a suffix after a colon (`("nginx", "nginx:inner")`), each with its own settings."""
+    return hop.split(":", 1)[0]
+
+
 @dataclass(frozen=True)
 class Variant:
     """One side of a scenario. For `fix`, every field is applied on top of the broken variant.

@@ -24,7 +24,8 @@ from labs.client.results import StreamResult
 from labs.client.peaks import GaugePeaks
 from labs.scenario.manifest_hop import manifest_hop
 from labs.scenario.reloads import ReloadAt
-from labs.scenario.model import VARIANTS, CheckResult, Run, Scenario, Variant, VariantName, Workload
+from labs.scenario.model import (VARIANTS, CheckResult, Run, Scenario, Variant, VariantName, Workload,
+                                 hop_kind)
 from proxies.apps import AppSettings, app_settings, is_app
 from proxies.base import ProxySettings
 from proxies.kinds import has_admin
@@ -139,7 +140,8 @@ class Lab:
             outcome.checks[name] = [check(run) for check in scenario.checks(name)]
         commands = {name: self.server_command(scenario.variant(name).server_args,
                                               scenario.variant(name).server_nofile) for name in variants}
-        outcome.provenance = provenance.collect(self.runtime.name, scenario.path, commands, started_at)
+        outcome.provenance = provenance.collect(self.runtime.name, [hop_kind(h) for h in scenario.path],
+                                                commands, started_at)
         return outcome
 
     def run_variant(self, scenario: Scenario, name: VariantName) -> Run:
@@ -202,11 +204,11 @@ class Lab:
                     upstream_port = hop.settings.listen_port
                     continue
                 ports = {"listen_port": free_port(), "upstream_port": upstream_port}
-                if has_admin(proxy):  # its admin endpoint reads the stats and readiness
+                if has_admin(hop_kind(proxy)):  # its admin endpoint reads the stats and readiness
                     ports["admin_port"] = free_port()
                 settings = hop_settings(proxy, variant.proxy.get(proxy, {}), base, **ports)
                 self.progress(f"starting {proxy} on :{settings.listen_port}")
-                run = self.runtime.run_app if is_app(proxy) else self.runtime.run_proxy
+                run = self.runtime.run_app if is_app(hop_kind(proxy)) else self.runtime.run_proxy
                 started.append(stack.enter_context(run(settings)))  # type: ignore[arg-type]
                 upstream_port = settings.listen_port
             yield list(reversed(started))
@@ -239,9 +241,10 @@ def hop_settings(proxy: str, overrides: Mapping[str, Any], base: str = "defaults
                  **addressing: Any) -> ProxySettings | AppSettings:
     """The base settings (the proxy's defaults or the fixed ones; an app's own defaults), then
     the variant's overrides, then where the hop listens and forwards."""
-    if is_app(proxy):
-        return app_settings(proxy).with_(**overrides, **addressing)
-    return named_settings(proxy, base).with_(**overrides, **addressing)  # type: ignore[arg-type]
+    kind = hop_kind(proxy)  # `nginx:inner` is an nginx
+    if is_app(kind):
+        return app_settings(kind).with_(**overrides, **addressing)
+    return named_settings(kind, base).with_(**overrides, **addressing)  # type: ignore[arg-type]
 
 
 async def drive(url: str, body: dict[str, Any], workload: Workload,

@@ -57,6 +57,10 @@ class NginxSettings(ProxySettings):
     proxy_buffering: bool = setting(
         True, "buffer upstream responses (on: events wait until a buffer fills or the response ends)",
         f"{PROXY}#proxy_buffering")
+    pass_accel_buffering: bool = setting(
+        False, "pass the upstream's `X-Accel-Buffering` header on to the client (`proxy_pass_header`); "
+        "nginx honours it and, by default, removes it, so a proxy in front never sees it",
+        f"{PROXY}#proxy_pass_header")
     proxy_request_buffering: bool = setting(
         True, "read the whole request body before forwarding it", f"{PROXY}#proxy_request_buffering")
     proxy_buffer_size: NginxSize = setting(

@@ -197,7 +197,8 @@ def _chain(culprit: str | None) -> Make:
     def make(s: Shapes) -> Run:
         path = s.scenario.path
         held_until = path.index(culprit) if culprit else -1
-        hops = {f"{i + 1}. enter at {name}:{4000 + i}": [s.lump() if i <= held_until else s.streamed()]
+        # A running hop is named `kind:port`, whatever its name on the path (`nginx:inner`).
+        hops = {f"{i + 1}. enter at {name.split(':')[0]}:{4000 + i}": [s.lump() if i <= held_until else s.streamed()]
                 for i, name in enumerate(path)}
         hops[f"{len(hops) + 1}. direct to the server"] = [s.streamed()]
         return s.run(next(iter(hops.values()))[0], hops=hops)
@@ -373,6 +374,9 @@ HANDMADE: dict[str, Handmade] = {
     # The wrong culprit (the CDN in front) must fail the symptom: only Caddy's entry holds.
     "chain-edge-compression": Handmade(symptom=_chain("caddy"), cure=_chain(None),
                                        symptom_without_stress=_chain("varnish")),
+    # The inner nginx holding the stream is another fault: the symptom names the outer one.
+    "chain-accel-consumed": Handmade(symptom=_chain("nginx"), cure=_chain(None),
+                                     symptom_without_stress=_chain("nginx:inner")),
     "server-disconnect": Handmade(
         symptom=lambda s: s.run(
             *(s.left() for _ in range(server.DISCONNECT_SLOTS)),

@@ -37,7 +37,7 @@ from labs.client.results import StreamResult
 from labs.findings import UnusableInput
 from labs.scenario.manifest_hop import ManifestMismatch, prepared
 from labs.scenario.runner import drive, hop_settings, request_body
-from labs.scenario.model import VARIANTS, Check, Run, Scenario, Variant, VariantName
+from labs.scenario.model import VARIANTS, Check, Run, Scenario, Variant, VariantName, hop_kind
 from labs.scenario import chromium
 from labs.scenario.browser_spec import BROWSER_ONLY, PageRequest, page_request
 from proxies.apps import is_app
@@ -136,7 +136,7 @@ def hop_problems(scenario: Scenario, variant_name: VariantName) -> list[str]:
     for proxy in scenario.path:
         try:
             settings = hop_settings(proxy, variant.proxy.get(proxy, {}), scenario.base)
-            if not is_app(proxy):  # an app's settings are validated by its model alone
+            if not is_app(hop_kind(proxy)):  # an app's settings are validated by its model alone
                 validate(settings)
         except (ValidationError, ConfigInvalid) as exc:
             problems.append(f"{variant_name} {proxy}: {exc}")

@@ -8,6 +8,7 @@ import pytest
 
 from labs import catalogue
 from labs.client.libraries import LIBRARIES
+from labs.scenario.model import hop_kind
 from labs.needs import ALL, LIBRARY_NEEDS, everything, main, needs_of, scenario_needs, view_needs
 from proxies.needs import HOP_NEEDS, CannotInstall, Requirement, install_missing
 from proxies.runtime.images import SERVICES
@@ -35,7 +36,7 @@ def test_each_lab_needs_what_its_path_client_and_driver_use(name: str, expected:
 
 
 def test_every_hop_and_library_of_the_catalogue_is_declared() -> None:
-    hops = {hop for scenario in catalogue.SCENARIOS for hop in scenario.path}
+    hops = {hop_kind(hop) for scenario in catalogue.SCENARIOS for hop in scenario.path}
     assert hops <= set(HOP_NEEDS), f"hops without requirements: {hops - set(HOP_NEEDS)}"
     assert set(LIBRARY_NEEDS) <= set(LIBRARIES)
     declared = {name for needs in HOP_NEEDS.values() for name in needs} | {

@@ -45,6 +45,7 @@ NON_DEFAULT: dict[type[ProxySettings], dict[str, dict[str, Any]]] = {
         "upstream_keepalive": {"upstream_keepalive": 16},
         "upstream_keepalive_timeout": {"upstream_keepalive": 16, "upstream_keepalive_timeout": 4},
         "upstream_peers": {"upstream_peers": 2},
+        "pass_accel_buffering": {"pass_accel_buffering": True},
         "proxy_next_upstream": {"proxy_next_upstream": ("error", "timeout", "http_502", "non_idempotent")},
         "proxy_connect_timeout": {"proxy_connect_timeout": "5s"},
         "proxy_read_timeout": {"proxy_read_timeout": 1.5},

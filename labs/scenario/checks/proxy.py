@@ -40,8 +40,9 @@ def _status_and_flags(line: str) -> str:
     return f"{status.group(1) if status else '?'} {flags.group(1) if flags else '?'}"
 
 
-def culprit_hop(expected: str | None) -> Check:
-    """From the bisection: the innermost entry point that still sees a late first token."""
+def culprit_hop(expected: str | None, entry: int | None = None) -> Check:
+    """From the bisection: the innermost entry point that still sees a late first token;
+    `entry` (1 = the outermost hop) tells apart two hops of one kind."""
     def measure(run: Run) -> tuple[str, bool]:
         limit = after_due(STREAM_SLACK_INTERVALS)(run)
         late = [label for label, results in run.hops.items()
@@ -50,5 +51,7 @@ def culprit_hop(expected: str | None) -> Check:
         # Hop names are like "nginx:41234"; compare the proxy part.
         name = culprit.split(":", 1)[0] if culprit else None
         shown = ", ".join(f"{label}: TTFT {ms(r[0].ttft_s)}" for label, r in run.hops.items())
-        return f"culprit {name or 'none'} ({shown})", name == expected
-    return Check(f"bisection names {expected or 'no hop'} as the hop that holds the stream", measure)
+        at = int(late[-1].split(".", 1)[0]) if late else None
+        return f"culprit {name or 'none'} ({shown})", name == expected and (entry is None or at == entry)
+    where = f" (hop {entry} from the client)" if entry is not None else ""
+    return Check(f"bisection names {expected or 'no hop'}{where} as the hop that holds the stream", measure)
