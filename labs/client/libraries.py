@@ -116,8 +116,10 @@ class Recorder:
         result.e2e_s = result.end_s = self.now()
         result.reads = self.chunks
         if error is not None:
-            result.error = f"{type(error).__name__}: {error}"
-            result.outcome = "timeout" if "timeout" in type(error).__name__.lower() else "truncated"
+            # An error from another runtime (Node's) says how it is shown and whether it is a timeout.
+            result.error = getattr(error, "shown", None) or f"{type(error).__name__}: {error}"
+            timeout = getattr(error, "is_timeout", "timeout" in type(error).__name__.lower())
+            result.outcome = "timeout" if timeout else "truncated"
         elif result.status is not None and result.status >= 400:
             result.outcome = "http-error"
         else:
@@ -253,18 +255,7 @@ def _node_fetch(url: str, body: Mapping[str, Any], headers: Mapping[str, str], r
                 body_timeout_s: float | None = None) -> None:
     from labs.client import node_fetch
 
-    try:
-        node_fetch.stream(url, body, headers, record, body_timeout_s)
-    except node_fetch.NodeFetchError as exc:
-        record.finished(exc)
-        record.result.error = str(exc)  # as Node prints it: `TypeError: terminated (...)`
-        if str(exc.code or "").endswith("TIMEOUT"):  # undici's UND_ERR_BODY_TIMEOUT / HEADERS_TIMEOUT
-            record.result.outcome = "timeout"
-        raise _Recorded() from exc
-
-
-class _Recorded(Exception):
-    """The result is already finished (with the library's own error and outcome)."""
+    node_fetch.stream(url, body, headers, record, body_timeout_s)
 
 
 CLIENTS: dict[str, Callable[..., None]] = {
@@ -286,8 +277,6 @@ def measure_sync(library: str, url: str, body: Mapping[str, Any],
     record = Recorder(url, check_library(library, options))
     try:
         CLIENTS[library](url, body, headers or {}, record, **options)
-    except _Recorded:
-        return record.result
     except Exception as exc:  # noqa: BLE001 - the library's error is the measurement
         return record.finished(exc)
     return record.finished()

@@ -29,7 +29,11 @@ class NodeFetchError(RuntimeError):
         self.js_name = str(record.get("error") or "Error")
         self.code = record.get("code")
         detail = ", ".join(str(part) for part in (self.code, record.get("cause")) if part)
-        super().__init__(f"{self.js_name}: {record.get('message')}" + (f" ({detail})" if detail else ""))
+        # As Node prints it: `TypeError: terminated (UND_ERR_BODY_TIMEOUT, Body Timeout Error)`.
+        self.shown = f"{self.js_name}: {record.get('message')}" + (f" ({detail})" if detail else "")
+        # undici's UND_ERR_BODY_TIMEOUT and UND_ERR_HEADERS_TIMEOUT
+        self.is_timeout = str(self.code or "").endswith("TIMEOUT")
+        super().__init__(self.shown)
 
 
 def stream(url: str, body: Mapping[str, Any], headers: Mapping[str, str], record: Any,
