@@ -89,3 +89,17 @@ def test_a_proxy_event_is_proved_by_its_counter_or_by_any_line_of_its_access_log
     result = check(neither)
     assert not result.passed and "upstream_rq_pending_overflow = 0" in result.observed
     assert not checks.proxy_stat_at_least("upstream_rq_pending_overflow", 1, "overflowed")(logged).passed
+
+
+def test_a_held_body_let_go_at_once_is_one_lump_however_many_reads_carry_it() -> None:
+    # The CI run that failed django-stream-iterator (broken): 21 events held to 2.0 s reached a
+    # loaded client in 6 socket reads within 1 ms. One lump by arrival time, so held.
+    fragmented = stream([2.0 + 0.0002 * i for i in range(21)], [1 + i // 4 for i in range(21)])
+    assert fragmented.bursts == 6
+    assert checks.held_to_end()(run_of(fragmented)).passed
+    # Three events streamed at their pace are three lumps: not held, though they span 2 intervals.
+    short = stream([0.01, 0.11, 0.21], [1, 2, 3])
+    assert not checks.held_to_end()(run_of(short)).passed
+    # Two lumps a pace apart: still few for 20 events; one event per interval is not.
+    two = stream([1.9] * 10 + [2.0] * 10, [1] * 10 + [2] * 10)
+    assert checks.held_to_end()(run_of(two)).passed
