@@ -79,7 +79,8 @@ def launch(settings: AppSettings, workdir: Path, python: str = sys.executable) -
         return Launch([node_binary(), str(NODE_DIR / "express-app.mjs")], cwd=NODE_DIR, env={
             "STREAMLAB_LISTEN": listen, "STREAMLAB_UPSTREAM": settings.upstream,
             "STREAMLAB_COMPRESSION": settings.compression,
-            "STREAMLAB_ABORT_ON_CLOSE": "1" if settings.abort_on_close else "0"})
+            "STREAMLAB_ABORT_ON_CLOSE": "1" if settings.abort_on_close else "0",
+            "STREAMLAB_FORWARD": settings.forward})
     if isinstance(settings, NextjsSettings):
         _require(NEXT_BUILD / "BUILD_ID", "the Next.js site's build")
         dist = NEXT_RUNS / workdir.name

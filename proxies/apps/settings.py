@@ -23,6 +23,7 @@ GUNICORN = "https://docs.gunicorn.org/en/stable/settings.html"
 DJANGO_STREAMING = "https://docs.djangoproject.com/en/5.2/ref/request-response/#streaminghttpresponse-objects"
 LITELLM = "https://docs.litellm.ai/docs/proxy/config_settings"
 ABORT = "https://nodejs.org/api/globals.html#class-abortcontroller"
+PROXY_MIDDLEWARE = "https://github.com/chimurai/http-proxy-middleware#intercept-and-manipulate-responses"
 
 
 def knob(default: Any, doc: str, url: str, **constraints: Any) -> Any:
@@ -55,7 +56,7 @@ class AppSettings(BaseModel):
 
 
 class ExpressSettings(AppSettings):
-    """proxies/apps/node/express-app.mjs: Express 5 forwarding with `fetch`."""
+    """proxies/apps/node/express-app.mjs: Express 5 forwarding with `fetch` or http-proxy-middleware."""
 
     app: ClassVar[AppName] = "express"
     compression: Literal["default", "skip-sse", "flush", "off"] = knob(
@@ -64,6 +65,11 @@ class ExpressSettings(AppSettings):
     abort_on_close: bool = knob(
         False, "`res.on('close', () => controller.abort())`: a client that leaves aborts the upstream fetch",
         ABORT)
+    forward: Literal["fetch", "proxy-middleware", "response-hook", "hook-skip-sse"] = knob(
+        "fetch", "how it forwards: `fetch` and a loop of `res.write` (fetch); http-proxy-middleware "
+        "with its defaults (proxy-middleware); the same with `selfHandleResponse` and a "
+        "`responseInterceptor` that reads the body (response-hook); that hook for every response "
+        "but text/event-stream, which is piped (hook-skip-sse)", PROXY_MIDDLEWARE)
 
 
 class NextjsSettings(AppSettings):

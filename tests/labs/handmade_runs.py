@@ -271,6 +271,7 @@ def _gateway(symptom: bool, silence_s: float) -> Make:
 
 
 CHUNKED = {"transfer-encoding": "chunked"}
+SIZED = {"content-length": "6000"}  # a body a hop read whole before it sent it
 UNDICI_CUT = "TypeError: terminated (UND_ERR_BODY_TIMEOUT, Body Timeout Error)"
 MOJIBAKE = "鬱蒼とした森で\ufffd野家の🦩と\ufffd\ufffdが踊る。"
 
@@ -452,6 +453,11 @@ HANDMADE: dict[str, Handmade] = {
     "express-compression": _held(encoding="gzip"),
     "express-proxy-abort": _departure(release_s=3.0, generated=60, heard=1),
     "nextjs-rewrites": _held(encoding="gzip"),
+    "proxy-response-hook": Handmade(
+        symptom=lambda s: s.run(s.lump(headers=SIZED)),
+        cure=lambda s: s.run(s.streamed(headers=CHUNKED)),
+        cure_without_stress=lambda s: s.run(s.rushed(headers=CHUNKED)),
+        symptom_without_stress=lambda s: s.run(s.rushed_lump(headers=SIZED))),
     "gunicorn-sync-timeout": Handmade(
         symptom=_worker_timeout(int(apps.GUNICORN_TIMEOUT_S * 10)),
         cure=lambda s: s.run(s.streamed(60)),

@@ -156,3 +156,21 @@ def test_django_streams_only_the_iterator_its_server_iterates(server: ServerHand
         assert lead >= 4 * interval and not warned, (lead, log[-400:])
     else:
         assert lead < interval and warned, (lead, log[-400:])
+
+
+def test_the_hook_that_skips_event_streams_still_hooks_every_other_answer(server: ServerHandle) -> None:
+    """proxy-response-hook's cure keeps the hook: a JSON answer is collected, hooked and sent with
+    a Content-Length; the event stream beside it is piped, chunked, and the hook never sees it."""
+    settings = app_settings("express").with_(listen_port=free_port(), upstream_port=server.port,
+                                             compression="off", forward="hook-skip-sse")
+    with get_runtime("local").run_app(settings) as running:
+        with urllib.request.urlopen(running.url + "/v1/models", timeout=10) as response:
+            assert response.headers["Content-Length"] and json.load(response)["data"]
+        result = asyncio.run(measure_stream(running.url + "/v1/chat/completions", body_for(server),
+                                            accept_encoding=None))
+        log = running.error_log()
+    assert result.outcome == "complete" and result.text == "Every token counts."
+    assert "chunked" in result.headers.get("transfer-encoding", "")
+    hooked = [line for line in log.splitlines() if "response hook:" in line]
+    # The readiness probe asks for /v1/models too: every hooked answer is one of those.
+    assert hooked and all("GET /v1/models 200" in line for line in hooked), log[-400:]

@@ -9,8 +9,8 @@ from __future__ import annotations
 from labs.findings.buffering import HELD_SLACK_INTERVALS
 from labs.scenario.checks.base import (ARRIVAL_SLACK_INTERVALS, STREAM_SLACK_INTERVALS, STREAMED_READ_SHARE,
                                        threshold)
-from labs.scenario.checks.layers import (close_delimited, heartbeats_dropped, hop_said, resplit,
-                                server_sent_heartbeats)
+from labs.scenario.checks.layers import (close_delimited, framed_as, heartbeats_dropped, hop_said,
+                                         resplit, server_sent_heartbeats)
 from labs.scenario.checks.cache import every_stream_live, replayed_from_cache, server_requests
 from labs.scenario.checks.judged import finding, no_finding
 from labs.scenario.checks.many import (gap_p99_at_most, stayers_ttft_at_least, stayers_ttft_within,
@@ -37,6 +37,7 @@ from labs.scenario.checks.text import (no_stop_leak, replacement_chars_at_least,
 __all__ = [
     "ARRIVAL_SLACK_INTERVALS",
     "close_delimited",
+    "framed_as",
     "heartbeats_dropped",
     "hop_said",
     "resplit",

@@ -25,6 +25,16 @@ def close_delimited() -> Check:
     return Check("the answer is close-delimited (no Transfer-Encoding, no Content-Length)", measure)
 
 
+def framed_as(framing: str, why: str) -> Check:
+    """How the answer was framed (chunked, content-length, close-delimited): a hop that read the
+    body whole before sending it knows its length, so a streamed answer that arrives with a
+    Content-Length proves a hop collected it."""
+    def measure(run: Run) -> tuple[str, bool]:
+        found = _framing(run)
+        return f"framing {found}", found == framing
+    return Check(f"the answer is framed {framing} ({why})", measure)
+
+
 def resplit(factor: float = RESPLIT_READS_PER_EVENT) -> Check:
     """The byte stream really reached the client cut small: reads outnumber events."""
     def measure(run: Run) -> tuple[str, bool]:
