@@ -102,7 +102,7 @@ def _proxy(kind: ProxyKind) -> Requirement:
 
 REQUIREMENTS: dict[str, Requirement] = {r.name: r for r in (
     *(_proxy(kind) for kind in KINDS.values()),
-    Requirement("node-modules", "Express and Next.js: npm ci from the committed lockfile",
+    Requirement("node-modules", "Express, Next.js and webpack-dev-server: npm ci from the committed lockfile",
                 _node_present, apps.install_node),
     Requirement("next-build", "the Next.js site, built once (next build)", _next_present,
                 apps.install_next),
@@ -115,7 +115,7 @@ REQUIREMENTS: dict[str, Requirement] = {r.name: r for r in (
 # Every hop a scenario's path can name -> what it needs, in install order.
 HOP_NEEDS: dict[str, tuple[str, ...]] = {
     **{name: (name,) for name in KINDS},  # a proxy needs its binary
-    "express": ("node-modules",), "nextjs": ("node-modules", "next-build"),
+    "express": ("node-modules",), "nextjs": ("node-modules", "next-build"), "webpack": ("node-modules",),
     "gunicorn": ("python-apps",), "django": ("python-apps",), "litellm": ("litellm",),
     "relay": (),  # proxies/apps/relay.py: the standard library only
 }

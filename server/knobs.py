@@ -146,6 +146,10 @@ KNOBS: tuple[Knob, ...] = (
          "one write per frame", minimum=0.0, maximum=10_000.0, flag=True),
     Knob("omit_headers", "names", (), "streaming headers left out of the response",
          choices=STREAMING_HEADER_NAMES, flag=True, flag_name="--omit-header"),
+    Knob("no_transform", "bool", False, "`Cache-Control: no-cache, no-transform`: hops that honour "
+         "it leave the stream as it is (the `compression` middleware of Express and "
+         "webpack-dev-server skips it); off by default, so a hop that compresses a stream shows it",
+         flag=True),
     Knob("event_ids", "bool", False, "an `id:` line on every data frame, and a request carrying "
          "`Last-Event-ID: N` resumes after frame N (EventSource reconnects exactly)", flag=True),
     Knob("split_utf8_ms", "float", 0.0, "a frame holding a multi-byte character leaves in two "

@@ -36,15 +36,19 @@ STREAMING_HEADERS: dict[str, str] = {
 assert tuple(STREAMING_HEADERS) == STREAMING_HEADER_NAMES
 
 
-def streaming_headers(omit: Iterable[str] = ()) -> list[tuple[bytes, bytes]]:
+NO_TRANSFORM = "no-cache, no-transform"  # the `no_transform` knob's Cache-Control
+
+
+def streaming_headers(omit: Iterable[str] = (), no_transform: bool = False) -> list[tuple[bytes, bytes]]:
     """The ASGI header list of a stream, minus the ones a failure mode leaves out (a fresh
     list: a layer may append to it; built once per set of omitted names)."""
-    return list(_streaming_headers(frozenset(name.lower() for name in omit)))
+    return list(_streaming_headers(frozenset(name.lower() for name in omit), no_transform))
 
 
 @functools.lru_cache(maxsize=64)
-def _streaming_headers(left_out: frozenset[str]) -> tuple[tuple[bytes, bytes], ...]:
-    return tuple((name.encode(), value.encode()) for name, value in STREAMING_HEADERS.items()
+def _streaming_headers(left_out: frozenset[str], no_transform: bool) -> tuple[tuple[bytes, bytes], ...]:
+    values = {**STREAMING_HEADERS, **({"cache-control": NO_TRANSFORM} if no_transform else {})}
+    return tuple((name.encode(), value.encode()) for name, value in values.items()
                  if name not in left_out)
 
 

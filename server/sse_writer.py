@@ -45,7 +45,7 @@ class SSECompletion(Completion):
     def __init__(self, job: CompletionJob, last_event_id: str | None = None) -> None:
         super().__init__(job)
         settings = job.settings
-        self.raw_headers = sse.streaming_headers(settings.omit_headers)
+        self.raw_headers = sse.streaming_headers(settings.omit_headers, settings.no_transform)
         self.heartbeat_s = settings.heartbeat_s
         self.framer = sse.ChunkFramer(job.completion_id, job.created, job.model,
                                       job.system_fingerprint, job.include_usage, job.stamp,

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from proxies.apps.settings import (AppSettings, DjangoSettings, ExpressSettings, GunicornSettings,
-                                   LitellmSettings, NextjsSettings, RelaySettings)
+                                   LitellmSettings, NextjsSettings, RelaySettings, WebpackSettings)
 
 APPS_DIR = Path(__file__).resolve().parent
 REPO_ROOT = APPS_DIR.parents[1]
@@ -91,6 +91,11 @@ def launch(settings: AppSettings, workdir: Path, python: str = sys.executable) -
                           "STREAMLAB_NEXT_COMPRESS": "1" if settings.compress else "0",
                           "STREAMLAB_NEXT_ROUTE": settings.route,
                           "STREAMLAB_NEXT_DIST": os.path.relpath(dist, NEXT_SITE)})
+    if isinstance(settings, WebpackSettings):
+        _require(NODE_MODULES / "webpack-dev-server", "webpack-dev-server")
+        return Launch([node_binary(), str(NODE_DIR / "dev-server.mjs")], cwd=NODE_DIR, env={
+            "STREAMLAB_LISTEN": listen, "STREAMLAB_UPSTREAM": settings.upstream,
+            "STREAMLAB_COMPRESS": "1" if settings.compress else "0"})
     if isinstance(settings, GunicornSettings):
         args = [python, "-m", "gunicorn", "--bind", listen, "--worker-class", settings.worker_class,
                 "--workers", str(settings.workers), "--timeout", str(settings.timeout_s),

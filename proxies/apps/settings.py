@@ -13,12 +13,13 @@ from typing_extensions import Self
 
 from proxies.types import Host, Port
 
-AppName = Literal["express", "nextjs", "gunicorn", "django", "litellm", "relay"]
-APP_NAMES: tuple[AppName, ...] = ("express", "nextjs", "gunicorn", "django", "litellm", "relay")
+AppName = Literal["express", "nextjs", "webpack", "gunicorn", "django", "litellm", "relay"]
+APP_NAMES: tuple[AppName, ...] = ("express", "nextjs", "webpack", "gunicorn", "django", "litellm", "relay")
 
 COMPRESSION = "https://expressjs.com/en/resources/middleware/compression.html"
 NEXT_COMPRESS = "https://nextjs.org/docs/app/api-reference/config/next-config-js/compress"
 NEXT_REWRITES = "https://nextjs.org/docs/app/api-reference/config/next-config-js/rewrites"
+WEBPACK_COMPRESS = "https://webpack.js.org/configuration/dev-server/#devservercompress"
 GUNICORN = "https://docs.gunicorn.org/en/stable/settings.html"
 DJANGO_STREAMING = "https://docs.djangoproject.com/en/5.2/ref/request-response/#streaminghttpresponse-objects"
 LITELLM = "https://docs.litellm.ai/docs/proxy/config_settings"
@@ -83,6 +84,14 @@ class NextjsSettings(AppSettings):
         "`upstream.body` (handler)", NEXT_REWRITES)
 
 
+class WebpackSettings(AppSettings):
+    """proxies/apps/node/dev-server.mjs: webpack-dev-server 5 serving a bundle, /v1 proxied."""
+
+    app: ClassVar[AppName] = "webpack"
+    compress: bool = knob(True, "devServer.compress (the `compression` middleware in front of "
+                          "every response, the proxied ones included; on by default)", WEBPACK_COMPRESS)
+
+
 class GunicornSettings(AppSettings):
     """proxies/apps/wsgi_app.py (Flask, a generator over `requests` streaming) under gunicorn."""
 
@@ -143,7 +152,8 @@ class RelaySettings(AppSettings):
 
 
 APP_TYPES: dict[AppName, type[AppSettings]] = {
-    "express": ExpressSettings, "nextjs": NextjsSettings, "gunicorn": GunicornSettings,
+    "express": ExpressSettings, "nextjs": NextjsSettings, "webpack": WebpackSettings,
+    "gunicorn": GunicornSettings,
     "django": DjangoSettings, "litellm": LitellmSettings, "relay": RelaySettings}
 
 

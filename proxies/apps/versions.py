@@ -9,7 +9,8 @@ from pathlib import Path
 from proxies.apps.launch import LITELLM_VENV, NODE_MODULES, AppMissing, node_binary
 
 # The package whose version names the component, per app.
-NODE_PACKAGES = {"express": ("express", "compression", "http-proxy-middleware"), "nextjs": ("next", "react")}
+NODE_PACKAGES = {"express": ("express", "compression", "http-proxy-middleware"), "nextjs": ("next", "react"),
+                 "webpack": ("webpack-dev-server", "webpack")}
 PYTHON_PACKAGES = {"gunicorn": ("gunicorn", "flask", "requests"),
                    "django": ("django", "uvicorn", "gunicorn", "requests", "httpx")}
 

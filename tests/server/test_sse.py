@@ -82,6 +82,9 @@ def test_streaming_headers_and_omitting_each():
                                        (b"x-accel-buffering", b"no")]
     names = [n for n, _ in sse.streaming_headers(["X-Accel-Buffering", "cache-control"])]
     assert names == [b"content-type"]
+    # no_transform changes Cache-Control only, and an omitted Cache-Control stays omitted.
+    assert dict(sse.streaming_headers(no_transform=True))[b"cache-control"] == b"no-cache, no-transform"
+    assert b"cache-control" not in dict(sse.streaming_headers(["cache-control"], no_transform=True))
 
 
 def test_completion_object_shape():
