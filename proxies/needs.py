@@ -19,7 +19,7 @@ from typing import Callable, Iterable, Sequence
 
 from proxies import install as binaries
 from proxies.apps import install as apps
-from proxies.apps.launch import LITELLM_VENV, NEXT_BUILD, NEXT_SITE, NODE_DIR, NODE_MODULES
+from proxies.apps.launch import LITELLM_VENV, NEXT_BUILD, NEXT_SITE, NODE_DIR, NODE_MODULES, PRIVOXY_ETC
 from proxies.kind import ProxyKind
 from proxies.kinds import KINDS
 
@@ -108,6 +108,9 @@ REQUIREMENTS: dict[str, Requirement] = {r.name: r for r in (
                 apps.install_next),
     Requirement("litellm", f"the LiteLLM proxy in its own venv ({apps.LITELLM_PIN})",
                 _litellm_present, apps.install_litellm),
+    Requirement("privoxy", "Privoxy, a user network's forward proxy (Debian's package and its "
+                "action files)", lambda: shutil.which("privoxy") is not None
+                and (PRIVOXY_ETC / "match-all.action").exists(), apt="privoxy"),
     Requirement("python-apps", "gunicorn with gevent, Flask, Django and requests (the extra [apps])",
                 python_present("gunicorn", "gevent", "flask", "django", "requests"), pip_extra("apps")),
 )}
@@ -117,6 +120,7 @@ HOP_NEEDS: dict[str, tuple[str, ...]] = {
     **{name: (name,) for name in KINDS},  # a proxy needs its binary
     "express": ("node-modules",), "nextjs": ("node-modules", "next-build"), "webpack": ("node-modules",),
     "gunicorn": ("python-apps",), "django": ("python-apps",), "litellm": ("litellm",),
+    "privoxy": ("privoxy",),
     "relay": (),  # proxies/apps/relay.py: the standard library only
 }
 

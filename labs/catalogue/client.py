@@ -11,6 +11,8 @@ READ_TIMEOUT_S = 1.0  # client-read-timeout: the broken client's read timeout (i
 UNDICI_BODY_TIMEOUT_S = 2.0
 UNDICI_DOCS = "https://undici.nodejs.org/#/docs/api/Client?id=parameter-clientoptions"
 NODE_FETCH = "https://nodejs.org/api/globals.html#fetch"
+PRIVOXY_FILTER = "https://www.privoxy.org/user-manual/actions-file.html#FILTER"
+PRIVOXY_CONNECT = "https://www.privoxy.org/faq/misc.html#SSL"
 
 SCENARIOS = [
     Scenario(
@@ -101,5 +103,42 @@ SCENARIOS = [
         scaled=(Scaled("undici bodyTimeout", f"{UNDICI_BODY_TIMEOUT_S:g}s", "300s (undici's default)"),
                 Scaled("silence mid-stream", "3.5s", "minutes of reasoning before the next token")),
         sources=(UNDICI_DOCS, NODE_FETCH),
+    ),
+    Scenario(
+        name="corp-inspecting-proxy",
+        layer="client",
+        kind="buffering",
+        symptom="the chat streams at home; at the office the answer appears all at once",
+        path=("privoxy",),
+        workload=Workload(),
+        # The office's HTTP_PROXY: Privoxy with Debian's shipped actions, the client asking it for
+        # an http:// URL (absolute-form, as any client with HTTP_PROXY set does).
+        broken=Variant(),
+        fix=Variant(proxy={"privoxy": {"unfiltered_upstream": True}}),
+        symptom_checks=(checks.content_encoded(None), checks.held_to_end(),
+                        checks.finding("buffering")),
+        cure_checks=(checks.streamed(), checks.complete_with_done(), checks.text_is_script(),
+                     checks.no_finding("buffering")),
+        explanation=(
+            "A forward proxy on the user's network (HTTP_PROXY, a scanning or filtering gateway) "
+            "sees a plain-http answer whole and may rewrite it: Privoxy with the actions Debian "
+            "ships (match-all.action turns six content filters on for every site) reads a text "
+            "body to its end before it filters and forwards it, and an event stream is text: "
+            "the stream arrives as one lump when the answer is complete, with a 200 and "
+            "no error anywhere. At home, without the proxy, the same client streams. An https:// "
+            "URL goes through the same proxy as a CONNECT tunnel of bytes it cannot read, so it "
+            "streams; that is why the failure is \"only over http\", on intranet and dev URLs. "
+            "Fix: the API over https, or an exception for the API's host in the proxy (Privoxy: "
+            "`{ -filter }` for it in user.action), or NO_PROXY for it where it is reachable "
+            "directly."),
+        fix_summary="user.action: `{ -filter }` followed by the API's host",
+        finding=(
+            "Measured here (Privoxy 3.0.34 from Debian 12, 20 events at 10 tok/s): TTFT = E2E = "
+            "2,008-2,011 ms, all 21 events in one read; with `{ -filter }` for the upstream TTFT "
+            "14-18 ms, one read per event. A 6.7 s answer through Debian's Privoxy: TTFT 6,703 ms, "
+            "1 read for 68 events; the same through it as a CONNECT tunnel (curl -p): first event "
+            "17-19 ms. Squid 5.7 as the forward proxy streamed it (TTFT 3-5 ms, 68 reads, its "
+            "`Via` header on the answer): not every forward proxy holds a stream."),
+        sources=(PRIVOXY_FILTER, PRIVOXY_CONNECT),
     ),
 ]

@@ -32,6 +32,10 @@ async def _measure(target: Target, url: str, body: bytes, opts: Options, deadlin
     loop = asyncio.get_running_loop()
     if opts.http2 and not target.tls:
         raise ValueError(f"http2 needs an https URL (HTTP/2 over TLS with ALPN), got {url!r}")
+    if opts.proxy is not None and target.tls:
+        raise ValueError(f"a forward proxy for an https URL needs a CONNECT tunnel, which this "
+                         f"client does not make: {url!r} through {opts.proxy!r}")
+    connect_to = Target.parse(opts.proxy) if opts.proxy is not None else target
     exchange = H2Exchange(result, opts, deadline) if opts.http2 else Exchange(result, opts, deadline)
     connect_timeout = min(opts.connect_timeout_s or math.inf, deadline - time.perf_counter())
     started = time.perf_counter()
@@ -39,7 +43,7 @@ async def _measure(target: Target, url: str, body: bytes, opts: Options, deadlin
                (_tls_context() if opts.verify_tls else tls_context(False, http2=False)) if target.tls else None)
     try:
         await asyncio.wait_for(
-            loop.create_connection(lambda: exchange, target.host, target.port, ssl=context),
+            loop.create_connection(lambda: exchange, connect_to.host, connect_to.port, ssl=context),
             timeout=None if connect_timeout == math.inf else max(0.0, connect_timeout),
         )
     except (OSError, asyncio.TimeoutError) as exc:

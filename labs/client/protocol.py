@@ -67,6 +67,11 @@ class Options:
     # self-signed loopback certificate.
     http2: bool = False
     verify_tls: bool = True
+    # An HTTP forward proxy ("http://host:port"): the client connects to it and sends the request
+    # with an absolute-form target (`POST http://origin/path`), as a client with HTTP_PROXY set
+    # does for an http:// URL. An https:// URL would need a CONNECT tunnel, which this client
+    # does not make.
+    proxy: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -94,7 +99,7 @@ def request_bytes(target: Target, body: bytes, opts: Options) -> bytes:
         ("User-Agent", USER_AGENT),
         ("Accept", "text/event-stream"),
     ]
-    path = target.path
+    path = target.path if opts.proxy is None else f"http://{target.host_header}{target.path}"
     if opts.method == "GET":
         path += ("&" if "?" in path else "?") + urlencode({"request": body.decode()})
         body = b""

@@ -166,6 +166,11 @@ class Lab:
         body = self.request_body(scenario.workload, variant)
         options = {**scenario.workload.client, **variant.client}
         url = self.entry_url(scenario, name, hops) + "/v1/chat/completions"
+        # A forward proxy in front (an app hop that has an origin, Privoxy): the client asks it
+        # for the origin's URL, as a client with HTTP_PROXY set does. Proxies have no such origin.
+        origin = getattr(hops[0], "forward_origin", None) if hops else None
+        if origin:
+            url, options = origin + "/v1/chat/completions", {**options, "proxy": hops[0].url}
         gauges = sorted({gauge for check in scenario.checks(name) for gauge in check.samples})
         with GaugePeaks(server.host, server.port, gauges, _sample_interval(scenario.workload)) as peaks:
             before = server.metrics()

@@ -15,7 +15,8 @@ from pathlib import Path
 from typing import Any
 
 from proxies.apps.settings import (AppSettings, DjangoSettings, ExpressSettings, GunicornSettings,
-                                   LitellmSettings, NextjsSettings, RelaySettings, WebpackSettings)
+                                   LitellmSettings, NextjsSettings, PrivoxySettings, RelaySettings,
+                                   WebpackSettings)
 
 APPS_DIR = Path(__file__).resolve().parent
 REPO_ROOT = APPS_DIR.parents[1]
@@ -32,6 +33,10 @@ LITELLM_VENV = REPO_ROOT / ".venvs" / "litellm"
 # LiteLLM refuses to start without a master key; this one never leaves loopback.
 LITELLM_KEY = "sk-streamlab-local"
 READY_PATH = "/v1/models"
+# Privoxy's action and filter files as Debian ships them, read where they are (nothing under /etc
+# is written); the run's own user.action and config sit in its folder.
+PRIVOXY_ETC = Path("/etc/privoxy")
+PRIVOXY_SHIPPED = ("match-all.action", "default.action", "default.filter")
 
 
 class AppMissing(RuntimeError):
@@ -49,6 +54,9 @@ class Launch:
     cwd: Path = REPO_ROOT
     ready_headers: dict[str, str] = field(default_factory=dict)
     warm_up: dict[str, Any] | None = None  # a completion body sent once when ready (any answer will do)
+    # A forward proxy's origin: clients reach `forward_origin` through the app (absolute-form
+    # requests, as with HTTP_PROXY set), not the app as the origin itself.
+    forward_origin: str | None = None
 
     def shown(self) -> str:
         """The app's "config" as a report shows it: environment, command line, written files."""
@@ -139,6 +147,8 @@ def launch(settings: AppSettings, workdir: Path, python: str = sys.executable) -
             # unknown model; the runs count the server's metrics from after this.
             warm_up={"model": "streamlab-warm-up", "max_tokens": 1,
                      "messages": [{"role": "user", "content": "warm up"}]})
+    if isinstance(settings, PrivoxySettings):
+        return privoxy(settings, workdir)
     if isinstance(settings, RelaySettings):
         args = [python, "-m", "proxies.apps.relay", "--listen", listen,
                 "--upstream", f"{settings.upstream_host}:{settings.upstream_port}",
@@ -147,6 +157,30 @@ def launch(settings: AppSettings, workdir: Path, python: str = sys.executable) -
             args += ["--split", f"{settings.split[0]}-{settings.split[1]}"]
         return Launch(args)
     raise TypeError(f"no launch for {type(settings).__name__}")
+
+
+def privoxy(settings: PrivoxySettings, workdir: Path) -> Launch:
+    """Privoxy in the foreground: Debian's action and filter files, the run's user.action and
+    config in its own folder (its confdir, relative: the reports of two runs diff cleanly)."""
+    binary = shutil.which("privoxy") or "/usr/sbin/privoxy"
+    _require(Path(binary), "Privoxy (Debian: apt-get install privoxy)")
+    for name in PRIVOXY_SHIPPED:
+        _require(PRIVOXY_ETC / name, f"Privoxy's {name}")
+    user = (f"# The upstream's answers skip every content filter.\n{{ -filter }}\n{settings.upstream_host}\n"
+            if settings.unfiltered_upstream else "# Nothing of the run's own.\n")
+    # Debian's /etc/privoxy/config less its comments, with the run's folder and address. No
+    # logfile: what Privoxy logs goes to stderr, the run's process log.
+    config = "\n".join([
+        "confdir .", *(f"actionsfile {PRIVOXY_ETC / name}" for name in PRIVOXY_SHIPPED[:2]),
+        "actionsfile user.action", f"filterfile {PRIVOXY_ETC / PRIVOXY_SHIPPED[2]}",
+        f"listen-address {settings.listen_host}:{settings.listen_port}",
+        "toggle 1", "enable-remote-toggle 0", "enable-remote-http-toggle 0", "enable-edit-actions 0",
+        "enforce-blocks 0", "buffer-limit 4096", "enable-proxy-authentication-forwarding 0",
+        "forwarded-connect-retries 0", "accept-intercepted-requests 0", "allow-cgi-request-crunching 0",
+        "split-large-forms 0", "keep-alive-timeout 5", "tolerate-pipelining 1", "socket-timeout 300", ""])
+    return Launch([os.path.realpath(binary), "--no-daemon", "config"],
+                  files={"user.action": user, "config": config}, cwd=workdir,
+                  forward_origin=settings.upstream)
 
 
 def next_dist(dist: Path, upstream: str) -> Path:

@@ -13,8 +13,9 @@ from typing_extensions import Self
 
 from proxies.types import Host, Port
 
-AppName = Literal["express", "nextjs", "webpack", "gunicorn", "django", "litellm", "relay"]
-APP_NAMES: tuple[AppName, ...] = ("express", "nextjs", "webpack", "gunicorn", "django", "litellm", "relay")
+AppName = Literal["express", "nextjs", "webpack", "gunicorn", "django", "litellm", "privoxy", "relay"]
+APP_NAMES: tuple[AppName, ...] = ("express", "nextjs", "webpack", "gunicorn", "django", "litellm", "privoxy",
+                                  "relay")
 
 COMPRESSION = "https://expressjs.com/en/resources/middleware/compression.html"
 NEXT_COMPRESS = "https://nextjs.org/docs/app/api-reference/config/next-config-js/compress"
@@ -23,6 +24,7 @@ WEBPACK_COMPRESS = "https://webpack.js.org/configuration/dev-server/#devserverco
 GUNICORN = "https://docs.gunicorn.org/en/stable/settings.html"
 DJANGO_STREAMING = "https://docs.djangoproject.com/en/5.2/ref/request-response/#streaminghttpresponse-objects"
 LITELLM = "https://docs.litellm.ai/docs/proxy/config_settings"
+PRIVOXY_ACTIONS = "https://www.privoxy.org/user-manual/actions-file.html#FILTER"
 ABORT = "https://nodejs.org/api/globals.html#class-abortcontroller"
 PROXY_MIDDLEWARE = "https://github.com/chimurai/http-proxy-middleware#intercept-and-manipulate-responses"
 
@@ -132,6 +134,18 @@ class LitellmSettings(AppSettings):
         "silence (None: LiteLLM's default, no pings)", LITELLM, gt=0, le=3600)
 
 
+class PrivoxySettings(AppSettings):
+    """Privoxy as the forward proxy of a user's network (HTTP_PROXY), with Debian's action and
+    filter files; a client sends it absolute-form requests for the upstream (see Launch)."""
+
+    app: ClassVar[AppName] = "privoxy"
+    listen_port: Port = Field(8118, description="port Privoxy listens on (its default is 8118)")
+    unfiltered_upstream: bool = knob(
+        False, "a user.action section `{ -filter }` for the upstream's address: the content "
+        "filters Debian's match-all.action turns on for every site skip its answers",
+        PRIVOXY_ACTIONS)
+
+
 class RelaySettings(AppSettings):
     """proxies/apps/relay.py: a TCP relay that re-splits what the server sends, deterministically."""
 
@@ -154,7 +168,8 @@ class RelaySettings(AppSettings):
 APP_TYPES: dict[AppName, type[AppSettings]] = {
     "express": ExpressSettings, "nextjs": NextjsSettings, "webpack": WebpackSettings,
     "gunicorn": GunicornSettings,
-    "django": DjangoSettings, "litellm": LitellmSettings, "relay": RelaySettings}
+    "django": DjangoSettings, "litellm": LitellmSettings, "privoxy": PrivoxySettings,
+    "relay": RelaySettings}
 
 
 def is_app(name: str) -> bool:

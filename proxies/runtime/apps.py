@@ -47,6 +47,11 @@ class RunningApp:
         return f"http://{self.settings.listen_host}:{self.settings.listen_port}"
 
     @property
+    def forward_origin(self) -> str | None:
+        """A forward proxy's origin (clients ask it for this URL's paths); None for the others."""
+        return self.launched.forward_origin
+
+    @property
     def pid(self) -> int:
         if self.container_pid:
             return self.container_pid
@@ -66,9 +71,14 @@ class RunningApp:
     def ready(self) -> bool:
         """A real request through the app answers 200 (a listening port alone proves nothing:
         Next.js and LiteLLM open theirs before they can serve)."""
-        request = urllib.request.Request(self.url + READY_PATH, headers=self.launched.ready_headers)
+        origin = self.forward_origin
+        request = urllib.request.Request((origin or self.url) + READY_PATH, headers=self.launched.ready_headers)
+        # A forward proxy is ready when it fetches the origin's page for a client that names it
+        # as its proxy; every other app when it serves the page itself.
+        opener = urllib.request.build_opener(urllib.request.ProxyHandler(
+            {"http": self.url} if origin else {}))
         try:
-            with urllib.request.urlopen(request, timeout=2) as response:
+            with opener.open(request, timeout=2) as response:
                 response.read()
                 if response.status != 200:
                     return False

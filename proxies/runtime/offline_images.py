@@ -174,19 +174,26 @@ def server_rootfs(root: Path, extra: Sequence[str] = ()) -> tuple[RootFs, dict[s
 
 
 def apps_rootfs(root: Path) -> tuple[RootFs, dict[str, str]]:
-    """The server's image plus what the app hops need: the host's `node` (copied when the mounts
-    do not bring it) and the libraries of LiteLLM's own venv. Their programs and packages
+    """The server's image plus what the app hops need: the host's `node` and `privoxy` (copied when
+    the mounts do not bring them) and the libraries of LiteLLM's own venv. Their programs and packages
     (proxies/apps, node_modules, .venv, .venvs) come with the mounted repository."""
-    from proxies.apps.launch import LITELLM_VENV, AppMissing, node_binary
+    from proxies.apps.launch import LITELLM_VENV, PRIVOXY_ETC, PRIVOXY_SHIPPED, AppMissing, node_binary
 
     try:
         node = node_binary()
     except AppMissing as exc:
         raise SystemExit(f"apps: {exc}") from None
-    extra = [node, *(_shared_objects(str(LITELLM_VENV)) if LITELLM_VENV.is_dir() else [])]
+    # Privoxy (a Debian package, not in the mounts) with the files its launch reads, when installed.
+    privoxy = shutil.which("privoxy")
+    programs = [node, *([os.path.realpath(privoxy)] if privoxy else [])]
+    extra = [*programs, *(_shared_objects(str(LITELLM_VENV)) if LITELLM_VENV.is_dir() else [])]
     fs, labels = server_rootfs(root, extra)
-    if not any(node.startswith(folder + "/") for folder in server_mounts()):
-        fs.add_file(node, node, 0o755)
+    for program in programs:
+        if not any(program.startswith(folder + "/") for folder in server_mounts()):
+            fs.add_file(program, program, 0o755)
+    if privoxy:
+        for name in PRIVOXY_SHIPPED:
+            fs.add_file(PRIVOXY_ETC / name, str(PRIVOXY_ETC / name))
     return fs, {**labels, "streamlab.node": node}
 
 

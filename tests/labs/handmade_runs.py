@@ -454,6 +454,7 @@ HANDMADE: dict[str, Handmade] = {
     "express-proxy-abort": _departure(release_s=3.0, generated=60, heard=1),
     "nextjs-rewrites": _held(encoding="gzip"),
     "dev-proxy-buffering": _held(encoding="gzip"),
+    "corp-inspecting-proxy": _held(),
     "proxy-response-hook": Handmade(
         symptom=lambda s: s.run(s.lump(headers=SIZED)),
         cure=lambda s: s.run(s.streamed(headers=CHUNKED)),

@@ -306,3 +306,17 @@ def test_a_write_to_a_connection_the_server_already_closed_is_a_reset() -> None:
     result = asyncio.run(scenario())
     assert result.outcome == "reset"
     assert "RuntimeError" in (result.error or "")
+
+
+def test_through_a_forward_proxy_the_request_names_the_origin_in_absolute_form() -> None:
+    from labs.client.protocol import Options, Target, request_bytes
+    origin = Target.parse("http://127.0.0.1:8000/v1/chat/completions")
+    direct = request_bytes(origin, b"{}", Options())
+    proxied = request_bytes(origin, b"{}", Options(proxy="http://127.0.0.1:8118"))
+    assert direct.startswith(b"POST /v1/chat/completions HTTP/1.1\r\n")
+    assert proxied.startswith(b"POST http://127.0.0.1:8000/v1/chat/completions HTTP/1.1\r\n")
+    assert b"host: 127.0.0.1:8000\r\n" in proxied.lower()  # the origin's, not the proxy's
+    # An https origin would need a CONNECT tunnel, which the client does not make: it says so.
+    with pytest.raises(ValueError, match="CONNECT"):
+        asyncio.run(measure_stream("https://127.0.0.1:8443/v1/chat/completions", BODY,
+                                   proxy="http://127.0.0.1:8118"))

@@ -84,8 +84,11 @@ def test_each_app_streams_a_real_answer_and_stops(runtime: Runtime, server: Serv
     with runtime.run_app(settings) as running:
         assert running.pid > 0
         headers = running.launched.ready_headers or None
-        result = asyncio.run(measure_stream(running.url + "/v1/chat/completions", body_for(server),
-                                            headers=headers, accept_encoding=None))
+        # A forward proxy (Privoxy) is asked for the origin's URL, as HTTP_PROXY makes clients do.
+        origin = running.forward_origin
+        result = asyncio.run(measure_stream((origin or running.url) + "/v1/chat/completions",
+                                            body_for(server), headers=headers, accept_encoding=None,
+                                            proxy=running.url if origin else None))
         assert result.outcome == "complete" and result.text == "Every token counts.", result.error
         started = running.process
         pid = running.pid
