@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import ipaddress
 import re
-from typing import Annotated, Any, ClassVar, Optional
+from typing import Annotated, Any, ClassVar, Literal, Optional
 
 from pydantic import AfterValidator, Field, model_validator
 
@@ -58,6 +58,13 @@ ENVOY_DEFAULT_COMPRESSED_TYPES = (
     "text/css", "text/html", "text/plain", "text/xml")
 
 
+# Envoy's router retry conditions (x-envoy-retry-on and x-envoy-retry-grpc-on).
+RetryOn = Literal["5xx", "gateway-error", "reset", "reset-before-request", "connect-failure",
+                  "envoy-ratelimited", "retriable-4xx", "refused-stream", "retriable-status-codes",
+                  "retriable-headers", "cancelled", "deadline-exceeded", "internal",
+                  "resource-exhausted", "unavailable"]
+
+
 def _count(default: int, doc: str, url: str) -> Any:
     return Field(default, ge=0, le=100_000_000, description=f"{doc} ({url})")
 
@@ -99,6 +106,17 @@ class EnvoySettings(ProxySettings):
     upstream_idle_timeout: Optional[EnvoyDuration] = setting(
         None, "idle upstream connections are closed after this (None: Envoy's 1h); keep it below "
               "the server's keep-alive timeout", f"{PROTOCOL}-idle-timeout")
+    retry_on: tuple[RetryOn, ...] = setting(
+        (), "route retry_policy retry_on (none: no retries, Envoy's default); Istio's sidecars "
+            "default to connect-failure, refused-stream, unavailable, cancelled, "
+            "retriable-status-codes with 2 retries on 503", f"{ROUTE}-retry-policy")
+    num_retries: int = Field(1, ge=0, le=10, description="retry_policy num_retries (with retry_on)")
+    retriable_status_codes: tuple[Annotated[int, Field(ge=100, le=599)], ...] = Field(
+        (), description="retry_policy retriable_status_codes (with retry_on retriable-status-codes)")
+    upstream_http2: bool = setting(
+        False, "speak HTTP/2 (cleartext, prior knowledge) to the upstream: a mesh's outbound "
+               "sidecar to the inbound one", f"{API}/extensions/upstreams/http/v3/http_protocol_options.proto"
+               "#envoy-v3-api-field-extensions-upstreams-http-v3-httpprotocoloptions-explicithttpconfig")
 
     # Compression.
     compressor: bool = setting(False, "gzip compressor filter", COMPRESSOR)

@@ -296,6 +296,20 @@ def _raced(failed: int, connections: int) -> Make:
     return make
 
 
+def _mesh_raced(failed: int, connections: int) -> Make:
+    """mesh-sidecar-pair: as _raced, the 503s the inbound sidecar's (UC, its cluster's count of
+    connections the server closed under a request), over HTTP/2 between the sidecars."""
+    def make(s: Shapes) -> Run:
+        run = _raced(failed, connections)(s)
+        for i in range(failed):
+            run.results[i] = s.refused("http-error", 503)
+        run.server_delta[REQUESTS_OK] = nginx.RACE_REQUESTS - failed
+        run.proxy_stats = {"envoy:1": {"cluster.upstream.upstream_cx_http2_total": 1},
+                           "envoy:2": {"cluster.upstream.upstream_cx_destroy_remote_with_active_rq": failed}}
+        return run
+    return make
+
+
 def _reload() -> Handmade:
     """A reload mid-stream: the stream is cut when the drain limit ends (symptom), or runs to its
     end (cure); without the stress, no reload happened at all."""
@@ -530,6 +544,12 @@ HANDMADE: dict[str, Handmade] = {
         cure_without_stress=_raced(0, 144),
         # 502s while every request used one connection: something else failed them.
         symptom_without_stress=_raced(8, 9)),
+    "mesh-sidecar-pair": Handmade(
+        symptom=_mesh_raced(6, 110), cure=_mesh_raced(0, 145),
+        # The pool was reused all along and nothing raced: the fix proved nothing.
+        cure_without_stress=_mesh_raced(0, 9),
+        # 503s while the server closed no idle connection: something else failed them.
+        symptom_without_stress=_mesh_raced(6, 9)),
     "nginx-buffer-size": Handmade(
         symptom=lambda s: s.run(s.streamed(hop_s=0.1)),
         cure=lambda s: s.run(s.streamed(hop_s=0.002)),

@@ -98,6 +98,12 @@ NON_DEFAULT: dict[type[ProxySettings], dict[str, dict[str, Any]]] = {
         "delayed_close_timeout": {"delayed_close_timeout": "0.5s"},
         "connect_timeout": {"connect_timeout": "0.25s"},
         "upstream_idle_timeout": {"upstream_idle_timeout": 4},
+        "upstream_http2": {"upstream_http2": True},
+        # Istio's sidecar default retry policy.
+        "retry_on": {"retry_on": ("connect-failure", "refused-stream", "unavailable", "cancelled",
+                                  "retriable-status-codes")},
+        "num_retries": {"retry_on": ("5xx",), "num_retries": 2},
+        "retriable_status_codes": {"retry_on": ("retriable-status-codes",), "retriable_status_codes": (503,)},
         "compressor": {"compressor": True},
         "compressor_content_types": {"compressor": True, "compressor_content_types": ("text/event-stream",)},
         "max_connections": {"max_connections": 4},
