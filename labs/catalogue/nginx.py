@@ -322,7 +322,10 @@ SCENARIOS = [
             "2 ms before it), none after it; nginx logged `recv() failed (104: Connection reset by "
             "peer)` and `upstream prematurely closed connection while reading response header`. With "
             "the server's keep-alive at 75 s: 0 of 120, and 9 upstream connections for the 120 (68 with "
-            "the server's at 0.25 s: it had closed the idle ones)."),
+            "the server's at 0.25 s: it had closed the idle ones). The same 144 sent as GET (the "
+            "server's EventSource form): 0 answered 502, while nginx logged the same `recv() failed "
+            "(104)` and `upstream prematurely closed` lines for them: it sent each GET again on a "
+            "new connection, and the POSTs of the same run got 11 of 144."),
         scaled=(Scaled("the server's keep-alive timeout", f"{RACE_KEEPALIVE_S:g}s",
                        "5s (uvicorn's default) under a proxy that pools for 60s"),
                 Scaled("requests at the cut", f"{RACE_REQUESTS}, paced to the server's timer",
