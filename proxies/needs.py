@@ -111,15 +111,18 @@ REQUIREMENTS: dict[str, Requirement] = {r.name: r for r in (
     Requirement("privoxy", "Privoxy, a user network's forward proxy (Debian's package and its "
                 "action files)", lambda: shutil.which("privoxy") is not None
                 and (PRIVOXY_ETC / "match-all.action").exists(), apt="privoxy"),
-    Requirement("python-apps", "gunicorn with gevent, Flask, Django and requests (the extra [apps])",
-                python_present("gunicorn", "gevent", "flask", "django", "requests"), pip_extra("apps")),
+    Requirement("python-apps", "gunicorn with gevent, Flask, Django, requests and jupyter-server-proxy "
+                "(the extra [apps])",
+                python_present("gunicorn", "gevent", "flask", "django", "requests", "jupyter_server_proxy"),
+                pip_extra("apps")),
 )}
 
 # Every hop a scenario's path can name -> what it needs, in install order.
 HOP_NEEDS: dict[str, tuple[str, ...]] = {
     **{name: (name,) for name in KINDS},  # a proxy needs its binary
     "express": ("node-modules",), "nextjs": ("node-modules", "next-build"), "webpack": ("node-modules",),
-    "gunicorn": ("python-apps",), "django": ("python-apps",), "litellm": ("litellm",),
+    "gunicorn": ("python-apps",), "django": ("python-apps",), "jupyter": ("python-apps",),
+    "litellm": ("litellm",),
     "privoxy": ("privoxy",),
     "relay": (),  # proxies/apps/relay.py: the standard library only
 }

@@ -20,6 +20,10 @@ PROXY_INTERCEPT = "https://github.com/chimurai/http-proxy-middleware#intercept-a
 PROXY_RECIPES = "https://github.com/chimurai/http-proxy-middleware/blob/master/recipes/response-interceptor.md"
 GUNICORN = "https://docs.gunicorn.org/en/stable/design.html#sync-workers"
 LITELLM = "https://docs.litellm.ai/docs/proxy/config_settings"
+JUPYTER_PROXY = "https://github.com/jupyterhub/jupyter-server-proxy/blob/main/jupyter_server_proxy/handlers.py"
+OPENAI_HEADERS = "https://github.com/openai/openai-python/blob/main/src/openai/_base_client.py"
+# jupyter-proxy-accept: what the OpenAI Python SDK sends on every request, streaming or not.
+SDK_ACCEPT = {"Accept": "application/json"}
 DJANGO_STREAMING = "https://docs.djangoproject.com/en/5.2/ref/request-response/#streaminghttpresponse-objects"
 DJANGO_ASYNC = "https://docs.djangoproject.com/en/5.2/topics/async/"
 # django-stream-iterator: what Django logs when it consumes an iterator of the other kind whole.
@@ -264,6 +268,42 @@ SCENARIOS = [
             "gunicorn the sync generator streamed and the async one was held whole (2.2-2.5 s, the "
             "mirror warning)."),
         sources=(DJANGO_STREAMING, DJANGO_ASYNC),
+    ),
+    Scenario(
+        name="jupyter-proxy-accept",
+        layer="app",
+        kind="buffering",
+        symptom="the model server streams in the notebook's terminal (curl), and the OpenAI SDK "
+                "through the notebook's /proxy/ URL gets each answer at once",
+        path=("jupyter",),
+        workload=Workload(),
+        broken=Variant(client={"headers": SDK_ACCEPT}),
+        fix=Variant(client={"headers": {"Accept": "text/event-stream"}}),
+        symptom_checks=(checks.held_to_end(),
+                        checks.framed_as("content-length", "the proxy read the answer whole"),
+                        checks.finding("buffering")),
+        cure_checks=(checks.streamed(), checks.framed_as("chunked", "flushed as it came"),
+                     checks.complete_with_done(), checks.text_is_script(), checks.no_finding("buffering")),
+        explanation=(
+            "jupyter-server-proxy (Jupyter's /proxy/PORT/ URLs, JupyterHub's and SageMaker's way to "
+            "a model server started beside a notebook) has two ways to forward an answer: "
+            "progressive, flushing each chunk as Tornado's client reads it, and buffered, reading "
+            "the whole answer and sending it with a Content-Length. It picks progressive only when "
+            "the request's `Accept` header is exactly `text/event-stream`. The OpenAI Python SDK "
+            "sends `Accept: application/json` on every request, streaming ones too (httpx and "
+            "requests send `*/*`), so its stream is held to the end, while curl or a browser's "
+            "EventSource (which send that exact value) stream. Send the header: `extra_headers="
+            "{\"Accept\": \"text/event-stream\"}` on the call, or `default_headers` on the client."),
+        fix_summary="the client sends exactly `Accept: text/event-stream` (OpenAI SDK: "
+                    "`default_headers={\"Accept\": \"text/event-stream\"}`)",
+        finding=(
+            "Measured here (Jupyter Server 2.21.1, jupyter-server-proxy 4.6.0, Tornado 6.6.1, 20 "
+            "events at 10 tok/s, the lab's client sending each Accept value twice): `text/event-stream` "
+            "TTFT 6 ms, one read per event, chunked; `application/json`, `*/*` and `text/event-stream, "
+            "application/json` TTFT = E2E = 2,005-2,009 ms, one read, `Content-Length: 6000`. The "
+            "issue's lead (a close-delimited upstream answer read to its end) is not what holds it: "
+            "see the field notes."),
+        sources=(JUPYTER_PROXY, OPENAI_HEADERS),
     ),
     Scenario(
         name="litellm-heartbeats",

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from proxies.apps.settings import (AppSettings, DjangoSettings, ExpressSettings, GunicornSettings,
-                                   LitellmSettings, NextjsSettings, PrivoxySettings, RelaySettings,
+                                   JupyterSettings, LitellmSettings, NextjsSettings, PrivoxySettings, RelaySettings,
                                    WebpackSettings)
 
 APPS_DIR = Path(__file__).resolve().parent
@@ -57,6 +57,8 @@ class Launch:
     # A forward proxy's origin: clients reach `forward_origin` through the app (absolute-form
     # requests, as with HTTP_PROXY set), not the app as the origin itself.
     forward_origin: str | None = None
+    # Where the app serves the upstream's paths (jupyter-server-proxy: /proxy/PORT); "" for the root.
+    url_path: str = ""
 
     def shown(self) -> str:
         """The app's "config" as a report shows it: environment, command line, written files."""
@@ -121,6 +123,17 @@ def launch(settings: AppSettings, workdir: Path, python: str = sys.executable) -
         return Launch([python, "-m", "gunicorn", "--bind", listen, "--worker-class", "gthread",
                        "--threads", "50", "--access-logfile", "-", "--no-control-socket",
                        "proxies.apps.django_app:wsgi"], env=env)
+    if isinstance(settings, JupyterSettings):
+        # No token, no browser, every Jupyter folder in the run's own (nothing under ~).
+        return Launch([python, "-m", "jupyter_server", "--no-browser", "--allow-root",
+                       "--ip", settings.listen_host, "--port", str(settings.listen_port),
+                       # A POST without an _xsrf cookie is refused otherwise; the lab stays on loopback.
+                       "--ServerApp.port_retries=0", "--IdentityProvider.token=", "--ServerApp.password=",
+                       "--ServerApp.disable_check_xsrf=True",
+                       f"--ServerApp.root_dir={workdir}"],
+                      env={"JUPYTER_CONFIG_DIR": str(workdir / "config"), "JUPYTER_DATA_DIR": str(workdir / "data"),
+                           "JUPYTER_RUNTIME_DIR": str(workdir / "runtime"), "JUPYTER_PLATFORM_DIRS": "1"},
+                      url_path=f"/proxy/{settings.upstream_port}")
     if isinstance(settings, LitellmSettings):
         litellm = LITELLM_VENV / "bin" / "litellm"
         _require(litellm, "The LiteLLM proxy")

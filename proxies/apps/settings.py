@@ -13,9 +13,10 @@ from typing_extensions import Self
 
 from proxies.types import Host, Port
 
-AppName = Literal["express", "nextjs", "webpack", "gunicorn", "django", "litellm", "privoxy", "relay"]
-APP_NAMES: tuple[AppName, ...] = ("express", "nextjs", "webpack", "gunicorn", "django", "litellm", "privoxy",
-                                  "relay")
+AppName = Literal["express", "nextjs", "webpack", "gunicorn", "django", "jupyter", "litellm", "privoxy",
+                  "relay"]
+APP_NAMES: tuple[AppName, ...] = ("express", "nextjs", "webpack", "gunicorn", "django", "jupyter", "litellm",
+                                  "privoxy", "relay")
 
 COMPRESSION = "https://expressjs.com/en/resources/middleware/compression.html"
 NEXT_COMPRESS = "https://nextjs.org/docs/app/api-reference/config/next-config-js/compress"
@@ -24,6 +25,7 @@ WEBPACK_COMPRESS = "https://webpack.js.org/configuration/dev-server/#devserverco
 GUNICORN = "https://docs.gunicorn.org/en/stable/settings.html"
 DJANGO_STREAMING = "https://docs.djangoproject.com/en/5.2/ref/request-response/#streaminghttpresponse-objects"
 LITELLM = "https://docs.litellm.ai/docs/proxy/config_settings"
+JUPYTER_PROXY = "https://jupyter-server-proxy.readthedocs.io/en/latest/arbitrary-ports-hosts.html"
 PRIVOXY_ACTIONS = "https://www.privoxy.org/user-manual/actions-file.html#FILTER"
 ABORT = "https://nodejs.org/api/globals.html#class-abortcontroller"
 PROXY_MIDDLEWARE = "https://github.com/chimurai/http-proxy-middleware#intercept-and-manipulate-responses"
@@ -125,6 +127,14 @@ class DjangoSettings(AppSettings):
         "async view returns an async generator over httpx's aiter_raw", DJANGO_STREAMING)
 
 
+class JupyterSettings(AppSettings):
+    """Jupyter Server with jupyter-server-proxy: the upstream reached as /proxy/PORT/..., as a
+    notebook user reaches a model server they started beside it."""
+
+    app: ClassVar[AppName] = "jupyter"
+    listen_port: Port = Field(8888, description="port Jupyter Server listens on (its default is 8888)")
+
+
 class LitellmSettings(AppSettings):
     """The LiteLLM proxy (its own venv), one model routed to the upstream, offline."""
 
@@ -168,7 +178,8 @@ class RelaySettings(AppSettings):
 APP_TYPES: dict[AppName, type[AppSettings]] = {
     "express": ExpressSettings, "nextjs": NextjsSettings, "webpack": WebpackSettings,
     "gunicorn": GunicornSettings,
-    "django": DjangoSettings, "litellm": LitellmSettings, "privoxy": PrivoxySettings,
+    "django": DjangoSettings, "jupyter": JupyterSettings, "litellm": LitellmSettings,
+    "privoxy": PrivoxySettings,
     "relay": RelaySettings}
 
 

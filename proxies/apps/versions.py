@@ -12,7 +12,8 @@ from proxies.apps.launch import LITELLM_VENV, NODE_MODULES, AppMissing, node_bin
 NODE_PACKAGES = {"express": ("express", "compression", "http-proxy-middleware"), "nextjs": ("next", "react"),
                  "webpack": ("webpack-dev-server", "webpack")}
 PYTHON_PACKAGES = {"gunicorn": ("gunicorn", "flask", "requests"),
-                   "django": ("django", "uvicorn", "gunicorn", "requests", "httpx")}
+                   "django": ("django", "uvicorn", "gunicorn", "requests", "httpx"),
+                   "jupyter": ("jupyter-server", "jupyter-server-proxy", "tornado")}
 
 
 def _node_package(name: str) -> str:

@@ -44,7 +44,8 @@ class RunningApp:
 
     @property
     def url(self) -> str:
-        return f"http://{self.settings.listen_host}:{self.settings.listen_port}"
+        """Where clients reach the upstream's paths through the app (its root, or a prefix)."""
+        return f"http://{self.settings.listen_host}:{self.settings.listen_port}{self.launched.url_path}"
 
     @property
     def forward_origin(self) -> str | None:

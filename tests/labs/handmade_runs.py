@@ -153,6 +153,11 @@ HANDMADE: dict[str, Handmade] = {
     "nextjs-rewrites": _held(encoding="gzip"),
     "dev-proxy-buffering": _held(encoding="gzip"),
     "corp-inspecting-proxy": _held(),
+    "jupyter-proxy-accept": Handmade(
+        symptom=lambda s: s.run(s.lump(headers=SIZED)),
+        cure=lambda s: s.run(s.streamed(headers=CHUNKED)),
+        cure_without_stress=lambda s: s.run(s.rushed(headers=CHUNKED)),
+        symptom_without_stress=lambda s: s.run(s.rushed_lump(headers=SIZED))),
     "proxy-response-hook": Handmade(
         symptom=lambda s: s.run(s.lump(headers=SIZED)),
         cure=lambda s: s.run(s.streamed(headers=CHUNKED)),
