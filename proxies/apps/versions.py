@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 from importlib import metadata
 from pathlib import Path
@@ -28,6 +29,16 @@ def _litellm() -> str:
     return found[-1].name.removeprefix("litellm-").removesuffix(".dist-info") if found else "not installed"
 
 
+def _privoxy() -> str:
+    """`privoxy --version` says "Privoxy version 3.0.34 (https://www.privoxy.org/)"."""
+    try:
+        out = subprocess.run(["privoxy", "--version"], capture_output=True, text=True, timeout=10).stdout
+    except (OSError, subprocess.TimeoutExpired):
+        return "not installed"
+    found = re.search(r"version (\S+)", out)
+    return found.group(1) if found else "unknown"
+
+
 def versions(app: str) -> dict[str, str]:
     """{"component": "version", ...} for app `app` (the runtime that started it aside)."""
     if app in NODE_PACKAGES:
@@ -47,4 +58,6 @@ def versions(app: str) -> dict[str, str]:
         return found
     if app == "litellm":
         return {"litellm": _litellm(), "venv": str(Path(LITELLM_VENV))}
+    if app == "privoxy":
+        return {"privoxy": _privoxy()}
     return {"relay": "proxies/apps/relay.py"}

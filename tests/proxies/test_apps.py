@@ -177,3 +177,12 @@ def test_the_hook_that_skips_event_streams_still_hooks_every_other_answer(server
     hooked = [line for line in log.splitlines() if "response hook:" in line]
     # The readiness probe asks for /v1/models too: every hooked answer is one of those.
     assert hooked and all("GET /v1/models 200" in line for line in hooked), log[-400:]
+
+
+@pytest.mark.parametrize("app", APP_NAMES)
+def test_each_app_names_the_versions_that_ran(app: str) -> None:
+    """A report's provenance names each app's own component: never another app's, never empty."""
+    from proxies.apps.versions import versions
+    found = versions(app)
+    assert found and all(found.values()), found
+    assert ("relay" in found) == (app == "relay"), found  # the fallback belongs to the relay alone
