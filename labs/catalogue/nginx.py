@@ -25,13 +25,14 @@ RETRY_READ_TIMEOUT_S = 1.0
 RETRY_PREFILL_S = 1.6
 ABANDONED = 'streamlab_requests_total{status="499"}'  # the server's count of requests left before an answer
 # upstream-keepalive-race: the server's keep-alive (standing for uvicorn's 5 s), requests paced
-# from 6 ms before it to 2 ms after (the race's window, measured: 502s at -4..-2 ms on an idle
-# machine; a loaded one fires the server's timer later), and how many. Measured 9 of 120, 6 of 130
-# and 8 of 120 requests answered 502 (5-8 %); spread over this wider window, at least 3 %: with
-# 144 the chance that a broken run shows none is below 0.97**144 = 1.2 %, and ~0.4 % at 4 %.
+# at 5 to 1 ms before it in 0.5 ms steps (the race's window: measured idle, 18 of 144 answered 502
+# there, at -3..-1 ms mostly), and how many. A loaded machine blurs the client's timing and the
+# rate falls: with two busy loops on the 2 cores, 2 of 144 (1.4 %); a fresh-clone CI run once saw
+# 0 of 144 with the earlier window (6 ms before to 2 ms after). At 1.4 % a run of 288 shows none
+# with chance 0.986**288 = 1.7 %; idle it is nil.
 RACE_KEEPALIVE_S = 0.25
-RACE_OFFSETS_S = (-0.006, -0.005, -0.004, -0.003, -0.002, -0.001, 0.0, 0.001, 0.002)
-RACE_REQUESTS = 144
+RACE_OFFSETS_S = tuple((-5.0 + 0.5 * step) / 1000 for step in range(9))
+RACE_REQUESTS = 288
 CONNECTIONS = "streamlab_http_connections_total"
 BIG_EVENT_BYTES = 8000  # nginx-buffer-size: a tool call's arguments, an image, in one event
 
@@ -325,7 +326,9 @@ SCENARIOS = [
             "the server's at 0.25 s: it had closed the idle ones). The same 144 sent as GET (the "
             "server's EventSource form): 0 answered 502, while nginx logged the same `recv() failed "
             "(104)` and `upstream prematurely closed` lines for them: it sent each GET again on a "
-            "new connection, and the POSTs of the same run got 11 of 144."),
+            "new connection, and the POSTs of the same run got 11 of 144. Sent at 5 to 1 ms before the "
+            "server's timer (0.5 ms steps), 18 of 144 answered 502 on an idle machine and 2 of 144 "
+            "with two busy loops on its 2 cores: hence the 288 requests."),
         scaled=(Scaled("the server's keep-alive timeout", f"{RACE_KEEPALIVE_S:g}s",
                        "5s (uvicorn's default) under a proxy that pools for 60s"),
                 Scaled("requests at the cut", f"{RACE_REQUESTS}, paced to the server's timer",

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import fields
 from typing import Any, Callable
 
-from labs.catalogue import cdn, haproxy, nginx, reload
+from labs.catalogue import cdn, haproxy, mesh, nginx, reload
 from labs.scenario.checks.cache import REQUESTS_OK
 from labs.scenario.checks.stress import DISCONNECTS
 from labs.client.results import StreamResult
@@ -163,12 +163,12 @@ def _retried(statuses: tuple[int, ...], abandoned: int) -> Make:
     return make
 
 
-def _raced(failed: int, connections: int) -> Make:
-    """upstream-keepalive-race: 144 short requests, `failed` of them 502 from the proxy (never
+def _raced(failed: int, connections: int, count: int = nginx.RACE_REQUESTS) -> Make:
+    """upstream-keepalive-race: `count` short requests, `failed` of them 502 from the proxy (never
     seen by the server), over `connections` upstream connections."""
     def make(s: Shapes) -> Run:
-        results = [s.refused("http-error", 502) if i < failed else s.streamed(3) for i in range(nginx.RACE_REQUESTS)]
-        served = nginx.RACE_REQUESTS - failed
+        results = [s.refused("http-error", 502) if i < failed else s.streamed(3) for i in range(count)]
+        served = count - failed
         return s.run(*results, server_delta={nginx.CONNECTIONS: connections, REQUESTS_OK: served})
     return make
 
@@ -177,10 +177,10 @@ def _mesh_raced(failed: int, connections: int) -> Make:
     """mesh-sidecar-pair: as _raced, the 503s the inbound sidecar's (UC, its cluster's count of
     connections the server closed under a request), over HTTP/2 between the sidecars."""
     def make(s: Shapes) -> Run:
-        run = _raced(failed, connections)(s)
+        run = _raced(failed, connections, mesh.RACE_REQUESTS)(s)
         for i in range(failed):
             run.results[i] = s.refused("http-error", 503)
-        run.server_delta[REQUESTS_OK] = nginx.RACE_REQUESTS - failed
+        run.server_delta[REQUESTS_OK] = mesh.RACE_REQUESTS - failed
         run.proxy_stats = {"envoy:1": {"cluster.upstream.upstream_cx_http2_total": 1},
                            "envoy:2": {"cluster.upstream.upstream_cx_destroy_remote_with_active_rq": failed}}
         return run

@@ -228,13 +228,13 @@ HANDMADE: dict[str, Handmade] = {
         # The same statuses, but the server saw the prompt once: no retry happened.
         symptom_without_stress=_retried((504, 502, 502), 1)),
     "upstream-keepalive-race": Handmade(
-        symptom=_raced(8, 68), cure=_raced(0, 9),
+        symptom=_raced(16, 136), cure=_raced(0, 9),
         # No pool at all: a new connection per request, so no request met the race.
-        cure_without_stress=_raced(0, 144),
+        cure_without_stress=_raced(0, 288),
         # 502s while every request used one connection: something else failed them.
-        symptom_without_stress=_raced(8, 9)),
+        symptom_without_stress=_raced(16, 9)),
     "mesh-sidecar-pair": Handmade(
-        symptom=_mesh_raced(6, 110), cure=_mesh_raced(0, 145),
+        symptom=_mesh_raced(6, 110), cure=_mesh_raced(0, 217),
         # The pool was reused all along and nothing raced: the fix proved nothing.
         cure_without_stress=_mesh_raced(0, 9),
         # 503s while the server closed no idle connection: something else failed them.
