@@ -76,6 +76,14 @@ class ExpressSettings(AppSettings):
         "`responseInterceptor` that reads the body (response-hook); that hook for every response "
         "but text/event-stream, which is piped (hook-skip-sse)", PROXY_MIDDLEWARE)
 
+    @model_validator(mode="after")
+    def _abort_needs_fetch(self) -> Self:
+        # The abort is wired to the `fetch` handler's signal; http-proxy-middleware has its own
+        # handling of a departed client, so the setting would silently do nothing there.
+        if self.abort_on_close and self.forward != "fetch":
+            raise ValueError(f"abort_on_close applies to forward 'fetch' only, not {self.forward!r}")
+        return self
+
 
 class NextjsSettings(AppSettings):
     """proxies/apps/node/next-site: a Next.js 16 site (`next start` of the build `make setup` made)."""

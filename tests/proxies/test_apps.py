@@ -50,6 +50,8 @@ def test_settings_refuse_what_the_app_would_misread() -> None:
         GunicornSettings(threads=8)  # gunicorn would quietly switch to gthread
     with pytest.raises(ValidationError, match="min <= max"):
         RelaySettings(split=(40, 1))
+    with pytest.raises(ValidationError, match="forward 'fetch' only"):
+        app_settings("express").with_(forward="response-hook", abort_on_close=True)
     with pytest.raises(ValidationError, match="worker_klass"):
         app_settings("gunicorn").with_(worker_klass="gthread")
     with pytest.raises(ValueError, match="known: express"):
