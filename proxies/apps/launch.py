@@ -116,13 +116,19 @@ def launch(settings: AppSettings, workdir: Path, python: str = sys.executable) -
         return Launch([*args, "proxies.apps.wsgi_app:app"], env={"STREAMLAB_UPSTREAM": settings.upstream})
     if isinstance(settings, DjangoSettings):
         env = {"STREAMLAB_UPSTREAM": settings.upstream, "STREAMLAB_DJANGO_ITERATOR": settings.iterator}
+        # The view's first completion pays for its lazy imports and upstream client: a fresh-clone
+        # CI run measured the async view's first event at 429 ms (0.36-0.63 s by hand), past a
+        # streamed check's limit. One warm-up completion when ready, as for LiteLLM.
+        warm_up = {"model": "streamlab-warm-up", "max_tokens": 1,
+                   "messages": [{"role": "user", "content": "warm up"}]}
         if settings.server == "asgi":
             return Launch([python, "-m", "uvicorn", "proxies.apps.django_app:asgi", "--host",
-                           settings.listen_host, "--port", str(settings.listen_port)], env=env)
+                           settings.listen_host, "--port", str(settings.listen_port)], env=env,
+                          warm_up=warm_up)
         # Threads, so that a stream does not hold the only worker (gunicorn-sync-timeout's failure).
         return Launch([python, "-m", "gunicorn", "--bind", listen, "--worker-class", "gthread",
                        "--threads", "50", "--access-logfile", "-", "--no-control-socket",
-                       "proxies.apps.django_app:wsgi"], env=env)
+                       "proxies.apps.django_app:wsgi"], env=env, warm_up=warm_up)
     if isinstance(settings, JupyterSettings):
         # No token, no browser, every Jupyter folder in the run's own (nothing under ~).
         return Launch([python, "-m", "jupyter_server", "--no-browser", "--allow-root",
