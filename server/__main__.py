@@ -145,6 +145,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     from server.app import create_app, wrap_middleware
     from server.engine import EngineConfig, create_engine, eos_token_ids, load_tokenizer
     from server.connections import HttpLimits, protocol_class
+    from server.fast_lane import CompletionLane
     from server.limits import raise_fd_limit
 
     raise_fd_limit(keep=config.keep_fd_limit)
@@ -172,9 +173,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     gc.freeze()
     limits = HttpLimits(max_header_bytes=config.max_header_bytes,
                         header_timeout_s=config.header_timeout_s)
+    asgi = wrap_middleware(app, config)
+    lane = CompletionLane.for_config(app.state.service, config)
     server = uvicorn.Server(uvicorn.Config(
-        wrap_middleware(app, config), host=config.host, port=config.port, loop="uvloop",
-        http=protocol_class(config.http, limits), log_level=config.log_level,
+        asgi, host=config.host, port=config.port, loop="uvloop",
+        http=protocol_class(config.http, limits, lane), log_level=config.log_level,
         access_log=config.access_log, timeout_keep_alive=config.keep_alive_s,
         h11_max_incomplete_event_size=config.max_header_bytes,
         # Streams are long; a stuck shutdown should still end.

@@ -154,6 +154,18 @@ class _Limited:
 
 
 class LimitedHttpTools(_Limited, HttpToolsProtocol):
+    # The chat route below the framework (server/fast_lane.py): set by protocol_class.
+    lane: Any = None
+
+    def _start_asgi_task(self, cycle: Any, app: Any) -> None:
+        lane = self.lane
+        if lane is None or app is not self.app or not lane.takes(cycle.scope):
+            super()._start_asgi_task(cycle, app)
+            return
+        task = self.loop.create_task(lane.serve(cycle, app))
+        task.add_done_callback(self.tasks.discard)
+        self.tasks.add(task)
+
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
         self._in_headers = False
         self._begun = 0
@@ -243,9 +255,14 @@ class LimitedH11(_Limited, H11Protocol):
 PROTOCOLS: dict[str, type[asyncio.Protocol]] = {"httptools": LimitedHttpTools, "h11": LimitedH11}
 
 
-def protocol_class(name: HttpImpl, limits: HttpLimits | None = None) -> type[asyncio.Protocol]:
-    """uvicorn's protocol `name` with these limits (uvicorn instantiates it per connection)."""
+def protocol_class(name: HttpImpl, limits: HttpLimits | None = None,
+                   lane: Any = None) -> type[asyncio.Protocol]:
+    """uvicorn's protocol `name` with these limits (uvicorn instantiates it per connection), and
+    the completion lane that serves the chat route below the framework (httptools only)."""
     base = PROTOCOLS[name]
-    if limits is None:
-        return base
-    return type(base.__name__, (base,), {"limits": limits})
+    attributes: dict[str, Any] = {}
+    if limits is not None:
+        attributes["limits"] = limits
+    if lane is not None and base is LimitedHttpTools:
+        attributes["lane"] = lane
+    return type(base.__name__, (base,), attributes) if attributes else base

@@ -36,7 +36,7 @@ class RequestChecks:
         if scope["type"] == "http":
             error = self.check(scope)
             if error is not None:
-                await _send_error(scope, send, error)
+                await send_error(scope, send, error)
                 return
         await self.app(scope, receive, send)
 
@@ -78,7 +78,7 @@ class BodySizeLimit:
                 except ValueError:
                     announced = 0
                 if announced > self.max_bytes:
-                    await _send_error(scope, send, RequestTooLarge(self.max_bytes))
+                    await send_error(scope, send, RequestTooLarge(self.max_bytes))
                     return
         received = 0
         started = False
@@ -104,10 +104,10 @@ class BodySizeLimit:
         except RequestTooLarge as exc:
             if started:
                 raise
-            await _send_error(scope, send, exc)
+            await send_error(scope, send, exc)
 
 
-async def _send_error(scope: Scope, send: Send, error: APIError) -> None:
+async def send_error(scope: Scope, send: Send, error: APIError) -> None:
     if scope.get("path", "").startswith("/v1/chat"):  # as the app's own error handler counts
         metrics.REQUESTS.labels(status=str(error.status)).inc()
     body = json.dumps(error.body()).encode()

@@ -1,0 +1,174 @@
+"""`POST /v1/chat/completions` served from uvicorn's request cycle, below the framework.
+
+A burst of 1,000 arrivals is admitted by one event loop, so every microsecond a request spends
+before its first token is paid 1,000 times by the last arrival. Through the ASGI stack a
+completion crossed uvicorn's proxy-headers layer, the request checks, the body limit, the lab
+guard, Starlette's error and exception middleware, the router and FastAPI's request wrapper, and
+read its headers through Starlette's `Headers` (a decode per look-up): ~250 us of a request's
+~1,300 in the profile of docs/performance.md. The lane does the same work once, in one pass:
+
+    headers (one scan) -> checks (431, 415, 413) -> body -> pydantic -> lab token -> admit -> reply
+
+and runs the reply (server/sse_writer.py, server/json_reply.py) on uvicorn's own `receive` and
+`send`, so the stream itself is byte for byte the one the ASGI route sends. Everything it does
+not take goes the ASGI way, unchanged: other routes and methods, a request carrying an
+`X-Request-Id` (its record is the ASGI layer's, server/records.py), and every request of a server
+with a layer around the app (`--cors-origin`, `--gzip-middleware`). tests/server/test_fast_lane.py
+sends the same requests both ways and compares the answers.
+"""
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from typing import Any
+
+from server import errors, metrics
+from server.app import ClientLeft, Service
+from server.config import ServerConfig
+from server.errors import APIError, RequestTooLarge
+from server.json_reply import JSONCompletion
+from server.middleware import RequestChecks, send_error
+from server.sse_writer import SSECompletion
+
+log = logging.getLogger("server.app")
+
+PATH = "/v1/chat/completions"
+_TOKEN = b"x-lab-token"
+_LAST_EVENT_ID = b"last-event-id"
+_REQUEST_ID = b"x-request-id"
+_CONTENT_LENGTH = b"content-length"
+
+
+class CompletionLane:
+    """The chat route for uvicorn's httptools protocol (server/connections.py asks `takes`)."""
+
+    def __init__(self, service: Service, config: ServerConfig) -> None:
+        self.service = service
+        self.checks = RequestChecks(None, config.max_header_bytes, config.max_headers)
+        self.max_body_bytes = config.max_body_bytes
+        self.body_timeout_s = config.body_timeout_s
+
+    @staticmethod
+    def for_config(service: Service, config: ServerConfig) -> "CompletionLane | None":
+        """None where a layer must see every request: CORS answers preflights and adds headers,
+        the gzip failure mode rewrites bodies."""
+        if config.cors_origins or config.gzip_middleware or config.http != "httptools":
+            return None
+        return CompletionLane(service, config)
+
+    @staticmethod
+    def takes(scope: Any) -> bool:
+        return scope["path"] == PATH and scope["method"] == "POST"
+
+    async def serve(self, cycle: Any, app: Any) -> None:
+        """One request, as uvicorn's `RequestResponseCycle.run_asgi` would run `app` (which
+        runs a request the lane hands back)."""
+        try:
+            await self._serve(cycle, app)
+        except BaseException as exc:
+            if not cycle.response_started:
+                log.exception("unhandled error on POST %s", PATH)
+                metrics.REQUESTS.labels(status="500").inc()
+                await _reply_error(cycle, APIError(500, "the server had an internal error",
+                                                   type=errors.SERVER_ERROR, code="internal_error"))
+            else:
+                cycle.transport.close()
+            if not isinstance(exc, Exception):
+                raise
+        else:
+            if cycle.response_started and not cycle.response_complete and not cycle.disconnected:
+                cycle.transport.close()  # a reply that ended mid-body (lab.abort_after_tokens)
+        finally:
+            cycle.on_response = lambda: None
+
+    async def _serve(self, cycle: Any, app: Any) -> None:
+        scope = cycle.scope
+        arrived_at = time.monotonic()
+        announced = token = last_event_id = None
+        for name, value in scope["headers"]:
+            if name == _REQUEST_ID:
+                # Its record lives in the ASGI layer (server/records.py): that way, whole.
+                await cycle.run_asgi(app)
+                return
+            # The first of a repeated field, as Starlette's `Headers.get` reads it.
+            if name == _TOKEN and token is None:
+                token = value.decode("latin-1")
+            elif name == _LAST_EVENT_ID and last_event_id is None:
+                last_event_id = value.decode("latin-1")
+            elif name == _CONTENT_LENGTH and announced is None:
+                announced = value
+        refused = self.checks.check(scope) or self._announced_too_large(announced)
+        if refused is not None:
+            await send_error(scope, cycle.send, refused)
+            return
+        service = self.service
+        try:
+            body = await self._body(cycle)
+            if body is None:
+                log.info("%s left before its request body was complete", _peer(scope))
+                metrics.REQUESTS.labels(status=errors.CLIENT_CLOSED).inc()
+                return
+            parsed = await service.parse(body)
+            service.check_lab(parsed, token)
+            job = await service.admit(parsed, arrived_at, cycle.receive)
+        except RequestTooLarge as exc:
+            await send_error(scope, cycle.send, exc)
+            return
+        except APIError as exc:
+            metrics.REQUESTS.labels(status=str(exc.status)).inc()
+            await _reply_error(cycle, exc)
+            return
+        except ClientLeft:
+            log.info("%s left during lab.headers_delay_s", _peer(scope))
+            return
+        reply = SSECompletion(job, last_event_id) if parsed.stream else JSONCompletion(job)
+        await reply(scope, cycle.receive, cycle.send)
+
+    def _announced_too_large(self, announced: bytes | None) -> APIError | None:
+        if announced is None:
+            return None
+        try:
+            size = int(announced)
+        except ValueError:
+            return None
+        return RequestTooLarge(self.max_body_bytes) if size > self.max_body_bytes else None
+
+    async def _body(self, cycle: Any) -> bytes | None:
+        """The whole body within --body-timeout-s (408 after it), at most --max-body-bytes (413);
+        None when the client left first. Usually it came with the headers: no wait at all."""
+        if not cycle.more_body and not cycle.disconnected:
+            cycle.waiting_for_100_continue = False  # nothing left to ask for
+            body = bytes(cycle.body)
+            cycle.body = bytearray()
+            if len(body) > self.max_body_bytes:
+                raise RequestTooLarge(self.max_body_bytes)
+            return body
+        pieces: list[bytes] = []
+        size = 0
+        try:
+            async with asyncio.timeout(self.body_timeout_s):  # no task, unlike wait_for
+                while True:
+                    message = await cycle.receive()
+                    if message["type"] == "http.disconnect":
+                        return None
+                    piece = message.get("body", b"")
+                    size += len(piece)
+                    if size > self.max_body_bytes:
+                        raise RequestTooLarge(self.max_body_bytes)
+                    pieces.append(piece)
+                    if not message.get("more_body", False):
+                        return b"".join(pieces)
+        except TimeoutError:
+            raise APIError(408, f"the request body did not arrive within {self.body_timeout_s:g} s",
+                           code="request_timeout", headers={"Connection": "close"}) from None
+
+
+async def _reply_error(cycle: Any, error: APIError) -> None:
+    """The route's error answer, as the app's APIError handler sends it (server/errors.py)."""
+    await error.response()(cycle.scope, cycle.receive, cycle.send)
+
+
+def _peer(scope: Any) -> str:
+    client = scope.get("client")
+    return f"{client[0]}:{client[1]}" if client else "a client"
