@@ -44,6 +44,11 @@ ABORT_EXTENSION = "streamlab.abort"
 # token. A layer that does look at body messages removes it from the scope
 # (`without_body_send`: the records, the gzip failure mode), and the writes go through it.
 BODY_SEND_EXTENSION = "streamlab.body_send"
+# Also set (httptools): `on_departure(callback)`, the callback called when the client's connection
+# is lost before the response is complete (at once if it already is). A stream hears its
+# client leave from the connection itself, instead of from a task waiting on `receive()`.
+# Removed with the body send by a layer that sees every message (it may watch `receive()`).
+DEPARTURE_EXTENSION = "streamlab.on_departure"
 
 
 def _offer_abort(scope: Any, transport: asyncio.Transport, body_send: Any = None) -> None:
@@ -53,12 +58,73 @@ def _offer_abort(scope: Any, transport: asyncio.Transport, body_send: Any = None
         extensions.setdefault(BODY_SEND_EXTENSION, body_send)
 
 
-def without_body_send(scope: Any) -> Any:
-    """`scope` for a layer that sees every body message: body writes must pass through it."""
-    extensions = scope.get("extensions")
-    if not extensions or BODY_SEND_EXTENSION not in extensions:
-        return scope
-    return {**scope, "extensions": {k: v for k, v in extensions.items() if k != BODY_SEND_EXTENSION}}
+# Also set (httptools): `gather()`, a context in which the response's writes are kept and leave
+# in one socket write when it ends: the headers with the role frame, the finish frame with
+# `[DONE]` and the body's end. Each write on loopback is a send() and the receiver's wake-up.
+GATHER_EXTENSION = "streamlab.gather"
+
+_SEEN_BY_LAYERS = (BODY_SEND_EXTENSION, DEPARTURE_EXTENSION)
+
+
+class _Gathering:
+    """Stands in for a cycle's transport while `gather()` lasts: keeps its writes (and a close)."""
+
+    def __init__(self, real: asyncio.Transport) -> None:
+        self.real = real
+        self.pieces: list[bytes] = []
+        self.closing = False
+
+    def write(self, data: bytes) -> None:
+        self.pieces.append(data)
+
+    def close(self) -> None:
+        self.closing = True
+
+    def is_closing(self) -> bool:
+        return self.closing or self.real.is_closing()
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.real, name)
+
+
+class _Gather:
+    """`with gather():` on one request cycle (uvicorn's cycle writes through `cycle.transport`).
+    Blocks nest: the outermost one writes."""
+
+    __slots__ = ("cycle", "depth")
+
+    def __init__(self, cycle: Any) -> None:
+        self.cycle = cycle
+        self.depth = 0
+
+    def __call__(self) -> "_Gather":
+        return self
+
+    def __enter__(self) -> None:
+        if self.depth == 0:
+            self.cycle.transport = _Gathering(self.cycle.transport)
+        self.depth += 1
+
+    def __exit__(self, *exc: object) -> None:
+        self.depth -= 1
+        if self.depth:
+            return
+        gathering = self.cycle.transport
+        real = self.cycle.transport = gathering.real
+        if gathering.pieces and not real.is_closing():
+            real.write(b"".join(gathering.pieces))
+        if gathering.closing:
+            real.close()
+
+
+def _departure_of(cycle: Any) -> Any:
+    """`on_departure` for one request cycle of LimitedHttpTools (its connection_lost calls it)."""
+    def on_departure(callback: Any) -> None:
+        if cycle.disconnected:
+            callback()
+        else:
+            cycle.streamlab_departure = callback
+    return on_departure
 
 
 @dataclass(frozen=True)
@@ -198,6 +264,9 @@ class LimitedHttpTools(_Limited, HttpToolsProtocol):
         if self.cycle is not None:
             # The cycle's task has not run yet: the app starts with the extension.
             _offer_abort(self.cycle.scope, self.transport, self.cycle.send)
+            extensions = self.cycle.scope["extensions"]
+            extensions[DEPARTURE_EXTENSION] = _departure_of(self.cycle)
+            extensions[GATHER_EXTENSION] = _Gather(self.cycle)
             self._open_cycles = [c for c in self._open_cycles if not c.response_complete]
             self._open_cycles.append(self.cycle)
         if len(self.pipeline) == 1:
@@ -206,12 +275,20 @@ class LimitedHttpTools(_Limited, HttpToolsProtocol):
             self.flow.resume_reading()
 
     def connection_lost(self, exc: Exception | None) -> None:
+        departed = []
         for cycle in self._open_cycles:
             if not cycle.response_complete:
                 cycle.disconnected = True
                 cycle.message_event.set()
+                departed.append(getattr(cycle, "streamlab_departure", None))
         self._open_cycles = []
         super().connection_lost(exc)
+        for callback in departed:
+            if callback is not None:
+                try:
+                    callback()
+                except Exception:  # one stream's bug must not break the others' departure
+                    log.exception("%s: a departure callback failed", self._peer())
 
     def _partial_headers(self) -> bool:
         return self._in_headers

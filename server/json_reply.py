@@ -44,10 +44,12 @@ class JSONCompletion(Completion):
         metrics.REQUESTS.labels(status=str(self._status)).inc()
         headers = [(b"content-type", b"application/json"),
                    (b"content-length", str(len(self._body)).encode())]
-        await self.send({"type": "http.response.start", "status": self._status, "headers": headers})
-        if outcome == "abort":
-            # A crash mid-body: half the announced length, then uvicorn closes the connection.
-            await self.send({"type": "http.response.body", "body": self._body[:len(self._body) // 2],
-                             "more_body": True})
-            return
-        await self.send({"type": "http.response.body", "body": self._body, "more_body": False})
+        with self.gather():  # the headers and the body in one write
+            await self.send({"type": "http.response.start", "status": self._status,
+                             "headers": headers})
+            if outcome == "abort":
+                # A crash mid-body: half the announced length, then uvicorn closes the connection.
+                await self.send({"type": "http.response.body",
+                                 "body": self._body[:len(self._body) // 2], "more_body": True})
+                return
+            await self.send({"type": "http.response.body", "body": self._body, "more_body": False})

@@ -66,6 +66,7 @@ class SSECompletion(Completion):
             job.abort_after_tokens = None
         self._split_s = (settings.split_utf8_ms or 0.0) / 1000.0
         self._role_pending = settings.role_chunk == "with-first-token"
+        self._body_ended = False
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         # Up and down around everything, whichever way the stream ends (the gauge once leaked).
@@ -78,16 +79,18 @@ class SSECompletion(Completion):
                 self._writer.cancel()
 
     async def begin(self) -> None:
-        await self.send({"type": "http.response.start", "status": 200, "headers": self.raw_headers})
-        _count_ok()
-        if self._coalesce_s > 0:
-            self._wake = asyncio.Event()
-            self._writer = asyncio.ensure_future(self._write_loop())
-        if self.job.settings.hello:
-            await self._emit(sse.HELLO)
-        if self._role_pending:
-            return  # vLLM-style: the role chunk waits for the first token (or the end)
-        await self._emit(self.framer.role())
+        with self.gather():  # the headers and the first frames in one write
+            await self.send({"type": "http.response.start", "status": 200,
+                             "headers": self.raw_headers})
+            _count_ok()
+            if self._coalesce_s > 0:
+                self._wake = asyncio.Event()
+                self._writer = asyncio.ensure_future(self._write_loop())
+            if self.job.settings.hello:
+                await self._emit(sse.HELLO)
+            if self._role_pending:
+                return  # vLLM-style: the role chunk waits for the first token (or the end)
+            await self._emit(self.framer.role())
 
     async def _role_first(self) -> None:
         if self._role_pending:
@@ -106,12 +109,23 @@ class SSECompletion(Completion):
         await self._emit(self.framer.content(text))
 
     async def complete(self, finish_reason: str) -> None:
-        await self._role_first()
-        await self._emit(self.framer.finish(finish_reason))
-        if self.job.include_usage:
-            generation = self.job.generation
-            await self._emit(self.framer.usage(generation.prompt_tokens, generation.completion_tokens))
-        await self._emit(sse.DONE)
+        # The last frames and the body's end are made in the same instant: one write.
+        with self.gather():
+            await self._role_first()
+            await self._emit(self.framer.finish(finish_reason))
+            if self.job.include_usage:
+                generation = self.job.generation
+                await self._emit(self.framer.usage(generation.prompt_tokens,
+                                                   generation.completion_tokens))
+            await self._emit(sse.DONE)
+            if self._writer is None and not self.client_gone:  # coalesced: end() ends it
+                await self._end_body()
+
+    async def _end_body(self) -> None:
+        # The terminating zero-length chunk. Not sent on "abort": uvicorn then closes the
+        # connection mid-body, which the client sees as a crash (incomplete chunked read).
+        self._body_ended = True
+        await self.send({"type": "http.response.body", "body": b"", "more_body": False})
 
     async def failed(self, fault: Fault) -> str:
         mode = self.job.settings.error_mode
@@ -215,10 +229,8 @@ class SSECompletion(Completion):
     async def end(self, outcome: str) -> None:
         try:
             await self.flush()
-            if outcome == "complete" and not self.client_gone:
-                # The terminating zero-length chunk. Not sent on "abort": uvicorn then closes the
-                # connection mid-body, which the client sees as a crash (incomplete chunked read).
-                await self.send({"type": "http.response.body", "body": b"", "more_body": False})
+            if outcome == "complete" and not self.client_gone and not self._body_ended:
+                await self._end_body()
         finally:
             self._publish_counts()
 

@@ -25,17 +25,19 @@ Every stream that ends early is counted once in streamlab_requests_aborted_total
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import time
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Iterator
 
 from starlette.responses import Response
 from starlette.types import Receive, Scope, Send
 
 from server import errors, metrics
 from server.config import StreamSettings
-from server.connections import ABORT_EXTENSION, BODY_SEND_EXTENSION
+from server.connections import (ABORT_EXTENSION, BODY_SEND_EXTENSION, DEPARTURE_EXTENSION,
+                                GATHER_EXTENSION)
 from server.detokenizer import Detokenizer
 from server.engine.base import EngineStopped, Generation
 from server.stops import StopHandler
@@ -102,6 +104,12 @@ class AbortOnPurpose(Exception):
     """lab.abort_after_tokens: end like a crash, without a final chunk, [DONE] or body end."""
 
 
+@contextlib.contextmanager
+def _no_gathering() -> Iterator[None]:
+    """Where the server offers no `gather()` (another ASGI server, a test): writes leave as made."""
+    yield
+
+
 class Completion(Response):
     """The token loop shared by both replies; subclasses decide what a piece of text becomes."""
 
@@ -114,7 +122,11 @@ class Completion(Response):
         self.tokens = 0
         self.last_token_at = time.monotonic()
         self._stalled = False
-        self._pump_task: asyncio.Task[Any] | None = None
+        self._task: asyncio.Task[Any] | None = None  # the request's task, which runs the pump
+        self._pumping = False
+        self._interrupted = False  # _interrupt cancelled the task; not yet taken back
+        self._ticker: asyncio.TimerHandle | None = None
+        self._beat: asyncio.Future[Any] | None = None  # a heartbeat being written
         self._counted: str | None = None  # the abort reason counted for this request
         self._client_stalled = False  # the send watchdog aborted the connection
         self._sending_since: float | None = None
@@ -129,30 +141,38 @@ class Completion(Response):
         self.send = self._timed_send(send)
         # Body writes of the hot path (SSECompletion._emit) time themselves for the watchdog.
         self.body_send: Send = extensions.get(BODY_SEND_EXTENSION) or send
+        self.gather = extensions.get(GATHER_EXTENSION) or _no_gathering
+        self._task = asyncio.current_task()
         watcher: asyncio.Future[Any] | None = None
-        helpers: list[asyncio.Future[Any]] = []
         outcome = "unfinished"
         try:
             self._arm_watchdog()
             await self.begin()
-            # The watcher lives until the end is written (a coalesced tail can take a window).
-            watcher = asyncio.ensure_future(self._watch_disconnect(receive))
+            # The departure is heard until the end is written (a coalesced tail can take a
+            # window): from the connection itself where the server offers it, else by a task
+            # waiting on `receive()` for http.disconnect.
+            on_departure = extensions.get(DEPARTURE_EXTENSION)
+            if on_departure is not None:
+                on_departure(self._client_left)
+            else:
+                watcher = asyncio.ensure_future(self._watch_disconnect(receive))
             if self.job.settings.stall_timeout_s or self.heartbeat_s:
-                helpers.append(asyncio.ensure_future(self._tick()))
-            self._pump_task = asyncio.ensure_future(self._pump())
+                self._arm_ticker()
+            self._pumping = True
             try:
-                outcome = await asyncio.shield(self._pump_task)
+                outcome = await self._pump()
             except asyncio.CancelledError:
-                if not (self._pump_task.cancelled() and self.client_gone):
-                    # We were cancelled ourselves: the server is shutting down under us.
-                    self._pump_task.cancel()
+                if not self._interrupted:
+                    # Cancelled from outside: the server is shutting down under us.
                     self.job.generation.cancel("shutdown")
                     outcome = "shutdown"
                     raise
-                outcome = "gone"  # the client left while the pump was past its own handler
+                # Our own interruption, past the pump's handler (writing its last frames).
+                self._uncancel()
+                outcome = "gone" if self.client_gone else "unfinished"
             finally:
-                for helper in helpers:
-                    helper.cancel()
+                self._pumping = False
+                self._stop_ticker()
             await self.end(outcome)
         except Exception:
             # A bug after the first byte: one stream ends, counted and logged; the connection
@@ -165,10 +185,26 @@ class Completion(Response):
         finally:
             if watcher is not None:
                 watcher.cancel()
+            self._stop_ticker()
             if self._watchdog is not None:
                 self._watchdog.cancel()
             if outcome == "gone" or (outcome == "complete" and self.client_gone):
                 self._count("stalled-client" if self._client_stalled else "disconnect")
+
+    def _interrupt(self) -> None:
+        """End the token loop now (the client left, or the stream stalled): the pump runs in
+        this request's own task, so that task is cancelled, once, while it pumps."""
+        if self._pumping and not self._interrupted and self._task is not None:
+            self._interrupted = True
+            self._task.cancel()
+
+    def _uncancel(self) -> None:
+        """Take back the cancellation `_interrupt` asked for (the task goes on to end the reply)."""
+        if self._interrupted:
+            self._interrupted = False
+            task = asyncio.current_task()
+            if task is not None:
+                task.uncancel()
 
     def _count(self, reason: str) -> None:
         """Count this request's early end once (the first reason found is the one)."""
@@ -212,12 +248,17 @@ class Completion(Response):
             self._abort_connection()
         else:  # not under server/connections.py: end the stream; the slot is freed
             self.client_gone = True
-            if self._pump_task is not None:
-                self._pump_task.cancel()
+            self._interrupt()
 
     async def _watch_disconnect(self, receive: Receive) -> None:
         while (await receive())["type"] != "http.disconnect":
             pass
+        self._client_left()
+
+    def _client_left(self) -> None:
+        """The client has gone (the connection told us, or `receive()` did)."""
+        if self.client_gone:
+            return
         self.client_gone = True
         self.left()
         generation = self.job.generation
@@ -225,30 +266,50 @@ class Completion(Response):
             # The engine frees the slot within one decode step and counts the token in flight
             # (tokens_after_disconnect); the stream ends now, without waiting for the engine.
             generation.cancel("disconnect")
-            if self._pump_task is not None:
-                self._pump_task.cancel()
+            self._interrupt()
         else:  # failure mode: nobody notices; the engine still counts what it makes for nobody
             mark = getattr(generation, "mark_client_gone", None)
             if mark is not None:
                 mark()
 
-    async def _tick(self) -> None:
-        """Heartbeats after silence, and the stall timeout. Sleeps until the next one is due."""
-        heartbeat_s = self.heartbeat_s
+    def _arm_ticker(self) -> None:
+        """A timer for the next heartbeat or stall check (no task: most streams never need one)."""
+        due = [self.last_emit_at + self.heartbeat_s] if self.heartbeat_s else []
         stall_s = self.job.settings.stall_timeout_s
-        while True:
-            now = time.monotonic()
-            if stall_s and now - self.last_token_at >= stall_s:
-                self._stalled = True
-                assert self._pump_task is not None
-                self._pump_task.cancel()
-                return
-            if heartbeat_s and now - self.last_emit_at >= heartbeat_s and not self.client_gone:
-                await self.heartbeat()
-            due = [self.last_emit_at + heartbeat_s] if heartbeat_s else []
-            if stall_s:
-                due.append(self.last_token_at + stall_s)
-            await asyncio.sleep(max(0.001, min(due) - time.monotonic()))
+        if stall_s:
+            due.append(self.last_token_at + stall_s)
+        self._ticker = asyncio.get_running_loop().call_later(
+            max(0.001, min(due) - time.monotonic()), self._on_tick)
+
+    def _stop_ticker(self) -> None:
+        if self._ticker is not None:
+            self._ticker.cancel()
+            self._ticker = None
+        if self._beat is not None:
+            self._beat.cancel()
+            self._beat = None
+
+    def _on_tick(self) -> None:
+        """Heartbeat after silence, and the stall timeout; else the timer moves to the next due."""
+        self._ticker = None
+        if not self._pumping:
+            return
+        now = time.monotonic()
+        stall_s = self.job.settings.stall_timeout_s
+        if stall_s and now - self.last_token_at >= stall_s:
+            self._stalled = True
+            self._interrupt()
+            return
+        if self.heartbeat_s and now - self.last_emit_at >= self.heartbeat_s and not self.client_gone:
+            self._beat = asyncio.ensure_future(self._beat_then_rearm())
+            return
+        self._arm_ticker()
+
+    async def _beat_then_rearm(self) -> None:
+        await self.heartbeat()
+        self._beat = None
+        if self._pumping:
+            self._arm_ticker()
 
     # -- the token loop --------------------------------------------------------------------
 
@@ -300,11 +361,9 @@ class Completion(Response):
                      job.completion_id, self.tokens)
             return "abort"
         except asyncio.CancelledError:
-            if not (self._stalled or self.client_gone):
+            if not self._interrupted:
                 raise
-            current = asyncio.current_task()
-            if current is not None:
-                current.uncancel()
+            self._uncancel()
             if self.client_gone:
                 return "gone"  # counted by __call__
             generation.cancel("stall")
