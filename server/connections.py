@@ -117,6 +117,15 @@ class _Gather:
             real.close()
 
 
+def without_body_send(scope: Any) -> Any:
+    """`scope` for a layer that sees every message: body writes must pass through it, and the
+    departure must reach the app through its `receive()`."""
+    extensions = scope.get("extensions")
+    if not extensions or not any(name in extensions for name in _SEEN_BY_LAYERS):
+        return scope
+    return {**scope, "extensions": {k: v for k, v in extensions.items() if k not in _SEEN_BY_LAYERS}}
+
+
 def _departure_of(cycle: Any) -> Any:
     """`on_departure` for one request cycle of LimitedHttpTools (its connection_lost calls it)."""
     def on_departure(callback: Any) -> None:
