@@ -63,7 +63,30 @@ def _offer_abort(scope: Any, transport: asyncio.Transport, body_send: Any = None
 # `[DONE]` and the body's end. Each write on loopback is a send() and the receiver's wake-up.
 GATHER_EXTENSION = "streamlab.gather"
 
-_SEEN_BY_LAYERS = (BODY_SEND_EXTENSION, DEPARTURE_EXTENSION)
+# Also set (httptools): `write_now`, a stream's body writes without a coroutine, for the tokens
+# the engine hands over while the stream waits for them (server/streaming.py `_take`): no task
+# wake-up per token. `ready()` says whether a write may go now (headers sent, chunked, the
+# client connected and reading); otherwise the token goes the awaited way.
+WRITE_NOW_EXTENSION = "streamlab.write_now"
+
+_SEEN_BY_LAYERS = (BODY_SEND_EXTENSION, DEPARTURE_EXTENSION, WRITE_NOW_EXTENSION)
+
+
+class _WriteNow:
+    __slots__ = ("cycle",)
+
+    def __init__(self, cycle: Any) -> None:
+        self.cycle = cycle
+
+    def ready(self) -> bool:
+        cycle = self.cycle
+        return (cycle.response_started and cycle.chunked_encoding and not cycle.response_complete
+                and not cycle.disconnected and not cycle.flow.write_paused
+                and type(cycle.transport) is not _Gathering)
+
+    def write(self, body: bytes) -> None:
+        """One chunk, as uvicorn's send() frames it (after `ready()`)."""
+        self.cycle.transport.write(b"%x\r\n%b\r\n" % (len(body), body))
 
 
 class _Gathering:
@@ -276,6 +299,7 @@ class LimitedHttpTools(_Limited, HttpToolsProtocol):
             extensions = self.cycle.scope["extensions"]
             extensions[DEPARTURE_EXTENSION] = _departure_of(self.cycle)
             extensions[GATHER_EXTENSION] = _Gather(self.cycle)
+            extensions[WRITE_NOW_EXTENSION] = _WriteNow(self.cycle)
             self._open_cycles = [c for c in self._open_cycles if not c.response_complete]
             self._open_cycles.append(self.cycle)
         if len(self.pipeline) == 1:

@@ -141,17 +141,49 @@ class SSECompletion(Completion):
                  fault.error["message"], self.tokens, mode)
         return "complete"
 
+    def _can_write_now(self) -> bool:
+        # A token written from the engine's hand-over: only in the plain case (one write per
+        # frame, the first content already out, the cycle ready for a write without waiting).
+        return (not self._first_content and self._writer is None and not self._split_s
+                and self.write_now.ready())  # type: ignore[union-attr]
+
+    def content_now(self, text: str) -> None:
+        """`content` without an await (after `_can_write_now`): the frame leaves at once."""
+        frame = self._with_id(self.framer.content(text))
+        if frame is None:
+            return
+        self.last_emit_at = time.monotonic()
+        if self._stamp and type(frame) is OpenFrame:
+            frame = sse.seal((frame,), sse.now_stamp())
+        self._count_write()
+        self.write_now.write(frame)  # type: ignore[union-attr]
+
+    def _with_id(self, frame: bytes) -> bytes | None:
+        """With `event_ids`, a data frame's `id:` line; None for a frame the reconnecting client
+        already has."""
+        if self._event_ids and frame.startswith(b"data:"):
+            self._data_frames += 1
+            if self._data_frames <= self._resume_after:
+                return None
+            line = b"id: %d\n" % self._data_frames
+            return OpenFrame(line + frame) if type(frame) is OpenFrame else line + frame
+        return frame
+
+    def _count_write(self) -> None:
+        self._writes += 1
+        self._frames += 1
+        if self._writes % _METRIC_BATCH_WRITES == 0:
+            self._publish_counts()
+
     async def _emit(self, frame: bytes) -> None:
         """One frame out: written now (the hot path, one per token: no list, no await but the
         socket's), or handed to the coalescing writer."""
         if self.client_gone:
             return
-        if self._event_ids and frame.startswith(b"data:"):
-            self._data_frames += 1
-            if self._data_frames <= self._resume_after:
-                return  # the reconnecting client has this frame already
-            line = b"id: %d\n" % self._data_frames
-            frame = OpenFrame(line + frame) if type(frame) is OpenFrame else line + frame
+        framed = self._with_id(frame)
+        if framed is None:
+            return  # the reconnecting client has this frame already
+        frame = framed
         self.last_emit_at = now = time.monotonic()
         if self._writer is not None:
             self._pending.append(frame)
@@ -161,10 +193,7 @@ class SSECompletion(Completion):
         else:
             if self._stamp and type(frame) is OpenFrame:
                 frame = sse.seal((frame,), sse.now_stamp())  # its send time, as it leaves
-            self._writes += 1
-            self._frames += 1
-            if self._writes % _METRIC_BATCH_WRITES == 0:
-                self._publish_counts()
+            self._count_write()
             self._sending_since = now  # for the send watchdog
             try:
                 await self.body_send({"type": "http.response.body", "body": frame, "more_body": True})

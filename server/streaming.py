@@ -37,7 +37,7 @@ from starlette.types import Receive, Scope, Send
 from server import errors, metrics
 from server.config import StreamSettings
 from server.connections import (ABORT_EXTENSION, BODY_SEND_EXTENSION, DEPARTURE_EXTENSION,
-                                GATHER_EXTENSION)
+                                GATHER_EXTENSION, WRITE_NOW_EXTENSION)
 from server.detokenizer import Detokenizer
 from server.engine.base import EngineStopped, Generation
 from server.stops import StopHandler
@@ -125,6 +125,7 @@ class Completion(Response):
         self._task: asyncio.Task[Any] | None = None  # the request's task, which runs the pump
         self._pumping = False
         self._interrupted = False  # _interrupt cancelled the task; not yet taken back
+        self._stop_taken = False  # _take met a stop sequence
         self._ticker: asyncio.TimerHandle | None = None
         self._beat: asyncio.Future[Any] | None = None  # a heartbeat being written
         self._counted: str | None = None  # the abort reason counted for this request
@@ -142,6 +143,7 @@ class Completion(Response):
         # Body writes of the hot path (SSECompletion._emit) time themselves for the watchdog.
         self.body_send: Send = extensions.get(BODY_SEND_EXTENSION) or send
         self.gather = extensions.get(GATHER_EXTENSION) or _no_gathering
+        self.write_now = extensions.get(WRITE_NOW_EXTENSION)
         self._task = asyncio.current_task()
         watcher: asyncio.Future[Any] | None = None
         outcome = "unfinished"
@@ -158,6 +160,9 @@ class Completion(Response):
                 watcher = asyncio.ensure_future(self._watch_disconnect(receive))
             if self.job.settings.stall_timeout_s or self.heartbeat_s:
                 self._arm_ticker()
+            take_with = getattr(self.job.generation, "take_with", None)
+            if take_with is not None and self.write_now is not None:
+                take_with(self._take)
             self._pumping = True
             try:
                 outcome = await self._pump()
@@ -172,6 +177,8 @@ class Completion(Response):
                 outcome = "gone" if self.client_gone else "unfinished"
             finally:
                 self._pumping = False
+                if take_with is not None:
+                    take_with(None)
                 self._stop_ticker()
             await self.end(outcome)
         except Exception:
@@ -190,6 +197,37 @@ class Completion(Response):
                 self._watchdog.cancel()
             if outcome == "gone" or (outcome == "complete" and self.client_gone):
                 self._count("stalled-client" if self._client_stalled else "disconnect")
+
+    def _take(self, token_id: int) -> bool | None:
+        """A token handed over while the pump waits for one (generation.deliver, on the event
+        loop): written at once, as `_pump` would, when nothing but the write is to be done;
+        False leaves it to the pump (the first token, lab faults, a client gone or not reading,
+        a coalescing writer). A stop match cancels the generation: its end ends the pump, and
+        tokens still in flight are dropped, as the pump's `break` leaves them unread."""
+        if self._stop_taken:
+            return None
+        if not self._pumping or self.client_gone or self._interrupted or not self._can_write_now():
+            return False
+        job = self.job
+        count = self.tokens + 1
+        if count == job.abort_after_tokens or count == job.error_after_tokens:
+            return False
+        self.tokens = count
+        self.last_token_at = time.monotonic()
+        text = job.text
+        piece = text.push(token_id)
+        if piece:
+            self.content_now(piece)
+        if text.stopped:
+            self._stop_taken = True
+            job.generation.cancel("stop")
+        return True
+
+    def _can_write_now(self) -> bool:
+        return False  # the stream's writer decides (server/sse_writer.py)
+
+    def content_now(self, text: str) -> None:
+        raise NotImplementedError
 
     def _interrupt(self) -> None:
         """End the token loop now (the client left, or the stream stalled): the pump runs in

@@ -1,8 +1,10 @@
 """Part 2, `server-cpu`: server CPU per token without and with write coalescing (`lab.coalesce_ms`),
 at a realistic per-stream rate (20 tok/s) and at a fast one (200 tok/s); then at 1,000 streams x
-20 tok/s without coalescing (target under 10 us/token), beside the reference servers given the
-same streams in the same run (labs/bench/references.py: a plain FastAPI streaming endpoint, and a
-bare asyncio server, the floor of a Python server here); a missed target says why (`reason`)."""
+20 tok/s without coalescing, beside the reference servers given the same streams in the same run
+(labs/bench/references.py: a plain FastAPI streaming endpoint, and a bare asyncio server, the
+floor of a Python server here). Target (issue 27): at most 1.5x the bare server's CPU per token
+(its whole cost is one send() and one wake-up per token); a miss says why (`reason`), and without
+the bare server's figure the verdict is "skipped", never a pass."""
 from __future__ import annotations
 
 import os
@@ -14,7 +16,7 @@ from labs.load import SYNTHETIC, LoadLab
 
 CPU_CASES = ((300, 20.0), (100, 200.0))  # (streams, tok/s per stream): same tokens/s order
 MANY = (1000, 20.0)  # the target case: no coalescing, beside the plain endpoint
-TARGET_US_PER_TOKEN = 10.0
+TARGET_RATIO = 1.5  # server CPU per token / the bare asyncio server's, same streams, same run
 
 
 def bench_server_cpu(duration_s: float, progress: Progress) -> dict[str, Any]:
@@ -55,28 +57,41 @@ def bench_server_cpu(duration_s: float, progress: Progress) -> dict[str, Any]:
                              / max(1, measured["events"]) * 1e6,
                              "gap_p99_s": measured["gap_p99_s"], "failed": measured["failed"],
                              "machine_busy_pct": measured["machine_busy_pct"]})
-    lab_row["target_met"] = lab_row["server_cpu_us_per_token"] < TARGET_US_PER_TOKEN
     result = {"duration_s": duration_s, "rows": rows, "many": [lab_row, *refs],
-              "target_us_per_token": TARGET_US_PER_TOKEN, "load_average_1m": os.getloadavg()[0]}
+              "target_ratio": TARGET_RATIO, "load_average_1m": os.getloadavg()[0]}
+    judge(result)
     result["reason"] = reason(result)
     return result
 
 
-def reason(result: dict[str, Any]) -> str | None:
-    """Why the target is missed, from the same run's figures (None when it is met)."""
+def judge(result: dict[str, Any]) -> None:
+    """Every row's ratio to the bare server; the lab's verdict (None: skipped, with why)."""
     lab, *refs = result["many"]
-    if lab.get("target_met"):
+    floor = next((r for r in refs if r["server"] == references.BARE), None)
+    usable = floor is not None and floor["tokens"] and not floor["failed"]
+    for row in result["many"]:
+        row["ratio_to_bare"] = (row["server_cpu_us_per_token"] / floor["server_cpu_us_per_token"]
+                                if usable and floor["server_cpu_us_per_token"] else None)
+    if lab["ratio_to_bare"] is None:
+        lab["target_met"] = None
+        lab["skipped"] = "the bare asyncio server gave no usable figure in this run"
+    else:
+        lab["target_met"] = lab["ratio_to_bare"] <= TARGET_RATIO and not lab["failed"]
+
+
+def reason(result: dict[str, Any]) -> str | None:
+    """Why the target is missed, from the same run's figures (None when it is met or skipped)."""
+    lab, *refs = result["many"]
+    if lab.get("target_met") is not False:
         return None
-    target = result["target_us_per_token"]
-    text = (f"streamlab: {lab['server_cpu_us_per_token']:.1f} us/token against < {target:g} "
-            f"({lab['server_cpu_us_per_token'] / target:.2f}x)")
+    text = (f"streamlab: {lab['server_cpu_us_per_token']:.1f} us/token, "
+            f"{lab['ratio_to_bare']:.2f}x the bare asyncio server's (target at most "
+            f"{result['target_ratio']:g}x)")
+    if lab["failed"]:
+        text += f", {lab['failed']} streams failed"
     for ref in refs:
         text += (f"; {ref['server']}: {ref['server_cpu_us_per_token']:.1f} us/token "
                  f"(streamlab / it: {lab['server_cpu_us_per_token'] / max(1e-9, ref['server_cpu_us_per_token']):.2f}x)")
-    floor = next((r for r in refs if r["server"] == references.BARE), None)
-    if floor is not None and floor["server_cpu_us_per_token"] >= 0.5 * target:
-        text += (f". A bare asyncio server (uvloop, one write per token, no HTTP library, no "
-                 f"framework) already needs {floor['server_cpu_us_per_token'] / target:.0%} of the "
-                 f"target on this machine: each token is one send() system call and one task "
-                 f"wake-up, so the target holds only with writes coalesced (the rows above)")
-    return text + "."
+    return text + (". The bare server's whole cost is one send() and one task wake-up per token; "
+                   "where the rest goes: `python -m labs.bench.profile --streams 1000` "
+                   "(docs/performance.md).")

@@ -13,7 +13,7 @@ import asyncio
 import collections
 import time
 from dataclasses import dataclass
-from typing import Any, AsyncIterator, Protocol
+from typing import Any, AsyncIterator, Callable, Protocol
 
 from server.engine.base import EngineStopped, FinishReason, Generation, GenerationRequest, TokenEvent
 
@@ -94,9 +94,27 @@ class ScheduledGeneration(Generation):
         self.finish_reason: FinishReason | None = None
         self.error: str | None = None  # what went wrong when finish_reason == "error"
         self.seq: Sequence | None = None  # set by Scheduler.submit
+        # A reader that can take a token at once, without being woken (server/streaming.py):
+        # called with the token id; True: taken, False: declined, None: dropped.
+        self._taker: Callable[[int], bool | None] | None = None
+
+    def take_with(self, taker: Callable[[int], bool | None] | None) -> None:
+        """While the reader waits in `async for` with nothing buffered, offer each token to
+        `taker` first. What it takes counts as read; what it declines is buffered and wakes the
+        reader as before; what it drops (after the reader's stop) is as if never read, as for a
+        reader that stopped iterating."""
+        self._taker = taker
 
     # Called on the event loop thread with events from the decode loop.
     def deliver(self, item: TokenEvent | End | Stopped) -> None:
+        if (self._taker is not None and self._waiter is not None and not self._items
+                and type(item) is TokenEvent):
+            taken = self._taker(item.token_id)
+            if taken:
+                self._completion_tokens += 1
+                return
+            if taken is None:
+                return
         # The outcome is known as soon as the loop says so, even if nobody reads the rest
         # (a cancelled generation is usually not iterated any more).
         if isinstance(item, End):

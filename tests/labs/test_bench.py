@@ -65,33 +65,86 @@ def test_a_long_step_name_is_cut_never_the_times() -> None:
     assert "25%" in line and "0:16:40 elapsed," in line and " left a: xxx" in line and line.endswith("…")
 
 
-def test_admission_target_reads_the_median_round_and_any_failure_fails_it() -> None:
-    from labs.bench.admission import TARGET_DIRECT_P99_S, TARGET_PROXY_P99_S, summarize
+def _admission(direct_p99s: list[float], bare_p99: float | None, plain_p99: float | None,
+               failed: int = 0) -> dict:
+    from labs.bench import references
+    from labs.bench.admission import judge, summarize, summarize_reference
 
     def runs(*p99s: float, failed: int = 0) -> list[dict]:
         return [{"ttft_p50_s": p / 2, "ttft_p99_s": p, "failed": failed,
                  "server_cpu_us_per_request": 500.0} for p in p99s]
+    refs = {}
+    for name, p99 in ((references.BARE, bare_p99), (references.PLAIN, plain_p99)):
+        if p99 is not None:
+            refs[name] = summarize_reference([{**runs(p99)[0], "client_cpu_ms": 100.0,
+                                               "server_cpu_us_per_request": 100.0}])
+    result = {"arrivals": 1000, "rounds": len(direct_p99s), "cores": 2, "load_average_1m": [1.0],
+              "configs": {"workers=1": {"direct": summarize("direct", runs(*direct_p99s, failed=failed)),
+                                        "nginx": summarize("nginx", runs(0.9, 0.9, 0.9))}},
+              "references": refs}
+    judge(result)
+    return result
 
-    assert summarize("direct", runs(0.1, 0.2, 0.9))["met"]  # one noisy round of three
-    assert not summarize("direct", runs(0.2, 0.35, 0.4))["met"]
-    assert summarize("nginx", runs(0.2, 0.35, 0.4))["met"]  # the proxies' target is 400 ms
-    assert not summarize("nginx", runs(0.1, 0.1, 0.1, failed=1))["met"]
-    assert (TARGET_DIRECT_P99_S, TARGET_PROXY_P99_S) == (0.3, 0.4)
+
+def test_admission_target_is_the_ratio_to_the_bare_server_of_the_same_rounds() -> None:
+    from labs.bench.admission import TARGET_RATIO, reasons
+
+    assert TARGET_RATIO == 1.5
+    ok = _admission([0.1, 0.3, 0.9], bare_p99=0.2, plain_p99=0.5)  # median 0.3: 1.5x, one noisy round
+    assert ok["configs"]["workers=1"]["direct"]["met"] is True
+    assert ok["configs"]["workers=1"]["nginx"]["met"] == "-"  # no target: its ratio is shown
+    assert ok["configs"]["workers=1"]["nginx"]["ratio_to_bare"] == pytest.approx(4.5)
+    assert reasons(ok) == []
+    slow = _admission([0.31, 0.31, 0.31], bare_p99=0.2, plain_p99=0.5)  # 1.55x
+    assert slow["configs"]["workers=1"]["direct"]["met"] is False
+    why = reasons(slow)
+    assert "1.55x the bare asyncio server's (target at most 1.5x)" in why[-1]
+    assert "5.0x the bare server's 100 us" in why[-1]
+    # Under 1.5x of the bare server but not below the plain endpoint: a miss.
+    assert _admission([0.29] * 3, bare_p99=0.2, plain_p99=0.25)["configs"]["workers=1"]["direct"]["met"] is False
+    assert _admission([0.1] * 3, bare_p99=0.2, plain_p99=0.5, failed=1)["configs"]["workers=1"]["direct"]["met"] is False
+    skipped = _admission([0.1] * 3, bare_p99=None, plain_p99=0.5)["configs"]["workers=1"]["direct"]
+    assert skipped["met"] is None and "reference" in skipped["skipped"]
 
 
 def test_bench_md_shows_the_admission_and_prefill_tables() -> None:
-    from labs.bench.admission import summarize
     from labs.bench.markdown import markdown
 
-    row = {"ttft_p50_s": 0.1, "ttft_p99_s": 0.2, "failed": 0, "server_cpu_us_per_request": 400.0}
-    admission = {"arrivals": 1000, "rounds": 1, "configs": {"workers=1": {
-        "direct": summarize("direct", [row]), "nginx": summarize("nginx", [row])}}}
+    admission = _admission([0.2], bare_p99=0.2, plain_p99=0.5)
     cell = {"ttft_p50_s": 0.05, "ttft_p99_s": 0.1, "failed": 0}
     prefill = {"counts": [8], "rounds": 1, "median": {"short": {"serial": {"8": cell},
                                                                 "batched": {"8": cell}}}}
     text = markdown({"admission": admission, "prefill": prefill}, "python -m labs bench")
-    assert "| --workers 1 | direct | 100 | 200 | 200 | 400 | 0 | < 300 ms: yes (0.67x) |" in text
+    assert ("| --workers 1 | direct | 100 | 200 | 200 | 500 | 0 | 1.00x | "
+            "<= 1.5x bare, < plain FastAPI: pass |") in text
+    assert "| --workers 1 | nginx | 450 | 900 | 900 / 900 / 900 | 500 | 0 | 4.50x | - |" in text
+    assert "| reference | bare asyncio | 100 | 200 | 200 | 100 | 0 | 1.00x | - |" in text
     assert "| short | 8 | 50 | 100 | 50 | 100 | 1.00x |" in text
+
+
+def test_server_cpu_target_is_the_ratio_to_the_bare_server() -> None:
+    from labs.bench.markdown import markdown
+    from labs.bench.server_cpu import judge, reason
+
+    def result(lab_us: float, bare: dict | None) -> dict:
+        rows = [{"server": "streamlab", "tokens": 80_000, "server_cpu_us_per_token": lab_us,
+                 "gap_p99_s": 0.1, "failed": 0}]
+        if bare is not None:
+            rows.append({"server": "bare asyncio", "tokens": 80_000, "gap_p99_s": 0.1, "failed": 0, **bare})
+        out = {"rows": [], "many": rows, "target_ratio": 1.5}
+        judge(out)
+        out["reason"] = reason(out)
+        return out
+    met = result(44.0, {"server_cpu_us_per_token": 30.0})
+    assert met["many"][0]["target_met"] is True and met["reason"] is None
+    missed = result(64.0, {"server_cpu_us_per_token": 30.0})
+    assert missed["many"][0]["target_met"] is False
+    assert "2.13x the bare asyncio server's (target at most 1.5x)" in missed["reason"]
+    assert "<= 1.5x: **miss**" in markdown({"server-cpu": missed}, "python -m labs bench")
+    for bare in (None, {"server_cpu_us_per_token": 30.0, "failed": 3}):
+        skipped = result(10.0, bare)
+        assert skipped["many"][0]["target_met"] is None and skipped["reason"] is None
+        assert "skipped: the bare asyncio server" in markdown({"server-cpu": skipped}, "x")
 
 
 def test_locust_agreement_tolerance_comes_from_rounding_batching_and_pacing() -> None:
@@ -131,7 +184,7 @@ def test_locust_agreement_tolerance_comes_from_rounding_batching_and_pacing() ->
 
 
 def test_a_missed_admission_target_says_why_with_the_measured_figures() -> None:
-    from labs.bench.admission import markdown_lines, reasons, summarize, summarize_reference
+    from labs.bench.admission import judge, markdown_lines, reasons, summarize, summarize_reference
 
     def run(p99: float, cpu_us: float) -> dict:
         return {"ttft_p50_s": p99 / 2, "ttft_p99_s": p99, "failed": 0, "client_cpu_ms": 250.0,
@@ -140,17 +193,22 @@ def test_a_missed_admission_target_says_why_with_the_measured_figures() -> None:
     result = {"arrivals": 1000, "rounds": 1, "cores": 2, "load_average_1m": [2.0, 3.0],
               "configs": {"workers=1": {"direct": summarize("direct", [run(0.6, 550.0)]),
                                         "nginx": summarize("nginx", [run(0.35, 300.0)])}},
-              "references": {"plain FastAPI": summarize_reference([run(0.32, 350.0)])}}
+              "references": {"plain FastAPI": summarize_reference([run(0.32, 350.0)]),
+                             "bare asyncio": summarize_reference([run(0.2, 110.0)])}}
+    judge(result)
     why = reasons(result)
-    assert len(why) == 2  # the context, then direct: nginx met its 400 ms
+    assert len(why) == 2  # the context, then direct: nginx has no target
     assert why[0].startswith("This machine: 2 cores, 180-180% busy")
     assert "load average 2.0 -> 3.0; the measuring client used 250-250 ms" in why[0]
     assert "plain FastAPI reached p99 320 ms with 350 us of CPU per request" in why[0]
-    assert why[1] == ("--workers 1 direct: p99 600 ms, 2.00x the target; 550 us of server CPU per "
-                      "request is 550 ms for 1,000 arrivals, 1.83x the target's time on one core.")
+    assert why[1] == ("--workers 1 direct: p99 600 ms, 3.00x the bare asyncio server's (target at "
+                      "most 1.5x) and 1.88x plain FastAPI's (target below 1x); 550 us of server "
+                      "CPU per request is 5.0x the bare server's 110 us, 550 ms of one core for "
+                      "1,000 arrivals, which the last arrival waits for.")
     text = "\n".join(markdown_lines(result))
-    assert "| reference | plain FastAPI | 160 | 320 | 320 | 350 | 0 | - |" in text
-    assert "< 300 ms: **no** (2.00x)" in text and "- --workers 1 direct: p99 600 ms" in text
+    assert "| reference | plain FastAPI | 160 | 320 | 320 | 350 | 0 | - | - |" in text
+    assert "<= 1.5x bare, < plain FastAPI: **miss** (1.88x plain)" in text
+    assert "- --workers 1 direct: p99 600 ms" in text
     summarize_met = {**result, "configs": {"workers=1": {"nginx": result["configs"]["workers=1"]["nginx"]}}}
     assert reasons(summarize_met) == []
 
