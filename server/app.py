@@ -47,7 +47,7 @@ from server.prompts import PromptEncoder
 from server.schema import ChatCompletionRequest, LabOptions
 from server.sse_writer import SSECompletion
 from server.stops import stop_handler
-from server.streaming import CompletionJob, CompletionText
+from server.completion_job import CompletionJob, CompletionText
 
 log = logging.getLogger("server.app")
 

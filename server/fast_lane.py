@@ -28,7 +28,7 @@ from server.app import ClientLeft, Service
 from server.config import ServerConfig
 from server.errors import APIError, RequestTooLarge
 from server.json_reply import JSONCompletion
-from server.middleware import RequestChecks, send_error
+from server.middleware import RequestChecks, content_type_refusal, send_error
 from server.sse_writer import SSECompletion
 
 log = logging.getLogger("server.app")
@@ -38,6 +38,7 @@ _TOKEN = b"x-lab-token"
 _LAST_EVENT_ID = b"last-event-id"
 _REQUEST_ID = b"x-request-id"
 _CONTENT_LENGTH = b"content-length"
+_CONTENT_TYPE = b"content-type"
 
 
 class CompletionLane:
@@ -86,7 +87,11 @@ class CompletionLane:
         scope = cycle.scope
         arrived_at = time.monotonic()
         announced = token = last_event_id = None
-        for name, value in scope["headers"]:
+        kind: bytes | None = None
+        size = 0
+        headers = scope["headers"]
+        for name, value in headers:
+            size += len(name) + len(value) + 4
             if name == _REQUEST_ID:
                 # Its record lives in the ASGI layer (server/records.py): that way, whole.
                 await cycle.run_asgi(app)
@@ -98,7 +103,11 @@ class CompletionLane:
                 last_event_id = value.decode("latin-1")
             elif name == _CONTENT_LENGTH and announced is None:
                 announced = value
-        refused = self.checks.check(scope) or self._announced_too_large(announced)
+            elif name == _CONTENT_TYPE and kind is None:
+                kind = value
+        # RequestChecks' and BodySizeLimit's refusals, from the one scan above.
+        refused = (self.checks.header_refusal(len(headers), size) or content_type_refusal(kind or b"")
+                   or self._announced_too_large(announced))
         if refused is not None:
             await send_error(scope, cycle.send, refused)
             return

@@ -13,7 +13,7 @@ from starlette.middleware.gzip import DEFAULT_EXCLUDED_CONTENT_TYPES, GZipMiddle
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from server import metrics
-from server.connections import without_body_send
+from server.cycle_extensions import without_body_send
 from server.errors import APIError, RequestTooLarge
 
 # Paths whose POST bodies are JSON (the API and the lab endpoints).
@@ -42,21 +42,31 @@ class RequestChecks:
 
     def check(self, scope: Scope) -> APIError | None:
         headers = scope.get("headers", ())
-        if len(headers) > self.max_headers:
-            return APIError(431, f"the request has {len(headers)} header fields: the server's "
-                            f"limit is {self.max_headers}", code="request_headers_too_large")
         size = sum(len(name) + len(value) + 4 for name, value in headers)
+        error = self.header_refusal(len(headers), size)
+        if error is None and scope.get("method") == "POST" and scope.get("path", "").startswith(JSON_PATH_PREFIXES):
+            error = content_type_refusal(next((v for n, v in headers if n == b"content-type"), b""))
+        return error
+
+    def header_refusal(self, count: int, size: int) -> APIError | None:
+        """431 for a parsed block of `count` fields and `size` bytes (each `name: value\\r\\n`)."""
+        if count > self.max_headers:
+            return APIError(431, f"the request has {count} header fields: the server's "
+                            f"limit is {self.max_headers}", code="request_headers_too_large")
         if size > self.max_header_bytes:
             return APIError(431, f"the request headers are {size} bytes: the server's limit is "
                             f"{self.max_header_bytes}", code="request_headers_too_large")
-        if scope.get("method") == "POST" and scope.get("path", "").startswith(JSON_PATH_PREFIXES):
-            kind = next((v for n, v in headers if n == b"content-type"), b"")
-            media = kind.split(b";", 1)[0].strip().lower()
-            if media != b"application/json":
-                shown = kind.decode("latin-1")[:100] or "none"
-                return APIError(415, f"the request body must be application/json (Content-Type "
-                                f"was {shown})", param="Content-Type", code="unsupported_media_type")
         return None
+
+
+def content_type_refusal(kind: bytes) -> APIError | None:
+    """415 unless a JSON POST's Content-Type (`kind`, b"" when absent) is application/json."""
+    media = kind.split(b";", 1)[0].strip().lower()
+    if media == b"application/json":
+        return None
+    shown = kind.decode("latin-1")[:100] or "none"
+    return APIError(415, f"the request body must be application/json (Content-Type was {shown})",
+                    param="Content-Type", code="unsupported_media_type")
 
 
 class BodySizeLimit:

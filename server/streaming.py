@@ -4,16 +4,22 @@
 
 The two replies subclass `Completion`: the stream (SSECompletion, server/sse_writer.py) and the
 non-streaming reply (JSONCompletion, server/json_reply.py). They are Starlette `Response`
-subclasses that talk ASGI directly, because a stream needs what StreamingResponse hides: the client's departure as soon as it happens (a task waiting on
-`receive()` for `http.disconnect`, ~ms after the FIN, even while the stream is silent), writes
-from more than one place (heartbeats), write coalescing, and an abrupt close on purpose.
+subclasses that talk ASGI directly, because a stream needs what StreamingResponse hides: the
+client's departure as soon as it happens (~ms after the FIN, even while the stream is silent),
+writes from more than one place (heartbeats), write coalescing, and an abrupt close on purpose.
 
-Around the token loop (`Completion._pump`):
-* a disconnect watcher: cancels the generation (the engine frees the slot within one decode step
-  and counts what it produced after the client had gone); with `disconnect="ignore"` (failure mode)
-  the stream carries on to the end for nobody, every token counted;
-* a ticker: `: ping` after `heartbeat_s` of silence (before the first token, in pauses, while
+One task per stream, the request's own (a burst of 1,000 arrivals paid ~50 us per request for a
+watcher, a ticker and a pump task each; docs/performance.md). Around the token loop (`_pump`):
+* the departure: the connection calls back when it is lost (server/cycle_extensions.py), or,
+  under another ASGI server or a layer that watches `receive()`, a watcher task waiting for
+  `http.disconnect`. Either cancels the generation (the engine frees the slot within one decode
+  step and counts what it produced after the client had gone) and interrupts the pump; with
+  `disconnect="ignore"` (failure mode) the stream carries on to the end for nobody;
+* a timer: `: ping` after `heartbeat_s` of silence (before the first token, in pauses, while
   queued for a slot), and the stall timeout (no token for `stall_timeout_s`: in-band timeout error);
+* tokens the engine hands over while the pump waits are written at once from the hand-over
+  (`_take`), without waking the task, when nothing but the write is to be done; the rest (the
+  first token, lab faults, a client not reading, coalescing) goes through the pump;
 * a writer task, only when coalescing: frames made within `coalesce_ms` leave in one write
   (the SSE writer's);
 * a send watchdog: a write blocked for `send_timeout_s` on a client that does not read aborts
@@ -28,80 +34,18 @@ import asyncio
 import contextlib
 import logging
 import time
-from dataclasses import dataclass
 from typing import Any, Iterator
 
 from starlette.responses import Response
 from starlette.types import Receive, Scope, Send
 
 from server import errors, metrics
-from server.config import StreamSettings
-from server.connections import (ABORT_EXTENSION, BODY_SEND_EXTENSION, DEPARTURE_EXTENSION,
+from server.completion_job import AbortOnPurpose, CompletionJob, CompletionText, Fault
+from server.cycle_extensions import (ABORT_EXTENSION, BODY_SEND_EXTENSION, DEPARTURE_EXTENSION,
                                 GATHER_EXTENSION, WRITE_NOW_EXTENSION)
-from server.detokenizer import Detokenizer
-from server.engine.base import EngineStopped, Generation
-from server.stops import StopHandler
+from server.engine.base import EngineStopped
 
 log = logging.getLogger("server.streaming")
-
-
-class CompletionText:
-    """Token ids -> the text the client may see: the detokenizer, then stop handling."""
-
-    __slots__ = ("_detokenizer", "_stops")
-
-    def __init__(self, detokenizer: Detokenizer, stops: StopHandler) -> None:
-        self._detokenizer = detokenizer
-        self._stops = stops
-
-    @property
-    def stopped(self) -> bool:
-        return self._stops.stopped
-
-    def push(self, token_id: int) -> str:
-        text = self._detokenizer.push(token_id)
-        return self._stops.push(text) if text else ""
-
-    def finish(self) -> str:
-        """Everything still held once generation has ended without a stop match."""
-        if self._stops.stopped:
-            return ""
-        tail = self._detokenizer.flush()
-        text = self._stops.push(tail) if tail else ""
-        return text if self._stops.stopped else text + self._stops.flush()
-
-
-@dataclass
-class CompletionJob:
-    """Everything one admitted request needs to be answered (built by server/app.py)."""
-
-    generation: Generation
-    text: CompletionText
-    settings: StreamSettings
-    completion_id: str
-    created: int
-    model: str
-    system_fingerprint: str
-    arrived_at: float  # time.monotonic() when the request arrived, for TTFT
-    include_usage: bool = False
-    stamp: bool = False
-    pad_bytes: int = 0
-    error_after_tokens: int | None = None
-    abort_after_tokens: int | None = None
-    send_timeout_s: float | None = None  # --send-timeout-s: a write blocked longer aborts
-
-
-class Fault(Exception):
-    """A failure after the request was admitted: how it is reported depends on the mode."""
-
-    def __init__(self, reason: str, message: str, type: str, code: str) -> None:
-        super().__init__(message)
-        self.reason = reason  # the label of streamlab_requests_aborted_total
-        self.error = errors.error_body(message, type, None, code)["error"]
-
-
-class AbortOnPurpose(Exception):
-    """lab.abort_after_tokens: end like a crash, without a final chunk, [DONE] or body end."""
 
 
 @contextlib.contextmanager

@@ -13,7 +13,7 @@ from typing import Any
 from uvicorn.protocols.http.flow_control import FlowControl
 from uvicorn.protocols.http.httptools_impl import RequestResponseCycle
 
-from server.connections import _departure_of, _Gather
+from server.cycle_extensions import Gather, departure_of
 
 
 class RecordingTransport:
@@ -49,7 +49,7 @@ def test_writes_inside_gather_leave_in_one_write_and_after_it_as_made() -> None:
     async def main() -> None:
         transport = RecordingTransport()
         cycle = _cycle(transport)
-        gather = _Gather(cycle)
+        gather = Gather(cycle)
         with gather():
             await cycle.send({"type": "http.response.start", "status": 200,
                               "headers": [(b"content-type", b"text/event-stream")]})
@@ -75,7 +75,7 @@ def test_a_close_inside_gather_comes_after_the_gathered_bytes() -> None:
     async def main() -> None:
         transport = RecordingTransport()
         cycle = _cycle(transport, keep_alive=False)
-        with _Gather(cycle)():
+        with Gather(cycle)():
             await cycle.send({"type": "http.response.start", "status": 200, "headers": []})
             await cycle.send({"type": "http.response.body", "body": b"x", "more_body": False})
             assert not transport.closed
@@ -87,9 +87,9 @@ def test_the_departure_callback_fires_at_once_when_the_client_already_left() -> 
     async def main() -> None:
         cycle = _cycle(RecordingTransport())
         seen: list[str] = []
-        _departure_of(cycle)(lambda: seen.append("registered"))
+        departure_of(cycle)(lambda: seen.append("registered"))
         assert seen == [] and cycle.streamlab_departure is not None  # type: ignore[attr-defined]
         cycle.disconnected = True
-        _departure_of(cycle)(lambda: seen.append("late"))
+        departure_of(cycle)(lambda: seen.append("late"))
         assert seen == ["late"]
     asyncio.run(main())

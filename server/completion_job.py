@@ -1,0 +1,72 @@
+"""What one admitted request carries into its reply (built by server/app.py `Service.admit`):
+the generation, the text pipeline (detokenizer, then stop handling), the settings and the lab's
+faults; and the two ways a reply ends early on purpose (server/streaming.py raises them).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from server import errors
+from server.config import StreamSettings
+from server.detokenizer import Detokenizer
+from server.engine.base import Generation
+from server.stops import StopHandler
+
+
+class CompletionText:
+    """Token ids -> the text the client may see: the detokenizer, then stop handling."""
+
+    __slots__ = ("_detokenizer", "_stops")
+
+    def __init__(self, detokenizer: Detokenizer, stops: StopHandler) -> None:
+        self._detokenizer = detokenizer
+        self._stops = stops
+
+    @property
+    def stopped(self) -> bool:
+        return self._stops.stopped
+
+    def push(self, token_id: int) -> str:
+        text = self._detokenizer.push(token_id)
+        return self._stops.push(text) if text else ""
+
+    def finish(self) -> str:
+        """Everything still held once generation has ended without a stop match."""
+        if self._stops.stopped:
+            return ""
+        tail = self._detokenizer.flush()
+        text = self._stops.push(tail) if tail else ""
+        return text if self._stops.stopped else text + self._stops.flush()
+
+
+@dataclass
+class CompletionJob:
+    """Everything one admitted request needs to be answered (built by server/app.py)."""
+
+    generation: Generation
+    text: CompletionText
+    settings: StreamSettings
+    completion_id: str
+    created: int
+    model: str
+    system_fingerprint: str
+    arrived_at: float  # time.monotonic() when the request arrived, for TTFT
+    include_usage: bool = False
+    stamp: bool = False
+    pad_bytes: int = 0
+    error_after_tokens: int | None = None
+    abort_after_tokens: int | None = None
+    send_timeout_s: float | None = None  # --send-timeout-s: a write blocked longer aborts
+
+
+class Fault(Exception):
+    """A failure after the request was admitted: how it is reported depends on the mode."""
+
+    def __init__(self, reason: str, message: str, type: str, code: str) -> None:
+        super().__init__(message)
+        self.reason = reason  # the label of streamlab_requests_aborted_total
+        self.error = errors.error_body(message, type, None, code)["error"]
+
+
+class AbortOnPurpose(Exception):
+    """lab.abort_after_tokens: end like a crash, without a final chunk, [DONE] or body end."""
