@@ -143,12 +143,15 @@ class SSECompletion(Completion):
 
     def _can_write_now(self) -> bool:
         # A token written from the engine's hand-over: only in the plain case (one write per
-        # frame, the first content already out, the cycle ready for a write without waiting).
-        return (not self._first_content and self._writer is None and not self._split_s
+        # frame, no role frame waiting for it, the cycle ready for a write without waiting).
+        return (not self._role_pending and self._writer is None and not self._split_s
                 and self.write_now.ready())  # type: ignore[union-attr]
 
     def content_now(self, text: str) -> None:
         """`content` without an await (after `_can_write_now`): the frame leaves at once."""
+        if self._first_content:
+            self._first_content = False
+            metrics.TIME_TO_FIRST_TOKEN.observe(time.monotonic() - self.job.arrived_at)
         frame = self._with_id(self.framer.content(text))
         if frame is None:
             return

@@ -18,8 +18,8 @@ watcher, a ticker and a pump task each; docs/performance.md). Around the token l
 * a timer: `: ping` after `heartbeat_s` of silence (before the first token, in pauses, while
   queued for a slot), and the stall timeout (no token for `stall_timeout_s`: in-band timeout error);
 * tokens the engine hands over while the pump waits are written at once from the hand-over
-  (`_take`), without waking the task, when nothing but the write is to be done; the rest (the
-  first token, lab faults, a client not reading, coalescing) goes through the pump;
+  (`_take`), without waking the task, when nothing but the write is to be done; the rest (a
+  role frame still to come, lab faults, a client not reading, coalescing) goes through the pump;
 * a writer task, only when coalescing: frames made within `coalesce_ms` leave in one write
   (the SSE writer's);
 * a send watchdog: a write blocked for `send_timeout_s` on a client that does not read aborts
@@ -145,8 +145,8 @@ class Completion(Response):
     def _take(self, token_id: int) -> bool | None:
         """A token handed over while the pump waits for one (generation.deliver, on the event
         loop): written at once, as `_pump` would, when nothing but the write is to be done;
-        False leaves it to the pump (the first token, lab faults, a client gone or not reading,
-        a coalescing writer). A stop match cancels the generation: its end ends the pump, and
+        False leaves it to the pump (a role frame still to come, lab faults, a client gone or
+        not reading, a coalescing writer). A stop match cancels the generation: its end ends the pump, and
         tokens still in flight are dropped, as the pump's `break` leaves them unread."""
         if self._stop_taken:
             return None
