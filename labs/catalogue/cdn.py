@@ -2,14 +2,9 @@
 list, and the between-bytes timeout."""
 from __future__ import annotations
 
-import asyncio
-import time
-from typing import Any, Mapping
-
-from labs import client
+from labs.catalogue.drivers import staggered
 from labs.scenario import checks
-from labs.client.results import StreamResult
-from labs.scenario.model import Driver, Scaled, Scenario, Variant, Workload
+from labs.scenario.model import Scaled, Scenario, Variant, Workload
 
 DOCS = "https://varnish-cache.org/docs/7.1"
 BETWEEN_BYTES_S = 2.0  # cdn-between-bytes: the backend's .between_bytes_timeout
@@ -22,20 +17,6 @@ SECOND_AFTER_S = 0.5  # the second user asks the same URL this long after the fi
 # The waiting user's first token is late by at least half a prefill, in token intervals (10/s).
 WAITED_INTERVALS = 0.5 * PREFILL_S * Workload().tokens_per_s
 
-
-def staggered(count: int, apart_s: float) -> Driver:
-    """`count` users ask the same URL, each `apart_s` after the one before."""
-    async def drive(url: str, body: dict[str, Any], workload: Workload,
-                    options: Mapping[str, Any]) -> list[StreamResult]:
-        epoch = time.perf_counter()
-
-        async def user(index: int) -> StreamResult:
-            await asyncio.sleep(index * apart_s)
-            result = await client.measure_stream(url, body, **options)
-            result.start_s = index * apart_s
-            return result
-        return list(await asyncio.gather(*(user(i) for i in range(count))))
-    return drive
 
 SCENARIOS = [
     Scenario(

@@ -1,5 +1,5 @@
-"""Workload drivers the server's scenarios share: how their streams are sent, one after another or
-as clients that leave and clients that arrive. Each stream is placed on the workload's time line."""
+"""Workload drivers the scenarios share: how their streams are sent, one after another, spread
+out in time, or as clients that leave and clients that arrive. Each stream is placed on the workload's time line."""
 from __future__ import annotations
 
 import asyncio
@@ -71,4 +71,18 @@ def paced_at_the_cut(count: int, cut_s: float, offsets_s: tuple[float, ...]) -> 
                 await asyncio.sleep(max(0.0, cut_s + offsets_s[i % len(offsets_s)]))
             results.append(await _timed(epoch, url, body, **options))
         return results
+    return drive
+
+
+def staggered(count: int, apart_s: float) -> Driver:
+    """`count` users send the same request, each `apart_s` after the one before: arrivals as
+    real users make them, never two in the same millisecond."""
+    async def drive(url: str, body: dict[str, Any], workload: Workload,
+                    options: Mapping[str, Any]) -> list[StreamResult]:
+        epoch = time.perf_counter()
+
+        async def user(index: int) -> StreamResult:
+            await asyncio.sleep(index * apart_s)
+            return await _timed(epoch, url, body, **options)
+        return list(await asyncio.gather(*(user(i) for i in range(count))))
     return drive
