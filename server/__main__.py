@@ -22,6 +22,9 @@ from server.config import DEFAULT_MODEL, ServerConfig, StreamSettings
 LOG_LEVELS = ("critical", "error", "warning", "info", "debug")
 
 
+GC_GEN0_THRESHOLD = 20_000  # allocations between passes of the cyclic collector (default 700)
+
+
 def parse_args(argv: Sequence[str] | None = None) -> ServerConfig:
     parser = argparse.ArgumentParser(prog="python -m server", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -171,6 +174,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     # otherwise scanned it all and paused the event loop 230-270 ms (gap p99 311 ms; 98 ms frozen).
     gc.collect()
     gc.freeze()
+    # A completion leaves no reference cycle behind (server/cycle_extensions.py `release`), so
+    # the collector finds no garbage on the hot path: it only scans the live streams' objects,
+    # once per 700 allocations by default. A burst of 1,000 arrivals spent 41 us of CPU per
+    # request in it (gen0 16, gen1 19, gen2 6: 340 passes); at 20,000 it is ~15 us, in ~3 passes
+    # of ~5 ms per burst. Cyclic garbage from other routes waits a little longer; nothing else.
+    gc.set_threshold(GC_GEN0_THRESHOLD, 10, 10)
     limits = HttpLimits(max_header_bytes=config.max_header_bytes,
                         header_timeout_s=config.header_timeout_s)
     asgi = wrap_middleware(app, config)

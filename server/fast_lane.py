@@ -26,6 +26,7 @@ from typing import Any
 from server import errors, metrics
 from server.app import ClientLeft, Service
 from server.config import ServerConfig
+from server.cycle_extensions import release
 from server.errors import APIError, RequestTooLarge
 from server.json_reply import JSONCompletion
 from server.middleware import RequestChecks, content_type_refusal, send_error
@@ -81,7 +82,8 @@ class CompletionLane:
             if cycle.response_started and not cycle.response_complete and not cycle.disconnected:
                 cycle.transport.close()  # a reply that ended mid-body (lab.abort_after_tokens)
         finally:
-            cycle.on_response = lambda: None
+            cycle.on_response = _nothing  # as uvicorn's run_asgi does: no cycle left behind
+            release(cycle)
 
     async def _serve(self, cycle: Any, app: Any) -> None:
         scope = cycle.scope
@@ -171,6 +173,10 @@ class CompletionLane:
         except TimeoutError:
             raise APIError(408, f"the request body did not arrive within {self.body_timeout_s:g} s",
                            code="request_timeout", headers={"Connection": "close"}) from None
+
+
+def _nothing() -> None:
+    pass
 
 
 async def _reply_error(cycle: Any, error: APIError) -> None:

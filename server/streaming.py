@@ -83,7 +83,7 @@ class Completion(Response):
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         extensions = scope.get("extensions") or {}
         self._abort_connection = extensions.get(ABORT_EXTENSION)
-        self.send = self._timed_send(send)
+        self._asgi_send = send  # through `send`, which times each write for the watchdog
         # Body writes of the hot path (SSECompletion._emit) time themselves for the watchdog.
         self.body_send: Send = extensions.get(BODY_SEND_EXTENSION) or send
         self.gather = extensions.get(GATHER_EXTENSION) or _no_gathering
@@ -196,14 +196,14 @@ class Completion(Response):
 
     # -- the send watchdog ----------------------------------------------------------------------
 
-    def _timed_send(self, send: Send) -> Send:
-        async def timed(message: Any) -> None:
-            self._sending_since = time.monotonic()
-            try:
-                await send(message)
-            finally:
-                self._sending_since = None
-        return timed
+    async def send(self, message: Any) -> None:
+        # A method, not a closure kept on `self`: a stream that refers to itself is a reference
+        # cycle, and all it holds waits for the cyclic collector (see CompletionLane.serve).
+        self._sending_since = time.monotonic()
+        try:
+            await self._asgi_send(message)
+        finally:
+            self._sending_since = None
 
     def _arm_watchdog(self) -> None:
         timeout = self.job.send_timeout_s

@@ -119,8 +119,10 @@ class ScheduledGeneration(Generation):
         # (a cancelled generation is usually not iterated any more).
         if isinstance(item, End):
             self.finish_reason, self.error = item.reason, item.error
+            self.seq = None  # the decode loop is done with it; no cycle with seq.generation
         elif isinstance(item, Stopped):
             self.finish_reason, self.error = "error", item.message
+            self.seq = None
         self._items.append(item)
         waiter = self._waiter
         if waiter is not None:
