@@ -15,14 +15,11 @@ from typing import Any
 
 import httpx
 import pytest
-import uvicorn
 
-from server.app import create_app, wrap_middleware
 from server.config import ServerConfig
-from server.connections import HttpLimits, protocol_class
-from server.engine import EngineConfig, create_engine, load_tokenizer
 from server.fast_lane import CompletionLane
 from server.processes import free_port
+from tests.server.in_process import serving
 
 PATH = "/v1/chat/completions"
 MESSAGES = [{"role": "user", "content": "hi"}]
@@ -110,21 +107,9 @@ def test_the_lane_takes_the_chat_post_and_nothing_else(model_dir: str) -> None:
     config = ServerConfig(model=model_dir, engine="synthetic", port=free_port())
 
     async def main() -> list[str]:
-        tokenizer = load_tokenizer(config.model, config.engine)
-        engine = create_engine(EngineConfig(kind="synthetic", model=config.model, slots=4,
-                                            max_queue=4), tokenizer)
-        app = create_app(config, engine, tokenizer)
-        lane = CountingLane(app.state.service, config)
-        server = uvicorn.Server(uvicorn.Config(
-            wrap_middleware(app, config), host=config.host, port=config.port, loop="asyncio",
-            http=protocol_class("httptools", HttpLimits(), lane), log_level="warning"))
-        serving = asyncio.ensure_future(server.serve())
-        try:
+        async with serving(config, CountingLane) as (_, counting):
+            assert isinstance(counting, CountingLane)
             async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{config.port}", timeout=10) as client:
-                for _ in range(200):  # readiness, polled
-                    if server.started:
-                        break
-                    await asyncio.sleep(0.02)  # poll interval
                 assert (await client.get("/healthz")).status_code == 200
                 streamed = await client.post(PATH, json=_body(stream=True, lab={"script": "a b"}))
                 assert streamed.status_code == 200 and "data: [DONE]" in streamed.text
@@ -132,10 +117,7 @@ def test_the_lane_takes_the_chat_post_and_nothing_else(model_dir: str) -> None:
                 assert recorded.headers["x-request-id"] == "r1"
                 assert (await client.get(PATH, params={"request": json.dumps(_body())})).status_code == 200
                 assert (await client.post("/v1/other", json=_body())).status_code == 404
-        finally:
-            server.should_exit = True
-            await serving
-        return lane.served
+        return counting.served
 
     served = asyncio.run(main())
     # The recorded request was offered to the lane, which handed it to the ASGI app.

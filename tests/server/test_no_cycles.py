@@ -15,14 +15,10 @@ import gc
 from typing import Any
 
 import httpx
-import uvicorn
 
-from server.app import create_app, wrap_middleware
 from server.config import ServerConfig
-from server.connections import HttpLimits, protocol_class
-from server.engine import EngineConfig, create_engine, load_tokenizer
-from server.fast_lane import CompletionLane
 from server.processes import free_port
+from tests.server.in_process import serving
 
 PATH = "/v1/chat/completions"
 BODIES = [
@@ -50,21 +46,8 @@ def test_a_completion_leaves_no_reference_cycle(model_dir: str) -> None:
     config = ServerConfig(model=model_dir, engine="synthetic", port=free_port())
 
     async def main() -> tuple[list[int], collections.Counter[str], int]:
-        tokenizer = load_tokenizer(config.model, config.engine)
-        engine = create_engine(EngineConfig(kind="synthetic", model=config.model, slots=8,
-                                            max_queue=8), tokenizer)
-        app = create_app(config, engine, tokenizer)
-        lane = CompletionLane(app.state.service, config)
-        server = uvicorn.Server(uvicorn.Config(
-            wrap_middleware(app, config), host=config.host, port=config.port, loop="asyncio",
-            http=protocol_class("httptools", HttpLimits(), lane), log_level="warning"))
-        serving = asyncio.ensure_future(server.serve())
         statuses: list[int] = []
-        try:
-            for _ in range(200):  # readiness, polled
-                if server.started:
-                    break
-                await asyncio.sleep(0.02)  # poll interval
+        async with serving(config, slots=8) as (server, _):
             url = f"http://127.0.0.1:{config.port}{PATH}"
             async with httpx.AsyncClient(timeout=10) as warm:  # imports, caches, first-use state
                 await warm.post(url, json={"model": "tiny", "messages": [{"role": "user", "content": "hi"}]})
@@ -88,9 +71,6 @@ def test_a_completion_leaves_no_reference_cycle(model_dir: str) -> None:
             finally:
                 gc.set_debug(0)
                 gc.garbage.clear()
-        finally:
-            server.should_exit = True
-            await serving
         return statuses, garbage, unreachable
 
     statuses, garbage, unreachable = asyncio.run(main())
