@@ -145,6 +145,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     import uvicorn
 
+    from server import metrics
     from server.app import create_app, wrap_middleware
     from server.engine import EngineConfig, create_engine, eos_token_ids, load_tokenizer
     from server.connections import HttpLimits, protocol_class
@@ -180,6 +181,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     # request in it (gen0 16, gen1 19, gen2 6: 340 passes); at 20,000 it is ~15 us, in ~3 passes
     # of ~5 ms per burst. Cyclic garbage from other routes waits a little longer; nothing else.
     gc.set_threshold(GC_GEN0_THRESHOLD, 10, 10)
+    metrics.time_collector_passes()
     limits = HttpLimits(max_header_bytes=config.max_header_bytes,
                         header_timeout_s=config.header_timeout_s)
     asgi = wrap_middleware(app, config)

@@ -6,7 +6,10 @@ PROMETHEUS_MULTIPROC_DIR and `exposition()` reads them all: the gauges are live 
 """
 from __future__ import annotations
 
+import gc
 import os
+import time
+from typing import Any, Callable
 
 from prometheus_client import (CollectorRegistry, Counter, Gauge, Histogram, ProcessCollector,
                                generate_latest, multiprocess)
@@ -62,6 +65,29 @@ ProcessCollector(registry=REGISTRY)
 HTTP_CONNECTIONS = Counter(
     "streamlab_http_connections", "TCP connections the server accepted (one per upstream "
     "connection a proxy opens)", registry=REGISTRY)
+# The cyclic garbage collector stops the whole process (the event loop, every stream) for each
+# pass, and no profiler frame shows it: its time lands on whatever frame allocated last. Timed
+# here, it is what server/__main__.py's GC settings and a completion's freedom from reference
+# cycles are measured by (python -m labs.bench.profile reads it).
+GC_PAUSES = Histogram(
+    "streamlab_gc_pause_seconds", "Passes of the cyclic garbage collector (the process stops for "
+    "each), by generation", ["generation"],
+    buckets=(0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1), registry=REGISTRY)
+
+
+def time_collector_passes() -> Callable[[str, dict[str, Any]], None]:
+    """Observe every pass of the cyclic collector in GC_PAUSES (the server process, once);
+    returns the callback installed in gc.callbacks."""
+    started = [0.0]
+    children = {generation: GC_PAUSES.labels(generation=str(generation)) for generation in range(3)}
+
+    def on_pass(phase: str, info: dict[str, Any]) -> None:
+        if phase == "start":
+            started[0] = time.perf_counter()
+        else:
+            children[info["generation"]].observe(time.perf_counter() - started[0])
+    gc.callbacks.append(on_pass)
+    return on_pass
 
 
 def exposition() -> bytes:

@@ -13,6 +13,7 @@ import sys
 import tempfile
 from pathlib import Path
 from typing import Any, Iterator, Mapping
+from urllib.parse import urlsplit
 
 from labs.bench.measuring_client import bare_server_process
 from labs.load.streams import _lean_many, _no_gc_pauses, _runner
@@ -52,7 +53,10 @@ def reference_body(name: str, lab_body: Mapping[str, Any]) -> Mapping[str, Any]:
 
 def measure(url: str, pid: int, body: Mapping[str, Any], streams: int, deadline_s: float) -> dict[str, Any]:
     """`streams` streams at once against one reference server: TTFT, gaps, its CPU, the client's."""
-    with Sampler({"server": pid}) as sampler, _runner() as runner, _no_gc_pauses():
+    # Sampled as LoadLab.run_step samples the lab's server, its listening port included: reading
+    # /proc/net/tcp (thousands of TIME_WAIT lines after a few bursts) every 0.25 s costs the
+    # client's process enough to move a burst's p99 by ~80 ms (measured), so both sides pay it.
+    with Sampler({"server": pid}, ports=[urlsplit(url).port or 80]) as sampler, _runner() as runner, _no_gc_pauses():
         batch = runner.run(_lean_many(url, body, streams, deadline_s))
     ttfts = [r.ttft_s for r in batch.results if r.ttft_s is not None]
     gaps = [g for r in batch.results for g in r.gaps]

@@ -228,12 +228,35 @@ def test_health_models_and_metrics(api):
                  "streamlab_tokens_generated_total", "streamlab_tokens_after_disconnect_total",
                  "streamlab_requests_aborted_total", "streamlab_inband_errors_total",
                  "streamlab_stream_writes_total", "streamlab_sse_frames_total",
-                 "streamlab_heartbeats_total", "process_cpu_seconds_total", "process_open_fds"):
+                 "streamlab_heartbeats_total", "process_cpu_seconds_total", "process_open_fds",
+                 'streamlab_gc_pause_seconds_count{generation="2"}'):
         assert name in text
     # The soft open-file limit in force: raised to the hard limit at start-up.
     import resource
 
     assert api.metric("process_max_fds") == resource.getrlimit(resource.RLIMIT_NOFILE)[1]
+
+
+def test_each_pass_of_the_cyclic_collector_is_timed() -> None:
+    import gc
+
+    from server import metrics
+
+    def observed() -> tuple[float, float]:
+        sample = metrics.REGISTRY.get_sample_value
+        return (sample("streamlab_gc_pause_seconds_sum", {"generation": "2"}) or 0.0,
+                sample("streamlab_gc_pause_seconds_count", {"generation": "2"}) or 0.0)
+
+    sum0, count0 = observed()
+    on_pass = metrics.time_collector_passes()
+    try:
+        gc.collect()  # one full pass: generation 2
+    finally:
+        gc.callbacks.remove(on_pass)
+    sum1, count1 = observed()
+    assert count1 == count0 + 1 and sum1 > sum0
+    gc.collect()  # no longer observed
+    assert observed() == (sum1, count1)
 
 
 @pytest.fixture(scope="module")
