@@ -30,7 +30,8 @@ from uvicorn.protocols.http.flow_control import FlowControl
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
 from server.cycle_extensions import (DEPARTURE_EXTENSION, GATHER_EXTENSION, WRITE_NOW_EXTENSION,
-                                     departure_of, Gather, offer_abort, WriteNow)
+                                     departure_of, Gather, offer_abort, release,
+                                     WriteNow)
 from server.errors import error_body
 from server.metrics import HTTP_CONNECTIONS
 
@@ -152,6 +153,17 @@ class _LeanHttpTools(HttpToolsProtocol):
         self.scheme = "https" if transport.get_extra_info("sslcontext") else "http"
 
 
+def _released_after(app: Any, cycle: Any) -> Any:
+    """`app` for one request the ASGI way, the cycle released when it returns (as the lane
+    releases its own: server/cycle_extensions.py `release`)."""
+    async def run(scope: Any, receive: Any, send: Any) -> None:
+        try:
+            await app(scope, receive, send)
+        finally:
+            release(cycle)
+    return run
+
+
 class LimitedHttpTools(_Limited, _LeanHttpTools):
     # The chat route below the framework (server/fast_lane.py): set by protocol_class.
     lane: Any = None
@@ -159,7 +171,7 @@ class LimitedHttpTools(_Limited, _LeanHttpTools):
     def _start_asgi_task(self, cycle: Any, app: Any) -> None:
         lane = self.lane
         if lane is None or app is not self.app or not lane.takes(cycle.scope):
-            super()._start_asgi_task(cycle, app)
+            super()._start_asgi_task(cycle, _released_after(app, cycle))
             return
         task = self.loop.create_task(lane.serve(cycle, app))
         task.add_done_callback(self.tasks.discard)

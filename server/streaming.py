@@ -54,6 +54,10 @@ def _no_gathering() -> Iterator[None]:
     yield
 
 
+async def _after_the_end(message: Any) -> None:
+    raise RuntimeError("this response has ended: nothing more can be sent")
+
+
 class Completion(Response):
     """The token loop shared by both replies; subclasses decide what a piece of text becomes."""
 
@@ -141,6 +145,9 @@ class Completion(Response):
                 self._watchdog.cancel()
             if outcome == "gone" or (outcome == "complete" and self.client_gone):
                 self._count("stalled-client" if self._client_stalled else "disconnect")
+            # A layer around this reply (server/records.py) sends through closures that refer
+            # to it: let go of them, or the reply and everything it holds is a reference cycle.
+            self._asgi_send = self.body_send = _after_the_end
 
     def _take(self, token_id: int) -> bool | None:
         """A token handed over while the pump waits for one (generation.deliver, on the event

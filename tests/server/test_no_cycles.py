@@ -1,4 +1,5 @@
-"""A completion served by the lane leaves no reference cycle behind.
+"""A request leaves no reference cycle behind: a completion served by the lane, one served the
+ASGI way (with an `X-Request-Id`, which its record layer wraps), and the other routes.
 
 What a request makes (its stream, job, generation, uvicorn's request cycle) must be freed by
 reference counting when it ends. Held by a cycle, all of it waited for the cyclic collector's
@@ -30,6 +31,9 @@ BODIES = [
     {"stream": True, "model": "nope"},
 ]
 ROUNDS = 5
+# The ASGI way: (method, path, extra headers); a chat POST with an id goes through the records.
+ASGI_REQUESTS = [("POST", PATH, {"X-Request-Id": "cycle-test"}), ("GET", "/healthz", {}),
+                 ("GET", "/metrics", {}), ("GET", "/v1/models", {}), ("POST", "/v1/nowhere", {})]
 SERVER_MODULES = ("server.", "uvicorn.")
 
 
@@ -54,13 +58,23 @@ def test_a_completion_leaves_no_reference_cycle(model_dir: str) -> None:
             gc.collect()
             gc.set_debug(gc.DEBUG_SAVEALL)
             try:
-                for _ in range(ROUNDS):
+                for round_ in range(ROUNDS):
                     for fields in BODIES:
                         # A connection per request: its close ends everything the request made.
                         async with httpx.AsyncClient(timeout=10) as client:
                             reply = await client.post(url, json={
                                 "model": "tiny", "messages": [{"role": "user", "content": "hi"}], **fields})
                             statuses.append(reply.status_code)
+                    for method, path, headers in ASGI_REQUESTS:
+                        async with httpx.AsyncClient(timeout=10) as client:
+                            reply = await client.request(
+                                method, f"http://127.0.0.1:{config.port}{path}",
+                                headers={name: f"{value}-{round_}" for name, value in headers.items()},
+                                json={"model": "tiny", "messages": [{"role": "user", "content": "hi"}],
+                                      "stream": True, "lab": {"script": "a b"}} if method == "POST" else None)
+                            statuses.append(reply.status_code)
+                            # The id's request went through its record layer.
+                            assert "X-Request-Id" not in headers or reply.headers.get("x-request-id")
                 for _ in range(500):  # the server's side of each request has ended, polled
                     if not server.server_state.tasks and not server.server_state.connections:
                         break
@@ -75,7 +89,7 @@ def test_a_completion_leaves_no_reference_cycle(model_dir: str) -> None:
 
     statuses, garbage, unreachable = asyncio.run(main())
     # The requests really ran: every stream and reply, and the refusal, as many times as sent.
-    assert collections.Counter(statuses) == {200: 5 * ROUNDS, 404: ROUNDS}
+    assert collections.Counter(statuses) == {200: 9 * ROUNDS, 404: 2 * ROUNDS}
     # The collector did run and keep what it found (the client's own cycles, at least)...
     assert unreachable > 0
     # ...and none of it was the server's.
