@@ -22,7 +22,7 @@ from server.config import DEFAULT_MODEL, ServerConfig, StreamSettings
 LOG_LEVELS = ("critical", "error", "warning", "info", "debug")
 
 
-GC_GEN0_THRESHOLD = 100_000  # allocations between passes of the cyclic collector (default 700)
+GC_GEN0_THRESHOLD = 150_000  # allocations between passes of the cyclic collector (default 700)
 
 
 def parse_args(argv: Sequence[str] | None = None) -> ServerConfig:
@@ -178,11 +178,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     # A completion leaves no reference cycle behind (server/cycle_extensions.py `release`,
     # tests/server/test_no_cycles.py): what a stream holds goes by reference counting, so the
     # collector finds no garbage on the hot path and only rescans the live streams' objects.
-    # Its pass is due when tracked allocations outnumber deallocations by the threshold: at the
-    # default 700 a burst of 1,000 arrivals paid 94 us of CPU per request in ~340 passes (41 us
-    # once no cycles were left), at 20,000 about 25 us in 3-4 passes of ~6 ms, at 100,000 none:
-    # the burst's live objects stay below it (measured with streamlab_gc_pause_seconds).
-    # Cyclic garbage, which only other routes make, waits for that many allocations.
+    # Its pass is due when tracked allocations outnumber deallocations by the threshold (and
+    # stops the loop for as long as it scans the live young objects). A burst of 1,000 arrivals,
+    # measured with streamlab_gc_pause_seconds: at the default 700, 94 us of CPU per request in
+    # ~340 passes (41 us once no cycles were left); at 20,000, 3-4 passes of ~6 ms per burst; at
+    # 100,000, a pass of 50-75 ms in 2 bursts of 7 (a live stream holds ~100 tracked objects); at
+    # 150,000, above the lab's largest concurrency (1,100 slots), none. Beyond ~1,500 live
+    # streams passes come back, each as long as the objects it scans; cyclic garbage, which
+    # nothing on the hot path makes, waits for that many allocations.
     gc.set_threshold(GC_GEN0_THRESHOLD, 10, 10)
     metrics.time_collector_passes()
     limits = HttpLimits(max_header_bytes=config.max_header_bytes,
