@@ -1,0 +1,39 @@
+"""The bare asyncio reference sends the lab server's own stream, so that the measuring client
+does the same work for both (labs/bench/measuring_client.py): the role chunk, one content chunk
+per event with its stamp, the finish chunk and `[DONE]`, each chunk with the lab's fields."""
+from __future__ import annotations
+
+import json
+
+import httpx
+
+from labs.bench.measuring_client import bare_server
+from server.sse import ChunkFramer
+
+
+def _fields(chunk: dict) -> tuple:
+    """A chunk's shape: its keys, and its choice's keys (values vary by server)."""
+    return tuple(sorted(chunk)), tuple(sorted(chunk["choices"][0])) if chunk.get("choices") else ()
+
+
+def _lab_chunk(frame: bytes) -> dict:
+    return json.loads(bytes(frame).removeprefix(b"data: "))  # unstamped: whole JSON, blank line
+
+
+def test_the_bare_server_sends_the_lab_servers_stream() -> None:
+    with bare_server() as url:
+        reply = httpx.post(url, json={"n": 3, "interval": 0.01}, timeout=10)
+    assert reply.status_code == 200 and reply.headers["content-type"] == "text/event-stream"
+    data = [line[6:] for line in reply.text.splitlines() if line.startswith("data: ")]
+    assert data[-1] == "[DONE]" and len(data) == 1 + 3 + 1 + 1
+    role, *contents, finish = (json.loads(item) for item in data[:-1])
+    assert role["choices"][0]["delta"] == {"role": "assistant", "content": ""}
+    assert [c["choices"][0]["delta"]["content"] for c in contents] == ["t0 ", "t1 ", "t2 "]
+    assert all(isinstance(c["sent_at"], float) for c in contents)
+    assert finish["choices"][0]["finish_reason"] == "length"
+
+    framer = ChunkFramer("chatcmpl-x", 0, "tiny", "fp", stamp=False)
+    assert _fields(role) == _fields(_lab_chunk(framer.role()))
+    assert _fields(finish) == _fields(_lab_chunk(framer.finish("length")))
+    lab_content = _lab_chunk(framer.content("t0 "))
+    assert _fields({k: v for k, v in contents[0].items() if k != "sent_at"}) == _fields(lab_content)
