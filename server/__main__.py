@@ -181,7 +181,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     # Its pass is due when tracked allocations outnumber deallocations by the threshold (and
     # stops the loop for as long as it scans the live young objects). A burst of 1,000 arrivals,
     # measured with streamlab_gc_pause_seconds: at the default 700, 94 us of CPU per request in
-    # ~340 passes (41 us once no cycles were left); at 20,000, 3-4 passes of ~6 ms per burst; at
+    # ~150 passes (41 us once no cycles were left); at 20,000, 3-4 passes of ~6 ms per burst; at
     # 100,000, a pass of 50-75 ms in 2 bursts of 7 (a live stream holds ~100 tracked objects); at
     # 150,000, above the lab's largest concurrency (1,100 slots), none. Beyond ~1,500 live
     # streams passes come back, each as long as the objects it scans; cyclic garbage, which
