@@ -205,7 +205,7 @@ class Completion(Response):
 
     async def send(self, message: Any) -> None:
         # A method, not a closure kept on `self`: a stream that refers to itself is a reference
-        # cycle, and all it holds waits for the cyclic collector (see CompletionLane.serve).
+        # cycle, and all it holds waits for the cyclic collector (tests/server/test_no_cycles.py).
         self._sending_since = time.monotonic()
         try:
             await self._asgi_send(message)
