@@ -7,9 +7,10 @@ so TTFT is admission: accept, HTTP parse, JSON, validation, template, tokenizati
 the headers and the first frames). Rounds interleave the paths so that the machine's noise hits
 all of them alike; the verdict reads the median of the rounds' p99, and the table shows every
 round's. Server CPU per admitted request is the server's whole process tree (every worker).
-In the same rounds, the same burst goes to the two reference servers (labs/bench/references.py:
-a plain FastAPI endpoint with no engine, and a bare asyncio server with no framework): what this
-machine, its load and the client allow before any lab feature.
+In the same rounds, the same burst goes to the reference servers (labs/bench/references.py: a
+plain FastAPI endpoint with no engine, a raw ASGI app on the lab's own uvicorn, httptools and
+uvloop, a bare asyncio server with no framework, a protocol straight on httptools): what this
+machine, its load, the client and the HTTP stack allow before any lab feature.
 
 Target (issue 27), read against the references of the same rounds, never an absolute figure on
 a shared machine: one server process, straight to it (`--workers 1`, direct), reaches a TTFT p99
@@ -17,7 +18,8 @@ at most 1.5x the bare asyncio server's and below the plain FastAPI endpoint's. T
 (`--workers 2`, the fixed proxy configs) show their ratio to the bare server, without a target.
 A miss comes with its measured reason (`reasons`): the server's CPU per request against the bare
 server's (a burst is admitted by one event loop: the last arrival waits for all the others'
-work), the client's CPU on the same cores, and the machine's load. Without the references' p99
+work), the client's CPU on the same cores, the machine's load, and what the raw ASGI app on the
+same HTTP stack reached (the part of the miss that is the stack's own). Without the references' p99
 the verdict is "skipped", never a pass.
 """
 from __future__ import annotations
@@ -46,7 +48,7 @@ def _burst_path(proxy: str | None) -> LoadPath:
 
 def bench_admission(progress: Progress, arrivals: int = ARRIVALS, rounds: int = ROUNDS) -> dict[str, Any]:
     configs: dict[str, Any] = {}
-    refs: dict[str, list[dict[str, Any]]] = {references.PLAIN: [], references.BARE: []}
+    refs: dict[str, list[dict[str, Any]]] = {}
     load = [os.getloadavg()[0]]
     for workers in WORKERS:
         spec = ServerSpec(workers=workers)
@@ -74,7 +76,7 @@ def bench_admission(progress: Progress, arrivals: int = ARRIVALS, rounds: int = 
                     progress(f"admission: {arrivals} arrivals, reference: {name}, round {round_ + 1}/{rounds}")
                     measured = references.measure(url, pid, references.reference_body(name, body),
                                                   arrivals, 30.0)
-                    refs[name].append({**measured, "client_cpu_ms": measured["client_cpu_s"] * 1e3,
+                    refs.setdefault(name, []).append({**measured, "client_cpu_ms": measured["client_cpu_s"] * 1e3,
                                        "server_cpu_us_per_request": measured["server_cpu_s"] / arrivals * 1e6})
         configs[f"workers={workers}"] = {name: summarize(name, runs) for name, runs in rows.items()}
         load.append(os.getloadavg()[0])
@@ -92,6 +94,9 @@ def judge(result: dict[str, Any]) -> None:
     refs = result.get("references") or {}
     bare = (refs.get(references.BARE) or {}).get("ttft_p99_median_s")
     plain = (refs.get(references.PLAIN) or {}).get("ttft_p99_median_s")
+    for ref in refs.values():
+        p99 = ref.get("ttft_p99_median_s")
+        ref["ratio_to_bare"] = p99 / bare if p99 is not None and bare else None
     for config, paths in result["configs"].items():
         for name, row in paths.items():
             p99 = row["ttft_p99_median_s"]
@@ -158,8 +163,21 @@ def reasons(result: dict[str, Any]) -> list[str]:
                      f"{row['server_cpu_us_per_request'] / bare_cpu:.1f}x the bare server's "
                      f"{bare_cpu:.0f} us, {cpu_ms:,.0f} ms of one core for {n:,} arrivals, which "
                      f"the last arrival waits for")
+        line += _above_the_stack(row, refs.get(references.RAW_ASGI) or {})
         out.append(line + ".")
     return out
+
+
+def _above_the_stack(row: dict[str, Any], raw: dict[str, Any]) -> str:
+    """What the raw ASGI app on the same HTTP stack reached: the part of the miss that is the
+    stack's own, and the lab server's work above it."""
+    ratio, cpu = raw.get("ratio_to_bare"), raw.get("server_cpu_us_per_request")
+    if ratio is None or not cpu:
+        return ""
+    return (f"; an ASGI app that does nothing but stream, on the same uvicorn, httptools and "
+            f"uvloop, reached {ratio:.2f}x with {cpu:.0f} us per request: the lab server's own "
+            f"work above its HTTP stack is {row['server_cpu_us_per_request'] - cpu:.0f} us per "
+            f"request")
 
 
 def summarize(name: str, runs: list[dict[str, Any]]) -> dict[str, Any]:
@@ -195,7 +213,7 @@ def markdown_lines(result: dict[str, Any]) -> list[str]:
         lines.append(f"| reference | {name} | {'-' if p50 is None else f'{p50 * 1e3:.0f}'} | "
                      f"{'-' if p99 is None else f'{p99 * 1e3:.0f}'} | {each} | "
                      f"{ref['server_cpu_us_per_request']:.0f} | {ref['failed']} | "
-                     f"{'1.00x' if name == references.BARE else '-'} | - |")
+                     f"{_ratio(ref.get('ratio_to_bare'))} | - |")
     why = reasons(result)
     if why:
         lines += ["", "Why the target is missed here (measured in this run):", ""]

@@ -16,6 +16,7 @@ from labs.bench.prefill import COUNTS, bench_prefill
 from labs.bench.measuring_client import CLIENT_STREAMS, bench_client
 from labs.bench.modules import REPO_ROOT, run_module
 from labs.bench.proxies import PACED_RATE, PACED_TOKENS, PROXIES, Progress, bench_proxies
+from labs.bench.references import REFERENCES
 from labs.bench.server_cpu import CPU_CASES, bench_server_cpu
 from labs.bench.tools import bench_tools
 from labs.bench.tools import markdown_lines as tools_lines
@@ -43,10 +44,10 @@ def parts(args: argparse.Namespace) -> dict[str, Part]:
         return duration_s + STEP_S + PER_1000_STREAMS_S * streams / 1000
 
     return {part.name: part for part in (
-        # The two reference servers take a burst per round beside the first server's paths.
+        # The reference servers take a burst per round beside the first server's paths.
         Part("admission", lambda progress: bench_admission(progress, args.arrivals),
              len(WORKERS) * (START_S * paths + ROUNDS * paths * step_s(args.arrivals, 0.15))
-             + 2 * (START_S + ROUNDS * step_s(args.arrivals, 0.15))),
+             + len(REFERENCES) * (START_S + ROUNDS * step_s(args.arrivals, 0.15))),
         # ~2 s per tiny-model server start, a burst of 64 ~1 s with serial prefill.
         Part("prefill", lambda progress: bench_prefill(progress), 2 * (3.0 + 3 * len(COUNTS) * 0.6)),
         Part("proxies", lambda progress: bench_proxies(args.streams, args.duration, args.rounds, progress),
@@ -54,7 +55,7 @@ def parts(args: argparse.Namespace) -> dict[str, Part]:
              + paths * step_s(args.streams, args.duration)),
         Part("server-cpu", lambda progress: bench_server_cpu(SERVER_CPU_DURATION_S, progress),
              2 * START_S + sum(2 * step_s(streams, SERVER_CPU_DURATION_S) for streams, _ in CPU_CASES)
-             + 3 * step_s(1000, SERVER_CPU_DURATION_S)),
+             + (1 + len(REFERENCES)) * step_s(1000, SERVER_CPU_DURATION_S)),
         # Measured here: server.bench ~12 s, server.engine.bench ~5 s (one model load).
         Part("server", lambda progress: run_module("server.bench", args.out / "server.json"), 12.0),
         Part("engine", lambda progress: run_module("server.engine.bench", args.out / "engine.json"), 5.0),

@@ -119,6 +119,10 @@ def markdown(results: Mapping[str, Any], command: str) -> str:
             [f"| {r['loop']} | {r['streams']} | {r['events_per_s']:,} | "
              f"{r['client_cpu_us_per_event']:.1f} | {r['client_cpu_pct']:.0f}% | "
              f"{_ms(r['hop_p50_s'], 3)} / {_ms(r['hop_p99_s'], 3)} |" for r in cl["rows"]])
+    # A part that failed has no table: it says so, never a report that reads as complete.
+    for name, result in results.items():
+        if isinstance(result, Mapping) and "error" in result and name not in ("server", "engine"):
+            lines += [f"## {name}: not measured", "", f"The part failed: {result['error']}", ""]
     return "\n".join(lines)
 
 

@@ -7,7 +7,6 @@ import contextlib
 import json
 import multiprocessing
 import socket
-import time
 from typing import Any, Iterator
 
 from labs import client
@@ -19,37 +18,24 @@ CLIENT_STREAMS = 300  # the many-streams case: 20 events/s each for 3 s
 
 
 def _bare_sse_server(sock: socket.socket) -> None:
-    """A bare asyncio SSE server (child process): reads a request, answers with `n` chunked
-    events `interval` apart, each stamped with the wall clock right before its write.
-
-    Its stream is the lab server's, byte for byte in shape: the role chunk with the headers, one
-    OpenAI-shaped content chunk per write, the finish chunk with `[DONE]` and the body's end. So
-    a client reading both does the same work: with 3 minimal events instead, the lab's client
-    spent ~90 ms less CPU on a burst of 1,000 of the bare server's streams, and their TTFT p99
-    was ~80 ms lower (measured side by side), a share of the same two cores that the lab's
-    server never had. The write per event is still the whole cost."""
+    """A bare asyncio SSE server (child process): asyncio's streams, no HTTP library, no
+    framework. It reads a request and answers with labs/bench/reference_stream.py's stream (the
+    lab server's, in shape): `n` events `interval` apart, the write per event its whole cost."""
     import asyncio
 
-    head = (b'data: {"id":"chatcmpl-bare","object":"chat.completion.chunk","created":0,'
-            b'"model":"bare","system_fingerprint":"fp_bare","choices":[{"index":0,"delta":')
-    role = head + b'{"role":"assistant","content":""},"logprobs":null,"finish_reason":null}]}\n\n'
-    finish = head + b'{},"logprobs":null,"finish_reason":"length"}]}\n\n'
-    done = b"data: [DONE]\n\n"
+    from labs.bench import reference_stream as stream
 
     async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         head_block = await reader.readuntil(b"\r\n\r\n")
         length = next((int(line.split(b":")[1]) for line in head_block.split(b"\r\n")
                        if line.lower().startswith(b"content-length:")), 0)
         spec = json.loads(await reader.readexactly(length))
-        writer.write(b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\n"
-                     b"transfer-encoding: chunked\r\n\r\n%x\r\n%s\r\n" % (len(role), role))
+        writer.write(stream.RESPONSE_HEAD + stream.chunk(stream.ROLE))
         for i in range(spec["n"]):
             if i:
                 await asyncio.sleep(spec["interval"])
-            frame = head + (b'{"content":"t%d "},"logprobs":null,"finish_reason":null}],'
-                            b'"sent_at":%.6f}\n\n' % (i, time.time()))
-            writer.write(b"%x\r\n%s\r\n" % (len(frame), frame))
-        writer.write(b"%x\r\n%s\r\n%x\r\n%s\r\n0\r\n\r\n" % (len(finish), finish, len(done), done))
+            writer.write(stream.chunk(stream.content(i)))
+        writer.write(stream.TAIL)
         await writer.drain()
         writer.close()
 

@@ -3,8 +3,14 @@ the same streams in the same run: what this machine allows before any lab featur
 
 * plain FastAPI (labs/bench/plain_server.py): an async generator of json.dumps chunks in a
   StreamingResponse, as most OpenAI-compatible demos are written; same uvicorn and uvloop;
+* raw ASGI on uvicorn (labs/bench/stack_floors.py): an ASGI callable with no framework on the
+  lab server's own HTTP stack: the least any app on it can cost;
 * bare asyncio (labs/bench/measuring_client.py's server): uvloop streams, no HTTP library, no
-  framework; one write per event. Its cost is the floor of a Python server on this machine.
+  framework; one write per event. The floor the targets are read against;
+* httptools protocol (labs/bench/stack_floors.py): httptools' parser under an asyncio protocol,
+  without uvicorn: the floor of an HTTP layer of one's own.
+
+The last three send the same stream (labs/bench/reference_stream.py), the lab server's in shape.
 """
 from __future__ import annotations
 
@@ -20,32 +26,39 @@ from labs.load.streams import _lean_many, _no_gc_pauses, _runner
 from labs.client.results import percentile
 from labs.client.resources import Sampler
 
-PLAIN, BARE = "plain FastAPI", "bare asyncio"
+PLAIN, RAW_ASGI, BARE, HTTPTOOLS = ("plain FastAPI", "raw ASGI on uvicorn", "bare asyncio",
+                                    "httptools protocol")
+REFERENCES = (PLAIN, RAW_ASGI, BARE, HTTPTOOLS)  # the order `references()` measures them in
+# Those answering labs/bench/reference_stream.py's body: {"n": events, "interval": seconds}.
+_EVENTS_BODY = (RAW_ASGI, BARE, HTTPTOOLS)
 
 
 @contextlib.contextmanager
-def plain_fastapi() -> Iterator[tuple[str, int]]:
-    """labs/bench/plain_server.py in its own process: its chat-completions URL and PID."""
+def _module_server(name: str, module: str, *args: str) -> Iterator[tuple[str, int]]:
+    """`python -m module --port N *args` in its own process: its chat-completions URL and PID."""
     from server.processes import ManagedProcess, free_port, managed, port_accepts
 
     port = free_port()
-    folder = Path(tempfile.mkdtemp(prefix="plain-server-"))
-    process = ManagedProcess("plain-fastapi", [sys.executable, "-m", "labs.bench.plain_server",
-                                               "--port", str(port)], folder / "server.log")
+    folder = Path(tempfile.mkdtemp(prefix=f"{name}-"))
+    process = ManagedProcess(name, [sys.executable, "-m", module, "--port", str(port), *args],
+                             folder / "server.log")
     with managed(process, lambda: port_accepts(port)) as started:
         yield f"http://127.0.0.1:{port}/v1/chat/completions", started.pid
 
 
 @contextlib.contextmanager
 def references() -> Iterator[dict[str, tuple[str, int]]]:
-    """Both reference servers, started once: name -> (URL, PID)."""
-    with plain_fastapi() as plain, bare_server_process() as bare:
-        yield {PLAIN: plain, BARE: bare}
+    """Every reference server, started once: name -> (URL, PID), heaviest first."""
+    with _module_server("plain-fastapi", "labs.bench.plain_server") as plain, \
+            _module_server("raw-asgi", "labs.bench.stack_floors", "--stack", "uvicorn") as raw, \
+            bare_server_process() as bare, \
+            _module_server("httptools", "labs.bench.stack_floors", "--stack", "httptools") as floor:
+        yield dict(zip(REFERENCES, (plain, raw, bare, floor)))
 
 
 def reference_body(name: str, lab_body: Mapping[str, Any]) -> Mapping[str, Any]:
     """What `name` needs to send the streams `lab_body` asks the lab's server for."""
-    if name == BARE:
+    if name in _EVENTS_BODY:
         lab = lab_body.get("lab") or {}
         return {"n": int(lab_body["max_tokens"]), "interval": 1.0 / float(lab.get("tokens_per_s") or 20.0)}
     return lab_body

@@ -1,8 +1,8 @@
 """Part 2, `server-cpu`: server CPU per token without and with write coalescing (`lab.coalesce_ms`),
 at a realistic per-stream rate (20 tok/s) and at a fast one (200 tok/s); then at 1,000 streams x
 20 tok/s without coalescing, beside the reference servers given the same streams in the same run
-(labs/bench/references.py: a plain FastAPI streaming endpoint, and a bare asyncio server, the
-floor of a Python server here). Target (issue 27): at most 1.5x the bare server's CPU per token
+(labs/bench/references.py: a plain FastAPI streaming endpoint, a raw ASGI app on the lab's own
+HTTP stack, a bare asyncio server, and a protocol straight on httptools). Target (issue 27): at most 1.5x the bare server's CPU per token
 (its whole cost is one send() and one wake-up per token); a miss says why (`reason`), and without
 the bare server's figure the verdict is "skipped", never a pass."""
 from __future__ import annotations

@@ -122,6 +122,13 @@ def test_bench_md_shows_the_admission_and_prefill_tables() -> None:
     assert "| short | 8 | 50 | 100 | 50 | 100 | 1.00x |" in text
 
 
+def test_a_part_that_failed_is_named_in_bench_md_with_its_error() -> None:
+    from labs.bench.markdown import markdown
+
+    text = markdown({"admission": {"error": "KeyError: 'x'"}}, "python -m labs bench")
+    assert "## admission: not measured\n\nThe part failed: KeyError: 'x'" in text
+
+
 def test_server_cpu_target_is_the_ratio_to_the_bare_server() -> None:
     from labs.bench.markdown import markdown
     from labs.bench.server_cpu import judge, reason
@@ -206,9 +213,18 @@ def test_a_missed_admission_target_says_why_with_the_measured_figures() -> None:
                       "CPU per request is 5.0x the bare server's 110 us, 550 ms of one core for "
                       "1,000 arrivals, which the last arrival waits for.")
     text = "\n".join(markdown_lines(result))
-    assert "| reference | plain FastAPI | 160 | 320 | 320 | 350 | 0 | - | - |" in text
+    assert "| reference | plain FastAPI | 160 | 320 | 320 | 350 | 0 | 1.60x | - |" in text
     assert "<= 1.5x bare, < plain FastAPI: **miss** (1.88x plain)" in text
     assert "- --workers 1 direct: p99 600 ms" in text
+    # With the raw ASGI app of the same rounds: how much of the miss is the HTTP stack's own.
+    result["references"]["raw ASGI on uvicorn"] = summarize_reference([run(0.3, 200.0)])
+    judge(result)
+    assert reasons(result)[1].endswith(
+        "; an ASGI app that does nothing but stream, on the same uvicorn, httptools and uvloop, "
+        "reached 1.50x with 200 us per request: the lab server's own work above its HTTP stack "
+        "is 350 us per request.")
+    assert "| reference | raw ASGI on uvicorn | 150 | 300 | 300 | 200 | 0 | 1.50x | - |" in "\n".join(
+        markdown_lines(result))
     summarize_met = {**result, "configs": {"workers=1": {"nginx": result["configs"]["workers=1"]["nginx"]}}}
     assert reasons(summarize_met) == []
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 
 import httpx
+import pytest
 
 from labs.bench.measuring_client import bare_server
 from server.sse import ChunkFramer
@@ -37,3 +38,25 @@ def test_the_bare_server_sends_the_lab_servers_stream() -> None:
     assert _fields(finish) == _fields(_lab_chunk(framer.finish("length")))
     lab_content = _lab_chunk(framer.content("t0 "))
     assert _fields({k: v for k, v in contents[0].items() if k != "sent_at"}) == _fields(lab_content)
+
+
+@pytest.mark.parametrize("stack", ["uvicorn", "httptools"])
+def test_the_stack_floors_send_the_bare_servers_stream(stack: str) -> None:
+    """The raw ASGI app on uvicorn and the httptools protocol (labs/bench/stack_floors.py) answer
+    with the bare server's stream, event for event: only the HTTP stack under it differs."""
+    from labs.bench import references
+
+    name = references.RAW_ASGI if stack == "uvicorn" else references.HTTPTOOLS
+    with references._module_server(stack, "labs.bench.stack_floors", "--stack", stack) as (url, _):
+        replies = [httpx.post(url, json={"n": 3, "interval": 0.01}, timeout=10) for _ in range(2)]
+    with bare_server() as bare_url:
+        bare = httpx.post(bare_url, json={"n": 3, "interval": 0.01}, timeout=10)
+    assert references.reference_body(name, {"max_tokens": 3, "lab": {"tokens_per_s": 20.0}}) == {
+        "n": 3, "interval": 0.05}
+    for reply in replies:  # a second connection too: the server goes on serving
+        assert reply.status_code == 200 and reply.headers["content-type"] == "text/event-stream"
+        assert _unstamped(reply.text) == _unstamped(bare.text)
+
+
+def _unstamped(text: str) -> list[str]:
+    return [line.split(',"sent_at"')[0] for line in text.splitlines() if line]
