@@ -34,7 +34,7 @@ _EVENTS_BODY = (RAW_ASGI, BARE, HTTPTOOLS)
 
 
 @contextlib.contextmanager
-def _module_server(name: str, module: str, *args: str) -> Iterator[tuple[str, int]]:
+def module_server(name: str, module: str, *args: str) -> Iterator[tuple[str, int]]:
     """`python -m module --port N *args` in its own process: its chat-completions URL and PID."""
     from server.processes import ManagedProcess, free_port, managed, port_accepts
 
@@ -49,10 +49,10 @@ def _module_server(name: str, module: str, *args: str) -> Iterator[tuple[str, in
 @contextlib.contextmanager
 def references() -> Iterator[dict[str, tuple[str, int]]]:
     """Every reference server, started once: name -> (URL, PID), heaviest first."""
-    with _module_server("plain-fastapi", "labs.bench.plain_server") as plain, \
-            _module_server("raw-asgi", "labs.bench.stack_floors", "--stack", "uvicorn") as raw, \
+    with module_server("plain-fastapi", "labs.bench.plain_server") as plain, \
+            module_server("raw-asgi", "labs.bench.stack_floors", "--stack", "uvicorn") as raw, \
             bare_server_process() as bare, \
-            _module_server("httptools", "labs.bench.stack_floors", "--stack", "httptools") as floor:
+            module_server("httptools", "labs.bench.stack_floors", "--stack", "httptools") as floor:
         yield dict(zip(REFERENCES, (plain, raw, bare, floor)))
 
 

@@ -47,7 +47,7 @@ async def raw_asgi_app(scope: Any, receive: Any, send: Any) -> None:
 
 
 class HttptoolsStream(asyncio.Protocol):
-    """One connection: requests parsed by httptools, each answered with the reference stream,
+    """One connection: its request parsed by httptools and answered with the reference stream,
     then the connection closed (as the bare server does)."""
 
     def __init__(self) -> None:
@@ -56,6 +56,7 @@ class HttptoolsStream(asyncio.Protocol):
         self.parser = httptools.HttpRequestParser(self)
         self.body: list[bytes] = []
         self.transport: asyncio.Transport | None = None
+        self.reply: asyncio.Task[None] | None = None
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         self.transport = transport  # type: ignore[assignment]
@@ -74,9 +75,11 @@ class HttptoolsStream(asyncio.Protocol):
         self.body.append(body)
 
     def on_message_complete(self) -> None:
+        if self.reply is not None:
+            return  # one request per connection, as the bare server: a pipelined one is ignored
         spec = json.loads(b"".join(self.body))
-        self.body = []
-        asyncio.get_running_loop().create_task(self._reply(spec["n"], spec["interval"]))
+        # Kept: the loop holds only a weak reference to a task.
+        self.reply = asyncio.get_running_loop().create_task(self._reply(spec["n"], spec["interval"]))
 
     async def _reply(self, n: int, interval: float) -> None:
         transport = self.transport

@@ -1,6 +1,7 @@
 """The bare asyncio reference sends the lab server's own stream, so that the measuring client
 does the same work for both (labs/bench/measuring_client.py): the role chunk, one content chunk
-per event with its stamp, the finish chunk and `[DONE]`, each chunk with the lab's fields."""
+per event with its stamp, the finish chunk and `[DONE]`, each chunk with the lab's fields; and
+the two stack floors (labs/bench/stack_floors.py) send the bare server's stream."""
 from __future__ import annotations
 
 import json
@@ -47,7 +48,7 @@ def test_the_stack_floors_send_the_bare_servers_stream(stack: str) -> None:
     from labs.bench import references
 
     name = references.RAW_ASGI if stack == "uvicorn" else references.HTTPTOOLS
-    with references._module_server(stack, "labs.bench.stack_floors", "--stack", stack) as (url, _):
+    with references.module_server(stack, "labs.bench.stack_floors", "--stack", stack) as (url, _):
         replies = [httpx.post(url, json={"n": 3, "interval": 0.01}, timeout=10) for _ in range(2)]
     with bare_server() as bare_url:
         bare = httpx.post(bare_url, json={"n": 3, "interval": 0.01}, timeout=10)
