@@ -3,6 +3,7 @@ client library, its driver (Chromium for the browser-layer scenarios). Nothing i
 
     python -m labs setup nginx-buffering     install what that lab needs, nothing else
     python -m labs setup load view           the load lab's proxies; every hop the view can play
+    python -m labs setup check               what `make check`'s fast tests run: every proxy's binary
     python -m labs setup --all               everything (what `make setup` and the suite need)
     python -m labs setup NAME --check        say what is missing; install nothing (exit 1 if any)
 
@@ -17,6 +18,7 @@ from typing import Iterable, Sequence
 
 from labs.scenario.model import Scenario, hop_kind
 from labs.scenario.chromium import NEEDS as BROWSER_DRIVER_NEEDS
+from proxies.kinds import KINDS
 from proxies.needs import (HOP_NEEDS, REQUIREMENTS, CannotInstall, Requirement, hop_needs,
                            install_missing, pip_extra, python_present)
 
@@ -79,14 +81,24 @@ def view_needs() -> list[str]:
                    if need not in BROWSER_NEEDS)
 
 
+def check_needs() -> list[str]:
+    """What `make check` runs besides Python: every proxy's binary, for its config check alone
+    (the catalogue's hops and every setting are proven by their proxy's own `nginx -t`,
+    `haproxy -c`, `envoy --mode validate` ...); no app, browser or client library is started."""
+    return hop_needs(KINDS)
+
+
 def everything() -> list[str]:
     return _unique([*hop_needs(HOP_NEEDS), *SUITE_NEEDS])
 
 
 def needs_of(name: str) -> list[str]:
-    """The requirements of a lab by the name `make lab-NAME` takes (a scenario, load, view, all)."""
+    """The requirements of a lab by the name `make lab-NAME` takes (a scenario, load, view, all),
+    or of `make check`'s tests (check)."""
     if name == "all":
         return everything()
+    if name == "check":
+        return check_needs()
     if name == "load":
         return load_needs()
     if name == "view":
@@ -97,7 +109,7 @@ def needs_of(name: str) -> list[str]:
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m labs setup", description=__doc__.splitlines()[0])
-    parser.add_argument("names", nargs="*", metavar="NAME", help="scenario names, `load`, `view`")
+    parser.add_argument("names", nargs="*", metavar="NAME", help="scenario names, `load`, `view`, `check`")
     parser.add_argument("--all", action="store_true", help="everything the labs and the tests use")
     parser.add_argument("--check", action="store_true", help="report what is missing; install nothing")
     args = parser.parse_args(argv)

@@ -56,6 +56,21 @@ def without_model_extra(tmp_path: Path) -> dict[str, str]:
     return {**os.environ, "PYTHONPATH": str(folder), "HF_HUB_OFFLINE": "1"}
 
 
+def test_requires_python_is_the_tested_interpreter_that_the_code_needs() -> None:
+    import tomllib
+
+    from packaging.specifiers import SpecifierSet
+
+    required = SpecifierSet(tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["requires-python"])
+    # The floor is 3.11, what the suite runs on (docs/environment.md) and the code uses.
+    assert "3.11.0" in required and "3.10.20" not in required
+    assert f"{sys.version_info.major}.{sys.version_info.minor}.{sys.version_info.micro}" in required
+    sources = {path: path.read_text(encoding="utf-8") for package in ("server", "labs")
+               for path in (REPO / package).rglob("*.py")}
+    assert any("import tomllib" in text for text in sources.values())
+    assert any("asyncio.timeout(" in text for text in sources.values())
+
+
 def test_the_base_commands_import_no_extra() -> None:
     code = (f"import sys, {', '.join(BASE_COMMANDS)}\n"
             f"print(' '.join(m for m in {EXTRA_MODULES!r} if m in sys.modules))")

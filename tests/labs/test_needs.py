@@ -1,8 +1,10 @@
 """What a lab installs is read off what it declares (labs/needs.py, proxies/needs.py)."""
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -10,9 +12,12 @@ from labs import catalogue
 from labs.client.libraries import LIBRARIES
 from labs.scenario.model import hop_kind
 from labs.needs import ALL, LIBRARY_NEEDS, everything, main, needs_of, scenario_needs, view_needs
+from proxies.kinds import KINDS
 from proxies.needs import HOP_NEEDS, CannotInstall, Requirement, install_missing
 from proxies.runtime.images import SERVICES
 from tests.ids import other_id
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
 
 
 def test_the_flagship_lab_needs_nginx_and_nothing_else() -> None:
@@ -50,6 +55,26 @@ def test_everything_is_every_requirement_and_the_view_needs_no_browser_of_ours()
     assert set(everything()) == set(ALL)
     assert "chromium" not in view_needs() and "nginx" in view_needs()
     assert set(needs_of("load")) == {"nginx", "haproxy", "envoy"}
+
+
+def test_make_check_installs_every_proxy_binary_its_tests_run_and_nothing_else() -> None:
+    # The catalogue's test proves every proxy hop of every scenario with its binary, and
+    # tests/proxies/test_settings.py every kind's settings: every kind, from its own package.
+    catalogued = {hop_kind(hop) for scenario in catalogue.SCENARIOS for hop in scenario.path} & set(KINDS)
+    assert set(needs_of("check")) == set(KINDS) >= catalogued
+    assert all(ALL[name].check is not None for name in needs_of("check"))  # proxies' binaries only
+    assert not {"chromium", "node-modules", "litellm", "python-apps"} & set(needs_of("check"))
+
+
+def test_make_check_sets_up_its_needs_before_its_tests() -> None:
+    # make -n prints the recipe without running it (nor the venv's, whatever it would rebuild).
+    out = subprocess.run(["make", "-n", "check"], cwd=REPO_ROOT, capture_output=True, text=True,
+                         timeout=60, env={**os.environ, "MAKEFLAGS": ""})
+    assert out.returncode == 0, out.stderr
+    lines = out.stdout.splitlines()
+    setup = [i for i, line in enumerate(lines) if "-m labs setup check" in line]
+    tests = [i for i, line in enumerate(lines) if "-m pytest" in line]
+    assert setup and tests and setup[0] < tests[0], out.stdout
 
 
 def test_only_what_is_missing_is_installed_and_a_failed_step_says_so() -> None:
