@@ -12,15 +12,18 @@ plain FastAPI endpoint with no engine, a raw ASGI app on the lab's own uvicorn, 
 uvloop, a bare asyncio server with no framework, a protocol straight on httptools): what this
 machine, its load, the client and the HTTP stack allow before any lab feature.
 
-Target (issue 27), read against the references of the same rounds, never an absolute figure on
-a shared machine: one server process, straight to it (`--workers 1`, direct), reaches a TTFT p99
-at most 1.5x the bare asyncio server's and below the plain FastAPI endpoint's. The other rows
-(`--workers 2`, the fixed proxy configs) show their ratio to the bare server, without a target.
-A miss comes with its measured reason (`reasons`): the server's CPU per request against the bare
-server's (a burst is admitted by one event loop: the last arrival waits for all the others'
-work), the client's CPU on the same cores, the machine's load, and what the raw ASGI app on the
-same HTTP stack reached (the part of the miss that is the stack's own). Without the references' p99
-the verdict is "skipped", never a pass.
+Target (issue 40), read against the raw ASGI app of the same rounds (labs/bench/stack_floors.py:
+an ASGI callable that only streams, on the uvicorn, httptools and uvloop the lab's server runs
+on), never an absolute figure on a shared machine: one server process, straight to it
+(`--workers 1`, direct), spends at most 1.5x the raw ASGI app's server CPU per admitted request.
+Its TTFT p99 is reported beside, as a ratio to the raw ASGI app's, without a target: on 2 shared
+cores the last arrival's wait is the burst's CPU spread over whatever the client and the
+machine's other work leave (docs/performance.md). The other rows show their ratios without a
+target. A miss comes with its measured reasons (`reasons`): the lab server's own work above its
+HTTP stack, the client's CPU on the same cores, the machine's load. Without the raw ASGI app's
+figures the verdict is "skipped", never a pass. The earlier targets (issue 27: TTFT p99 at most
+1.5x the bare asyncio server's and below plain FastAPI's) sat below the stack's own floor
+(docs/benchmarks.md keeps them as history).
 """
 from __future__ import annotations
 
@@ -37,7 +40,9 @@ ARRIVALS = 1000
 ROUNDS = 3
 BURST_TOKENS_S = 0.15  # 3 tokens at 20 tok/s per stream
 WORKERS = (1, 2)
-TARGET_RATIO = 1.5  # TTFT p99 of --workers 1, direct / the bare asyncio server's, same rounds
+# Server CPU per admitted request of TARGET_ROW / the raw ASGI app's, same rounds: the raw app
+# already costs ~1.3x the bare asyncio server (docs/performance.md, the third pass).
+TARGET_CPU_RATIO = 1.5
 TARGET_ROW = ("workers=1", "direct")
 
 
@@ -82,35 +87,39 @@ def bench_admission(progress: Progress, arrivals: int = ARRIVALS, rounds: int = 
         load.append(os.getloadavg()[0])
     result = {"arrivals": arrivals, "rounds": rounds, "configs": configs,
               "references": {name: summarize_reference(runs) for name, runs in refs.items() if runs},
-              "load_average_1m": load, "cores": os.cpu_count(), "target_ratio": TARGET_RATIO}
+              "load_average_1m": load, "cores": os.cpu_count(), "target_cpu_ratio": TARGET_CPU_RATIO}
     judge(result)
     result["reasons"] = reasons(result)
     return result
 
 
+def _ratios(row: dict[str, Any], raw: dict[str, Any]) -> None:
+    """`row`'s TTFT p99 and server CPU per request as ratios to the raw ASGI app's (None: no figure)."""
+    p99, raw_p99 = row.get("ttft_p99_median_s"), raw.get("ttft_p99_median_s")
+    cpu, raw_cpu = row.get("server_cpu_us_per_request"), raw.get("server_cpu_us_per_request")
+    row["p99_ratio_to_raw"] = p99 / raw_p99 if p99 is not None and raw_p99 else None
+    row["cpu_ratio_to_raw"] = cpu / raw_cpu if cpu is not None and raw_cpu else None
+
+
 def judge(result: dict[str, Any]) -> None:
-    """Each row's ratio to the bare server's p99; the target row's verdict: True, False, or None
-    (skipped: a reference did not give a p99, so there is nothing to compare against)."""
+    """Each row's ratios to the raw ASGI app's; the target row's verdict: True, False, or None
+    (skipped: the raw ASGI app gave no usable figure, so there is nothing to compare against)."""
     refs = result.get("references") or {}
-    bare = (refs.get(references.BARE) or {}).get("ttft_p99_median_s")
-    plain = (refs.get(references.PLAIN) or {}).get("ttft_p99_median_s")
+    raw = refs.get(references.RAW_ASGI) or {}
     for ref in refs.values():
-        p99 = ref.get("ttft_p99_median_s")
-        ref["ratio_to_bare"] = p99 / bare if p99 is not None and bare else None
+        _ratios(ref, raw)
     for config, paths in result["configs"].items():
         for name, row in paths.items():
-            p99 = row["ttft_p99_median_s"]
-            row["ratio_to_bare"] = p99 / bare if p99 is not None and bare else None
-            row["ratio_to_plain"] = p99 / plain if p99 is not None and plain else None
+            _ratios(row, raw)
             if (config, name) != TARGET_ROW:
                 row["met"] = "-"
-            elif row["ratio_to_bare"] is None or row["ratio_to_plain"] is None:
+            elif row["cpu_ratio_to_raw"] is None or raw.get("failed"):
                 row["met"] = None
-                row["skipped"] = ("a reference server gave no TTFT p99 in this run"
-                                  if p99 is not None else "the lab's server gave no TTFT p99")
+                row["skipped"] = (f"the {references.RAW_ASGI} reference gave no usable CPU figure in "
+                                  "this run" if row.get("server_cpu_us_per_request") else
+                                  "the lab's server gave no CPU figure")
             else:
-                row["met"] = (row["ratio_to_bare"] <= TARGET_RATIO and row["ratio_to_plain"] < 1.0
-                              and not row["failed"])
+                row["met"] = row["cpu_ratio_to_raw"] <= TARGET_CPU_RATIO and not row["failed"]
 
 
 def summarize_reference(runs: list[dict[str, Any]]) -> dict[str, Any]:
@@ -126,9 +135,8 @@ def summarize_reference(runs: list[dict[str, Any]]) -> dict[str, Any]:
 def reasons(result: dict[str, Any]) -> list[str]:
     """Why the missed targets are missed, from the run's own figures: first what the machine,
     the client and the references showed, then one line per missed target (none when all are
-    met). A burst is admitted by one event loop per worker: the last arrival waits for the
-    others' work, so p99 cannot be below the server's CPU for the burst spread over its cores."""
-    n, cores = result["arrivals"], result.get("cores") or 1
+    met): the lab server's own work above the raw ASGI app on the same stack."""
+    n = result["arrivals"]
     missed = [(config, name, row) for config, paths in result["configs"].items()
               for name, row in paths.items() if row.get("met") is False]
     if not missed:
@@ -137,8 +145,8 @@ def reasons(result: dict[str, Any]) -> list[str]:
     client = [r.get("client_cpu_ms") or 0.0 for r in runs]
     busy = [r.get("machine_busy_pct") or 0.0 for r in runs]
     load = result.get("load_average_1m") or []
-    context = (f"This machine: {cores} cores, {min(busy):.0f}-{max(busy):.0f}% busy during the "
-               f"bursts (% of one core, every process on it), load average "
+    context = (f"This machine: {result.get('cores') or 1} cores, {min(busy):.0f}-{max(busy):.0f}% busy "
+               f"during the bursts (% of one core, every process on it), load average "
                f"{' -> '.join(f'{v:.1f}' for v in load)}; the measuring client used "
                f"{min(client):.0f}-{max(client):.0f} ms of CPU per burst on the same cores")
     refs = result.get("references") or {}
@@ -148,36 +156,21 @@ def reasons(result: dict[str, Any]) -> list[str]:
             f"{ref['server_cpu_us_per_request']:.0f} us of CPU per request"
             for name, ref in refs.items() if ref.get("ttft_p99_median_s") is not None)
     out = [context + "."]
-    bare = (refs.get(references.BARE) or {})
-    bare_cpu = bare.get("server_cpu_us_per_request") or 0.0
+    raw_cpu = (refs.get(references.RAW_ASGI) or {}).get("server_cpu_us_per_request") or 0.0
     for config, name, row in missed:
-        cpu_ms = row["server_cpu_us_per_request"] * n / 1e3
-        line = (f"{config.replace('workers=', '--workers ')} {name}: p99 "
-                f"{row['ttft_p99_median_s'] * 1e3:,.0f} ms, {row['ratio_to_bare']:.2f}x the bare "
-                f"asyncio server's (target at most {TARGET_RATIO:g}x) and "
-                f"{row['ratio_to_plain']:.2f}x plain FastAPI's (target below 1x)")
+        cpu = row["server_cpu_us_per_request"]
+        line = (f"{config.replace('workers=', '--workers ')} {name}: {cpu:.0f} us of server CPU "
+                f"per admitted request, {row['cpu_ratio_to_raw']:.2f}x the {references.RAW_ASGI} "
+                f"app's {raw_cpu:.0f} us (target at most {TARGET_CPU_RATIO:g}x): the lab server's own "
+                f"work above its HTTP stack is {cpu - raw_cpu:.0f} us per request, "
+                f"{(cpu - raw_cpu) * n / 1e3:,.0f} ms of one core for {n:,} arrivals")
         if row["failed"]:
             line += f"; {row['failed']} of the streams failed"
-        if bare_cpu:
-            line += (f"; {row['server_cpu_us_per_request']:.0f} us of server CPU per request is "
-                     f"{row['server_cpu_us_per_request'] / bare_cpu:.1f}x the bare server's "
-                     f"{bare_cpu:.0f} us, {cpu_ms:,.0f} ms of one core for {n:,} arrivals, which "
-                     f"the last arrival waits for")
-        line += _above_the_stack(row, refs.get(references.RAW_ASGI) or {})
-        out.append(line + ".")
+        if row.get("p99_ratio_to_raw") is not None:
+            line += (f"; its TTFT p99 {row['ttft_p99_median_s'] * 1e3:,.0f} ms is "
+                     f"{row['p99_ratio_to_raw']:.2f}x the raw ASGI app's (no target)")
+        out.append(line + ". Where it goes: `python -m labs.bench.profile` (docs/performance.md).")
     return out
-
-
-def _above_the_stack(row: dict[str, Any], raw: dict[str, Any]) -> str:
-    """What the raw ASGI app on the same HTTP stack reached: the part of the miss that is the
-    stack's own, and the lab server's work above it."""
-    ratio, cpu = raw.get("ratio_to_bare"), raw.get("server_cpu_us_per_request")
-    if ratio is None or not cpu:
-        return ""
-    return (f"; an ASGI app that does nothing but stream, on the same uvicorn, httptools and "
-            f"uvloop, reached {ratio:.2f}x with {cpu:.0f} us per request: the lab server's own "
-            f"work above its HTTP stack is {row['server_cpu_us_per_request'] - cpu:.0f} us per "
-            f"request")
 
 
 def summarize(name: str, runs: list[dict[str, Any]]) -> dict[str, Any]:
@@ -193,27 +186,20 @@ def markdown_lines(result: dict[str, Any]) -> list[str]:
     n, rounds = result["arrivals"], result["rounds"]
     lines = [f"## Admission: {n:,} simultaneous arrivals (synthetic engine, {rounds} rounds)", "",
              "| server | path | TTFT p50 (ms) | TTFT p99 median (ms) | p99 each round (ms) "
-             "| server CPU us/request | failed | p99 / bare asyncio | target |",
-             "| --- | --- |" + " ---: |" * 6 + " --- |"]
-    for config, paths in result["configs"].items():
-        for name, row in paths.items():
-            each = " / ".join("-" if r["ttft_p99_s"] is None else f"{r['ttft_p99_s'] * 1e3:.0f}"
-                              for r in row["runs"])
-            p50, p99 = row["ttft_p50_median_s"], row["ttft_p99_median_s"]
-            lines.append(
-                f"| {config.replace('workers=', '--workers ')} | {name} | "
-                f"{'-' if p50 is None else f'{p50 * 1e3:.0f}'} | "
-                f"{'-' if p99 is None else f'{p99 * 1e3:.0f}'} | {each} | "
-                f"{row['server_cpu_us_per_request']:.0f} | {row['failed']} | "
-                f"{_ratio(row.get('ratio_to_bare'))} | {verdict(row)} |")
-    for name, ref in (result.get("references") or {}).items():
+             "| server CPU us/request | failed | p99 / raw ASGI | CPU / raw ASGI | target |",
+             "| --- | --- |" + " ---: |" * 7 + " --- |"]
+    rows = [(config.replace("workers=", "--workers "), name, row)
+            for config, paths in result["configs"].items() for name, row in paths.items()]
+    rows += [("reference", name, ref) for name, ref in (result.get("references") or {}).items()]
+    for server, name, row in rows:
         each = " / ".join("-" if r["ttft_p99_s"] is None else f"{r['ttft_p99_s'] * 1e3:.0f}"
-                          for r in ref["runs"])
-        p50, p99 = ref["ttft_p50_median_s"], ref["ttft_p99_median_s"]
-        lines.append(f"| reference | {name} | {'-' if p50 is None else f'{p50 * 1e3:.0f}'} | "
-                     f"{'-' if p99 is None else f'{p99 * 1e3:.0f}'} | {each} | "
-                     f"{ref['server_cpu_us_per_request']:.0f} | {ref['failed']} | "
-                     f"{_ratio(ref.get('ratio_to_bare'))} | - |")
+                          for r in row["runs"])
+        p50, p99 = row["ttft_p50_median_s"], row["ttft_p99_median_s"]
+        lines.append(
+            f"| {server} | {name} | {'-' if p50 is None else f'{p50 * 1e3:.0f}'} | "
+            f"{'-' if p99 is None else f'{p99 * 1e3:.0f}'} | {each} | "
+            f"{row['server_cpu_us_per_request']:.0f} | {row['failed']} | "
+            f"{_ratio(row.get('p99_ratio_to_raw'))} | {_ratio(row.get('cpu_ratio_to_raw'))} | {verdict(row)} |")
     why = reasons(result)
     if why:
         lines += ["", "Why the target is missed here (measured in this run):", ""]
@@ -226,11 +212,10 @@ def _ratio(value: float | None) -> str:
 
 
 def verdict(row: dict[str, Any]) -> str:
-    """The target cell: pass or miss against the ratios, skipped with its reason, or no target."""
+    """The target cell: pass or miss against the CPU ratio, skipped with its reason, or no target."""
     met = row.get("met", "-")
     if met == "-":
         return "-"
     if met is None:
         return f"skipped: {row.get('skipped', 'no figure')}"
-    head = f"<= {TARGET_RATIO:g}x bare, < plain FastAPI"
-    return f"{head}: pass" if met else f"{head}: **miss** ({_ratio(row.get('ratio_to_plain'))} plain)"
+    return f"CPU <= {TARGET_CPU_RATIO:g}x raw ASGI: {'pass' if met else '**miss**'}"

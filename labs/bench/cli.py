@@ -20,6 +20,7 @@ from labs.bench.references import REFERENCES
 from labs.bench.server_cpu import CPU_CASES, bench_server_cpu
 from labs.bench.tools import bench_tools
 from labs.bench.tools import markdown_lines as tools_lines
+from labs.bench.verdicts import summary
 from labs.client.resources import raise_own_fd_limit
 
 DEFAULT_OUT = REPO_ROOT / "reports" / "bench"
@@ -70,7 +71,9 @@ def parts(args: argparse.Namespace) -> dict[str, Part]:
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m labs bench",
-                                     description="every benchmark of the project in one run")
+                                     description="every benchmark of the project in one run",
+                                     epilog="exit status: 0 every target met, 1 a target missed, 2 a part "
+                                            "failed or a target could not be judged")
     parser.add_argument("--only", default="", help=f"comma-separated parts (default all): {', '.join(PARTS)}")
     parser.add_argument("--streams", type=int, default=1000, help="streams of the many-streams step")
     parser.add_argument("--arrivals", type=int, default=ARRIVALS,
@@ -115,4 +118,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     text += f"\nWall time: {time.monotonic() - started:.0f} s.\n"
     (args.out / "bench.md").write_text(text)
     console.print(text)
-    return 0 if all("error" not in r for r in results.values()) else 1
+    # The verdict is over the parts run this time, never the saved results of earlier runs.
+    status, lines = summary({name: results[name] for name in chosen})
+    console.print("\n".join(lines), markup=False, highlight=False)
+    return status

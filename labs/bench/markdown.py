@@ -76,10 +76,11 @@ def markdown(results: Mapping[str, Any], command: str) -> str:
         if cpu.get("many"):
             lines += _table(
                 f"Server CPU per token at 1,000 streams x 20 tok/s, no coalescing, beside the "
-                f"reference servers (target: at most {cpu['target_ratio']:g}x the bare asyncio server)",
-                "| server | tokens | server CPU us/token | / bare asyncio | gap p99 (ms) | failed | target |",
+                f"reference servers (target: at most {cpu['target_ratio']:g}x the raw ASGI app on the "
+                f"same stack)",
+                "| server | tokens | server CPU us/token | / raw ASGI | gap p99 (ms) | failed | target |",
                 [f"| {r['server']} | {r['tokens']:,} | {r['server_cpu_us_per_token']:.1f} | "
-                 f"{'-' if r.get('ratio_to_bare') is None else format(r['ratio_to_bare'], '.2f') + 'x'} | "
+                 f"{_x(r.get('ratio_to_raw'))} | "
                  f"{_ms(r['gap_p99_s'], 1)} | {r['failed']} | {_cpu_verdict(r, cpu['target_ratio'])} |"
                  for r in cpu["many"]])
             if cpu.get("reason"):

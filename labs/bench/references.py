@@ -4,9 +4,10 @@ the same streams in the same run: what this machine allows before any lab featur
 * plain FastAPI (labs/bench/plain_server.py): an async generator of json.dumps chunks in a
   StreamingResponse, as most OpenAI-compatible demos are written; same uvicorn and uvloop;
 * raw ASGI on uvicorn (labs/bench/stack_floors.py): an ASGI callable with no framework on the
-  lab server's own HTTP stack: the least any app on it can cost;
+  lab server's own HTTP stack: the least any app on it can cost, the floor the targets are read
+  against;
 * bare asyncio (labs/bench/measuring_client.py's server): uvloop streams, no HTTP library, no
-  framework; one write per event. The floor the targets are read against;
+  framework; one write per event (the floor of issue 27's targets, below the stack's own);
 * httptools protocol (labs/bench/stack_floors.py): httptools' parser under an asyncio protocol,
   without uvicorn: the floor of an HTTP layer of one's own.
 
