@@ -160,8 +160,8 @@ def reasons(result: dict[str, Any]) -> list[str]:
     for config, name, row in missed:
         cpu = row["server_cpu_us_per_request"]
         line = (f"{config.replace('workers=', '--workers ')} {name}: {cpu:.0f} us of server CPU "
-                f"per admitted request, {row['cpu_ratio_to_raw']:.2f}x the {references.RAW_ASGI} "
-                f"app's {raw_cpu:.0f} us (target at most {TARGET_CPU_RATIO:g}x): the lab server's own "
+                f"per admitted request, {row['cpu_ratio_to_raw']:.2f}x the raw ASGI app's {raw_cpu:.0f} us "
+                f"on the same stack (target at most {TARGET_CPU_RATIO:g}x): the lab server's own "
                 f"work above its HTTP stack is {cpu - raw_cpu:.0f} us per request, "
                 f"{(cpu - raw_cpu) * n / 1e3:,.0f} ms of one core for {n:,} arrivals")
         if row["failed"]:

@@ -88,7 +88,7 @@ def reason(result: dict[str, Any]) -> str | None:
     if lab.get("target_met") is not False:
         return None
     text = (f"streamlab: {lab['server_cpu_us_per_token']:.1f} us/token, "
-            f"{lab['ratio_to_raw']:.2f}x the {references.RAW_ASGI} app's on the same stack (target "
+            f"{lab['ratio_to_raw']:.2f}x the raw ASGI app's on the same stack (target "
             f"at most {result['target_ratio']:g}x)")
     if lab["failed"]:
         text += f", {lab['failed']} streams failed"

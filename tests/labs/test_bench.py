@@ -99,7 +99,7 @@ def test_admission_target_is_cpu_per_request_against_the_raw_asgi_app_of_the_sam
     assert reasons(ok) == []
     slow = _admission([310.0] * 3, raw_cpu_us=200.0)  # 1.55x
     assert slow["configs"]["workers=1"]["direct"]["met"] is False
-    assert "1.55x the raw ASGI on uvicorn app's 200 us (target at most 1.5x)" in reasons(slow)[-1]
+    assert "1.55x the raw ASGI app's 200 us on the same stack (target at most 1.5x)" in reasons(slow)[-1]
     # TTFT has no target: a p99 far above the raw app's with CPU in bounds is still a pass.
     assert _admission([250.0] * 3, raw_cpu_us=200.0)["configs"]["workers=1"]["direct"]["p99_ratio_to_raw"] > 1
     assert _admission([100.0] * 3, raw_cpu_us=200.0, failed=1)["configs"]["workers=1"]["direct"]["met"] is False
@@ -156,7 +156,7 @@ def test_server_cpu_target_is_the_ratio_to_the_raw_asgi_app() -> None:
     assert "| streamlab | 80,000 | 26.0 | 1.30x | 100.0 | 0 | <= 1.3x: pass |" in markdown({"server-cpu": met}, "x")
     missed = result(27.0, {"server_cpu_us_per_token": 20.0})
     assert missed["many"][0]["target_met"] is False
-    assert "1.35x the raw ASGI on uvicorn app's on the same stack (target at most 1.3x)" in missed["reason"]
+    assert "1.35x the raw ASGI app's on the same stack (target at most 1.3x)" in missed["reason"]
     assert "<= 1.3x: **miss**" in markdown({"server-cpu": missed}, "python -m labs bench")
     for raw in (None, {"server_cpu_us_per_token": 30.0, "failed": 3}):
         skipped = result(10.0, raw)
@@ -219,7 +219,7 @@ def test_a_missed_admission_target_says_why_with_the_measured_figures() -> None:
     assert "load average 2.0 -> 3.0; the measuring client used 250-250 ms" in why[0]
     assert "plain FastAPI reached p99 320 ms with 350 us of CPU per request" in why[0]
     assert why[1] == ("--workers 1 direct: 550 us of server CPU per admitted request, 2.75x the raw "
-                      "ASGI on uvicorn app's 200 us (target at most 1.5x): the lab server's own work "
+                      "ASGI app's 200 us on the same stack (target at most 1.5x): the lab server's own work "
                       "above its HTTP stack is 350 us per request, 350 ms of one core for 1,000 "
                       "arrivals; its TTFT p99 600 ms is 2.00x the raw ASGI app's (no target). Where "
                       "it goes: `python -m labs.bench.profile` (docs/performance.md).")
