@@ -34,6 +34,7 @@ from typing import Any
 
 from labs.bench import references
 from labs.bench.proxies import PROXIES, Progress, path_to
+from labs.bench.verdicts import at_most
 from labs.load import LoadLab, LoadPath, ServerSpec
 
 ARRIVALS = 1000
@@ -119,7 +120,7 @@ def judge(result: dict[str, Any]) -> None:
                                   "this run" if row.get("server_cpu_us_per_request") else
                                   "the lab's server gave no CPU figure")
             else:
-                row["met"] = row["cpu_ratio_to_raw"] <= TARGET_CPU_RATIO and not row["failed"]
+                row["met"] = at_most(row["cpu_ratio_to_raw"], TARGET_CPU_RATIO) and not row["failed"]
 
 
 def summarize_reference(runs: list[dict[str, Any]]) -> dict[str, Any]:

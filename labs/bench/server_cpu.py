@@ -15,6 +15,7 @@ from typing import Any
 
 from labs.bench import references
 from labs.bench.proxies import Progress, path_to
+from labs.bench.verdicts import at_most
 from labs.load import SYNTHETIC, LoadLab
 
 CPU_CASES = ((300, 20.0), (100, 200.0))  # (streams, tok/s per stream): same tokens/s order
@@ -79,7 +80,7 @@ def judge(result: dict[str, Any]) -> None:
         lab["target_met"] = None
         lab["skipped"] = f"the {references.RAW_ASGI} reference gave no usable figure in this run"
     else:
-        lab["target_met"] = lab["ratio_to_raw"] <= TARGET_RATIO and not lab["failed"]
+        lab["target_met"] = at_most(lab["ratio_to_raw"], TARGET_RATIO) and not lab["failed"]
 
 
 def reason(result: dict[str, Any]) -> str | None:
