@@ -8,7 +8,7 @@ quotes), with a progress bar and the time left while it runs. One module per par
 
     admission         0. 1,000 simultaneous arrivals on the synthetic engine, direct and through
                       each fixed config, --workers 1 and 2, beside the reference servers:
-                      TTFT p50/p99, the targets, and why one is missed
+                      TTFT p50/p99, CPU per request, the target, and why it is missed
     prefill           0b. the tiny model, 8/32/64 simultaneous arrivals, TTFT with serial and
                       batched prefill (short and long prompts)
     proxies           1. each fixed proxy config (proxies/fixed/) against direct: TTFT at one
@@ -29,6 +29,8 @@ quotes), with a progress bar and the time left while it runs. One module per par
                       tool's command and output parser), table (the side-by-side table), compare
                       (the run); tree_cpu (a process tree's CPU)
     markdown          bench.md
+    verdicts          the verdict over the parts run and the exit status: 0 every target met,
+                      1 a target missed, 2 a part failed or a target could not be judged
     progress          the progress bar (redrawn by hand: no thread beside the measurements)
     cli               the command line, the parts in order, the files it writes
 """

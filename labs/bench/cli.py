@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -20,7 +21,7 @@ from labs.bench.references import REFERENCES
 from labs.bench.server_cpu import CPU_CASES, bench_server_cpu
 from labs.bench.tools import bench_tools
 from labs.bench.tools import markdown_lines as tools_lines
-from labs.bench.verdicts import summary
+from labs.bench.verdicts import FAILED, summary
 from labs.client.resources import raise_own_fd_limit
 
 DEFAULT_OUT = REPO_ROOT / "reports" / "bench"
@@ -87,6 +88,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     if unknown:
         parser.error(f"unknown parts: {', '.join(sorted(unknown))}")
 
+    command = "python -m labs bench" + (" " + " ".join(argv) if argv else "")
+    try:
+        return _run(args, chosen, command)
+    except Exception as exc:  # noqa: BLE001 - the bench's own failure: one line, never a verdict
+        print(f"error: the bench failed: {type(exc).__name__}: {exc}", file=sys.stderr)
+        return FAILED
+
+
+def _run(args: argparse.Namespace, chosen: list[str], command: str) -> int:
+    """Run the chosen parts, write bench.md, print the verdict; the exit status."""
     from rich.console import Console
 
     from labs.bench.progress import BenchProgress
@@ -95,7 +106,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     args.out.mkdir(parents=True, exist_ok=True)
     console = Console()
     results: dict[str, Any] = {}
-    command = "python -m labs bench" + (" " + " ".join(argv) if argv else "")
     started = time.monotonic()
     plan = parts(args)
     with BenchProgress(console, {name: plan[name].expected_s for name in chosen}) as bar:

@@ -294,7 +294,7 @@ def _tools_result(*met: bool | None) -> dict:
 def _bench_exit(monkeypatch: pytest.MonkeyPatch, tmp_path: Path, capsys: pytest.CaptureFixture[str],
                 outcomes: dict) -> tuple[int, str]:
     """`python -m labs bench --only ...` with the parts replaced by `outcomes` (a result, or an
-    exception the part raises): its exit status and what it printed."""
+    exception the part raises): its exit status and what it printed (stdout, then stderr)."""
     from labs.bench import cli
 
     def run(outcome: object):
@@ -306,7 +306,8 @@ def _bench_exit(monkeypatch: pytest.MonkeyPatch, tmp_path: Path, capsys: pytest.
     monkeypatch.setattr(cli, "parts", lambda args: {name: cli.Part(name, run(outcome), 1.0)
                                                      for name, outcome in outcomes.items()})
     status = cli.main(["--only", ",".join(outcomes), "--out", str(tmp_path)])
-    return status, capsys.readouterr().out
+    printed = capsys.readouterr()
+    return status, printed.out + printed.err
 
 
 def test_bench_exits_0_when_every_target_is_met(monkeypatch: pytest.MonkeyPatch, tmp_path: Path,
@@ -335,6 +336,19 @@ def test_bench_exits_2_when_a_part_fails_or_a_target_cannot_be_judged(
     status, out = _bench_exit(monkeypatch, tmp_path, capsys,
                               {"admission": _admission([100.0], raw_cpu_us=None)})
     assert status == 2 and "skipped (could not be judged): admission workers=1 direct" in out
+
+
+def test_bench_s_own_failure_is_one_line_and_exit_2(monkeypatch: pytest.MonkeyPatch, tmp_path: Path,
+                                                   capsys: pytest.CaptureFixture[str]) -> None:
+    from labs.bench import cli
+
+    def broken(results: object, command: str) -> str:
+        raise OSError("No space left on device")
+    monkeypatch.setattr(cli, "markdown", broken)
+    status, printed = _bench_exit(monkeypatch, tmp_path, capsys, {"tools": _tools_result(True)})
+    assert status == 2  # the part ran and met its target, but no report was written
+    assert printed.endswith("\nerror: the bench failed: OSError: No space left on device\n")
+    assert "targets met" not in printed  # no verdict
 
 
 def test_bench_judges_only_the_parts_it_ran(monkeypatch: pytest.MonkeyPatch, tmp_path: Path,
