@@ -42,8 +42,8 @@ SCENARIOS = [
             "response ends: the whole answer arrives at the end, in one burst. Small events stream, "
             "so it shows up only when the first event is large (a long first delta, a tool call). "
             "Keep event streams out of encode with a request matcher (`not header Accept "
-            "*text/event-stream*`); flush_interval -1 (in both configs here) does not help, the "
-            "encoder holds the bytes. " + RACE),
+            "*text/event-stream*`); flush_interval -1 does not help (measured when the fixed config "
+            "had it), the encoder holds the bytes. " + RACE),
         fix_summary="encode @compressible gzip, with @compressible not header Accept *text/event-stream*",
         finding=(
             "Measured here and not a failure: with normal small events Caddy streams even with "

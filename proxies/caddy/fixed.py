@@ -8,7 +8,6 @@ from proxies.caddy.settings import CaddySettings
 
 def caddy() -> CaddySettings:
     return CaddySettings(
-        encode=("gzip",), encode_skip_event_streams=True, flush_interval="-1",
-        dial_timeout="5s", read_timeout=SILENCE,
+        encode=("gzip",), encode_skip_event_streams=True, dial_timeout="5s", read_timeout=SILENCE,
         read_header_timeout=HEADERS, read_body_timeout=BODY, idle_timeout=IDLE,
         max_body_bytes=MAX_BODY, buffer_requests=True, json_errors=True)
