@@ -10,6 +10,8 @@ request and body byte it receives: so what stops a body is the proxy, never the 
 - A body over the limit (MAX_BODY + 1 MiB), with a Content-Length and chunked, gets the proxy's
   own error in the OpenAI shape (413; 411 where the proxy cannot count a chunked body, so it
   refuses every one) and never reaches the upstream.
+- After that attack, in front of the lab's own server (whose 413 is the limit where the proxy
+  forwards a chunked body whole), the same proxy serves the next two ordinary streams whole.
 
 What a proxy cannot do is declared in DEFENCES as measured, with the reason, so a change in the
 program shows as a failure here; each bound is also shown to depend on the fixed config's
@@ -35,7 +37,7 @@ from proxies.runtime.base import Runtime
 from proxies.runtime.local import run_proxy
 from server.processes import wait_until
 from tests.reliability.proxy_faults import (BODY_TIMEOUT_S, HEADER_TIMEOUT_S, LATE_S, assert_openai_error,
-                                            connections_to, fixed)
+                                            chat, connections_to, fixed)
 from tests.runtimes import stream
 
 pytestmark = pytest.mark.slow
@@ -254,6 +256,16 @@ def _chunks(body: bytes) -> Any:
     return (body[start:start + 65536] for start in range(0, len(body), 65536))
 
 
+def _assert_refused(response: httpx.Response | None, expected: int | str) -> None:
+    """The proxy refused the body as DEFENCES states: cut (unanswered, or an error) or its own
+    error in the OpenAI shape (411 or 413)."""
+    if expected == "cut":
+        assert response is None or response.status_code >= 400, response
+    else:
+        assert response is not None, "the connection was cut, unanswered"
+        assert_openai_error(response, expected, "length_required" if expected == 411 else "request_too_large")
+
+
 @pytest.mark.parametrize("framing", ["content-length", "chunked"])
 @pytest.mark.parametrize("proxy_name", PROXIES)
 def test_a_body_over_the_limit_gets_a_json_error_and_never_reaches_the_upstream(
@@ -277,11 +289,8 @@ def test_a_body_over_the_limit_gets_a_json_error_and_never_reaches_the_upstream(
     if expected == "forwarded":  # as measured: no limit at the proxy, the body reached it whole
         assert response is not None and response.status_code == 200 and seen[0] == 1, (response, seen)
         assert seen[1] == len(body), seen
-    elif expected == "cut":
-        assert response is None or response.status_code >= 400, response
     else:
-        assert response is not None, "the connection was cut, unanswered"
-        assert_openai_error(response, expected, "length_required" if expected == 411 else "request_too_large")
+        _assert_refused(response, expected)
     if expected != "forwarded":  # never a whole body upstream; no byte, unless counted on the way
         assert seen[0] == 0, seen
         assert seen[1] == 0 or (chunked and defence.counts_while_forwarding and seen[1] <= MAX_BODY), seen
@@ -303,3 +312,40 @@ def test_without_the_rule_a_chunked_body_over_the_limit_reaches_the_upstream_who
         response = httpx.post(proxy.url + QUICK, content=_chunks(body), headers=JSON, timeout=30)
     assert response.status_code == 200 and upstream.stats.body_bytes - body_bytes == TOO_LARGE, \
         (response.status_code, upstream.stats.body_bytes - body_bytes)
+
+
+# The ordinary streams after the attack: 20 tokens at 50 per second, each read to its [DONE].
+AFTER_ATTACK_TOKENS = 20
+
+
+@pytest.mark.parametrize("proxy_name", PROXIES)
+def test_ordinary_streams_complete_after_a_chunked_body_over_the_limit(proxy_name: ProxyName,
+                                                                      proxy_upstream: Any) -> None:
+    """An over-limit chunked upload, then two ordinary streams on the same proxy, in front of the
+    lab's server (its own limit is MAX_BODY too): the upload is refused (the proxy's answer as in
+    DEFENCES; Traefik, which forwards it whole, gets the server's 413), and each stream completes.
+    Measured before Caddy's fix in an independent check: Caddy answered both streams 502 at once."""
+    defence, server, body = DEFENCES[proxy_name], proxy_upstream, _body()
+    assert len(body) > MAX_BODY
+    before = server.metrics()
+    with run_proxy(fixed(proxy_name, server.port)) as proxy:
+        try:
+            upload: httpx.Response | None = httpx.post(proxy.url + "/v1/chat/completions", content=_chunks(body),
+                                                       headers=JSON, timeout=30)
+        except httpx.TransportError:  # cut at the limit, unanswered
+            upload = None
+        streams = [stream(proxy.url + "/v1/chat/completions",
+                          chat(max_tokens=AFTER_ATTACK_TOKENS, tokens_per_s=50)) for _ in range(2)]
+    after = server.metrics()
+    served = {status: after.get(f'streamlab_requests_total{{status="{status}"}}', 0)
+              - before.get(f'streamlab_requests_total{{status="{status}"}}', 0) for status in (200, 413)}
+    assert upload is None or upload.request.headers.get("transfer-encoding") == "chunked"
+    if defence.chunked == "forwarded":  # refused by the server's own limit, its 413 passed on
+        _assert_refused(upload, 413)
+        assert served[413] == 1, served
+    else:
+        _assert_refused(upload, defence.chunked)
+    assert served[200] == 2, served  # the server answered the two streams, never the upload
+    for result in streams:
+        assert result.status == 200 and result.outcome == "complete", (result.status, result.outcome, result.error)
+        assert result.content_events == AFTER_ATTACK_TOKENS, result.content_events
