@@ -49,9 +49,14 @@ class APIError(Exception):
 
 
 class RequestTooLarge(APIError):
+    """413, and the connection closed: the rest of the body is never read, so the connection
+    cannot carry another request (reading it to the end would read without the limit, which a
+    chunked body has no end to). RFC 9110 section 15.5.14 lets the server close it; the
+    announced and the chunked body, the lane and the ASGI route, all answer so."""
+
     def __init__(self, limit: int) -> None:
         super().__init__(413, f"the request body is larger than the server's limit of {limit} bytes",
-                         code="request_too_large")
+                         code="request_too_large", headers={"Connection": "close"})
 
 
 def error_body(message: str, type: str, param: str | None = None,

@@ -1,96 +1,64 @@
 """The completion lane (server/fast_lane.py) answers exactly as the ASGI route does.
 
-Each request is sent twice to the same server: as it is (the lane serves it) and with an
-`X-Request-Id` (the lane hands it to the ASGI app, whose records layer keeps it). The answers must
-match: status, the headers a client or proxy reads, and the body (errors as JSON, streams chunk
-by chunk with their per-request ids and timestamps left out). A second test runs the server's
-protocol in-process with a lane that counts what it serves: the chat POST and nothing else.
+Two in-process servers alike in all but one thing, on one event loop: one serves the chat POST
+through the lane, the other has no lane (every request goes the ASGI way, as when the lane is off:
+`--http h11`, `--cors-origin`, `--gzip-middleware`, or a uvicorn without the lane's hook). Each
+row of the table is sent to both over a raw socket; what a client, a proxy or the operator can
+see must be the same: the status, the headers a client or proxy reads, the body (errors as JSON,
+streams frame by frame with their per-request ids and timestamps left out), whether the
+connection is kept, what the server counted, and for a departure the slot or the queue place
+freed within one bound. Each row also asserts what it depends on really happened (the lane
+served the one side; the body was over 64 KiB, chunked, trickled past its timeout; the request
+was queued, in its prefill, in its pause), so that a row cannot pass by both sides failing alike.
 """
 from __future__ import annotations
 
 import asyncio
-import itertools
+import contextlib
+import http.client
 import json
-from typing import Any
+import time
+from dataclasses import dataclass, field, replace
+from typing import Any, Callable
 
 import httpx
 import pytest
 
+from server import metrics
 from server.config import ServerConfig
 from server.fast_lane import CompletionLane
-from server.processes import free_port
-from tests.server.in_process import serving
+from server.processes import free_port, wait_until
+from tests.server import raw_http
+from tests.server.in_process import serving, serving_in_thread
 
 PATH = "/v1/chat/completions"
 MESSAGES = [{"role": "user", "content": "hi"}]
-COMPARED_HEADERS = ("content-type", "cache-control", "x-accel-buffering", "transfer-encoding",
-                    "connection", "retry-after")
-_ids = itertools.count()
+JSON = {"Content-Type": "application/json"}
+COMPARED_HEADERS = ("content-type", "content-length", "cache-control", "x-accel-buffering",
+                    "transfer-encoding", "connection", "retry-after")
+# The servers' own limits, small enough to cross: a body limit above uvicorn's 64 KiB read
+# buffer (its flow control pauses reading there, so a larger body arrives in several reads),
+# and a body timeout a test can wait out.
+MAX_BODY_BYTES = 128 * 1024
+LARGE_PAD = 100_000  # a body over 64 KiB and under the limit
+OVER_PAD = 150_000  # a body over the limit
+BODY_TIMEOUT_S = 0.5
+# Pacing: a departure is heard from the connection and frees the slot (or queue place) at the
+# engine's next step; both ways must do so within a few token intervals of the departure.
+TOKENS_PER_S = 10
+FREED_WITHIN_S = 10 / TOKENS_PER_S
+# The silences a departure falls into (queue, prefill, pause) last 60x that bound, so a slot
+# freed within it was freed by the departure, not by the stream's own end.
+SILENCE_S = 60 * FREED_WITHIN_S
+READ_TIMEOUT_S = 10.0
 
 
-def _body(**fields: Any) -> dict[str, Any]:
-    return {"model": "tiny", "messages": MESSAGES, **fields}
+def _body(**fields: Any) -> bytes:
+    return json.dumps({"model": "tiny", "messages": MESSAGES, **fields}).encode()
 
 
-# (name, JSON body or raw bytes, extra headers)
-CASES: list[tuple[str, Any, dict[str, str]]] = [
-    ("stream", _body(stream=True, lab={"script": "one two three"}), {}),
-    ("stream with usage", _body(stream=True, stream_options={"include_usage": True},
-                                lab={"script": "a b"}), {}),
-    ("stream, in-band error", _body(stream=True, lab={"script": "a b c d", "error_after_tokens": 2}), {}),
-    ("stream, event ids resumed", _body(stream=True, lab={"script": "a b c d", "event_ids": True}),
-     {"Last-Event-ID": "2"}),
-    ("json reply", _body(max_tokens=4, lab={"script": "one two three four"}), {}),
-    ("unknown model", {**_body(stream=True), "model": "nope"}, {}),
-    ("invalid field", _body(stream=True, temperature="hot"), {}),
-    ("unknown lab knob", _body(stream=True, lab={"no_such_knob": 1}), {}),
-    ("not JSON", b"{not json", {}),
-    ("wrong content type", b"{}", {"Content-Type": "text/plain"}),
-    ("body over the limit", _body(stream=True, pad="x" * 70_000), {}),
-    ("too many header fields", _body(stream=True), {f"x-extra-{n}": "1" for n in range(120)}),
-]
-
-
-def _send(api_url: str, body: Any, headers: dict[str, str], through_asgi: bool) -> httpx.Response:
-    sent = {"Content-Type": "application/json", **headers}
-    # A field of the same size either way, so that the header limits' messages agree.
-    sent["X-Request-Id" if through_asgi else "X-Request-Ix"] = f"lane-test-{next(_ids):04d}"
-    content = body if isinstance(body, bytes) else json.dumps(body).encode()
-    with httpx.Client(timeout=10) as client:
-        return client.post(api_url + PATH, content=content, headers=sent)
-
-
-def _normalized(reply: httpx.Response) -> dict[str, Any]:
-    headers = {name: reply.headers.get(name) for name in COMPARED_HEADERS}
-    kind = reply.headers.get("content-type", "")
-    if kind.startswith("text/event-stream"):
-        frames = []
-        for line in reply.text.splitlines():
-            if line.startswith("data: ") and line != "data: [DONE]":
-                chunk = json.loads(line[6:])
-                for varying in ("id", "created"):
-                    chunk.pop(varying, None)
-                frames.append(chunk)
-            elif line:
-                frames.append(line)
-        body: Any = frames
-    else:
-        body = reply.json()
-        if isinstance(body, dict):
-            for varying in ("id", "created"):
-                body.pop(varying, None)
-    return {"status": reply.status_code, "headers": headers, "body": body}
-
-
-@pytest.mark.parametrize("name, body, headers", CASES, ids=[case[0] for case in CASES])
-def test_the_lane_answers_as_the_asgi_route(server: Any, name: str, body: Any,
-                                            headers: dict[str, str]) -> None:
-    lane = _send(server.url, body, headers, through_asgi=False)
-    asgi = _send(server.url, body, headers, through_asgi=True)
-    assert asgi.headers.get("x-request-id") or asgi.status_code >= 400  # it went the ASGI way
-    assert "x-request-id" not in lane.headers
-    assert _normalized(lane) == _normalized(asgi)
-    assert lane.status_code == (200 if name.startswith(("stream", "json")) else lane.status_code)
+def _stream(**lab: Any) -> bytes:
+    return _body(stream=True, lab={"script": "one two three", **lab})
 
 
 class CountingLane(CompletionLane):
@@ -103,6 +71,270 @@ class CountingLane(CompletionLane):
         await super().serve(cycle, app)
 
 
+@dataclass
+class Servers:
+    ports: dict[str, int]
+    lane: CountingLane
+
+
+@pytest.fixture(scope="module")
+def servers(model_dir: str) -> Any:
+    """One slot and one queue place: a second stream waits, a third is refused."""
+    with_lane = ServerConfig(model=model_dir, engine="synthetic", port=free_port(),
+                             max_body_bytes=MAX_BODY_BYTES, body_timeout_s=BODY_TIMEOUT_S)
+    asgi = replace(with_lane, port=free_port())
+    with serving_in_thread([with_lane, asgi], [CountingLane, None], slots=1, max_queue=1) as lanes:
+        yield Servers({"lane": with_lane.port, "asgi": asgi.port}, lanes[0])
+
+
+# -- what one side shows -----------------------------------------------------------------------
+
+def _health(port: int) -> dict[str, Any]:
+    return httpx.get(f"http://127.0.0.1:{port}/healthz", timeout=READ_TIMEOUT_S).json()
+
+
+def _idle(port: int) -> bool:
+    health = _health(port)
+    return health["slots_in_use"] == 0 and health["queued"] == 0
+
+
+def _counted() -> dict[str, float]:
+    """The chat requests counted by status, and those ended early by reason."""
+    return {sample.name + "{" + ",".join(f'{k}="{v}"' for k, v in sample.labels.items()) + "}":
+            sample.value
+            for family in (metrics.REQUESTS, metrics.REQUESTS_ABORTED)
+            for metric in family.collect() for sample in metric.samples
+            if sample.name.endswith("_total")}
+
+
+def _answer(reply: Any, body: bytes) -> dict[str, Any]:
+    headers = {name: reply.getheader(name) for name in COMPARED_HEADERS}
+    if (reply.getheader("content-type") or "").startswith("text/event-stream"):
+        shown: Any = raw_http.events(body)
+        headers["content-length"] = None  # chunked
+    else:
+        shown = json.loads(body)
+        if isinstance(shown, dict):
+            for varying in ("id", "created"):
+                shown.pop(varying, None)
+            headers["content-length"] = None  # the ids' lengths vary; the body is compared
+    return {"status": reply.status, "headers": headers, "body": shown}
+
+
+# -- the rows: each sends to one side and returns what it saw ------------------------------------
+
+def sent_whole(request: bytes) -> Callable[[int], dict[str, Any]]:
+    """The request in one write; the whole answer read; then whether the connection is kept."""
+    def run(port: int) -> dict[str, Any]:
+        with raw_http.connection(port, READ_TIMEOUT_S) as conn:
+            conn.send(request)
+            reply = conn.response()
+            try:
+                body, complete = reply.read(), True
+            except http.client.IncompleteRead as cut:  # the body ended before its end
+                body, complete = cut.partial, False
+            return {**_answer(reply, body), "complete": complete, "kept": conn.kept()}
+    return run
+
+
+def pipelined(first: bytes, second: bytes) -> Callable[[int], dict[str, Any]]:
+    def run(port: int) -> dict[str, Any]:
+        with raw_http.connection(port, READ_TIMEOUT_S) as conn:
+            conn.send(first + second)
+            answers = []
+            for _ in range(2):
+                reply = conn.response()
+                answers.append(_answer(reply, reply.read()))
+            return {"answers": answers, "statuses": [answer["status"] for answer in answers],
+                    "kept": conn.kept()}
+    return run
+
+
+def trickled_past_timeout(body: bytes) -> Callable[[int], dict[str, Any]]:
+    """Half the body at once, one byte more halfway through the timeout, then nothing."""
+    def run(port: int) -> dict[str, Any]:
+        with raw_http.connection(port, READ_TIMEOUT_S) as conn:
+            head = raw_http.post(PATH, body)[: -len(body)]
+            sent_at = time.monotonic()
+            conn.send(head + body[: len(body) // 2])
+            time.sleep(BODY_TIMEOUT_S / 2)  # pacing: the trickle, inside the timeout
+            conn.send(body[len(body) // 2: len(body) // 2 + 1])
+            reply = conn.response()
+            answered_after = time.monotonic() - sent_at
+            seen = {**_answer(reply, reply.read()), "kept": conn.kept()}
+        # The body timeout, not something sooner or later, answered (slack: 4 timeouts).
+        seen["answered within its timeout's bound"] = (
+            BODY_TIMEOUT_S <= answered_after < BODY_TIMEOUT_S * 5)
+        return seen
+    return run
+
+
+def left_mid_upload(body: bytes) -> Callable[[int], dict[str, Any]]:
+    def run(port: int) -> dict[str, Any]:
+        before = _counted()
+        with raw_http.connection(port, READ_TIMEOUT_S) as conn:
+            conn.send(raw_http.post(PATH, body)[: -len(body) // 2])
+        # Counted when the server hears the departure: polled, as the counts are compared.
+        wait_until(lambda: _counted() != before, READ_TIMEOUT_S, interval_s=0.01,
+                   describe="the departure counted")
+        return {}
+    return run
+
+
+def left_during(request: bytes, events_before_leaving: int,
+                queued_behind: bytes | None = None) -> Callable[[int], dict[str, Any]]:
+    """Read the head and `events_before_leaving` data events, then leave. `queued_behind`: a
+    request sent first to take the one slot (and left after ours), so that ours waits in the
+    queue; then its queue place is what the departure must free."""
+    def run(port: int) -> dict[str, Any]:
+        with contextlib.ExitStack() as stack:
+            if queued_behind is not None:
+                holder = stack.enter_context(raw_http.connection(port, READ_TIMEOUT_S))
+                holder.send(queued_behind)
+                assert holder.response().status == 200
+            conn = raw_http.Connection(port, READ_TIMEOUT_S)
+            try:
+                conn.send(request)
+                reply = conn.response()
+                seen: list[Any] = []
+                while sum(isinstance(event, dict) for event in seen) < events_before_leaving:
+                    seen += raw_http.events(_next_event(reply))
+                health = _health(port)
+            finally:
+                conn.close()
+            left_at = time.monotonic()
+            freed = (lambda: _health(port)["queued"] == 0) if queued_behind else (lambda: _idle(port))
+            try:
+                wait_until(freed, FREED_WITHIN_S, interval_s=0.01, describe="the slot freed")
+            except TimeoutError:
+                pass
+            freed_after = time.monotonic() - left_at
+        # Where it was when it left: in the queue, or in the slot.
+        return {"status": reply.status, "seen before leaving": seen,
+                "where": {"queued": health["queued"], "slots_in_use": health["slots_in_use"]},
+                f"freed within {FREED_WITHIN_S:g} s": freed_after <= FREED_WITHIN_S}
+    return run
+
+
+def _next_event(reply: Any) -> bytes:
+    """One SSE event (its lines up to the blank one) from a chunked streaming reply."""
+    lines = []
+    while True:
+        line = reply.readline()
+        if not line:
+            raise AssertionError("the stream ended before the event")
+        if line in (b"\n", b"\r\n"):
+            return b"".join(lines)
+        lines.append(line)
+
+
+@dataclass
+class Row:
+    id: str
+    run: Callable[[int], dict[str, Any]]
+    # What the answer must be (besides being the same both ways): a part of what was seen.
+    expected: dict[str, Any] = field(default_factory=dict)
+    chat_posts: int = 1  # how many of its requests the lane serves
+
+
+_LARGE = _body(stream=True, pad="x" * LARGE_PAD, lab={"script": "one two three"})
+_OVER = _body(stream=True, pad="x" * OVER_PAD)
+assert len(_LARGE) > 64 * 1024 and len(_LARGE) < MAX_BODY_BYTES < len(_OVER)
+
+
+def _pieces(body: bytes, size: int) -> list[bytes]:
+    return [body[i:i + size] for i in range(0, len(body), size)]
+
+
+def _chunked_post(body: bytes, piece: int) -> bytes:
+    head = raw_http.request_head("POST", PATH, {"Content-Type": "application/json",
+                                                "Transfer-Encoding": "chunked"})
+    return head + raw_http.chunked(_pieces(body, piece))
+
+
+CLIENT_CLOSED = 'streamlab_requests_total{status="499"}'
+OK = {'streamlab_requests_total{status="200"}': 1}
+LEFT = {'streamlab_requests_aborted_total{reason="disconnect"}': 1}
+_OK_STREAM = {"status": 200, "kept": True}
+_CLOSED = {"kept": False}
+ROWS = [
+    Row("stream", sent_whole(raw_http.post(PATH, _stream())), _OK_STREAM),
+    Row("stream with usage", sent_whole(raw_http.post(PATH, _body(
+        stream=True, stream_options={"include_usage": True}, lab={"script": "a b"}))), _OK_STREAM),
+    Row("stream, in-band error", sent_whole(raw_http.post(PATH, _stream(error_after_tokens=2))),
+        _OK_STREAM),
+    Row("stream, event ids resumed", sent_whole(raw_http.post(
+        PATH, _stream(event_ids=True), {"Last-Event-ID": "2"})), _OK_STREAM),
+    Row("stream, aborted on purpose", sent_whole(raw_http.post(PATH, _stream(abort_after_tokens=1))),
+        {"status": 200, "complete": False, "kept": False}),
+    Row("json reply", sent_whole(raw_http.post(PATH, _body(max_tokens=4, lab={"script": "a b c d"}))),
+        {"status": 200, "kept": True}),
+    Row("unknown model", sent_whole(raw_http.post(PATH, json.dumps(
+        {"model": "nope", "messages": MESSAGES, "stream": True}).encode())), {"status": 404, "kept": True}),
+    Row("invalid field", sent_whole(raw_http.post(PATH, _body(stream=True, temperature="hot"))),
+        {"status": 400, "kept": True}),
+    Row("unknown lab knob", sent_whole(raw_http.post(PATH, _body(stream=True, lab={"no_such_knob": 1}))),
+        {"status": 400, "kept": True}),
+    Row("not JSON", sent_whole(raw_http.post(PATH, b"{not json")), {"status": 400, "kept": True}),
+    Row("wrong content type", sent_whole(raw_http.post(PATH, b"{}", {"Content-Type": "text/plain"})),
+        {"status": 415}),
+    Row("too many header fields", sent_whole(raw_http.post(
+        PATH, _stream(), {f"x-extra-{n}": "1" for n in range(120)})), {"status": 431}),
+    Row("body over 64 KiB with the headers", sent_whole(raw_http.post(PATH, _LARGE)), _OK_STREAM),
+    Row("body over the limit, announced", sent_whole(raw_http.post(PATH, _OVER)),
+        {"status": 413, **_CLOSED}),
+    Row("chunked body", sent_whole(_chunked_post(_stream(), 16)), _OK_STREAM),
+    Row("chunked body over 64 KiB, under the limit", sent_whole(_chunked_post(_LARGE, 16 * 1024)),
+        _OK_STREAM),
+    Row("chunked body over the limit", sent_whole(_chunked_post(_OVER, 16 * 1024)),
+        {"status": 413, **_CLOSED}),
+    Row("body trickled past its timeout", trickled_past_timeout(_stream()),
+        {"status": 408, **_CLOSED, "answered within its timeout's bound": True}),
+    Row("two pipelined", pipelined(raw_http.post(PATH, _stream()),
+                                   raw_http.post(PATH, _body(max_tokens=2, lab={"script": "a b"}))),
+        {"statuses": [200, 200], "kept": True}, chat_posts=2),
+    Row("left mid-upload", left_mid_upload(_stream()), {"counted": {CLIENT_CLOSED: 1}}),
+    Row("left in the queue", left_during(
+        raw_http.post(PATH, _stream()), 1,
+        queued_behind=raw_http.post(PATH, _stream(first_token_delay_s=SILENCE_S, heartbeat_s=0))),
+        {"status": 200, "where": {"queued": 1, "slots_in_use": 1},
+         # the holder, left after it, counted as well
+         f"freed within {FREED_WITHIN_S:g} s": True, "counted": {name: 2 for name in {**OK, **LEFT}}},
+        chat_posts=2),
+    Row("left in the prefill", left_during(raw_http.post(
+        PATH, _stream(first_token_delay_s=SILENCE_S, heartbeat_s=0)), 1),
+        {"status": 200, "where": {"queued": 0, "slots_in_use": 1},
+         f"freed within {FREED_WITHIN_S:g} s": True, "counted": {**OK, **LEFT}}),
+    Row("left in a pause, large body", left_during(raw_http.post(PATH, _body(
+        stream=True, pad="x" * LARGE_PAD, lab={"script": "one two three four", "pause_after_tokens": 2,
+                                               "pause_s": SILENCE_S, "heartbeat_s": 0})), 3),
+        {"status": 200, "where": {"queued": 0, "slots_in_use": 1},
+         f"freed within {FREED_WITHIN_S:g} s": True, "counted": {**OK, **LEFT}}),
+]
+
+
+def _subset(seen: dict[str, Any], expected: dict[str, Any]) -> dict[str, Any]:
+    return {key: seen.get(key) for key in expected}
+
+
+@pytest.mark.parametrize("row", ROWS, ids=[row.id for row in ROWS])
+def test_the_lane_answers_as_the_asgi_route(servers: Servers, row: Row) -> None:
+    seen: dict[str, dict[str, Any]] = {}
+    for way, port in servers.ports.items():
+        wait_until(lambda: _idle(port), READ_TIMEOUT_S, interval_s=0.01, describe="an idle server")
+        served_before, counted_before = len(servers.lane.served), _counted()
+        seen[way] = row.run(port)
+        wait_until(lambda: _idle(port), READ_TIMEOUT_S, interval_s=0.01, describe="an idle server")
+        counted_after = _counted()
+        seen[way]["counted"] = {name: value - counted_before.get(name, 0)
+                                for name, value in counted_after.items()
+                                if value != counted_before.get(name, 0)}
+        # The lane served each chat POST on its side, and none on the other.
+        assert len(servers.lane.served) - served_before == (row.chat_posts if way == "lane" else 0)
+    assert seen["lane"] == seen["asgi"]
+    assert _subset(seen["lane"], row.expected) == row.expected
+
+
 def test_the_lane_takes_the_chat_post_and_nothing_else(model_dir: str) -> None:
     config = ServerConfig(model=model_dir, engine="synthetic", port=free_port())
 
@@ -111,12 +343,13 @@ def test_the_lane_takes_the_chat_post_and_nothing_else(model_dir: str) -> None:
             assert isinstance(counting, CountingLane)
             async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{config.port}", timeout=10) as client:
                 assert (await client.get("/healthz")).status_code == 200
-                streamed = await client.post(PATH, json=_body(stream=True, lab={"script": "a b"}))
+                streamed = await client.post(PATH, content=_stream(), headers=JSON)
                 assert streamed.status_code == 200 and "data: [DONE]" in streamed.text
-                recorded = await client.post(PATH, json=_body(stream=True), headers={"X-Request-Id": "r1"})
+                recorded = await client.post(PATH, content=_stream(),
+                                             headers={**JSON, "X-Request-Id": "r1"})
                 assert recorded.headers["x-request-id"] == "r1"
-                assert (await client.get(PATH, params={"request": json.dumps(_body())})).status_code == 200
-                assert (await client.post("/v1/other", json=_body())).status_code == 404
+                assert (await client.get(PATH, params={"request": _body().decode()})).status_code == 200
+                assert (await client.post("/v1/other", content=_body(), headers=JSON)).status_code == 404
         return counting.served
 
     served = asyncio.run(main())
