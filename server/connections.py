@@ -19,12 +19,14 @@ uvicorn creates one protocol instance per accepted connection, so this is where 
 from __future__ import annotations
 
 import asyncio
+import inspect
 import json
 import logging
 from dataclasses import dataclass
 from typing import Any, Literal
 
 import h11
+import uvicorn
 from uvicorn.protocols.http.h11_impl import H11Protocol
 from uvicorn.protocols.http.flow_control import FlowControl
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
@@ -151,6 +153,30 @@ class _LeanHttpTools(HttpToolsProtocol):
         self.server = (sockname, None) if isinstance(sockname, str) else _address(sockname)
         self.client = _address(transport.get_extra_info("peername"))
         self.scheme = "https" if transport.get_extra_info("sslcontext") else "http"
+
+
+# The completion lane's hook (server/fast_lane.py): uvicorn's httptools protocol starts every
+# request's task in `_start_asgi_task(cycle, app)`, from on_headers_complete and, for a pipelined
+# request, from on_response_complete. In that shape from uvicorn 0.45.0 (its sources read from
+# 0.30.0 to 0.55.0); before it, both created the task inline, and an override went uncalled.
+LANE_HOOK = "_start_asgi_task"
+_LANE_HOOK_CALLERS = ("on_headers_complete", "on_response_complete")
+
+
+def lane_hook_missing(protocol: type = HttpToolsProtocol) -> str | None:
+    """Why this uvicorn's httptools protocol cannot carry the lane; None when it can."""
+    hook = getattr(protocol, LANE_HOOK, None)
+    where = f"uvicorn {uvicorn.__version__}'s HttpToolsProtocol"
+    if not inspect.isfunction(hook):
+        return f"{where} has no {LANE_HOOK}() (the lane needs uvicorn >= 0.45)"
+    parameters = list(inspect.signature(hook).parameters)
+    if parameters != ["self", "cycle", "app"]:
+        return f"{where} has {LANE_HOOK}({', '.join(parameters)}), not (self, cycle, app)"
+    for caller in _LANE_HOOK_CALLERS:
+        code = getattr(getattr(protocol, caller, None), "__code__", None)
+        if code is None or LANE_HOOK not in code.co_names:
+            return f"{where}.{caller}() does not call {LANE_HOOK}()"
+    return None
 
 
 def _released_after(app: Any, cycle: Any) -> Any:

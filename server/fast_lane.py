@@ -13,8 +13,10 @@ and runs the reply (server/sse_writer.py, server/json_reply.py) on uvicorn's own
 `send`, so the stream itself is byte for byte the one the ASGI route sends. Everything it does
 not take goes the ASGI way, unchanged: other routes and methods, a request carrying an
 `X-Request-Id` (its record is the ASGI layer's, server/records.py), and every request of a server
-with a layer around the app (`--cors-origin`, `--gzip-middleware`). tests/server/test_fast_lane.py
-sends the same requests both ways and compares the answers.
+with a layer around the app (`--cors-origin`, `--gzip-middleware`), on h11, or on a uvicorn
+without the lane's hook (server/connections.py `lane_hook_missing`; said once at start).
+tests/server/test_fast_lane.py sends one table of requests to a server with the lane and one
+without, and compares the answers.
 """
 from __future__ import annotations
 
@@ -26,6 +28,7 @@ from typing import Any
 from server import errors, metrics
 from server.app import ClientLeft, Service
 from server.config import ServerConfig
+from server.connections import lane_hook_missing
 from server.cycle_extensions import release
 from server.errors import APIError, RequestTooLarge
 from server.json_reply import JSONCompletion
@@ -53,11 +56,17 @@ class CompletionLane:
 
     @staticmethod
     def for_config(service: Service, config: ServerConfig) -> "CompletionLane | None":
-        """None where a layer must see every request: CORS answers preflights and adds headers,
-        the gzip failure mode rewrites bodies."""
-        if config.cors_origins or config.gzip_middleware or config.http != "httptools":
-            return None
-        return CompletionLane(service, config)
+        """The lane, or None (said once, with why) where it is off: every request then goes
+        the ASGI way, which answers alike (tests/server/test_fast_lane.py), only slower."""
+        chosen = _chosen_off(config)
+        reason = chosen or lane_hook_missing()
+        if reason is None:
+            return CompletionLane(service, config)
+        # An option is the operator's choice: information. A uvicorn without the hook is not
+        # what the server was built for: a warning.
+        log.log(logging.INFO if chosen else logging.WARNING,
+                "the completion lane is off: %s; POST %s goes the ASGI way", reason, PATH)
+        return None
 
     @staticmethod
     def takes(scope: Any) -> bool:
@@ -177,6 +186,17 @@ class CompletionLane:
         except TimeoutError:
             raise APIError(408, f"the request body did not arrive within {self.body_timeout_s:g} s",
                            code="request_timeout", headers={"Connection": "close"}) from None
+
+
+def _chosen_off(config: ServerConfig) -> str | None:
+    """The server-wide option that turns the lane off, if any: a layer must see every request."""
+    if config.http != "httptools":
+        return "--http h11 (the lane runs on uvicorn's httptools protocol)"
+    if config.cors_origins:
+        return "--cors-origin (CORS answers preflights and adds headers to every response)"
+    if config.gzip_middleware:
+        return "--gzip-middleware (the gzip failure mode rewrites every body)"
+    return None
 
 
 def _nothing() -> None:

@@ -57,6 +57,13 @@ class Connection:
         reply.begin()
         return reply
 
+    def interim(self) -> int:
+        """The status of an interim (1xx) response, which `response()` would skip over."""
+        status = int(self._shared.reader.readline().split()[1])
+        while self._shared.reader.readline() not in (b"\r\n", b"\n", b""):
+            pass
+        return status
+
     def kept(self) -> bool:
         """Whether the server still serves this connection: a GET /healthz gets its 200."""
         try:

@@ -17,16 +17,21 @@ import asyncio
 import contextlib
 import http.client
 import json
+import logging
 import time
 from dataclasses import dataclass, field, replace
+from pathlib import Path
 from typing import Any, Callable
 
 import httpx
 import pytest
+import uvicorn
 
-from server import metrics
+from server import fast_lane, metrics
 from server.config import ServerConfig
+from server.connections import lane_hook_missing
 from server.fast_lane import CompletionLane
+from server.launcher import running_server
 from server.processes import free_port, wait_until
 from tests.server import raw_http
 from tests.server.in_process import serving, serving_in_thread
@@ -169,6 +174,33 @@ def trickled_past_timeout(body: bytes) -> Callable[[int], dict[str, Any]]:
     return run
 
 
+def continued(body: bytes) -> Callable[[int], dict[str, Any]]:
+    """`Expect: 100-continue`: the body is sent only once the server has asked for it."""
+    def run(port: int) -> dict[str, Any]:
+        with raw_http.connection(port, READ_TIMEOUT_S) as conn:
+            head = raw_http.post(PATH, body, {"Expect": "100-continue"})[: -len(body)]
+            conn.send(head)
+            seen = {"asked for the body": conn.interim() == 100}
+            conn.send(body)
+            reply = conn.response()
+            return {**seen, **_answer(reply, reply.read()), "kept": conn.kept()}
+    return run
+
+
+def refused_when_full(holder: bytes, waiter: bytes, refused: bytes) -> Callable[[int], dict[str, Any]]:
+    """One request in the slot, one in the queue place: the third is refused."""
+    def run(port: int) -> dict[str, Any]:
+        with contextlib.ExitStack() as stack:
+            for request in (holder, waiter):
+                conn = stack.enter_context(raw_http.connection(port, READ_TIMEOUT_S))
+                conn.send(request)
+                assert conn.response().status == 200
+            full = _health(port)
+            return {"full": (full["slots_in_use"], full["queued"]),
+                    **sent_whole(refused)(port)}
+    return run
+
+
 def left_mid_upload(body: bytes) -> Callable[[int], dict[str, Any]]:
     def run(port: int) -> dict[str, Any]:
         before = _counted()
@@ -288,6 +320,11 @@ ROWS = [
         _OK_STREAM),
     Row("chunked body over the limit", sent_whole(_chunked_post(_OVER, 16 * 1024)),
         {"status": 413, **_CLOSED}),
+    Row("body sent on 100-continue", continued(_LARGE), {"asked for the body": True, **_OK_STREAM}),
+    Row("queue full", refused_when_full(
+        raw_http.post(PATH, _stream(first_token_delay_s=SILENCE_S, heartbeat_s=0)),
+        raw_http.post(PATH, _stream(heartbeat_s=0)), raw_http.post(PATH, _stream())),
+        {"full": (1, 1), "status": 429, "kept": True}, chat_posts=3),
     Row("body trickled past its timeout", trickled_past_timeout(_stream()),
         {"status": 408, **_CLOSED, "answered within its timeout's bound": True}),
     Row("two pipelined", pipelined(raw_http.post(PATH, _stream()),
@@ -355,6 +392,76 @@ def test_the_lane_takes_the_chat_post_and_nothing_else(model_dir: str) -> None:
     served = asyncio.run(main())
     # The recorded request was offered to the lane, which handed it to the ASGI app.
     assert served == [f"POST {PATH}", f"POST {PATH}"]
+
+
+# -- the lane's hook in uvicorn (server/connections.py `lane_hook_missing`) --------------------
+
+class Uvicorn044Shape:
+    """uvicorn 0.44's HttpToolsProtocol, where it matters: the task created inline."""
+
+    def on_headers_complete(self) -> None:
+        self.loop.create_task(self.cycle.run_asgi(self.app))  # type: ignore[attr-defined]
+
+    on_response_complete = on_headers_complete
+
+
+class OtherSignature(Uvicorn044Shape):
+    def _start_asgi_task(self, cycle: Any) -> None: ...
+
+
+class NotCalled(Uvicorn044Shape):
+    def _start_asgi_task(self, cycle: Any, app: Any) -> None: ...
+
+
+def test_the_installed_uvicorn_carries_the_lane_and_a_missing_hook_is_named() -> None:
+    assert lane_hook_missing() is None  # the installed uvicorn (pyproject.toml's range)
+    assert "has no _start_asgi_task() (the lane needs uvicorn >= 0.45)" in str(
+        lane_hook_missing(Uvicorn044Shape))
+    assert "_start_asgi_task(self, cycle), not (self, cycle, app)" in str(
+        lane_hook_missing(OtherSignature))
+    assert ".on_headers_complete() does not call _start_asgi_task()" in str(
+        lane_hook_missing(NotCalled))
+
+
+def test_the_lane_being_off_is_said_once_with_why(caplog: pytest.LogCaptureFixture,
+                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    caplog.set_level(logging.INFO, logger="server.app")
+    assert CompletionLane.for_config(None, ServerConfig()) is not None  # type: ignore[arg-type]
+    assert not [r for r in caplog.records if "completion lane" in r.getMessage()]
+    monkeypatch.setattr(fast_lane, "lane_hook_missing", lambda: "uvicorn X lacks it")
+    assert CompletionLane.for_config(None, ServerConfig()) is None  # type: ignore[arg-type]
+    assert CompletionLane.for_config(None, ServerConfig(http="h11")) is None  # type: ignore[arg-type]
+    said = [(r.levelno, r.getMessage()) for r in caplog.records if "completion lane" in r.getMessage()]
+    assert said == [
+        (logging.WARNING, f"the completion lane is off: uvicorn X lacks it; POST {PATH} goes the ASGI way"),
+        (logging.INFO, "the completion lane is off: --http h11 (the lane runs on uvicorn's "
+                       f"httptools protocol); POST {PATH} goes the ASGI way")]
+
+
+# Run in the server's process before it starts (Python imports `sitecustomize` from its path):
+# uvicorn's hook in another shape, as a future release might have it, still working for uvicorn.
+_HOOK_RESHAPED = """
+from uvicorn.protocols.http import httptools_impl
+_start = httptools_impl.HttpToolsProtocol._start_asgi_task
+def _start_asgi_task(self, cycle, app, context=None):
+    _start(self, cycle, app)
+httptools_impl.HttpToolsProtocol._start_asgi_task = _start_asgi_task
+"""
+
+
+def test_without_the_hook_the_server_serves_the_asgi_way_and_says_so_once(tmp_path: Path) -> None:
+    (tmp_path / "sitecustomize.py").write_text(_HOOK_RESHAPED)
+    with running_server(["--engine", "synthetic"], env={"PYTHONPATH": str(tmp_path)}) as server:
+        with httpx.Client(base_url=server.url, timeout=READ_TIMEOUT_S) as client:
+            for _ in range(3):
+                reply = client.post(PATH, content=_stream(), headers=JSON)
+                assert reply.status_code == 200 and reply.text.endswith("data: [DONE]\n\n")
+        log_text = server.log_tail(10_000)
+    said = [line for line in log_text.splitlines() if "completion lane is off" in line]
+    assert len(said) == 1, log_text
+    assert ("WARNING server.app: the completion lane is off: uvicorn "
+            f"{uvicorn.__version__}'s HttpToolsProtocol has _start_asgi_task(self, cycle, app, context), "
+            f"not (self, cycle, app); POST {PATH} goes the ASGI way") in said[0]
 
 
 def test_no_lane_where_a_layer_must_see_every_request() -> None:
