@@ -157,8 +157,8 @@ class _LeanHttpTools(HttpToolsProtocol):
 
 # The completion lane's hook (server/fast_lane.py): uvicorn's httptools protocol starts every
 # request's task in `_start_asgi_task(cycle, app)`, from on_headers_complete and, for a pipelined
-# request, from on_response_complete. In that shape from uvicorn 0.45.0 (its sources read from
-# 0.30.0 to 0.55.0); before it, both created the task inline, and an override went uncalled.
+# request, from on_response_complete. In that shape from uvicorn 0.45.0 (its sources read: 0.30.0,
+# 0.35.0 to 0.55.0); before it, both created the task inline, and an override went uncalled.
 LANE_HOOK = "_start_asgi_task"
 _LANE_HOOK_CALLERS = ("on_headers_complete", "on_response_complete")
 
