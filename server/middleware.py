@@ -6,7 +6,6 @@ body message of a response passes straight through.
 """
 from __future__ import annotations
 
-import json
 import zlib
 
 from starlette.middleware.gzip import DEFAULT_EXCLUDED_CONTENT_TYPES, GZipMiddleware
@@ -120,7 +119,7 @@ class BodySizeLimit:
 async def send_error(scope: Scope, send: Send, error: APIError) -> None:
     if scope.get("path", "").startswith("/v1/chat"):  # as the app's own error handler counts
         metrics.REQUESTS.labels(status=str(error.status)).inc()
-    body = json.dumps(error.body()).encode()
+    body = error.response().body  # the bytes the app's error handler sends for it
     await send({"type": "http.response.start", "status": error.status,
                 # The rest of the body is not read: the connection cannot be reused.
                 "headers": [(b"content-type", b"application/json"),
