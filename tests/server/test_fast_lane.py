@@ -5,8 +5,8 @@ through the lane, the other has no lane (every request goes the ASGI way, as whe
 `--http h11`, `--cors-origin`, `--gzip-middleware`, or a uvicorn without the lane's hook). Each
 row of the table is sent to both over a raw socket; what a client, a proxy or the operator can
 see must be the same: the status, the headers a client or proxy reads, the body (byte for byte,
-but for each completion's own id and time), whether the connection is kept, what the server counted, and for a departure the slot or the queue place
-freed within one bound. Each row also asserts what it depends on really happened (the lane
+but for each completion's own id and time), whether the connection is kept, what the server
+counted, and for a departure the slot or the queue place freed within one bound. Each row also asserts what it depends on really happened (the lane
 served the one side; the body was over 64 KiB, chunked, trickled past its timeout; the request
 was queued, in its prefill, in its pause), so that a row cannot pass by both sides failing alike.
 """
