@@ -78,7 +78,7 @@ def serving_in_thread(configs: list[ServerConfig], lane_classes: list[Any],
     thread = threading.Thread(target=main, name="in-process servers", daemon=True)
     thread.start()
     try:
-        started.wait(STARTUP_S * (len(configs) + 1))
+        assert started.wait(STARTUP_S * (len(configs) + 1)), "the in-process servers did not start"
         if failure:
             raise failure[0]
         yield lanes
