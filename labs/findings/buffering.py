@@ -9,7 +9,8 @@ Reads `Evidence.stream` against `Evidence.pacing`. The two shapes a buffering ho
 - late in lumps: TTFT LATE_INTERVALS past due, and LUMP_EVENTS_PER_READ or more events per read.
 
 With an unknown pace (an origin the probe cannot steer) a lump is believed only in a stream long
-enough that the origin cannot have sent it at once, and then only as a warning.
+enough that the origin cannot have sent it at once, and then only as a warning; in a shorter
+stream a lump, late or not, is untold (never a pass).
 """
 from __future__ import annotations
 
@@ -84,8 +85,19 @@ def judge(evidence: Evidence) -> Verdict:
     if not stream.content_events:
         return untold(f"no content arrived ({stream.outcome})")
     fault, observed = held(stream, pacing)
-    if fault and not pacing.known:
-        if (stream.e2e_s or 0.0) < PLAIN_MIN_E2E_S or stream.content_events < PLAIN_MIN_EVENTS:
-            return Verdict(False, f"{observed} (too short a stream to tell without a canary)")
-        return Verdict(True, observed, unsure=PLAIN_REASON)
+    if not pacing.known:
+        return _without_canary(stream, fault, observed)
     return Verdict(fault, observed)
+
+
+def _without_canary(stream: StreamResult, fault: bool, observed: str) -> Verdict:
+    """With a guessed pace a lump is a warning in a long stream and proves nothing in a short one
+    (a fast origin may have sent it at once, or a hop held it: a fast origin behind a buffering
+    hop arrives early and whole); a stream that arrived event by event flowed, whatever its pace."""
+    lumped = fault or events_per_read(stream) >= LUMP_EVENTS_PER_READ
+    if lumped and ((stream.e2e_s or 0.0) < PLAIN_MIN_E2E_S or stream.content_events < PLAIN_MIN_EVENTS):
+        return untold(f"{observed}: too short a stream to tell without a canary (a lump counts in a "
+                      f"stream of {PLAIN_MIN_E2E_S:g} s and {PLAIN_MIN_EVENTS} events or more)")
+    if fault:
+        return Verdict(True, observed, unsure=PLAIN_REASON)
+    return Verdict(False, observed)

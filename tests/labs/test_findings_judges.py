@@ -53,8 +53,15 @@ def test_buffering_without_a_known_pace_is_a_warning_and_needs_a_long_stream() -
     guessed = Pacing(0.0, DT, known=False)
     verdict = buffering.judge(one(held(), guessed))
     assert verdict.fault and verdict.unsure == buffering.PLAIN_REASON
-    short = stream([0.5] * 6, [1] * 6)
-    assert not buffering.judge(one(short, guessed)).fault
+    # Too short to tell, late or early: a lump in 6 events proves nothing without a canary (a fast
+    # origin behind a buffering hop arrives early and whole), so it is untold, never a pass.
+    for short in (stream([0.5] * 6, [1] * 6), stream([0.05] * 20, [1] * 20)):
+        verdict = buffering.judge(one(short, guessed))
+        assert not verdict.fault and verdict.untold and "too short a stream" in verdict.untold
+        assert buffering.judge(one(short)).untold is None  # with a known pace it is judged
+    # A short stream that arrived event by event flowed: a pass, with or without a canary.
+    flowing = buffering.judge(one(stream(due(6)), guessed))
+    assert not flowing.fault and flowing.untold is None
 
 
 # ---- coalescing ------------------------------------------------------------------------------
