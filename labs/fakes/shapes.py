@@ -73,6 +73,7 @@ class UpstreamStats:
     requests: int = 0  # requests read whole
     body_bytes: int = 0  # request body bytes received, whole bodies or not
     completed: int = 0  # streams written to their end
+    flaky: int = 0  # requests answered by the /flaky shape (which of them it cuts)
     # For each client that left mid-stream: seconds from our last write to it until we saw its
     # close (we watch the socket for EOF while pacing, not only when a write fails).
     disconnects: list[float] = field(default_factory=list)
@@ -203,6 +204,19 @@ async def truncated(r: Reply) -> None:
     await r.drain()
 
 
+async def flaky(r: Reply) -> None:
+    """A hop that ends some streams just after their headers (Traefik 3.7 does it to ~1% of POST
+    streams, docs/field-notes.md): of every `every` (2) requests to this shape, the first gets its
+    headers and the role chunk, then a FIN without the last chunk; the others stream as /paced.
+    every=1 cuts them all."""
+    r.stats.flaky += 1
+    if (r.stats.flaky - 1) % max(1, r.int("every", 2)):
+        await paced(r)
+        return
+    r.write(HEAD_CHUNKED + b"\r\n" + chunked(chunk(delta("", role="assistant"))))
+    await r.drain()
+
+
 async def gateway_timeout(r: Reply) -> None:
     """nginx's 504 page after its proxy_read_timeout, before any header from upstream."""
     await asyncio.sleep(r.float("delay", 0.05))  # the proxy's wait for its upstream
@@ -311,5 +325,5 @@ SHAPES: dict[str, Shape] = {
     "/lump": lump, "/truncated": truncated, "/gateway-timeout": gateway_timeout,
     "/gzip": gzip_flushed, "/gzip-lump": gzip_lump, "/error": error, "/rst": rst,
     "/silence": silence, "/http10": http10, "/holdback": holdback, "/close-early": close_early,
-    "/crlf": crlf,
+    "/crlf": crlf, "/flaky": flaky,
 }

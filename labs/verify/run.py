@@ -118,7 +118,7 @@ def verify_config(path: Path, *, proxy: str | None = None, max_silence_s: float 
             server = stack.enter_context(running_server(server_args(streams), port=lab_port))
         say(f"starting {proxy} on 127.0.0.1:{rewritten.listen_port}")
         proxy_run = stack.enter_context(running(rewritten, runtime))
-        measured = _measure(proxy_run, server, options, selected, say, reading, headers, report.notes)
+        measured = _measure(proxy_run, server, options, selected, say, reading, headers)
         report.checks = [CheckOutcome(m.name, m.passed, m.observed, kind=m.kind, skipped=m.skipped, ran=m.ran)
                          for m in measured]
         report.checks.append(_loopback_check(proxy_run, server.port))
@@ -155,8 +155,7 @@ def _selected(checks: Sequence[str] | None, quick: bool, suspected: list) -> lis
 
 
 def _measure(proxy_run: RunningConfig, server: ServerHandle, options: Options, selected: list[str],
-             say: Progress, reading: Reading, extra_headers: dict[str, str],
-             notes: list[str]) -> list[dynamic.Measured]:
+             say: Progress, reading: Reading, extra_headers: dict[str, str]) -> list[dynamic.Measured]:
     from labs.scenario.runner import served_model
     host = proxy_run.rewritten.host_header or reading.host
     headers = {**extra_headers, **({"Host": host} if host else {})}
@@ -171,19 +170,13 @@ def _measure(proxy_run: RunningConfig, server: ServerHandle, options: Options, s
                 if name == side_by_side[0]:
                     say(f"measuring {', '.join(side_by_side)} (side by side, "
                         f"~{max(options.max_silence_s, options.max_stream_s):.0f} s)")
-                    done = await asyncio.gather(*(dynamic.RUNNERS[c](target) for c in side_by_side))
+                    done = await asyncio.gather(*(dynamic.run_trial(c, target) for c in side_by_side))
                     results.update({m.name: m for m in done})
                 continue
             say(f"measuring {name}")
-            results[name] = await dynamic.RUNNERS[name](target)
+            results[name] = await dynamic.run_trial(name, target)
         return [results[name] for name in selected]
-    done = asyncio.run(everything())
-    if target.retried:
-        cuts = ", ".join(f"after {r.content_events} events, {1000 * (r.end_s or 0):.0f} ms in" for r in target.retried)
-        notes.append(f"{len(target.retried)} stream(s) through the path ended with a 200 just after they started "
-                     f"({cuts}) and were measured again: no config limit ends a stream so soon (Traefik 3.7 does "
-                     "it to ~1% of POST streams, docs/field-notes.md)")
-    return done
+    return asyncio.run(everything())
 
 
 def _loopback_check(proxy_run: RunningConfig, lab_port: int) -> CheckOutcome:

@@ -12,7 +12,7 @@ from __future__ import annotations
 import asyncio
 import math
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Awaitable, Callable
 
 from labs import client
@@ -22,6 +22,8 @@ from labs.findings import (Evidence, FindingKind, Pacing, UnusableInput, Verdict
                            compression, connection_limit, departure, idle_timeout, total_timeout)
 from labs.findings.evidence import ended
 from labs.scenario.model import DEFAULT_SCRIPT
+from labs.verify.early_cut import Retried, early_cut, reported
+from labs.verify.measured import Measured, measured, not_run
 from labs.verify.model import ROUTE_PATH, Options
 from server.launcher import ServerHandle
 
@@ -45,29 +47,6 @@ CHECK_KINDS: dict[str, tuple[FindingKind, ...]] = {
 CHECK_NAMES = tuple(CHECK_KINDS)
 
 
-@dataclass
-class Measured:
-    """One trial's result: passed or not, what it saw, the finding kind when it failed."""
-
-    name: str
-    passed: bool
-    observed: str
-    kind: FindingKind | None = None
-    limit_s: float | None = None
-    results: list[StreamResult] = field(default_factory=list, repr=False)
-    skipped: str | None = None  # why the trial could not tell (the judge's `untold`): not a pass
-    ran: bool = True  # False: the path cannot hold this trial (no HTTP/2 on a plain listener)
-
-
-def measured(name: str, kind: FindingKind, verdict: Verdict, results: list[StreamResult]) -> Measured:
-    """A judge's verdict as a trial's result: a trial that proved nothing is skipped, with the
-    reason (neither a pass nor a finding)."""
-    if verdict.untold:
-        return Measured(name, False, verdict.observed, results=results, skipped=verdict.untold)
-    return Measured(name, not verdict.fault, verdict.observed, kind if verdict.fault else None,
-                    limit_s=verdict.limit_s, results=results)
-
-
 def paced_like(direct: StreamResult, interval_s: float = INTERVAL_S) -> Pacing:
     """The baseline: the same request straight to the lab's server, at the trials' pace."""
     return Pacing(direct.ttft_s or 0.0, interval_s)
@@ -84,8 +63,8 @@ class Target:
     headers: dict[str, str] = field(default_factory=dict)
     path: str = ROUTE_PATH  # the route's path at the entry (the server answers it under any prefix)
     direct: StreamResult | None = None  # the same stream straight to the server
-    # Streams through the entry cut just after they started and measured again (early_cut).
-    retried: list[StreamResult] = field(default_factory=list)
+    # Streams through the entry cut just after they started, each measured again (early_cut.py).
+    retried: list[Retried] = field(default_factory=list)
 
     def body(self, lab: dict[str, Any] | None = None, **request: Any) -> dict[str, Any]:
         fields = {"script": DEFAULT_SCRIPT, "tokens_per_s": TOKENS_PER_S,
@@ -101,21 +80,12 @@ class Target:
         target = url + ROUTE_PATH if url else self.url + self.path
         result = await client.measure_stream(target, body, **options)
         if url is None and early_cut(result):
-            # Measured once more: Traefik 3.7 ends ~1% of POST streams a few ms in, whatever its
-            # config (docs/field-notes.md). A config that cuts every stream so cuts this one too.
-            self.retried.append(result)
-            result = await client.measure_stream(target, body, **options)
+            # Measured once more, so the trial's judge reads a whole stream; the cut is reported
+            # all the same (early_cut.reported, from run_trial).
+            again = await client.measure_stream(target, body, **options)
+            self.retried.append(Retried(result, again))
+            result = again
         return result
-
-
-EARLY_CUT_S = 0.05  # a stream ended this soon after its headers, with 200: not a limit of a config
-
-
-def early_cut(result: StreamResult) -> bool:
-    """A stream that ended (200, no [DONE]) right after it started: no timeout or buffer a config
-    sets ends a stream within 50 ms of its headers with 0-2 events."""
-    return (result.status == 200 and result.outcome == "truncated" and result.content_events <= 2
-            and result.end_s is not None and (result.headers_s or 0.0) + EARLY_CUT_S >= result.end_s)
 
 
 async def direct_baseline(target: Target) -> StreamResult:
@@ -143,6 +113,8 @@ def judge_streaming(result: StreamResult, direct: StreamResult) -> Measured:
 async def streaming(target: Target) -> Measured:
     direct = await direct_baseline(target)
     result = await target.measure(target.body({"stamp": True}, max_tokens=STREAM_TOKENS))
+    if early_cut(result):  # cut on both tries: the path cuts streams it serves (told by run_trial)
+        return Measured("streaming", False, f"the stream was cut: {ended(result)}", results=[result])
     if result.outcome != "complete":
         # The lab's server is up and the stream is short: the config does not serve the chat
         # route here (a redirect to HTTPS, an IP allow-list, a route the reading got wrong).
@@ -169,10 +141,6 @@ async def streaming_h2(target: Target) -> Measured:
     judged = judge_streaming(result, direct)
     judged.name, judged.observed = "streaming-h2", f"over HTTP/2: {judged.observed}"
     return judged
-
-
-def not_run(name: str, why: str) -> Measured:
-    return Measured(name, False, f"not run: {why}", skipped=why, ran=False)
 
 
 def judge_gzip(result: StreamResult, direct: StreamResult) -> Measured:
@@ -303,6 +271,13 @@ RUNNERS: dict[str, Callable[[Target], Awaitable[Measured]]] = {
     "silence-mid-stream": silence_mid_stream, "long-stream": long_stream, "disconnect": disconnect,
     "concurrent-streams": concurrent_streams,
 }
+async def run_trial(name: str, target: Target) -> Measured:
+    """One trial, its early cuts reported with it (a view of the target of its own collects them:
+    the side-by-side trials share the target)."""
+    own = replace(target, retried=[])
+    return reported(await RUNNERS[name](own), own.retried)
+
+
 # Trials that only need the stream to survive run side by side (their timing is not measured);
 # the others run one at a time, so no other stream disturbs their numbers or the server's counters.
 CONCURRENT = ("silence-before-first-token", "silence-mid-stream", "long-stream")

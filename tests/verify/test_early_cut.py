@@ -1,6 +1,8 @@
 """A stream through the path that ends with a 200 a few ms after it started (Traefik 3.7 does it to
-~1% of POST streams, whatever its config) is measured once more; one that ends so every time
-stays what was measured, so a config that really cuts streams is never hidden."""
+~1% of POST streams, whatever its config) is measured once more, so the trial's judge reads a whole
+stream, and the cut is reported all the same: a failed check ("1 of 2 tries cut N ms after the
+headers", total-timeout), never a note beside an exit 0. The path that cuts is the lab's fake
+upstream (`/flaky`: every=2 cuts the first of two requests, every=1 all)."""
 from __future__ import annotations
 
 import asyncio
@@ -8,8 +10,11 @@ import asyncio
 import pytest
 
 from labs.client.results import Event, StreamResult
-from labs.verify import trials
-from labs.verify.model import Options
+from labs.fakes.upstream import fake_upstream
+from labs.findings import CheckOutcome
+from labs.verify import judge, trials
+from labs.verify.early_cut import CUT_KIND, EARLY_CUT_S
+from labs.verify.model import Options, VerifyReport
 
 
 def result(outcome: str = "truncated", events: int = 1, end_s: float = 0.006, status: int = 200) -> StreamResult:
@@ -43,6 +48,7 @@ def test_the_entry_is_measured_again_once(monkeypatch, first, second, expected, 
     target = trials.Target("http://127.0.0.1:1", Server(), "tiny", Options())
     got = asyncio.run(target.measure({}))
     assert got.outcome == expected and len(target.retried) == retried
+    assert all(r.cut is first and r.again is second for r in target.retried)
 
 
 def test_the_baseline_straight_to_the_server_is_not_measured_again(monkeypatch):
@@ -53,3 +59,60 @@ def test_the_baseline_straight_to_the_server_is_not_measured_again(monkeypatch):
     monkeypatch.setattr(trials.client, "measure_stream", fake)
     target = trials.Target("http://127.0.0.1:1", Server(), "tiny", Options())
     assert asyncio.run(target.measure({}, url=Server.url)).outcome == "truncated" and not target.retried
+
+
+class FakeServer:
+    """The lab's server as the trial sees it (its baseline): the fake upstream's paced stream."""
+
+    def __init__(self, url: str) -> None:
+        self.url = url
+
+
+# 12 events 100 ms apart, the streaming trial's own pace (trials.INTERVAL_S, STREAM_TOKENS).
+PACED = f"n={trials.STREAM_TOKENS}&interval={trials.INTERVAL_S}"
+
+
+def streaming_through(path: str, every: int = 2) -> tuple[trials.Measured, int]:
+    """The streaming trial through the fake's `path`, and how many requests /flaky answered."""
+    with fake_upstream() as upstream:
+        target = trials.Target(upstream.base_url, FakeServer(upstream.base_url), "tiny", Options(),
+                               path=f"{path}?every={every}&{PACED}")
+        trial = asyncio.run(trials.run_trial("streaming", target))
+        return trial, upstream.stats.flaky
+
+
+def verdict_of(trial: trials.Measured) -> VerifyReport:
+    report = VerifyReport(proxy="traefik", checks=[CheckOutcome(trial.name, trial.passed, trial.observed,
+                                                                kind=trial.kind, skipped=trial.skipped)])
+    report.findings = judge.findings("traefik", [], [trial], {})
+    return report
+
+
+def test_a_cut_that_does_not_repeat_is_a_failed_check_not_a_note():
+    trial, answered = streaming_through("/flaky")
+    assert answered == 2, "the path was asked twice: the cut, then the stream"
+    assert not trial.passed and trial.kind == CUT_KIND and trial.skipped is None
+    assert trial.observed.startswith("1 of 2 tries cut ") and "ms after the headers" in trial.observed
+    cut_ms = int(trial.observed.split(" tries cut ")[1].split(" ")[0])
+    assert cut_ms <= EARLY_CUT_S * 1000
+    assert "the second try: complete (12 events)" in trial.observed
+    # The second try streamed at the pace: the streaming judge's own reading is kept beside it.
+    assert "streaming then: streamed" in trial.observed and len(trial.results) == 2
+    report = verdict_of(trial)
+    [finding] = report.findings
+    assert finding.kind == CUT_KIND and finding.severity == "failure" and finding.limit_s is None
+    assert report.verdict == "failure" and report.exit_status == 1
+
+
+def test_a_path_that_cuts_every_stream_is_a_failed_check_too():
+    trial, answered = streaming_through("/flaky", every=1)
+    assert answered == 2
+    assert not trial.passed and trial.kind == CUT_KIND
+    assert trial.observed.startswith("2 of 2 tries cut ") and "the second try: cut the same way" in trial.observed
+    assert verdict_of(trial).exit_status == 1
+
+
+def test_a_path_that_never_cuts_passes_with_no_second_try():
+    trial, answered = streaming_through("/paced")
+    assert answered == 0 and trial.passed and trial.kind is None and "tries cut" not in trial.observed
+    assert verdict_of(trial).exit_status == 0
