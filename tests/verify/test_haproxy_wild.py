@@ -2,11 +2,12 @@
 with its meaning kept (only addresses, files and TLS change), the right backend judged."""
 from __future__ import annotations
 
+import httpx
 import pytest
 
 from labs.findings import UnusableInput
 from labs.verify import read_config
-from labs.verify.launch import validate
+from labs.verify.launch import running, validate
 from labs.verify.model import RouteWanted
 from labs.verify.run import rewrite_config
 from tests.verify.test_static import write
@@ -159,3 +160,34 @@ def test_a_frontend_with_only_a_plain_bind_is_measured_over_plain_http(tmp_path)
                  "    default_backend web\n")
     _, rewritten, text = run_here(path, tmp_path)
     assert not rewritten.tls and f"bind 127.0.0.1:{rewritten.listen_port}\n" in text and " ssl crt " in text
+
+
+MODELS = '{"object": "list", "data": [{"id": "llama", "object": "model"}]}\n'
+RETURNS = ("    http-request return status 200 content-type application/json "
+           "file /usr/local/etc/haproxy/models.json if { path /v1/models }\n"
+           "    http-request return status 503 errorfile /etc/haproxy/down.http if { path /down }\n"
+           "    errorfile 504 /etc/haproxy/down.http\n    use_backend api if { path_beg /v1/ }")
+
+
+def test_a_return_rules_file_is_read_beside_the_config_as_includes_are(tmp_path):
+    """`http-request return ... file /usr/local/etc/haproxy/models.json` (the models list served by
+    HAProxy itself) with the file beside the config: copied into the run, and HAProxy answers it."""
+    write(tmp_path, "models.json", MODELS)
+    write(tmp_path, "down.http", "HTTP/1.0 503 Service Unavailable\r\ncontent-length: 4\r\n\r\ndown")
+    path = write(tmp_path, "haproxy.cfg", frontend(RETURNS))
+    reading, rewritten, text = run_here(path, tmp_path)
+    assert "backend api" in reading.route and "/etc/haproxy/" not in text
+    assert "errorfile 504 " in text and not any("not beside the config" in n for n in rewritten.notes)
+    with running(rewritten):
+        url = f"http://127.0.0.1:{rewritten.listen_port}"
+        models, down = httpx.get(url + "/v1/models", timeout=5), httpx.get(url + "/down", timeout=5)
+    assert models.status_code == 200 and models.text == MODELS
+    assert down.status_code == 503 and down.text == "down"
+
+
+def test_a_return_rules_file_not_beside_the_config_is_a_stand_in_that_says_so(tmp_path):
+    path = write(tmp_path, "haproxy.cfg", frontend(RETURNS))
+    reading, rewritten, text = run_here(path, tmp_path)
+    live = "\n".join(line for line in text.splitlines() if not line.strip().startswith("#"))
+    assert "backend api" in reading.route and "/etc/haproxy/" not in live and "errorfile 504" not in live
+    assert any("models.json is not beside the config" in n and "empty reply" in n for n in rewritten.notes)

@@ -5,8 +5,9 @@
 logs go to stdout, pid and stats sockets into the run's folder, `user`/`group`/`chroot`/`daemon`
 go, and `resolvers`, `peers` and `mailers` sections are commented out (they name other hosts),
 with what refers to them (`stick-table ... peers X`, a server's `resolvers X`, `do-resolve`).
-Pattern and map files (`-f FILE`, `map_beg(FILE,...)`) are copied into the run when found beside
-the config, else a stand-in says what the reading assumed. `ssl` binds keep TLS with a certificate
+Pattern and map files (`-f FILE`, `map_beg(FILE,...)`) and the files of a `return` rule (`file`,
+`lf-file`, `errorfile`) or an `errorfile` are copied into the run when found beside the config, as
+includes are; else a stand-in says what the reading assumed (an `errorfile` not found is dropped). `ssl` binds keep TLS with a certificate
 made for the run (tls.py), and the chat frontend is measured on its TLS bind when it has one, so a
 `redirect scheme https unless { ssl_fc }` is kept and holds as deployed. When the config is written
 for another HAProxy version than the one here, that version's defaults are written in where they
@@ -43,6 +44,9 @@ VERIFY_SOCKET = "verify-stats.sock"
 
 
 _FILE_REF = re.compile(r"\b((?:map(?:_\w+)?|set-map|del-map|add-acl|del-acl)\()([^,)\s]+)")
+# The `return` action's payload files (docs.haproxy.org/2.6/configuration.html#4.2-http-request%20return).
+REPLY_FILES = ("file", "lf-file", "errorfile")
+REPLY_RULES = ("http-request", "http-response", "http-after-response")
 
 
 def rewrite(config: HaproxyConfig, frontend: Section, lab_port: int, folder: Path, *,
@@ -117,10 +121,17 @@ def rewrite(config: HaproxyConfig, frontend: Section, lab_port: int, folder: Pat
                 note(f"stick-table without peers {words[at + 1]}: the peers section names other hosts")
             elif any("do-resolve(" in w for w in words):
                 edit.remove(line, key, "it uses a resolvers section, commented out here")
-            elif "-f" in words[:-1] or any(_FILE_REF.search(w) for w in words):
-                edit.replace(line, key, files.relocate(lines[line - 1], key, statement, note))
-            elif key in ("errorfile",) and len(words) > 2 and not Path(words[2]).is_file():
-                edit.remove(line, key, "the file is not on this machine (HAProxy's own page is used)")
+            elif (replies := key in REPLY_RULES and words[1:2] == ["return"]
+                  and any(w in REPLY_FILES for w in words[:-1])) or "-f" in words[:-1] \
+                    or any(_FILE_REF.search(w) for w in words):
+                text = files.relocate(lines[line - 1], key, statement, note)
+                edit.replace(line, key, files.reply(text, words, note) if replies else text)
+            elif key == "errorfile" and len(words) > 2:
+                found = acl.pattern_file(words[2], config.file.parent)
+                if found is not None:
+                    edit.replace(line, key, f"errorfile {words[1]} {files.copy(words[2], found)}")
+                else:
+                    edit.remove(line, key, "the file is not beside the config (HAProxy's own page is used)")
             elif key == "http-check" or words[:2] == ["option", "httpchk"]:
                 edit.remove(line, key if key == "http-check" else "option", "health checks are off")
     _add_stats_socket(config, edit, folder, result)
@@ -165,22 +176,46 @@ class _Files:
             text = text.replace(found[2], str(self.place(found[2], "map", "", None, True, note)), 1)
         return text
 
+    def reply(self, text: str, words: list[str], note) -> str:
+        """A `return` rule's payload file, found beside the config; else an empty payload (for
+        `errorfile`, a bare response of the rule's status) stands in, and a note says so."""
+        for index, word in enumerate(words[:-1]):
+            if word not in REPLY_FILES:
+                continue
+            name = words[index + 1]
+            found = acl.pattern_file(name, self.config.file.parent)
+            if found is not None:
+                placed = self.copy(name, found)
+            else:
+                status = words[words.index("status") + 1] if "status" in words[:-1] else "200"
+                placed = self.copy(name, None, f"HTTP/1.0 {status} \r\ncontent-length: 0\r\n\r\n"
+                                   if word == "errorfile" else "")
+                note(f"{name} is not beside the config: an empty reply stands in for it (the rule is "
+                     "kept: HAProxy still answers what it answers)")
+            text = text.replace(name, str(placed), 1)
+        return text
+
+    def copy(self, name: str, found: Path | None, stand_in: str = "", kind: str = "file") -> Path:
+        """`found` (or, when it is None, the stand-in) as a file of the run, once per name and kind."""
+        if (name, kind) not in self.placed:
+            target = self.folder / "conf" / "files" / f"{len(self.placed)}-{Path(name).name}"
+            if found is not None:
+                content = found.read_text(errors="replace")
+                self.written[str(found)] = (content, content, target)
+            else:
+                self.written[f"{name} (not here: a stand-in)"] = ("", stand_in, target)
+            self.placed[(name, kind)] = target
+        return self.placed[(name, kind)]
+
     def place(self, name: str, kind: str, fetch: str, method: str | None, as_map: bool, note) -> Path:
         if (name, kind) in self.placed:
             return self.placed[(name, kind)]
-        target = self.folder / "conf" / "files" / f"{len(self.placed)}-{Path(name).name}"
         found = acl.pattern_file(name, self.config.file.parent)
-        if found is not None:
-            content = found.read_text(errors="replace")
-            self.written[str(found)] = (content, content, target)
-        else:
-            content = self._stand_in(kind, fetch, method, as_map)
-            self.written[f"{name} (not here: a stand-in)"] = ("", content, target)
+        if found is None:
             note(f"{name} is not beside the config: " + (
                 "an empty map stands in for it (its default is used, as the reading judged)" if kind == "map"
                 else "a stand-in that matches the judged request is used (the reading took the ACL as true)"))
-        self.placed[(name, kind)] = target
-        return target
+        return self.copy(name, found, "" if found else self._stand_in(kind, fetch, method, as_map), kind)
 
     def _stand_in(self, kind: str, fetch: str, method: str | None, as_map: bool) -> str:
         if kind == "map":
