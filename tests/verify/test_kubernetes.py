@@ -10,6 +10,7 @@ import pytest
 
 from labs.findings import UnusableInput
 from labs.verify import read_config, verify_config
+from labs.verify.kubernetes import translate
 from tests.verify.test_static import write
 
 K8S = Path(__file__).resolve().parents[2] / "proxies" / "fixed" / "kubernetes"
@@ -128,13 +129,92 @@ def test_an_ingressroute_is_read_as_traefiks_dynamic_configuration(tmp_path):
     ("apiVersion: networking.k8s.io/v1\nkind: Ingress\nmetadata: {name: x}\nspec:\n  rules:\n"
      "    - http: {paths: [{path: /ui, pathType: Exact, backend: {service: {name: a, port: {number: 1}}}}]}\n",
      "no Ingress path serves"),
-    ("apiVersion: networking.k8s.io/v1\nkind: Ingress\nmetadata:\n  name: x\n  annotations:\n"
-     "    nginx.ingress.kubernetes.io/proxy-read-timeout: soon\nspec:\n  defaultBackend: {service: {name: a, port: {number: 1}}}\n",
+    ("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: ingress-nginx-controller}\ndata:\n"
+     "  proxy-read-timeout: soon\n---\napiVersion: networking.k8s.io/v1\nkind: Ingress\nmetadata:\n  name: x\n"
+     "spec:\n  defaultBackend: {service: {name: a, port: {number: 1}}}\n",
      "proxy-read-timeout: 'soon' is not a number of seconds"),
 ])
 def test_what_verify_cannot_translate_is_one_clear_line(tmp_path, text, message):
     with pytest.raises(UnusableInput, match=message):
         read_config(write(tmp_path, "m.yaml", text))
+
+
+UNPARSED = """\
+apiVersion: networking.k8s.io/v1
+kind: Ingress
+metadata:
+  name: vllm
+  annotations:
+    nginx.ingress.kubernetes.io/proxy-body-size: ""
+    nginx.ingress.kubernetes.io/proxy-read-timeout: soon
+    nginx.ingress.kubernetes.io/proxy-send-timeout: "90"
+spec:
+  defaultBackend: {service: {name: vllm, port: {number: 8000}}}
+"""
+REDIRECTED = """\
+apiVersion: gateway.networking.k8s.io/v1
+kind: Gateway
+metadata: {name: eg}
+spec:
+  gatewayClassName: eg
+  listeners:
+    - {name: http, protocol: HTTP, port: 80}
+    - {name: https, protocol: HTTPS, port: 443, tls: {certificateRefs: [{name: llm-tls}]}}
+---
+apiVersion: gateway.networking.k8s.io/v1
+kind: HTTPRoute
+metadata: {name: to-https}
+spec:
+  parentRefs: [{name: eg, sectionName: http}]
+  rules:
+    - filters:
+        - {type: RequestRedirect, requestRedirect: {scheme: https, statusCode: 301}}
+---
+apiVersion: gateway.networking.k8s.io/v1
+kind: HTTPRoute
+metadata: {name: api}
+spec:
+  parentRefs: [{name: eg, sectionName: https}]
+  rules:
+    - matches: [{path: {type: PathPrefix, value: /}}]
+      timeouts: {request: 300s}
+      backendRefs: [{name: vllm, port: 8000}]
+"""
+
+
+def test_an_annotation_ingress_nginx_cannot_parse_is_ignored_as_it_does(tmp_path):
+    manifest = write(tmp_path, "ingress.yaml", UNPARSED)
+    nginx = translate(manifest).path.read_text()
+    assert "client_max_body_size 1m;" in nginx and "client_max_body_size ;" not in nginx
+    reading = read_config(manifest)
+    read = reading.get("proxy_read_timeout")
+    assert read.value == "60s" and read.where.startswith("ingress-nginx's default for proxy-read-timeout")
+    said = " ".join(reading.notes)
+    assert "proxy-body-size: an empty value; ingress-nginx ignores an annotation it cannot parse" in said
+    assert "proxy-read-timeout: 'soon' is not a number of seconds" in said
+    # The annotation that parses is still applied, at its field.
+    assert reading.get("proxy_send_timeout").value == "90s"
+    assert reading.get("proxy_send_timeout").where.endswith('proxy-send-timeout"')
+
+
+def test_an_http_listeners_redirect_is_followed_to_the_route_that_serves(tmp_path):
+    reading = read_config(write(tmp_path, "gateway.yaml", REDIRECTED))
+    assert reading.proxy == "envoy" and reading.route.startswith("HTTPRoute api")
+    assert reading.get("route timeout").value == 300.0
+    assert any("HTTPRoute to-https" in n and "RequestRedirect (scheme https, statusCode 301)" in n
+               and "followed to HTTPRoute api" in n for n in reading.notes), reading.notes
+    # Only the redirect: nothing serves the API, and the line says so.
+    alone = REDIRECTED.split("---")[:2]
+    with pytest.raises(UnusableInput, match="no HTTPRoute rule serves POST .*RequestRedirect"):
+        read_config(write(tmp_path, "alone.yaml", "---".join(alone)))
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name, text", [("ingress.yaml", UNPARSED), ("gateway.yaml", REDIRECTED)])
+def test_the_ignored_annotation_and_the_followed_redirect_run_and_stream(verify_server, tmp_path, name, text):
+    """Each runs with its proxy (nginx -t rejected `client_max_body_size ;`) and streams."""
+    report = verify_config(write(tmp_path, name, text), checks=["streaming"], server=verify_server)
+    assert [(c.name, c.passed) for c in report.checks] == [("streaming", True), ("loopback-only", True)], report.checks
 
 
 @pytest.mark.slow

@@ -27,12 +27,14 @@ CLIENT_READ = {("timeout", "http", "requestReceivedTimeout"), ("timeout", "http"
 
 
 def translate(manifest: Path, objects: list[YamlMap], folder: Path) -> Translation:
-    route, rule, match, path, exact = _route(manifest, [o for o in objects if o.get("kind") == "HTTPRoute"])
+    notes: list[str] = []
+    route, rule, match, path, exact = _route(manifest, [o for o in objects if o.get("kind") == "HTTPRoute"],
+                                             notes)
     name = str(route.mapping("metadata").get("name", "?"))
     parents = {str(p.get("name")) for p in route.mapping("spec").items_list("parentRefs")}
     backend_policy = _policy(objects, "BackendTrafficPolicy", {("HTTPRoute", name)})
     client_policy = _policy(objects, "ClientTrafficPolicy", {("Gateway", p) for p in parents})
-    notes = _left_out(manifest, backend_policy, BACKEND_READ) + _left_out(manifest, client_policy, CLIENT_READ)
+    notes += _left_out(manifest, backend_policy, BACKEND_READ) + _left_out(manifest, client_policy, CLIENT_READ)
     label = f"HTTPRoute {name}"
 
     def value(policy: YamlMap | None, keys: tuple[str, ...], default: str | None, said: str,
@@ -137,12 +139,24 @@ def translate(manifest: Path, objects: list[YamlMap], folder: Path) -> Translati
                        f"{label} ({display_path(manifest)}:{route.line()}) path {path}", vocabulary)
 
 
-def _route(manifest: Path, routes: list[YamlMap]) -> tuple[YamlMap, YamlMap, YamlMap, str, bool]:
-    """(route, rule, match, path, exact) of the rule that serves the chat API, longest match first."""
+def _redirect(rule: YamlMap) -> YamlMap | None:
+    """The rule's RequestRedirect (it answers with a redirect and sends nothing to a backend)."""
+    for item in rule.items_list("filters"):
+        if isinstance(item, YamlMap) and item.get("type") == "RequestRedirect":
+            return item.mapping("requestRedirect")
+    return None
+
+
+def _route(manifest: Path, routes: list[YamlMap], notes: list[str]) -> tuple[YamlMap, YamlMap, YamlMap, str, bool]:
+    """(route, rule, match, path, exact) of the rule that serves the chat API, longest match first.
+    A rule that redirects (an HTTP listener's RequestRedirect to HTTPS) is followed: the route that
+    serves is the one judged, and a note says so."""
+    redirects: list[str] = []
     for chat in API_PATHS:
         best = None
         for route in routes:
             for rule in route.mapping("spec").items_list("rules"):
+                redirect = _redirect(rule)
                 for match in rule.items_list("matches") or [YamlMap()]:
                     path = match.mapping("path") if isinstance(match, YamlMap) else YamlMap()
                     kind, value = str(path.get("type", "PathPrefix")), str(path.get("value", "/"))
@@ -150,11 +164,21 @@ def _route(manifest: Path, routes: list[YamlMap]) -> tuple[YamlMap, YamlMap, Yam
                         value == "/" or chat == value or chat.startswith(value.rstrip("/") + "/"))
                     if kind == "RegularExpression":
                         ok = False
-                    if ok and (best is None or len(value) > len(best[3])):
+                    if ok and redirect is not None:
+                        target = ", ".join(f"{k} {redirect[k]}" for k in ("scheme", "hostname", "port", "statusCode")
+                                           if k in redirect) or "the same URL"
+                        redirects.append(f"HTTPRoute {route.mapping('metadata').get('name', '?')} "
+                                         f"({display_path(manifest)}:{rule.line()}) answers {value} with a "
+                                         f"RequestRedirect ({target})")
+                    elif ok and (best is None or len(value) > len(best[3])):
                         best = (route, rule, path, value, kind == "Exact")
         if best is not None:
+            if redirects:
+                notes.append(f"{'; '.join(dict.fromkeys(redirects))}: followed to HTTPRoute "
+                             f"{best[0].mapping('metadata').get('name', '?')}, the route that serves it")
             return best
-    raise UnusableInput(f"no HTTPRoute rule serves POST {API_PATHS[0]}", file=display_path(manifest))
+    said = f" ({'; '.join(dict.fromkeys(redirects))}, and no route serves what it redirects to)" if redirects else ""
+    raise UnusableInput(f"no HTTPRoute rule serves POST {API_PATHS[0]}{said}", file=display_path(manifest))
 
 
 def _policy(objects: list[YamlMap], kind: str, targets: set[tuple[str, str]]) -> YamlMap | None:

@@ -42,6 +42,14 @@ def _text(value: str) -> str:
     return str(value).strip()
 
 
+def _annotation(value: object, convert: Callable[[str], str]) -> str:
+    """An annotation's value as its directive's; ValueError for an empty one (ingress-nginx's
+    `parseString` rejects it as invalid content) or one the converter cannot read."""
+    if value is None or not str(value).strip():
+        raise ValueError("an empty value")
+    return convert(str(value))
+
+
 # (ConfigMap key, annotation or None, nginx directive, the controller's default, converter, where it goes)
 KEYS: tuple[tuple[str, str | None, str, str, Callable[[str], str], str], ...] = (
     ("proxy-buffering", "proxy-buffering", "proxy_buffering", "off", _on_off, "http"),
@@ -98,16 +106,25 @@ def translate(manifest: Path, objects: list[YamlMap], folder: Path) -> Translati
         value, origin = default, f"ingress-nginx's default for {key} ({DOCS}/configmap/#{key})"
         if key in data:
             value, origin = data[key], where(manifest, data, key, f"ConfigMap data.{key}")
-        chosen_level = level
-        if annotation and PREFIX + annotation in annotations:
-            value = annotations[PREFIX + annotation]
-            origin = where(manifest, annotations, PREFIX + annotation,
-                           f'{label} metadata.annotations."{PREFIX}{annotation}"')
-            chosen_level = "location"
         try:
             text = convert(str(value))
         except ValueError as exc:
             raise UnusableInput(f"{key}: {exc}", file=display_path(manifest)) from None
+        chosen_level = level
+        if annotation and PREFIX + annotation in annotations:
+            named = annotations[PREFIX + annotation]
+            try:
+                text = _annotation(named, convert)
+            except ValueError as exc:
+                # ingress-nginx's parsers answer an empty or malformed value with an error, and the
+                # annotation is then ignored (the ConfigMap's value or the default stays).
+                notes.append(f"annotation {PREFIX}{annotation}: {exc}; ingress-nginx ignores an annotation it "
+                             f"cannot parse, and so does verify ({'the ConfigMap' if key in data else 'the default'}"
+                             f" stays: {directive} {text})")
+            else:
+                origin = where(manifest, annotations, PREFIX + annotation,
+                               f'{label} metadata.annotations."{PREFIX}{annotation}"')
+                chosen_level = "location"
         place[chosen_level].append((f"{directive} {text};" if directive != "gzip_types" else
                                     f"gzip_types {text};", origin))
     keepalive = next(v for v, _ in place["upstream"] if v.startswith("keepalive "))
