@@ -96,8 +96,9 @@ def _without_canary(stream: StreamResult, fault: bool, observed: str) -> Verdict
     hop arrives early and whole); a stream that arrived event by event flowed, whatever its pace."""
     lumped = fault or events_per_read(stream) >= LUMP_EVENTS_PER_READ
     if lumped and ((stream.e2e_s or 0.0) < PLAIN_MIN_E2E_S or stream.content_events < PLAIN_MIN_EVENTS):
-        return untold(f"{observed}: too short a stream to tell without a canary (a lump counts in a "
-                      f"stream of {PLAIN_MIN_E2E_S:g} s and {PLAIN_MIN_EVENTS} events or more)")
+        return untold(f"TTFT {ms(stream.ttft_s)}, E2E {ms(stream.e2e_s)}, {stream.content_events} events in "
+                      f"{stream.bursts} reads: in lumps, but too short a stream to tell without a canary (a "
+                      f"lump counts in a stream of {PLAIN_MIN_E2E_S:g} s and {PLAIN_MIN_EVENTS} events or more)")
     if fault:
         return Verdict(True, observed, unsure=PLAIN_REASON)
     return Verdict(False, observed)
