@@ -45,9 +45,9 @@ class Retried:
 
 
 def reported(trial: Measured, retried: list[Retried]) -> Measured:
-    """The trial with its early cuts told: failed, as CUT_KIND. A fault the trial's judge found on
-    a whole stream keeps its kind, the cuts said beside it; one it found on a stream cut again is
-    the cut's."""
+    """The trial with its early cuts told: failed, as CUT_KIND, from no setting (its finding
+    blames none). A fault the trial's judge found on a whole stream keeps its kind, the cuts said
+    beside it; one it found on a stream cut again is the cut's."""
     if not retried:
         return trial
     told = "; ".join(r.said() for r in retried)
@@ -56,5 +56,6 @@ def reported(trial: Measured, retried: list[Retried]) -> Measured:
         return replace(trial, observed=f"{trial.observed}; also {told}", results=results)
     # No limit: a cut that does not come back on the second try is not of a fixed length.
     return replace(trial, passed=False, kind=CUT_KIND, limit_s=None, skipped=None, results=results,
+                   from_setting=False,
                    observed=f"{told}: a hop ends streams just after they start (no limit a config "
                             f"sets cuts so soon); {trial.name} then: {trial.observed}")

@@ -34,7 +34,9 @@ def findings(proxy: str, suspicions: list[Suspicion], measured: list[Measured],
         if m.passed or m.kind is None:
             continue
         matching = [s for s in suspicions if s.kind == m.kind]
-        if matching:
+        if not m.from_setting:  # no setting explains it: blaming one (writeTimeout 10s) would say more than was seen
+            out.append(Finding(kind=m.kind, severity="failure", evidence=f"{m.name}: {m.observed}"))
+        elif matching:
             for s in matching:
                 out.append(Finding(kind=m.kind, severity="failure", where=s.where,
                                    evidence=f"{m.name}: {m.observed}. Read: {s.evidence}",
@@ -45,7 +47,8 @@ def findings(proxy: str, suspicions: list[Suspicion], measured: list[Measured],
             out.append(Finding(kind=m.kind, severity="failure", where=where_of.get(setting, DEFAULT),
                                evidence=f"{m.name}: {m.observed}", scenario=scenario_for(m.kind, proxy),
                                fix=fix, limit_s=m.limit_s))
-    failed_kinds = {f.kind for f in out}
+    # A suspicion is a failure's cause when its kind failed from a setting; an early cut leaves it a warning.
+    failed_kinds = {m.kind for m in measured if not m.passed and m.kind is not None and m.from_setting}
     for s in suspicions:
         if s.kind in failed_kinds:
             continue

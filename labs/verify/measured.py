@@ -19,6 +19,9 @@ class Measured:
     results: list[StreamResult] = field(default_factory=list, repr=False)
     skipped: str | None = None  # why the trial could not tell (the judge's `untold`): not a pass
     ran: bool = True  # False: the path cannot hold this trial (no HTTP/2 on a plain listener)
+    # False: no setting of the config can cause this fault (an early cut), so its finding names
+    # neither a setting nor a fix, nor the scenario of a setting.
+    from_setting: bool = True
 
 
 def measured(name: str, kind: FindingKind, verdict: Verdict, results: list[StreamResult]) -> Measured:

@@ -14,7 +14,7 @@ from labs.fakes.upstream import fake_upstream
 from labs.findings import CheckOutcome
 from labs.verify import judge, trials
 from labs.verify.early_cut import CUT_KIND, EARLY_CUT_S
-from labs.verify.model import Options, VerifyReport
+from labs.verify.model import Options, Suspicion, VerifyReport
 
 
 def result(outcome: str = "truncated", events: int = 1, end_s: float = 0.006, status: int = 200) -> StreamResult:
@@ -102,6 +102,13 @@ def test_a_cut_that_does_not_repeat_is_a_failed_check_not_a_note():
     [finding] = report.findings
     assert finding.kind == CUT_KIND and finding.severity == "failure" and finding.limit_s is None
     assert report.verdict == "failure" and report.exit_status == 1
+    # No setting is blamed: a writeTimeout the reading suspected stays a warning of its own.
+    assert finding.where is None and finding.fix is None and finding.scenario is None
+    suspected = Suspicion("total-timeout", "traefik.yml:3", "writeTimeout 10s", "writeTimeout 0s", ("long-stream",),
+                          limit_s=10.0)
+    blamed = judge.findings("traefik", [suspected], [trial], {})
+    assert [(f.severity, f.where, f.limit_s) for f in blamed] == [("failure", None, None),
+                                                                   ("warning", "traefik.yml:3", 10.0)]
 
 
 def test_a_path_that_cuts_every_stream_is_a_failed_check_too():
