@@ -16,7 +16,7 @@ import math
 import sys
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterable, Literal
+from typing import Any, Iterable, Literal, Mapping
 
 # The longest silence a knob may ask for: a day (pause_s, delays, timers).
 MAX_WAIT_S = 86_400.0
@@ -215,6 +215,31 @@ def _flag_type(knob: Knob) -> Any:
 
 def settings_from_flags(namespace: argparse.Namespace) -> dict[str, Any]:
     return {k.name: setting_value(k, getattr(namespace, k.name)) for k in STREAM_KNOBS}
+
+
+def flag_args(lab: Mapping[str, Any]) -> list[str]:
+    """The server flags that make these per-stream `lab` values the server-wide defaults: the same
+    settings a request carrying them gets (`{"heartbeat_s": 0}` -> `--heartbeat-s 0`). ValueError
+    for a request-only field (it has no flag) or a value the flag cannot say."""
+    args: list[str] = []
+    for name, value in lab.items():
+        knob = BY_NAME.get(name)
+        if knob is None or not knob.flag:
+            raise ValueError(f"lab.{name} is not a per-stream knob: no server flag sets it")
+        value = knob.check(value)
+        if knob.kind == "bool":
+            if value is not knob.default:
+                args.append(knob.cli)
+        elif knob.kind == "names":
+            for item in value or ():
+                args += [knob.cli, str(item).lower()]
+        elif value is None:
+            if not knob.off_at_zero:
+                raise ValueError(f"lab.{name}: null keeps the server's default; no flag says that")
+            args += [knob.cli, "0"]
+        else:
+            args += [knob.cli, str(value)]
+    return args
 
 
 # -- the knob table in docs/server.md ----------------------------------------------------------
