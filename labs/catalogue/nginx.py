@@ -2,6 +2,7 @@
 connections, keepalive."""
 from __future__ import annotations
 
+from labs.scenario.exposing import CLOSE_DELIMITED
 from labs.scenario import checks
 from labs.catalogue.common import MANY_STREAMS_SERVER
 from labs.catalogue.drivers import one_after_another, paced_at_the_cut
@@ -11,7 +12,7 @@ DOCS = "https://nginx.org/en/docs/http/ngx_http_proxy_module.html"
 STREAMING_UPSTREAM = {"proxy_http_version": "1.1", "proxy_connection_header": ""}
 # uvicorn's h11 protocol answers an HTTP/1.0 request close-delimited (no chunked framing), as
 # most servers do; httptools answers chunked even then, and nginx forwards chunks as they come.
-CLOSE_DELIMITED_SERVER = ("--http", "h11")
+CLOSE_DELIMITED_SERVER = CLOSE_DELIMITED
 NO_ACCEL_HEADER = {"omit_headers": ["X-Accel-Buffering"]}
 # The broken settings the stress checks measure against (declared once, used by both).
 READ_TIMEOUT_S = 1.0  # nginx-read-timeout: proxy_read_timeout
@@ -61,8 +62,13 @@ SCENARIOS = [
             "Measured here: the lump needs a close-delimited upstream reply. uvicorn's httptools "
             "protocol answers even an HTTP/1.0 request with chunked framing, and nginx 1.22 then "
             "forwards each chunk at once despite proxy_buffering on (the lab runs the server with "
-            "uvicorn's h11 protocol, which does what most servers do). So the bug hides behind one "
-            "server and bites behind the next: set both directives anyway."),
+            "uvicorn's h11 protocol, which does what most servers do). nginx hands a partly filled "
+            "buffer on only when it knows how much more is coming: the next chunk's size, for a "
+            "chunked reply; for a close-delimited one it never knows, and waits for a full 4 KB "
+            "buffer or the close. Measured on both engines (32 events at 10/s, 2026-12-06): "
+            "close-delimited, 3 reads and TTFT 1,403-1,421 ms; chunked, 30-34 reads and TTFB "
+            "2-3 ms. So the bug hides behind one server and bites behind the next: set both "
+            "directives anyway."),
         sources=(f"{DOCS}#proxy_buffering", f"{DOCS}#proxy_http_version",
                  "https://www.nginx.com/resources/wiki/start/topics/examples/x-accel/#x-accel-buffering"),
     ),
@@ -82,6 +88,13 @@ SCENARIOS = [
             "The same nginx defaults as nginx-buffering, but the fix is on the server: a response "
             "header `X-Accel-Buffering: no` tells nginx to stop buffering this one response. It is the "
             "fix for proxies you cannot configure (a managed ingress), and costs nothing elsewhere."),
+        finding=(
+            "Measured here: whether the server leaves the header out for every response "
+            "(`--omit-header X-Accel-Buffering`) or for one request (`lab.omit_headers`), nginx gets "
+            "the same bytes in the same writes and holds them alike (3 reads, TTFT 1,403-1,421 ms on "
+            "both engines). What decides whether the missing header hurts is the reply's framing: "
+            "close-delimited (the lab's `--http h11`), held; chunked (uvicorn's default httptools), "
+            "forwarded chunk by chunk (TTFB 2-3 ms) with or without the header."),
         fix_summary="the server sends `X-Accel-Buffering: no` with every streaming response",
         sources=(f"{DOCS}#proxy_buffering", f"{DOCS}#proxy_ignore_headers"),
     ),

@@ -2,9 +2,8 @@
 
 With a canary origin (the lab's server) every body carries `lab` knobs (docs/contract.md): an exact
 script, a token rate, a silence at a chosen place, a stamp on each event. The server is asked to
-behave the way that exposes faults: no `X-Accel-Buffering: no` header (it would switch nginx's
-buffering off for this one response and hide the setting) and no heartbeats unless a check needs
-them (a `: ping` resets every idle timer and would hide the limit being looked for).
+behave the way that exposes faults (labs.scenario.exposing, as verify asks it): no
+`X-Accel-Buffering: no` header and no heartbeats unless a check needs them.
 
 Against any other origin the body is an ordinary chat completion with `max_tokens`.
 """
@@ -13,14 +12,13 @@ from __future__ import annotations
 import math
 from typing import Any, Mapping
 
+from labs.scenario.exposing import EXPOSING
 from labs.scenario.model import DEFAULT_SCRIPT, Workload
 
 PROMPT = [{"role": "user", "content": "Tell me something, one token at a time."}]
 # An ordinary request for an origin the probe cannot steer: long enough to see how it streams.
 PLAIN_PROMPT = [{"role": "user", "content": "Count from 1 to 60 in words, separated by spaces."}]
 PLAIN_MAX_TOKENS = 96
-
-EXPOSING = {"omit_headers": ["X-Accel-Buffering"], "heartbeat_s": 0}
 
 # The stream the buffering, coalescing and compression checks judge: the catalogue's own
 # workload (one event per token, 10 per second), stamped with the server's send time.

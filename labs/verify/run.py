@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Callable, Iterator, Sequence
 
 from labs.findings import CheckOutcome, UnusableInput
+from labs.scenario.exposing import CLOSE_DELIMITED
 from labs.verify import judge
 from labs.verify import trials as dynamic
 from labs.verify.detect import detect
@@ -36,7 +37,7 @@ def server_args(streams: int) -> list[str]:
     """The lab's server as verify needs it: tokens without a model, enough slots, faults exposed
     (HTTP/1.0 answered close-delimited; the requests ask it to omit X-Accel-Buffering)."""
     slots = str(max(256, streams + 16))
-    return ["--engine", "synthetic", "--http", "h11", "--slots", slots, "--max-queue", slots,
+    return ["--engine", "synthetic", *CLOSE_DELIMITED, "--slots", slots, "--max-queue", slots,
             "--chat-any-path"]  # a stand-in for whatever the streaming route leads to
 
 

@@ -1,8 +1,8 @@
 """The trials: what verify sends through the user's path, in front of the lab's server, and whose
 judge reads each answer (`labs.findings`: verify decides no fault itself).
 
-The server behaves the way that exposes faults: it omits `X-Accel-Buffering: no` and answers
-HTTP/1.0 close-delimited (`--http h11`); heartbeats are off where a silence is the test. The
+The server behaves the way that exposes faults: every request asks it for labs.scenario.exposing
+(no `X-Accel-Buffering: no`, no heartbeats), and it answers HTTP/1.0 close-delimited. The
 baseline of the streaming trials is the same request sent straight to the server, and every trial
 hands its judge what it depends on (the silence kept, the stream's asked length, the pause after
 the departure), so a judge can say when a trial proved nothing.
@@ -21,6 +21,7 @@ from labs.client.results import StreamResult
 from labs.findings import (Evidence, FindingKind, Pacing, UnusableInput, Verdict, buffering, coalescing,
                            compression, connection_limit, departure, idle_timeout, total_timeout)
 from labs.findings.evidence import ended
+from labs.scenario import exposing
 from labs.scenario.model import DEFAULT_SCRIPT
 from labs.verify.early_cut import Retried, early_cut, reported
 from labs.verify.measured import Measured, measured, not_run
@@ -67,8 +68,8 @@ class Target:
     retried: list[Retried] = field(default_factory=list)
 
     def body(self, lab: dict[str, Any] | None = None, **request: Any) -> dict[str, Any]:
-        fields = {"script": DEFAULT_SCRIPT, "tokens_per_s": TOKENS_PER_S,
-                  "omit_headers": ["X-Accel-Buffering"], **(lab or {})}
+        fields = {"script": DEFAULT_SCRIPT, "tokens_per_s": TOKENS_PER_S, **exposing.EXPOSING,
+                  **(lab or {})}
         return {"model": self.model, "messages": PROMPT, "stream": True, "max_tokens": 1024,
                 **request, "lab": fields}
 
@@ -190,14 +191,14 @@ def judge_silence(name: str, result: StreamResult, silence_s: float) -> Measured
 async def silence_before_first_token(target: Target) -> Measured:
     silence = target.options.max_silence_s
     script = "Every token should reach the reader."
-    result = await target.measure(target.body({"script": script, "headers_delay_s": silence, "heartbeat_s": 0}),
+    result = await target.measure(target.body({"script": script, "headers_delay_s": silence}),
                                   **_silence_options(silence))
     return judge_silence("silence-before-first-token", result, silence)
 
 
 async def silence_mid_stream(target: Target) -> Measured:
     silence = target.options.max_silence_s
-    result = await target.measure(target.body({"pause_after_tokens": 3, "pause_s": silence, "heartbeat_s": 0}),
+    result = await target.measure(target.body({"pause_after_tokens": 3, "pause_s": silence}),
                                   **_silence_options(silence))
     return judge_silence("silence-mid-stream", result, silence)
 
@@ -231,7 +232,7 @@ async def disconnect(target: Target) -> Measured:
     server = target.server
     script = " ".join([DEFAULT_SCRIPT] * 6)
     body = target.body({"script": script, "tokens_per_s": DISCONNECT_TOKENS_PER_S, "pause_after_tokens": 4,
-                        "pause_s": DISCONNECT_PAUSE_S, "heartbeat_s": 0}, max_tokens=60)
+                        "pause_s": DISCONNECT_PAUSE_S}, max_tokens=60)
     before = server.metrics()
     result = await target.measure(body, disconnect_after_events=3)
     left = time.monotonic()
