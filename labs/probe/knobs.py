@@ -12,7 +12,7 @@ from __future__ import annotations
 import math
 from typing import Any, Mapping
 
-from labs.scenario.exposing import EXPOSING
+from labs.scenario import exposing
 from labs.scenario.model import DEFAULT_SCRIPT, Workload
 
 PROMPT = [{"role": "user", "content": "Tell me something, one token at a time."}]
@@ -50,7 +50,7 @@ BURST_SCRIPT = "A token stream should reach the reader one token at a time."
 
 def canary_body(model: str, lab: Mapping[str, Any], *, max_tokens: int = 1024) -> dict[str, Any]:
     return {"model": model, "messages": PROMPT, "stream": True, "max_tokens": max_tokens,
-            "lab": {**EXPOSING, **lab}}
+            "lab": {**exposing.EXPOSING, **lab}}
 
 
 def plain_body(model: str) -> dict[str, Any]:

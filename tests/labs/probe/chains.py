@@ -13,6 +13,7 @@ import contextlib
 from typing import Any, Iterator, Mapping, Sequence
 
 from labs import catalogue
+from labs.scenario.exposing import CLOSE_DELIMITED
 from labs.scenario.runner import hop_settings
 from proxies.base import ProxySettings
 from proxies.export import with_lab_certificate
@@ -24,7 +25,7 @@ from server.processes import free_port
 
 # The canary as docs/probe.md tells users to run it: model-free, close-delimited answers to
 # HTTP/1.0 (so a buffering nginx shows), enough slots that the origin itself never queues.
-CANARY_ARGS = ("--engine", "synthetic", "--http", "h11", "--slots", "64", "--max-queue", "256")
+CANARY_ARGS = ("--engine", "synthetic", *CLOSE_DELIMITED, "--slots", "64", "--max-queue", "256")
 Hop = tuple[str, str, Mapping[str, Any]]
 
 
