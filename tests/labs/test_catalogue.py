@@ -8,6 +8,8 @@
   measuring client's or the browser client's own.
 - Every hop's settings render and pass the proxy's own check (`nginx -t`, `haproxy -c`,
   `envoy --mode validate`), and no variant configures a proxy that is not on its path.
+- Both variants run the server with the same HTTP protocol (`--http`): a fix's server flags
+  replace the broken variant's, and one that drops `--http h11` would measure another framing.
 - Each scenario's checks accept a hand-made run of its symptom and reject a hand-made cured run
   (the cure checks the other way round), and where the scenario applies a stress (a silence, a
   long stream, a load, a departure, a paced stream), a run without it is rejected too: a cure
@@ -185,6 +187,31 @@ def handmade(scenario: Scenario) -> Handmade:
 def test_every_request_validates_against_the_server_schema(scenario: Scenario) -> None:
     problems = [p for name in VARIANTS for p in request_problems(scenario, name)]
     assert not problems, "\n".join(problems)
+
+
+def framing(server_args: tuple[str, ...]) -> str:
+    """The server's HTTP protocol under these flags (`--http`; uvicorn's httptools by default)."""
+    args = list(server_args)
+    return args[args.index("--http") + 1] if "--http" in args else "httptools"
+
+
+def framing_problems(scenario: Scenario) -> list[str]:
+    """A fix's server flags replace the broken variant's: one that drops `--http h11` measures a
+    chunked reply, which nginx forwards buffering or not (docs/field-notes.md, nginx)."""
+    broken, fixed = (framing(tuple(scenario.variant(name).server_args)) for name in VARIANTS)
+    return [] if broken == fixed else [f"{scenario.name}: broken answers {broken}, fixed {fixed}"]
+
+
+@pytest.mark.parametrize("scenario", SCENARIOS)
+def test_both_variants_answer_with_the_same_framing(scenario: Scenario) -> None:
+    assert not framing_problems(scenario)
+
+
+def test_a_fix_that_drops_the_framing_is_caught() -> None:
+    scenario = catalogue.get("nginx-accel-header")
+    assert framing(tuple(scenario.broken.server_args)) == "h11"
+    dropped = dataclasses.replace(scenario, fix=Variant(server_args=("--omit-header", "X-Accel-Buffering")))
+    assert framing_problems(dropped) == ["nginx-accel-header: broken answers h11, fixed httptools"]
 
 
 @pytest.mark.parametrize("scenario", SCENARIOS)
