@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Sequence
 
 from server.locations import checkout, reports_dir
+from server.signals import run_stoppable
 
 DEFAULT_REPORTS = reports_dir()  # the checkout's reports/, else ./reports
 
@@ -71,7 +72,14 @@ def _prog() -> str:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    """Every command; SIGTERM, SIGINT or SIGHUP stops it as a normal exit would, every server and
+    proxy it started stopped, with exit status 128 + the signal's number (server.signals)."""
     argv = list(sys.argv[1:] if argv is None else argv)
+    command = " ".join([_prog(), *argv[:1]])
+    return run_stoppable(lambda: _command(argv), command)
+
+
+def _command(argv: list[str]) -> int:
     if argv[:1] == ["bench"]:  # labs.bench parses its own options
         from labs import bench
         return bench.main(argv[1:])

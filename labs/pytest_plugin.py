@@ -52,6 +52,38 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                          "(default: detected per file)")
 
 
+def pytest_configure(config: pytest.Config) -> None:
+    """With the plugin's options, SIGTERM, SIGINT and SIGHUP stop pytest as Ctrl-C does (the
+    session ends, the lab server and every proxy a verify started are stopped), and pytest exits
+    with 128 + the signal's number (server.signals); without them pytest's own handling is kept."""
+    if not _stream_options(config):
+        return
+    import contextlib
+
+    from server import signals
+
+    stack = contextlib.ExitStack()
+    stack.enter_context(signals.stopped_by_signals())
+    stack.callback(signals.stop_started)  # cleanups run newest first: after the lab server's
+    config.add_cleanup(stack.close)
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_sessionfinish(session: pytest.Session) -> Iterator[None]:
+    result = yield
+    if _stream_options(session.config):
+        from server import signals
+
+        stop = signals.stopped()
+        if stop is not None:  # pytest calls it "interrupted" (2); a stop signal's status is 128 + N
+            session.exitstatus = stop.exit_status
+    return result
+
+
+def _stream_options(config: pytest.Config) -> bool:
+    return bool(config.getoption("stream_url") or config.getoption("stream_config"))
+
+
 @pytest.hookimpl(tryfirst=True)  # before -k / -m deselect, so that they select these tests too
 def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config,
                                   items: list[pytest.Item]) -> None:

@@ -17,6 +17,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Iterator, Mapping, Sequence
 
+from server import signals
+
 
 class ProcessFailed(RuntimeError):
     """A managed process exited early or never became ready; the message carries its log tail."""
@@ -100,18 +102,23 @@ class ManagedProcess:
     cwd: Path | None = None
     env: Mapping[str, str] | None = None
     process: subprocess.Popen | None = field(default=None, init=False)
+    # Its stop, tracked from its start to its stop (server.signals.stop_started ends what is left).
+    _token: int | None = field(default=None, init=False, repr=False)
 
     def start(self) -> "ManagedProcess":
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
         log = open(self.log_path, "ab")
-        try:
-            self.process = subprocess.Popen(
-                list(self.argv), cwd=self.cwd, env=dict(self.env) if self.env is not None else None,
-                stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
-                # Own process group, so stop() also reaches workers the process forks (nginx).
-                start_new_session=True)
-        finally:
-            log.close()
+        # A stop signal waits until the process is tracked: none starts unseen by stop_started.
+        with signals.held():
+            try:
+                self.process = subprocess.Popen(
+                    list(self.argv), cwd=self.cwd, env=dict(self.env) if self.env is not None else None,
+                    stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
+                    # Own process group, so stop() also reaches workers the process forks (nginx).
+                    start_new_session=True)
+            finally:
+                log.close()
+            self._token = signals.track(self.stop)
         return self
 
     @property
@@ -144,18 +151,23 @@ class ManagedProcess:
             raise
 
     def stop(self, grace_s: float = 5.0) -> int | None:
-        """SIGTERM the process group, SIGKILL it after `grace_s`; returns the exit status."""
+        """SIGTERM the process group, SIGKILL it after `grace_s`; returns the exit status.
+        A stop signal does not cut it short (server.signals.held): it is raised once it is done."""
         if self.process is None:
             return None
-        if self.process.poll() is None:
-            _signal_group(self.process.pid, signal.SIGTERM)
-            try:
-                self.process.wait(timeout=grace_s)
-            except subprocess.TimeoutExpired:
-                _signal_group(self.process.pid, signal.SIGKILL)
-                self.process.wait(timeout=grace_s)
-        # Workers that outlived their master (nginx) share its group id.
-        _signal_group(self.process.pid, signal.SIGKILL)
+        with signals.held():
+            if self.process.poll() is None:
+                _signal_group(self.process.pid, signal.SIGTERM)
+                try:
+                    self.process.wait(timeout=grace_s)
+                except subprocess.TimeoutExpired:
+                    _signal_group(self.process.pid, signal.SIGKILL)
+                    self.process.wait(timeout=grace_s)
+            # Workers that outlived their master (nginx) share its group id.
+            _signal_group(self.process.pid, signal.SIGKILL)
+            if self._token is not None:
+                signals.untrack(self._token)
+                self._token = None
         return self.process.returncode
 
 
@@ -167,9 +179,10 @@ def _signal_group(pgid: int, sig: int) -> None:
 @contextlib.contextmanager
 def managed(process: ManagedProcess, ready: Callable[[], bool],
             timeout_s: float = 30.0) -> Iterator[ManagedProcess]:
-    """Start, wait until ready, yield, and stop even when the body raises."""
-    process.start()
+    """Start, wait until ready, yield, and stop even when the body raises (or a stop signal
+    arrives as it starts)."""
     try:
+        process.start()
         process.wait_ready(ready, timeout_s)
         yield process
     finally:

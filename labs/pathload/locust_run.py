@@ -32,6 +32,7 @@ from labs.load.results import StepResult
 from labs.load.summary import percentile_bands, ttft_histogram
 from labs.client.results import percentile
 from labs.client.resources import Sampler, cpu_s
+from server.processes import ManagedProcess, free_port
 
 LOCUSTFILE = Path(__file__).resolve().parents[1] / "load" / "locustfile.py"  # the Locust user of both
 KIND = "SSE"
@@ -56,7 +57,6 @@ def _command(path: OwnPath, *role: str) -> list[str]:
 
 
 def _free_port() -> int:
-    from server.processes import free_port
     return free_port()
 
 
@@ -96,20 +96,20 @@ def run_locust_step(path: OwnPath, n: int, tokens_per_s: float, baseline: StepRe
         worker_cmd = _command(path, "--worker", "--master-host", "127.0.0.1", "--master-port",
                               str(master_port))
         tcp0 = tcp_counters()
-        logs = [open(os.path.join(tmp, f"p{i}.log"), "w") for i in range(workers + 1)]
-        processes = [subprocess.Popen(master_cmd, stdout=logs[0], stderr=subprocess.STDOUT)]
-        processes += [subprocess.Popen(worker_cmd, stdout=logs[i + 1], stderr=subprocess.STDOUT)
-                      for i in range(workers)]
-        pids = {f"locust-{i}": p.pid for i, p in enumerate(processes)}
+        # Managed (server.processes): stopped by PID when the step ends, raises, or a stop signal
+        # ends the command, like every process the lab starts.
+        processes = [ManagedProcess(f"locust-{i}", master_cmd if i == 0 else worker_cmd,
+                                    Path(tmp, f"p{i}.log")) for i in range(workers + 1)]
         started, children0 = time.perf_counter(), _children_cpu_s()
         try:
+            for process in processes:
+                process.start()
+            pids = {process.name: process.pid for process in processes}
             with Sampler(pids, ports=[port] if port else []) as sampler, PeakCpu(pids) as peak:
                 _wait(processes[0], deadline + 30.0)
         finally:
             for process in processes:  # the workers leave with the master; make sure, by PID
-                _stop(process)
-            for log in logs:
-                log.close()
+                process.stop()
         wall = time.perf_counter() - started
         # Every process of the step has been waited for: their CPU is in RUSAGE_CHILDREN.
         client_cpu = _children_cpu_s() - children0
@@ -165,21 +165,12 @@ def _children_cpu_s() -> float:
     return usage.ru_utime + usage.ru_stime
 
 
-def _wait(master: subprocess.Popen, timeout_s: float) -> None:
+def _wait(master: ManagedProcess, timeout_s: float) -> None:
+    assert master.process is not None
     try:
-        master.wait(timeout=timeout_s)
+        master.process.wait(timeout=timeout_s)
     except subprocess.TimeoutExpired:
         pass
-
-
-def _stop(process: subprocess.Popen) -> None:
-    if process.poll() is None:
-        process.terminate()
-        try:
-            process.wait(timeout=5)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait(timeout=5)
 
 
 def _read_stats(prefix: str, tmp: str) -> tuple[list[dict[str, Any]], dict[str, int]]:

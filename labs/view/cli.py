@@ -3,7 +3,6 @@ from __future__ import annotations
 
 import argparse
 import ipaddress
-import signal
 import sys
 from pathlib import Path
 
@@ -45,16 +44,10 @@ def serve(host: str, port: int, runtime: str | None, reports: Path) -> int:
     app = create_app(session)
     print(f"streamlab view: open http://{host}:{port}/ in a browser (Ctrl-C stops it and every "
           "server and proxy it started)", file=sys.stderr, flush=True)
-    # uvicorn shuts down on SIGTERM, then raises the signal again under the handler it found:
-    # under Python's default one the process would die there, before `finally`, leaving every
-    # server and proxy it started running. Ours turns it into SystemExit, so they are stopped.
-    signal.signal(signal.SIGTERM, _exit_on_sigterm)
+    # uvicorn shuts down on SIGTERM and SIGINT, then raises the signal again under the handler it
+    # found: the command's (server.signals, labs/__main__.py), which unwinds to this `finally`.
     try:
         uvicorn.run(app, host=host, port=port, log_level="warning")
     finally:
         session.close()
     return 0
-
-
-def _exit_on_sigterm(signum: int, frame: object) -> None:
-    raise SystemExit(128 + signum)

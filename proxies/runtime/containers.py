@@ -13,6 +13,7 @@ from typing import Callable, Iterator, Mapping, Sequence
 
 from proxies.runtime.dockercli import DockerError, docker, docker_bin, host_user
 from proxies.logs import PROCESS_LOG
+from server import signals
 from server.processes import ManagedProcess, ProcessFailed
 
 CONFIG_DIR = "/etc/streamlab"  # a proxy's config, read-only
@@ -68,14 +69,16 @@ class Container:
         return int(result.stdout.strip() or 0) if result.returncode == 0 else 0
 
     def stop(self) -> None:
-        """Stop by id (SIGTERM via --init, so milliseconds), reap the client, make sure it is gone."""
-        target = self.read_id() or self.name
-        with contextlib.suppress(DockerError, OSError):
-            docker(["stop", "--time", str(STOP_TIMEOUT_S), target], check=False, timeout=STOP_TIMEOUT_S + 30)
-        self.process.stop(grace_s=STOP_TIMEOUT_S)
-        # --rm removes it once stopped; a client killed early can leave one behind.
-        with contextlib.suppress(DockerError, OSError):
-            docker(["rm", "--force", target], check=False, timeout=30)
+        """Stop by id (SIGTERM via --init, so milliseconds), reap the client, make sure it is gone.
+        A stop signal does not cut it short (server.signals.held): it is raised once it is done."""
+        with signals.held():
+            target = self.read_id() or self.name
+            with contextlib.suppress(DockerError, OSError):
+                docker(["stop", "--time", str(STOP_TIMEOUT_S), target], check=False, timeout=STOP_TIMEOUT_S + 30)
+            self.process.stop(grace_s=STOP_TIMEOUT_S)
+            # --rm removes it once stopped; a client killed early can leave one behind.
+            with contextlib.suppress(DockerError, OSError):
+                docker(["rm", "--force", target], check=False, timeout=30)
 
 
 @contextlib.contextmanager
@@ -89,8 +92,11 @@ def container(name: str, run_args: Sequence[str], workdir: Path, ready: Callable
     argv = [docker_bin(), run_args[0], "--cidfile", str(cidfile), *run_args[1:]]
     process = ManagedProcess(name=name, argv=argv, log_path=workdir / PROCESS_LOG, cwd=workdir)
     handle = Container(name=name, cidfile=cidfile, process=process)
-    process.start()
+    token = None
     try:
+        with signals.held():  # tracked by id as soon as its client runs (the container outlives it)
+            process.start()
+            token = signals.track(handle.stop)
         try:
             process.wait_ready(ready, timeout_s)
         except ProcessFailed as exc:
@@ -98,7 +104,11 @@ def container(name: str, run_args: Sequence[str], workdir: Path, ready: Callable
         handle.read_id()
         yield handle
     finally:
-        handle.stop()
+        try:
+            handle.stop()
+        finally:
+            if token is not None:
+                signals.untrack(token)
 
 
 def stop_leftovers() -> list[str]:

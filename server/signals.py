@@ -1,0 +1,153 @@
+"""A stop signal ends a command as a normal exit does: every process it started is stopped first.
+
+A CI job's timeout, `timeout`, systemd and a container stop send SIGTERM, a closed terminal
+SIGHUP, Ctrl-C SIGINT. Under Python's own handlers SIGTERM and SIGHUP end the interpreter on the
+spot, and the servers and proxies a command started (each in a session of its own,
+server.processes) ran on, orphaned: `labs verify` sent SIGTERM mid-run left the lab's server and
+nginx running. Inside `stopped_by_signals()` each of the three raises `Stopped` in the main thread
+instead, so every `with` block the command is in unwinds and stops what it started (processes by
+PID, containers by id, temporary folders) exactly as on a normal exit. `Stopped` is a
+KeyboardInterrupt so that asyncio and pytest treat it as the interrupt it is: asyncio logs and
+drops any other exception raised in one of its callbacks, pytest fails one test with it and runs
+the next. What a thread started is out of the main thread's unwinding: each start is `track`ed
+until its stop, and `stop_started()` ends whatever is left.
+
+    exit_status = run_stoppable(main)   # 128 + the signal's number after a stop signal
+"""
+from __future__ import annotations
+
+import contextlib
+import itertools
+import signal
+import sys
+import threading
+from dataclasses import dataclass
+from typing import Callable, Iterator
+
+STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
+
+
+class Stopped(KeyboardInterrupt):
+    """A stop signal arrived; the exit status is the shell's for it, 128 + its number."""
+
+    def __init__(self, signum: int) -> None:
+        self.signal = signal.Signals(signum)
+        super().__init__(f"stopped by {self.signal.name}")
+
+    @property
+    def exit_status(self) -> int:
+        return 128 + int(self.signal)
+
+
+@dataclass
+class _State:
+    held: int = 0  # depth of held() blocks in the main thread
+    pending: int | None = None  # a signal that arrived while held
+    stopped: Stopped | None = None  # raised: the stop is under way, further signals only wait
+    closing: bool = False  # the command has ended: its last stops run, a signal only waits too
+
+
+_state = _State()
+_started: dict[int, Callable[[], object]] = {}  # token -> the stop of something started, not yet stopped
+_tokens = itertools.count()
+_lock = threading.Lock()
+
+
+def _in_main_thread() -> bool:
+    return threading.current_thread() is threading.main_thread()
+
+
+def _raise(signum: int) -> None:
+    _state.stopped = Stopped(signum)
+    raise _state.stopped
+
+
+def _on_signal(signum: int, frame: object) -> None:
+    if _state.stopped is not None or _state.closing:
+        return  # the stop under way is bounded (server.processes: SIGKILL after its grace)
+    if _state.held:
+        _state.pending = signum
+        return
+    _raise(signum)
+
+
+@contextlib.contextmanager
+def stopped_by_signals() -> Iterator[None]:
+    """SIGTERM, SIGINT and SIGHUP raise `Stopped` in this block (the previous handlers come back
+    after it). Python only lets the main thread set handlers: elsewhere this does nothing."""
+    if not _in_main_thread():
+        yield
+        return
+    previous = {sig: signal.signal(sig, _on_signal) for sig in STOP_SIGNALS}
+    try:
+        yield
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+        _state.held, _state.pending, _state.stopped, _state.closing = 0, None, None, False
+
+
+@contextlib.contextmanager
+def held() -> Iterator[None]:
+    """A step that must not be cut in half (a process started but not yet tracked, one being
+    stopped): a stop signal that arrives in it is raised when it ends."""
+    if not _in_main_thread():
+        yield
+        return
+    _state.held += 1
+    try:
+        yield
+    finally:
+        _state.held -= 1
+        signum, _state.pending = _state.pending, None
+        if not _state.held and signum is not None and _state.stopped is None:
+            _raise(signum)
+
+
+def stopped() -> Stopped | None:
+    """The stop under way in this `stopped_by_signals()` block, if a signal came."""
+    return _state.stopped
+
+
+def track(stop: Callable[[], object]) -> int:
+    """Remember how to stop something just started; `untrack(token)` once it is stopped."""
+    with _lock:
+        token = next(_tokens)
+        _started[token] = stop
+    return token
+
+
+def untrack(token: int) -> None:
+    with _lock:
+        _started.pop(token, None)
+
+
+def stop_started() -> int:
+    """Stop whatever was started and is not stopped yet, the newest first; how many there were."""
+    count = 0
+    while True:
+        with _lock:
+            if not _started:
+                return count
+            token = max(_started)
+            stop = _started.pop(token)
+        with contextlib.suppress(Exception):  # each is stopped whatever another one did
+            stop()
+        count += 1
+
+
+def run_stoppable(main: Callable[[], int], prog: str) -> int:
+    """main()'s exit status; after a stop signal, 128 + its number, once everything it started
+    is stopped (one line on stderr says so)."""
+    with stopped_by_signals():
+        try:
+            status = main()
+        except Stopped as stop:
+            status = stop.exit_status
+        finally:
+            stopping, _state.closing = _state.stopped, True
+            stop_started()
+    if stopping is not None:  # also where something on the way swallowed the interrupt (uvicorn.run)
+        status = stopping.exit_status
+        print(f"{prog}: {stopping}; nothing it started is left running", file=sys.stderr, flush=True)
+    return status
