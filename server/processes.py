@@ -92,6 +92,10 @@ def wait_until(predicate: Callable[[], bool], timeout_s: float, interval_s: floa
         time.sleep(interval_s)
 
 
+# How long stop() lets a process end on SIGTERM before SIGKILL ends its group.
+STOP_GRACE_S = 5.0
+
+
 @dataclass
 class ManagedProcess:
     """A child process with its output in a log file, stopped by PID (its whole process group)."""
@@ -150,7 +154,7 @@ class ManagedProcess:
             self.stop()
             raise
 
-    def stop(self, grace_s: float = 5.0) -> int | None:
+    def stop(self, grace_s: float = STOP_GRACE_S) -> int | None:
         """SIGTERM the process group, SIGKILL it after `grace_s`; returns the exit status.
         A stop signal does not cut it short (server.signals.held): it is raised once it is done."""
         if self.process is None:

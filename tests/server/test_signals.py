@@ -1,0 +1,76 @@
+"""server.signals in-process: a stop signal raises Stopped in the main thread, waits while a step
+is held (a process being started or stopped), is raised once, and whatever a thread started is
+ended by stop_started(). The commands themselves are stopped for real in tests/labs/test_stop_signals.py."""
+from __future__ import annotations
+
+import os
+import signal
+import sys
+import threading
+from pathlib import Path
+
+import pytest
+
+from server import signals
+from server.processes import ManagedProcess, wait_until
+
+
+def _send(sig: signal.Signals) -> None:
+    os.kill(os.getpid(), sig)
+
+
+@pytest.mark.parametrize("sig", signals.STOP_SIGNALS, ids=lambda s: s.name)
+def test_a_stop_signal_is_raised_as_stopped_and_the_handlers_come_back(sig: signal.Signals) -> None:
+    before = signal.getsignal(sig)
+    with pytest.raises(signals.Stopped) as stopped, signals.stopped_by_signals():
+        _send(sig)
+        wait_until(lambda: False, 5, describe="the signal")  # interrupted by it, never times out
+    assert stopped.value.exit_status == 128 + sig
+    assert str(stopped.value) == f"stopped by {sig.name}"
+    assert signal.getsignal(sig) is before
+
+
+def test_a_held_step_ends_before_the_signal_is_raised_and_a_second_one_waits() -> None:
+    finished = []
+    with pytest.raises(signals.Stopped), signals.stopped_by_signals():
+        with signals.held():
+            _send(signal.SIGTERM)
+            finished.append("held step")  # not cut short
+        finished.append("after it")  # never reached: raised as the held step ends
+    assert finished == ["held step"]
+    with signals.stopped_by_signals():
+        with pytest.raises(signals.Stopped):
+            _send(signal.SIGTERM)
+            wait_until(lambda: False, 5, describe="the signal")
+        _send(signal.SIGINT)  # the stop is under way: this one only waits
+        finished.append("stop under way")
+        assert signals.stopped() is not None and signals.stopped().signal == signal.SIGTERM
+    assert finished[-1] == "stop under way"
+
+
+def test_what_a_thread_started_is_stopped_and_the_status_is_the_signals(tmp_path: Path) -> None:
+    """A main that swallows the interrupt (uvicorn.run does) still exits 128 + N, and a process
+    started outside the main thread's unwinding is stopped by its PID."""
+    started: list[ManagedProcess] = []
+
+    def main() -> int:
+        process = ManagedProcess("sleeper", [sys.executable, "-c", "import time; time.sleep(60)"],
+                                 tmp_path / "sleeper.log")
+        thread = threading.Thread(target=lambda: started.append(process.start()))
+        thread.start()
+        thread.join()
+        assert process.process is not None and process.process.poll() is None  # it runs
+        try:
+            _send(signal.SIGHUP)
+            wait_until(lambda: False, 5, describe="the signal")
+        except KeyboardInterrupt:
+            pass
+        return 0
+    try:
+        assert signals.run_stoppable(main, "test") == 128 + signal.SIGHUP
+        assert started and started[0].process is not None
+        assert started[0].process.poll() is not None, "the thread's process was left running"
+        assert signals.stop_started() == 0  # nothing left tracked
+    finally:
+        for process in started:
+            process.stop()
