@@ -17,7 +17,6 @@ until its stop, and `stop_started()` ends whatever is left.
 from __future__ import annotations
 
 import contextlib
-import itertools
 import signal
 import sys
 import threading
@@ -41,15 +40,17 @@ class Stopped(KeyboardInterrupt):
 
 @dataclass
 class _State:
+    depth: int = 0  # stopped_by_signals() blocks entered (a command run inside another's)
     held: int = 0  # depth of held() blocks in the main thread
     pending: int | None = None  # a signal that arrived while held
     stopped: Stopped | None = None  # raised: the stop is under way, further signals only wait
     closing: bool = False  # the command has ended: its last stops run, a signal only waits too
+    since: int = 0  # the first token of this block: what was started before it is not its own
 
 
 _state = _State()
 _started: dict[int, Callable[[], object]] = {}  # token -> the stop of something started, not yet stopped
-_tokens = itertools.count()
+_next_token = 0
 _lock = threading.Lock()
 
 
@@ -72,19 +73,21 @@ def _on_signal(signum: int, frame: object) -> None:
 
 
 @contextlib.contextmanager
-def stopped_by_signals() -> Iterator[None]:
+def stopped_by_signals() -> Iterator[bool]:
     """SIGTERM, SIGINT and SIGHUP raise `Stopped` in this block (the previous handlers come back
-    after it). Python only lets the main thread set handlers: elsewhere this does nothing."""
-    if not _in_main_thread():
-        yield
+    after it); yields whether this block set them. Python only lets the main thread set handlers:
+    elsewhere this does nothing; inside another such block, the outer one keeps them."""
+    if not _in_main_thread() or _state.depth:
+        yield False
         return
     previous = {sig: signal.signal(sig, _on_signal) for sig in STOP_SIGNALS}
+    _state.depth, _state.since = 1, _next_token
     try:
-        yield
+        yield True
     finally:
         for sig, handler in previous.items():
             signal.signal(sig, handler)
-        _state.held, _state.pending, _state.stopped, _state.closing = 0, None, None, False
+        _state.depth, _state.held, _state.pending, _state.stopped, _state.closing = 0, 0, None, None, False
 
 
 @contextlib.contextmanager
@@ -111,8 +114,9 @@ def stopped() -> Stopped | None:
 
 def track(stop: Callable[[], object]) -> int:
     """Remember how to stop something just started; `untrack(token)` once it is stopped."""
+    global _next_token
     with _lock:
-        token = next(_tokens)
+        token, _next_token = _next_token, _next_token + 1
         _started[token] = stop
     return token
 
@@ -123,14 +127,16 @@ def untrack(token: int) -> None:
 
 
 def stop_started() -> int:
-    """Stop whatever was started and is not stopped yet, the newest first; how many there were."""
+    """Stop whatever was started in this `stopped_by_signals()` block and is not stopped yet, the
+    newest first (what was started before it, a test session's server, is not the block's);
+    how many there were."""
     count = 0
     while True:
         with _lock:
-            if not _started:
+            own = [token for token in _started if token >= _state.since]
+            if not own:
                 return count
-            token = max(_started)
-            stop = _started.pop(token)
+            stop = _started.pop(max(own))
         with contextlib.suppress(Exception):  # each is stopped whatever another one did
             stop()
         count += 1
@@ -139,7 +145,9 @@ def stop_started() -> int:
 def run_stoppable(main: Callable[[], int], prog: str) -> int:
     """main()'s exit status; after a stop signal, 128 + its number, once everything it started
     is stopped (one line on stderr says so)."""
-    with stopped_by_signals():
+    with stopped_by_signals() as own:
+        if not own:  # run inside another command (or a thread): the outer one stops it all
+            return main()
         try:
             status = main()
         except Stopped as stop:

@@ -15,6 +15,9 @@ from server import signals
 from server.processes import ManagedProcess, wait_until
 
 
+SLEEPER = [sys.executable, "-c", "import time; time.sleep(60)"]
+
+
 def _send(sig: signal.Signals) -> None:
     os.kill(os.getpid(), sig)
 
@@ -50,12 +53,13 @@ def test_a_held_step_ends_before_the_signal_is_raised_and_a_second_one_waits() -
 
 def test_what_a_thread_started_is_stopped_and_the_status_is_the_signals(tmp_path: Path) -> None:
     """A main that swallows the interrupt (uvicorn.run does) still exits 128 + N, and a process
-    started outside the main thread's unwinding is stopped by its PID."""
+    started outside the main thread's unwinding is stopped by its PID; one started before the
+    command (a test session's server) is not the command's to stop."""
     started: list[ManagedProcess] = []
+    before = ManagedProcess("before", SLEEPER, tmp_path / "before.log").start()
 
     def main() -> int:
-        process = ManagedProcess("sleeper", [sys.executable, "-c", "import time; time.sleep(60)"],
-                                 tmp_path / "sleeper.log")
+        process = ManagedProcess("sleeper", SLEEPER, tmp_path / "sleeper.log")
         thread = threading.Thread(target=lambda: started.append(process.start()))
         thread.start()
         thread.join()
@@ -70,7 +74,8 @@ def test_what_a_thread_started_is_stopped_and_the_status_is_the_signals(tmp_path
         assert signals.run_stoppable(main, "test") == 128 + signal.SIGHUP
         assert started and started[0].process is not None
         assert started[0].process.poll() is not None, "the thread's process was left running"
-        assert signals.stop_started() == 0  # nothing left tracked
+        assert before.process is not None and before.process.poll() is None, "not the command's"
     finally:
-        for process in started:
+        for process in [*started, before]:
             process.stop()
+    assert started[0]._token is None and before._token is None  # stopped, so no longer tracked
