@@ -27,6 +27,7 @@ import pytest
 from server.launcher import ServerHandle, running_server
 from server.processes import STOP_GRACE_S, free_port, wait_until
 from server.signals import STOP_SIGNALS
+from tests.view.conftest import _answers
 
 psutil = pytest.importorskip("psutil")
 pytestmark = pytest.mark.slow
@@ -92,14 +93,6 @@ def _in_groups(groups: set[int]) -> list[str]:
 
 def _streaming(server: ServerHandle) -> bool:
     return server.metrics().get(ACTIVE, 0.0) > 0
-
-
-def _answers(url: str) -> bool:
-    try:
-        with urllib.request.urlopen(url, timeout=1) as response:
-            return response.status == 200
-    except OSError:
-        return False
 
 
 @pytest.fixture(scope="module")
