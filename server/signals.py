@@ -12,7 +12,7 @@ drops any other exception raised in one of its callbacks, pytest fails one test 
 the next. What a thread started is out of the main thread's unwinding: each start is `track`ed
 until its stop, and `stop_started()` ends whatever is left.
 
-    exit_status = run_stoppable(main)   # 128 + the signal's number after a stop signal
+    return run_stoppable(lambda: verify(args), "python -m labs verify")  # 128 + N after signal N
 """
 from __future__ import annotations
 
@@ -40,7 +40,7 @@ class Stopped(KeyboardInterrupt):
 
 @dataclass
 class _State:
-    depth: int = 0  # stopped_by_signals() blocks entered (a command run inside another's)
+    depth: int = 0  # 1 inside the stopped_by_signals() block that set the handlers
     held: int = 0  # depth of held() blocks in the main thread
     pending: int | None = None  # a signal that arrived while held
     stopped: Stopped | None = None  # raised: the stop is under way, further signals only wait

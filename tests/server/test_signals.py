@@ -79,3 +79,27 @@ def test_what_a_thread_started_is_stopped_and_the_status_is_the_signals(tmp_path
         for process in [*started, before]:
             process.stop()
     assert started[0]._token is None and before._token is None  # stopped, so no longer tracked
+
+
+def test_a_command_run_inside_another_leaves_the_stop_to_the_outer_one(tmp_path: Path) -> None:
+    handler_before = signal.getsignal(signal.SIGTERM)
+    inner_started: list[ManagedProcess] = []
+
+    def inner() -> int:
+        inner_started.append(ManagedProcess("inner", SLEEPER, tmp_path / "inner.log").start())
+        return 0
+
+    def outer() -> int:
+        assert signals.run_stoppable(inner, "inner") == 0
+        assert signal.getsignal(signal.SIGTERM) is not handler_before, "the inner one took the handlers away"
+        assert inner_started[0].process is not None and inner_started[0].process.poll() is None
+        _send(signal.SIGTERM)
+        wait_until(lambda: False, 5, describe="the signal")
+        return 0
+    try:
+        assert signals.run_stoppable(outer, "outer") == 128 + signal.SIGTERM
+        assert inner_started[0].process is not None and inner_started[0].process.poll() is not None
+        assert signal.getsignal(signal.SIGTERM) is handler_before
+    finally:
+        for process in inner_started:
+            process.stop()
