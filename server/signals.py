@@ -46,6 +46,7 @@ class _State:
     stopped: Stopped | None = None  # raised: the stop is under way, further signals only wait
     closing: bool = False  # the command has ended: its last stops run, a signal only waits too
     since: int = 0  # the first token of this block: what was started before it is not its own
+    ask: Callable[[int], object] | None = None  # how the held step asks itself to end (held(ask=))
 
 
 _state = _State()
@@ -67,7 +68,9 @@ def _on_signal(signum: int, frame: object) -> None:
     if _state.stopped is not None or _state.closing:
         return  # the stop under way is bounded (server.processes: SIGKILL after its grace)
     if _state.held:
-        _state.pending = signum
+        _state.pending = _state.pending or signum
+        if _state.ask is not None:
+            _state.ask(signum)
         return
     _raise(signum)
 
@@ -91,20 +94,25 @@ def stopped_by_signals() -> Iterator[bool]:
 
 
 @contextlib.contextmanager
-def held() -> Iterator[None]:
+def held(ask: Callable[[int], object] | None = None) -> Iterator[None]:
     """A step that must not be cut in half (a process started but not yet tracked, one being
-    stopped): a stop signal that arrives in it is raised when it ends."""
+    stopped, a server shutting down on its own): a stop signal that arrives in it is raised when
+    the outermost such step ends. `ask(signum)`: how to ask the step to end soon (a server's own
+    graceful shutdown), called on each stop signal that arrives in it."""
     if not _in_main_thread():
         yield
         return
     _state.held += 1
+    asked, _state.ask = _state.ask, ask or _state.ask
     try:
         yield
     finally:
         _state.held -= 1
-        signum, _state.pending = _state.pending, None
-        if not _state.held and signum is not None and _state.stopped is None:
-            _raise(signum)
+        _state.ask = asked
+        if not _state.held:
+            signum, _state.pending = _state.pending, None
+            if signum is not None and _state.stopped is None:
+                _raise(signum)
 
 
 def stopped() -> Stopped | None:

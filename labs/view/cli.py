@@ -6,6 +6,8 @@ import ipaddress
 import sys
 from pathlib import Path
 
+from server import signals
+
 DEFAULT_PORT = 8765
 
 
@@ -44,10 +46,13 @@ def serve(host: str, port: int, runtime: str | None, reports: Path) -> int:
     app = create_app(session)
     print(f"streamlab view: open http://{host}:{port}/ in a browser (Ctrl-C stops it and every "
           "server and proxy it started)", file=sys.stderr, flush=True)
-    # uvicorn shuts down on SIGTERM and SIGINT, then raises the signal again under the handler it
-    # found: the command's (server.signals, labs/__main__.py), which unwinds to this `finally`.
+    server = uvicorn.Server(uvicorn.Config(app, host=host, port=port, log_level="warning"))
+    # A stop signal (server.signals) asks uvicorn for its own graceful shutdown and is raised once
+    # it is done, then this `finally` stops what the view started. Raised inside uvicorn's loop
+    # instead, SIGHUP (which uvicorn does not handle) printed a traceback of its lifespan task.
     try:
-        uvicorn.run(app, host=host, port=port, log_level="warning")
+        with signals.held(ask=lambda signum: setattr(server, "should_exit", True)):
+            server.run()
     finally:
         session.close()
     return 0

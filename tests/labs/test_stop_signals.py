@@ -200,6 +200,7 @@ def test_a_stop_signal_stops_what_the_command_started(command: str, sig: signal.
         output_text = log.read_text(errors="replace")
         assert child.returncode == 128 + sig, output_text[-3000:]
         assert f"stopped by {sig.name}" in output_text, output_text[-3000:]
+        assert "Traceback" not in output_text, output_text[-3000:]  # an orderly stop, not a crash
     finally:
         # By group first (a proxy's workers would outlive a master killed alone), then by PID.
         for group in groups:

@@ -51,6 +51,20 @@ def test_a_held_step_ends_before_the_signal_is_raised_and_a_second_one_waits() -
     assert finished[-1] == "stop under way"
 
 
+def test_a_signal_in_a_nested_held_step_asks_the_outer_one_to_end_and_is_raised_after_it() -> None:
+    asked: list[int] = []
+    steps = []
+    with pytest.raises(signals.Stopped) as stopped, signals.stopped_by_signals():
+        with signals.held(ask=asked.append):  # a server that shuts down when asked
+            with signals.held():  # a process stopped inside it
+                _send(signal.SIGHUP)
+                steps.append("inner")
+            steps.append("outer")  # not cut short: the signal waits for the outermost step
+        steps.append("after")
+    assert steps == ["inner", "outer"] and asked == [signal.SIGHUP]
+    assert stopped.value.signal == signal.SIGHUP
+
+
 def test_what_a_thread_started_is_stopped_and_the_status_is_the_signals(tmp_path: Path) -> None:
     """A main that swallows the interrupt (uvicorn.run does) still exits 128 + N, and a process
     started outside the main thread's unwinding is stopped by its PID; one started before the
