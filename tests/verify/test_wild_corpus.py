@@ -90,3 +90,29 @@ def test_the_readme_table_lists_every_slug():
     readme = (WILD / "README.md").read_text(encoding="utf-8")
     listed = set(re.findall(r"^\| `([a-z0-9-]+)` \|", readme, flags=re.M))
     assert listed == set(SLUGS)
+
+
+HELD_OUT = [s for s in SLUGS if "first_result" in load(s)]
+
+
+def test_the_held_out_set_is_big_enough():
+    assert len(HELD_OUT) >= 10 and len(SLUGS) - len(HELD_OUT) >= 30  # the in-sample set stays as it was
+
+
+@pytest.mark.parametrize("slug", HELD_OUT)
+def test_a_held_out_config_keeps_its_first_verify_run_kind_by_kind(slug):
+    meta = load(slug)
+    first = meta["first_result"]
+    assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ", first["date"])
+    command = first["command"]  # the agreement test's full run: default checks, the entry's route
+    assert command.startswith(f".venv/bin/python -m labs verify tests/data/wild/{slug}/{meta['entry']} ")
+    assert f"--proxy {meta['proxy']}" in command and f"--path {meta['route']['path']}" in command
+    assert "--quick" not in command and "--check" not in command
+    assert list(first["kinds"]) == list(FINDING_KINDS)
+    for kind, said in first["kinds"].items():
+        want = meta["expected"][kind]
+        other = "disagrees (found, expected clean)" if want == "clean" else "disagrees (missed, expected fault)"
+        assert said in {f"agrees ({want})", other, "not measured"}, kind
+    if "error" not in first:
+        found = {k for k, said in first["kinds"].items() if said in ("agrees (fault)", "disagrees (found, expected clean)")}
+        assert set(first["found"]) == found
