@@ -4,9 +4,11 @@ Reads `Evidence.stream` (the client left on purpose: outcome `disconnected`), `E
 (how long after the departure the origin noticed: its own record, or its slots going idle; None
 when it never did while the tool waited), `Evidence.silence_s` (the origin's pause right after
 the departure: some proxies notice only when their next write to the client fails, and the pause
-delays that write) and `Evidence.pacing`. A path that passes the departure on frees the origin
+delays that write), `Evidence.heartbeat_s` (the origin's heartbeat interval through that pause,
+None when it sent none) with `Evidence.heartbeats_to_notice`, and `Evidence.pacing`. A path that passes the departure on frees the origin
 within a decode step or two; one that does not keeps it busy through the pause (HAProxy without
-abortonclose) or to the end of the answer (nginx ignoring client aborts).
+abortonclose) or to the end of the answer (nginx ignoring client aborts). With heartbeats, a path
+that notices only at a write to the client notices at a heartbeat: late is then counted from it.
 """
 from __future__ import annotations
 
@@ -22,11 +24,23 @@ LATE_INTERVALS = 10.0
 LATE_SHARE = 0.5
 
 
-def late_after(evidence: Evidence) -> float:
-    bound = LATE_INTERVALS * evidence.pacing.interval_s
-    if evidence.silence_s:
-        bound = min(bound, LATE_SHARE * evidence.silence_s)
+def late_bound(interval_s: float, silence_s: float | None, heartbeat_s: float | None = None,
+               heartbeats: int = 1) -> float:
+    """Seconds after the departure from which the origin noticed it late. With heartbeats every
+    `heartbeat_s` through the pause, a path that notices only at a write to the client notices at
+    the `heartbeats`-th of them (the path's kind knows how many: httpd 2.4.71 the first, Varnish
+    7.1.1 the second, measured; docs/verify.md): late from then, plus the same ten intervals."""
+    if heartbeat_s:
+        return heartbeats * heartbeat_s + LATE_INTERVALS * interval_s
+    bound = LATE_INTERVALS * interval_s
+    if silence_s:
+        bound = min(bound, LATE_SHARE * silence_s)
     return bound
+
+
+def late_after(evidence: Evidence) -> float:
+    return late_bound(evidence.pacing.interval_s, evidence.silence_s, evidence.heartbeat_s,
+                      evidence.heartbeats_to_notice)
 
 
 def judge(evidence: Evidence) -> Verdict:
@@ -34,6 +48,9 @@ def judge(evidence: Evidence) -> Verdict:
     if stream.outcome not in ("disconnected", "timeout"):
         return untold(f"the stream ended before the client could leave ({ended(stream)})")
     bound = late_after(evidence)
+    if evidence.heartbeat_s and (evidence.silence_s or 0.0) <= bound:
+        return untold(f"the origin's pause ({secs(evidence.silence_s or 0.0)}) was not longer than its "
+                      f"heartbeats and the margin ({secs(bound)}): a path that never notices would pass")
     left = f"the client left after {stream.content_events} events"
     if release is None:
         return Verdict(True, f"{left}; the origin never noticed it leave")

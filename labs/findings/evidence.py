@@ -47,6 +47,9 @@ class Evidence:
     duration_s: how long the origin was asked to stream (total timeout).
     release_s: seconds from the client leaving to the origin noticing (it stopped generating or
         freed the slot); None when it never did within the tool's wait.
+    heartbeat_s: the origin's heartbeat interval through that pause (departure); None: it sent none.
+    heartbeats_to_notice: of those, the one at which a path that notices a departure only at a
+        write to the client does (the path's kind knows: 1 for httpd 2.4, 2 for Varnish 7.1).
     origin_first_token_s: per stream, when the origin itself sent the first token (its own
         record), so a queue at the origin is not taken for one in front of it; empty when the
         records could not be read.
@@ -58,6 +61,8 @@ class Evidence:
     silence_s: float | None = None
     duration_s: float | None = None
     release_s: float | None = None
+    heartbeat_s: float | None = None
+    heartbeats_to_notice: int = 1
     origin_first_token_s: Sequence[float | None] = ()
 
     @property

@@ -39,6 +39,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              f"{defaults.max_stream_s:g} s, above Envoy's 15 s route timeout)")
     parser.add_argument("--streams", type=int, default=defaults.streams, metavar="N",
                         help=f"concurrent streams the path must carry (default {defaults.streams})")
+    parser.add_argument("--heartbeat", type=float, default=defaults.heartbeat_s, metavar="S",
+                        help="your server sends `: ping` heartbeats after S s of silence: the disconnect "
+                             "check's silence carries them, and the departure must reach the server within "
+                             "about S s (a proxy that notices it only at its next write passes only so); "
+                             "--quick runs that check too. The silence checks stay without heartbeats "
+                             "(default: none, a silence without them)")
     parser.add_argument("--runtime", choices=("local", "docker"), default="local",
                         help="the proxy as a host process (local) or in its container (docker)")
     parser.add_argument("--quick", action="store_true",
@@ -99,7 +105,8 @@ def run(args: argparse.Namespace) -> int:
         headers = headers_from(args.header)
         with console.status("verify: starting") as status:
             report = verify_config(args.file, proxy=args.proxy, max_silence_s=args.max_silence,
-                                   max_stream_s=args.max_stream, streams=args.streams, runtime=args.runtime,
+                                   max_stream_s=args.max_stream, streams=args.streams,
+                                   heartbeat_s=args.heartbeat, runtime=args.runtime,
                                    quick=args.quick, checks=args.checks, wanted=wanted, headers=headers,
                                    progress=lambda message: status.update(f"verify: {message}"))
     except UnusableInput as exc:

@@ -16,6 +16,18 @@ from labs.verify.rewrite import Rewritten
 
 
 @dataclass(frozen=True)
+class AtNextWrite:
+    """A proxy that notices a client that left only when a write to it fails, whatever its config
+    (measured): through a silence the server generates for nobody until it writes again."""
+
+    why: str
+    """Said in the suspicion, e.g. "httpd 2.4 notices a departed client only when ..."."""
+    heartbeats: int
+    """With heartbeats through the silence, the one at which the departure reaches the server
+    (the token written just after the client left is the first write, and it succeeds)."""
+
+
+@dataclass(frozen=True)
 class ConfigKind:
     proxy: str
     """The proxy's name, as the proxies' own table (`proxies.kinds`) and `--proxy` spell it."""
@@ -36,6 +48,11 @@ class ConfigKind:
     """Finding kind -> (the setting to look at, the fix), for a measured fault no setting explains."""
     versions: bool = False
     """Whether --proxy-version selects this proxy's defaults (a table of them by version)."""
+    departure_at_write: AtNextWrite | None = None
+    """Set when this proxy notices a departure only at a write, whatever its config (None: a
+    setting decides). Without --heartbeat every config of it is then suspected of
+    disconnect-not-propagated (labs/verify/rules.py), so --quick measures it; with it, the
+    disconnect check allows its `heartbeats`."""
 
     def looks_like(self, text: str) -> bool:
         return self.shape.search(text) is not None

@@ -17,6 +17,7 @@ from labs.verify.haproxy.kind import KIND as HAPROXY
 from labs.verify.kind import ConfigKind
 from labs.verify.model import Options, Reading, Suspicion
 from labs.verify.nginx.kind import KIND as NGINX
+from labs.verify.rules import DEPARTURE, departure_at_write
 from labs.verify.traefik.kind import KIND as TRAEFIK
 from labs.verify.varnish.kind import KIND as VARNISH
 
@@ -25,5 +26,16 @@ PROXIES = tuple(KINDS)
 
 
 def suspicions(reading: Reading, options: Options) -> list[Suspicion]:
-    """The rules of the reading's proxy over what it read."""
-    return KINDS[reading.proxy].suspicions(reading, options)
+    """The rules of the reading's proxy over what it read, and the departure its kind notices
+    only at its next write, whatever the config."""
+    kind = KINDS[reading.proxy]
+    found = kind.suspicions(reading, options)
+    if kind.departure_at_write is not None:
+        found += departure_at_write(kind.departure_at_write.why, reading, options, kind.fallback[DEPARTURE][0])
+    return found
+
+
+def heartbeats_to_notice(proxy: str) -> int:
+    """With heartbeats through a silence, the one at which this proxy passes a departure on."""
+    at_write = KINDS[proxy].departure_at_write
+    return at_write.heartbeats if at_write is not None else 1

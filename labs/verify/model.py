@@ -24,6 +24,10 @@ DEFAULT = "default"
 # Where published configs serve an OpenAI-style chat API, in the order verify looks for one when
 # no --path is given: the API itself, then the prefixes chat front ends and gateways put in
 # front of it (Open WebUI's /api/ and /openai/, LiteLLM's /v1/ under a gateway path...).
+# A heartbeat exists to keep idle limits from firing, and the defaults are 60 s (nginx's
+# proxy_read_timeout, Apache's Timeout, Varnish's between_bytes_timeout): an interval above them
+# keeps nothing alive, and the disconnect check's silence lasts about one interval.
+MAX_HEARTBEAT_S = 60.0
 API_PATHS = ("/v1/chat/completions", "/api/chat/completions", "/api/v1/chat/completions",
              "/openai/v1/chat/completions", "/openai/chat/completions", "/chat/completions")
 
@@ -79,15 +83,23 @@ class Options:
         heartbeat; the path must carry it before the first token and in mid-stream.
     max_stream_s: the longest answer in seconds; the long-stream check runs a little past it.
     streams: concurrent streams the path must carry at once.
+    heartbeat_s: the interval of the user's origin's `: ping` heartbeats through a silence (None:
+        it sends none, or the user did not say). Only the disconnect check reads it: its silence
+        then carries heartbeats at that interval, and the departure must be noticed within about
+        one of them. The silence checks keep theirs without a heartbeat (max_silence_s).
     """
 
     max_silence_s: float = 20.0
     max_stream_s: float = 20.0
     streams: int = 100
+    heartbeat_s: float | None = None
 
     def __post_init__(self) -> None:
         if self.max_silence_s <= 0 or self.max_stream_s <= 0:
             raise UnusableInput("--max-silence and --max-stream must be positive seconds")
+        if self.heartbeat_s is not None and not 0 < self.heartbeat_s <= MAX_HEARTBEAT_S:
+            raise UnusableInput(f"--heartbeat must be seconds above 0 and at most {MAX_HEARTBEAT_S:g} (the "
+                                "disconnect check waits about that long, plus 2.5 s)")
         if not 1 <= self.streams <= 2000:
             raise UnusableInput("--streams must be between 1 and 2000 (load tests stay bounded)")
 
@@ -158,6 +170,9 @@ class VerifyReport(PathReport):
     settings: dict[str, Setting] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
     wall_s: float = 0.0
+    # The checks left out of this run and by what (--quick, --check): never part of its "ok".
+    not_selected: list[str] = field(default_factory=list)
+    selected_by: str = ""
 
     def to_json(self) -> dict[str, Any]:
         return {

@@ -89,15 +89,20 @@ def print_report(report: VerifyReport, console: Console) -> None:
 
 
 def verdict_line(report: VerifyReport) -> str:
-    """ok only when every check that ran passed; what was not measured is said, never hidden."""
+    """ok only when every check that ran passed; what was not measured, or not run (--quick,
+    --check), is said, never hidden."""
     if report.verdict == "failure":
         line = f"[red]{len(report.failures())} failure(s)[/red]"
     elif report.verdict == "inconclusive":
         line = "[yellow]inconclusive[/yellow]: no failure found, but not everything was measured"
+    elif report.not_selected:
+        line = "[green]ok[/green]: no failure, every check that ran passed"
     else:
         line = "[green]ok[/green]: no failure, every check passed"
     unmeasured = report.unmeasured()
     if unmeasured:
         line += "; [yellow]not measured[/yellow]: " + ", ".join(
             f"{c.name} ({'skipped' if c.skipped else 'failed'})" for c in unmeasured) + ", see above"
+    if report.not_selected:
+        line += f"; not run ({report.selected_by}): " + ", ".join(report.not_selected)
     return line

@@ -9,12 +9,28 @@ from __future__ import annotations
 
 import math
 
-from labs.verify.model import Options
+from labs.verify.model import Options, Reading, Suspicion
 
 SSE = "text/event-stream"
+DEPARTURE = "disconnect-not-propagated"
 
 
 def timeout_fix(limit: float, options: Options) -> int:
     """An idle limit with room (x1.5, in tens of seconds) above the longest silence expected."""
     return int(math.ceil(max(limit, options.max_silence_s) * 1.5 / 10) * 10)
 
+
+
+def departure_at_write(why: str, r: Reading, o: Options, setting: str) -> list[Suspicion]:
+    """A proxy that notices a departed client only at its next write (`why`): without a heartbeat
+    interval (--heartbeat) the server keeps generating for nobody through any silence, whatever
+    the config; `setting`: the one the finding is placed at (the route's)."""
+    if o.heartbeat_s is not None:
+        return []
+    return [Suspicion(
+        DEPARTURE, r.get(setting).where,
+        f"{why}: a client that leaves while the server is silent is noticed only when the server "
+        "writes again, and until then it generates for nobody (no --heartbeat given: a silence without heartbeats)",
+        "have the server send `: ping` heartbeats through its silences (a departure then costs at most "
+        "about one interval of generation), and run verify again with --heartbeat SECONDS, their interval; "
+        "no setting of the proxy makes it notice sooner", ("disconnect",))]

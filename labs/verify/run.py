@@ -23,7 +23,7 @@ from labs.verify import judge
 from labs.verify import trials as dynamic
 from labs.verify.detect import detect
 from labs.verify.kubernetes import translate
-from labs.verify.kinds import KINDS, PROXIES, suspicions
+from labs.verify.kinds import KINDS, PROXIES, heartbeats_to_notice, suspicions
 from labs.verify.launch import RunningConfig, running, validate
 from labs.verify.model import Options, Reading, RouteWanted, VerifyReport, display_path
 from labs.verify.rewrite import Rewritten, is_loopback
@@ -73,19 +73,20 @@ def rewrite_config(path: Path, reading: Reading, lab_port: int, folder: Path, *,
 
 def verify_config(path: Path, *, proxy: str | None = None, max_silence_s: float = Options.max_silence_s,
                   max_stream_s: float = Options.max_stream_s, streams: int = Options.streams,
-                  runtime: str = "local", quick: bool = False, checks: Sequence[str] | None = None,
+                  heartbeat_s: float | None = None, runtime: str = "local", quick: bool = False, checks: Sequence[str] | None = None,
                   progress: Progress | None = None, server: ServerHandle | None = None,
                   wanted: RouteWanted = RouteWanted(), headers: dict[str, str] | None = None) -> VerifyReport:
     """Verify one config; raises UnusableInput (exit status 2) when it cannot be used.
 
     `wanted`: the route to judge (--path, --host); `headers`: sent with every measured request
-    (--header, e.g. the route's credentials): never stored in the report, never printed."""
+    (--header, e.g. the route's credentials): never stored in the report, never printed;
+    `heartbeat_s`: the user's origin's heartbeat interval (--heartbeat), for the disconnect check."""
     started = time.monotonic()
     say = progress or (lambda message: None)
     path = Path(path)
     if runtime not in ("local", "docker"):
         raise UnusableInput(f"unknown runtime {runtime!r}; known: local, docker")
-    options = Options(max_silence_s, max_stream_s, streams)
+    options = Options(max_silence_s, max_stream_s, streams, heartbeat_s)
     if headers:
         wanted = replace(wanted, headers=tuple(headers.items()))
     headers = dict(wanted.headers)  # what routing read is what the measured requests carry
@@ -113,7 +114,9 @@ def verify_config(path: Path, *, proxy: str | None = None, max_silence_s: float 
         validate(rewritten, runtime)
         # After the proxy's own check, so a bad value gets the proxy's own message first.
         suspected = suspicions(reading, options)
-        selected = _selected(checks, quick, suspected)
+        selected = _selected(checks, quick, suspected, options)
+        report.not_selected = [c for c in dynamic.CHECK_NAMES if c not in selected]
+        report.selected_by = "--check" if checks is not None else "--quick" if quick else ""
         if server is None:
             say("starting the lab's server")
             server = stack.enter_context(running_server(server_args(streams), port=lab_port))
@@ -143,7 +146,7 @@ def _proxy(path: Path, proxy: str | None) -> str:
     return proxy
 
 
-def _selected(checks: Sequence[str] | None, quick: bool, suspected: list) -> list[str]:
+def _selected(checks: Sequence[str] | None, quick: bool, suspected: list, options: Options) -> list[str]:
     if checks is not None:
         unknown = [c for c in checks if c not in dynamic.CHECK_NAMES]
         if unknown:
@@ -151,6 +154,8 @@ def _selected(checks: Sequence[str] | None, quick: bool, suspected: list) -> lis
         return [c for c in dynamic.CHECK_NAMES if c in checks]
     if quick:
         wanted = {"streaming", "streaming-h2", *(c for s in suspected for c in s.checks)}
+        if options.heartbeat_s is not None:  # the one check that reads it: what the user stated is measured
+            wanted.add("disconnect")
         return [c for c in dynamic.CHECK_NAMES if c in wanted]
     return list(dynamic.CHECK_NAMES)
 
@@ -161,7 +166,7 @@ def _measure(proxy_run: RunningConfig, server: ServerHandle, options: Options, s
     host = proxy_run.rewritten.host_header or reading.host
     headers = {**extra_headers, **({"Host": host} if host else {})}
     target = dynamic.Target(proxy_run.url, server, served_model(server.url), options, headers,
-                            path=reading.path)
+                            path=reading.path, heartbeats_to_notice=heartbeats_to_notice(reading.proxy))
 
     async def everything() -> list[dynamic.Measured]:
         results: dict[str, dynamic.Measured] = {}

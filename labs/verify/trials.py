@@ -32,7 +32,9 @@ PROMPT = [{"role": "user", "content": "Tell me something, one token at a time."}
 TOKENS_PER_S = 10.0  # pacing of the streaming trials: one interval is 0.1 s
 INTERVAL_S = 1.0 / TOKENS_PER_S
 DISCONNECT_TOKENS_PER_S = 20.0
-DISCONNECT_PAUSE_S = 2.0  # the silence right after the client leaves (HAProxy notices only on a write)
+# The silence right after the client leaves: HAProxy without abortonclose, httpd and Varnish
+# notice a departure only at their next write to the client, which the silence delays.
+DISCONNECT_PAUSE_S = 2.0
 STREAM_TOKENS = 12  # events of the streaming trials: 1.2 s, well inside one 4 KB nginx buffer
 _DIRECT: dict[str, StreamResult] = {}  # the direct baseline, once per lab server
 CHECK_KINDS: dict[str, tuple[FindingKind, ...]] = {
@@ -64,6 +66,8 @@ class Target:
     headers: dict[str, str] = field(default_factory=dict)
     path: str = ROUTE_PATH  # the route's path at the entry (the server answers it under any prefix)
     direct: StreamResult | None = None  # the same stream straight to the server
+    # With heartbeats (--heartbeat), the one at which the path's proxy passes a departure on.
+    heartbeats_to_notice: int = 1
     # Streams through the entry cut just after they started, each measured again (early_cut.py).
     retried: list[Retried] = field(default_factory=list)
 
@@ -218,34 +222,54 @@ async def long_stream(target: Target) -> Measured:
     return judge_long(result, wanted)
 
 
-def judge_departure(result: StreamResult, release_s: float | None) -> Measured:
+def departure_pause_s(heartbeat_s: float | None, heartbeats: int = 1) -> float:
+    """The origin's silence right after the client left: 2 s; with heartbeats, the bound they set
+    (the heartbeats the proxy needs and the margin) and 2 s more, so a path they do not help still
+    shows late."""
+    if not heartbeat_s:
+        return DISCONNECT_PAUSE_S
+    return departure.late_bound(1.0 / DISCONNECT_TOKENS_PER_S, None, heartbeat_s, heartbeats) + DISCONNECT_PAUSE_S
+
+
+def judge_departure(result: StreamResult, release_s: float | None, heartbeat_s: float | None = None,
+                    heartbeats: int = 1) -> Measured:
     """`release_s`: the server's slots went idle this long after the client left (None: not
-    within the wait)."""
+    within the wait); `heartbeat_s`: the server's heartbeat interval through its pause, of which
+    the path's proxy notices at the `heartbeats`-th."""
     verdict = departure.judge(Evidence([result], Pacing(0.0, 1.0 / DISCONNECT_TOKENS_PER_S),
-                                       silence_s=DISCONNECT_PAUSE_S, release_s=release_s))
+                                       silence_s=departure_pause_s(heartbeat_s, heartbeats), release_s=release_s,
+                                       heartbeat_s=heartbeat_s, heartbeats_to_notice=heartbeats))
     return measured("disconnect", "disconnect-not-propagated", verdict, [result])
 
 
 async def disconnect(target: Target) -> Measured:
-    """The client leaves after 3 events; the model is silent 2 s, then goes on. Who notices?"""
+    """The client leaves after 3 events; the model is silent 2 s (with --heartbeat: heartbeats at
+    that interval through a longer silence), then goes on. Who notices?"""
     from labs.scenario.runner import wait_idle
     server = target.server
+    heartbeat, heartbeats = target.options.heartbeat_s, target.heartbeats_to_notice
+    pause = departure_pause_s(heartbeat, heartbeats)
     script = " ".join([DEFAULT_SCRIPT] * 6)
     body = target.body({"script": script, "tokens_per_s": DISCONNECT_TOKENS_PER_S, "pause_after_tokens": 4,
-                        "pause_s": DISCONNECT_PAUSE_S}, max_tokens=60)
+                        "pause_s": pause, "heartbeat_s": heartbeat or 0}, max_tokens=60)
     before = server.metrics()
     result = await target.measure(body, disconnect_after_events=3)
     left = time.monotonic()
-    release = await asyncio.to_thread(wait_idle, server, 15.0)
+    release = await asyncio.to_thread(wait_idle, server, pause + 13.0)
     held = release if release is not None else time.monotonic() - left
     after = server.metrics()
-    generated = after.get("streamlab_tokens_generated_total", 0) - before.get("streamlab_tokens_generated_total", 0)
-    noticed = (after.get("streamlab_tokens_after_disconnect_total", 0)
-               - before.get("streamlab_tokens_after_disconnect_total", 0))
-    nobody = max(0.0, generated - result.content_events)
-    trial = judge_departure(result, release)
+
+    def moved(name: str) -> float:
+        return after.get(name, 0) - before.get(name, 0)
+    nobody = max(0.0, moved("streamlab_tokens_generated_total") - result.content_events)
+    trial = judge_departure(result, release, heartbeat, heartbeats)
     trial.observed += (f"; the server held the request {held:.1f} s and generated {nobody:.0f} tokens "
-                       f"for nobody (streamlab_tokens_after_disconnect_total +{noticed:.0f})")
+                       f"for nobody (streamlab_tokens_after_disconnect_total "
+                       f"+{moved('streamlab_tokens_after_disconnect_total'):.0f})")
+    if heartbeat:
+        trial.observed += (f"; heartbeats every {heartbeat:g} s through its {pause:g} s silence: "
+                           f"{moved('streamlab_heartbeats_total'):.0f} sent (late counted from heartbeat "
+                           f"{heartbeats})")
     return trial
 
 

@@ -89,7 +89,7 @@ def test_vhost_by_servername_and_the_first_proxypass_that_matches(tmp_path):
     assert reading.get("flushpackets").value == "off" and reading.get("flushpackets").is_default
     assert reading.get("DEFLATE").value == "off"
     kinds = {s.kind for s in suspicions(reading, Options(max_silence_s=20, streams=100))}
-    assert kinds == {"idle-timeout", "connection-limit"}
+    assert kinds == {"idle-timeout", "connection-limit", "disconnect-not-propagated"}
     # A wildcard alias reaches the same VirtualHost; no --host: the first that proxies the API.
     assert "chat.example.com" in read_config(path, wanted=RouteWanted(host="a.chat.example.com")).route
     assert "other.example.com" in read_config(path).route
@@ -112,7 +112,13 @@ def test_defaults_of_httpd_24(tmp_path):
     assert reading.get("ProxyTimeout").value == "60"
     assert reading.get("MaxRequestWorkers").value == "400"  # event: 16 x 25
     assert reading.get("ProxyIOBufferSize").value == "8192"
-    assert not suspicions(reading, Options())
+    # httpd notices a departure only at a write, whatever the config: suspected unless the
+    # server's heartbeats are stated (--heartbeat), which the disconnect check then measures.
+    [departure] = suspicions(reading, Options())
+    assert departure.kind == "disconnect-not-propagated" and departure.checks == ("disconnect",)
+    assert departure.where.endswith("httpd.conf:2") and "only when a write to it fails" in departure.evidence
+    assert "--heartbeat" in departure.fix
+    assert not suspicions(reading, Options(heartbeat_s=10))
 
 
 def test_site_file_is_judged_inside_debians_apache2_conf(tmp_path):
@@ -133,9 +139,9 @@ def test_deflate_on_event_streams_is_suspected(tmp_path):
                                                      "AddOutputFilterByType DEFLATE text/event-stream"))
     reading = read_config(path)
     assert reading.get("DEFLATE").value == "on"
-    assert [s.kind for s in suspicions(reading, Options())] == ["compression-delay"]
+    assert [s.kind for s in suspicions(reading, Options(heartbeat_s=10))] == ["compression-delay"]
     no_gzip = write(tmp_path, "site2.conf", path.read_text().replace("    ProxyPass /health", "    SetEnv no-gzip 1\n    ProxyPass /health"))
-    assert not suspicions(read_config(no_gzip), Options())
+    assert not suspicions(read_config(no_gzip), Options(heartbeat_s=10))
 
 
 def test_garbage_is_unusable_with_file_and_line(tmp_path):

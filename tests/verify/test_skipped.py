@@ -74,3 +74,19 @@ def test_a_hop_that_refuses_large_events_is_no_gzip_finding() -> None:
                                 reads=1, ttft_s=1.2, e2e_s=1.2))
     verdict = asyncio.run(trials.gzip(held))
     assert not verdict.passed and verdict.kind == "compression-delay", verdict.observed
+
+
+def test_an_ok_without_every_check_says_which_were_not_run() -> None:
+    """--quick (or --check) leaves checks out: its ok never says "every check passed", and names
+    them; a run of every check still does. The JSON's verdict is ok either way."""
+    def printed(report: VerifyReport) -> str:
+        text = io.StringIO()
+        output.print_report(report, Console(file=text, width=400, color_system=None))
+        return text.getvalue().splitlines()[-1]
+    checks = [CheckOutcome("streaming", True, "12 events in 12 reads")]
+    quick = VerifyReport(proxy="nginx", file="nginx.conf", checks=checks,
+                         not_selected=["gzip", "disconnect"], selected_by="--quick")
+    line = printed(quick)
+    assert "every check that ran passed; not run (--quick): gzip, disconnect" in line, line
+    assert "every check passed" not in line and quick.to_json()["verdict"] == "ok" and quick.exit_status == 0
+    assert "every check passed" in printed(VerifyReport(proxy="nginx", file="nginx.conf", checks=checks))

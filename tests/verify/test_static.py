@@ -10,8 +10,10 @@ import pytest
 from labs.findings import UnusableInput
 from labs.verify import read_config
 from labs.verify.detect import detect
-from labs.verify.model import Options
-from labs.verify.kinds import suspicions
+from labs.verify import trials
+from labs.verify.model import MAX_HEARTBEAT_S, Options
+from labs.verify.kinds import KINDS, heartbeats_to_notice, suspicions
+from labs.verify.run import _selected
 from labs.verify.rewrite import is_loopback
 from tests.verify.conftest import USER_CONFIGS, user_config_cases
 
@@ -269,3 +271,41 @@ def test_nginx_limit_conn_is_suspected_only_below_the_concurrent_streams(tmp_pat
     path = write(tmp_path, "nginx.conf", NGINX.format(location=f"limit_conn per_client {limit};"))
     kinds = {s.kind for s in suspicions(read_config(path), Options(max_silence_s=10, streams=100))}
     assert ("connection-limit" in kinds) == suspected, kinds
+
+
+FIXED = Path(__file__).resolve().parents[2] / "proxies" / "fixed"
+FIXED_FILES = sorted(p.relative_to(FIXED).as_posix() for p in FIXED.rglob("*") if p.is_file())
+
+
+@pytest.mark.parametrize("name", FIXED_FILES)
+def test_without_heartbeats_only_a_proxy_that_notices_at_a_write_is_suspected_of_the_departure(name):
+    """--heartbeat changes one suspicion, on the proxies whose kind declares that it notices a
+    departure only at a write (Apache, Varnish): without it their every config is suspected (so
+    --quick measures it); with it, not. Every other proxy's reading is the same either way."""
+    reading = read_config(FIXED / name)
+    without = suspicions(reading, Options())
+    beating = suspicions(reading, Options(heartbeat_s=10))
+    at_write = KINDS[reading.proxy].departure_at_write is not None
+    assert at_write == (reading.proxy in ("apache", "varnish")), reading.proxy
+    assert [s.kind for s in without if s not in beating] == (["disconnect-not-propagated"] if at_write else [])
+    assert all(s in without for s in beating)
+    if at_write:
+        [departure] = [s for s in without if s.kind == "disconnect-not-propagated"]
+        assert departure.checks == ("disconnect",) and "--heartbeat" in departure.fix
+
+
+def test_heartbeats_add_the_disconnect_check_to_quick_and_lengthen_its_silence():
+    """The one check that reads --heartbeat runs under --quick when it is given; its silence is
+    the heartbeats the proxy needs, the margin (0.5 s) and the same 2 s in which a path they do
+    not help still shows late."""
+    assert "disconnect" in _selected(None, True, [], Options(heartbeat_s=1.0))
+    assert "disconnect" not in _selected(None, True, [], Options())
+    assert _selected(["streaming"], False, [], Options(heartbeat_s=1.0)) == ["streaming"]  # --check decides
+    assert trials.departure_pause_s(None) == trials.DISCONNECT_PAUSE_S == 2.0
+    assert trials.departure_pause_s(1.0) == pytest.approx(3.5)
+    assert trials.departure_pause_s(1.0, 2) == pytest.approx(4.5)
+    assert heartbeats_to_notice("apache") == 1 and heartbeats_to_notice("varnish") == 2
+    assert heartbeats_to_notice("nginx") == 1
+    for wrong in (0.0, -1.0, MAX_HEARTBEAT_S + 1):
+        with pytest.raises(UnusableInput, match="--heartbeat"):
+            Options(heartbeat_s=wrong)
