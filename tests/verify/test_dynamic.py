@@ -229,3 +229,18 @@ def test_every_kind_records_what_it_contacted(verify_server, proxy):
     loopback = next(c for c in report.checks if c.name == "loopback-only")
     assert loopback.ran and loopback.passed and not loopback.skipped, loopback.observed
     assert f"127.0.0.1:{verify_server.port}" in loopback.observed
+
+
+def test_heartbeats_do_not_pass_a_path_that_ignores_the_departure(verify_server, tmp_path):
+    """--heartbeat allows the heartbeats a proxy needs, no more: nginx with
+    proxy_ignore_client_abort on reads the whole answer for nobody, heartbeats or not, and the
+    check still fails although the heartbeats were sent."""
+    path = tmp_path / "nginx.conf"
+    path.write_text(rendered("nginx-client-abort", "broken", "nginx")[1])
+    before = verify_server.metrics().get("streamlab_heartbeats_total", 0)
+    report = verify_config(path, checks=["disconnect"], heartbeat_s=0.5, server=verify_server)
+    sent = verify_server.metrics().get("streamlab_heartbeats_total", 0) - before
+    [check] = [c for c in report.checks if c.name == "disconnect"]
+    assert not check.passed and not check.skipped, check.observed
+    assert [f.kind for f in report.failures()] == ["disconnect-not-propagated"], check.observed
+    assert sent >= 1, check.observed
