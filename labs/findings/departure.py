@@ -5,10 +5,11 @@ Reads `Evidence.stream` (the client left on purpose: outcome `disconnected`), `E
 when it never did while the tool waited), `Evidence.silence_s` (the origin's pause right after
 the departure: some proxies notice only when their next write to the client fails, and the pause
 delays that write), `Evidence.heartbeat_s` (the origin's heartbeat interval through that pause,
-None when it sent none) with `Evidence.heartbeats_to_notice`, and `Evidence.pacing`. A path that passes the departure on frees the origin
-within a decode step or two; one that does not keeps it busy through the pause (HAProxy without
-abortonclose) or to the end of the answer (nginx ignoring client aborts). With heartbeats, a path
-that notices only at a write to the client notices at a heartbeat: late is then counted from it.
+None when it sent none) with `Evidence.heartbeats_to_notice`, and `Evidence.pacing`. A path that
+passes the departure on frees the origin within a decode step or two; one that does not keeps it
+busy through the pause (HAProxy without abortonclose) or to the end of the answer (nginx ignoring
+client aborts). With heartbeats, a path that notices only at a write to the client notices at a
+heartbeat: late is then counted from it.
 """
 from __future__ import annotations
 

@@ -41,10 +41,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help=f"concurrent streams the path must carry (default {defaults.streams})")
     parser.add_argument("--heartbeat", type=float, default=defaults.heartbeat_s, metavar="S",
                         help="your server sends `: ping` heartbeats after S s of silence: the disconnect "
-                             "check's silence carries them, and the departure must reach the server within "
-                             "about S s (a proxy that notices it only at its next write passes only so); "
-                             "--quick runs that check too. The silence checks stay without heartbeats "
-                             "(default: none, a silence without them)")
+                             "check's silence carries them, and the departure must reach the server by the "
+                             "heartbeat the proxy needs, plus 0.5 s (a proxy that notices it only at a write "
+                             "passes only so); --quick runs that check too. The silence checks stay "
+                             "without heartbeats (default: none, a silence without them)")
     parser.add_argument("--runtime", choices=("local", "docker"), default="local",
                         help="the proxy as a host process (local) or in its container (docker)")
     parser.add_argument("--quick", action="store_true",

@@ -31,7 +31,7 @@ def suspicions(reading: Reading, options: Options) -> list[Suspicion]:
     kind = KINDS[reading.proxy]
     found = kind.suspicions(reading, options)
     if kind.departure_at_write is not None:
-        found += departure_at_write(kind.departure_at_write.why, reading, options, kind.fallback[DEPARTURE][0])
+        found += departure_at_write(kind.departure_at_write, reading, options, kind.fallback[DEPARTURE][0])
     return found
 
 

@@ -21,13 +21,13 @@ ROUTE_METHOD, ROUTE_PATH = "POST", "/v1/chat/completions"
 REQUEST_HEADERS = {"accept": "text/event-stream", "content-type": "application/json",
                    "accept-encoding": "gzip, deflate", "content-length": "300"}
 DEFAULT = "default"
+# A heartbeat exists to keep idle limits from firing, and the defaults are 60 s (nginx's
+# proxy_read_timeout, Apache's Timeout, Varnish's between_bytes_timeout): an interval above them
+# keeps nothing alive, and the disconnect check's silence lasts one or two intervals.
+MAX_HEARTBEAT_S = 60.0
 # Where published configs serve an OpenAI-style chat API, in the order verify looks for one when
 # no --path is given: the API itself, then the prefixes chat front ends and gateways put in
 # front of it (Open WebUI's /api/ and /openai/, LiteLLM's /v1/ under a gateway path...).
-# A heartbeat exists to keep idle limits from firing, and the defaults are 60 s (nginx's
-# proxy_read_timeout, Apache's Timeout, Varnish's between_bytes_timeout): an interval above them
-# keeps nothing alive, and the disconnect check's silence lasts about one interval.
-MAX_HEARTBEAT_S = 60.0
 API_PATHS = ("/v1/chat/completions", "/api/chat/completions", "/api/v1/chat/completions",
              "/openai/v1/chat/completions", "/openai/chat/completions", "/chat/completions")
 
@@ -85,8 +85,8 @@ class Options:
     streams: concurrent streams the path must carry at once.
     heartbeat_s: the interval of the user's origin's `: ping` heartbeats through a silence (None:
         it sends none, or the user did not say). Only the disconnect check reads it: its silence
-        then carries heartbeats at that interval, and the departure must be noticed within about
-        one of them. The silence checks keep theirs without a heartbeat (max_silence_s).
+        then carries heartbeats at that interval, and the departure must be noticed by the one the
+        proxy needs (plus a margin). The silence checks keep theirs without a heartbeat.
     """
 
     max_silence_s: float = 20.0
@@ -99,7 +99,7 @@ class Options:
             raise UnusableInput("--max-silence and --max-stream must be positive seconds")
         if self.heartbeat_s is not None and not 0 < self.heartbeat_s <= MAX_HEARTBEAT_S:
             raise UnusableInput(f"--heartbeat must be seconds above 0 and at most {MAX_HEARTBEAT_S:g} (the "
-                                "disconnect check waits about that long, plus 2.5 s)")
+                                "disconnect check's silence lasts one or two of them, plus 2.5 s)")
         if not 1 <= self.streams <= 2000:
             raise UnusableInput("--streams must be between 1 and 2000 (load tests stay bounded)")
 

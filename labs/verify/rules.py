@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 
+from labs.verify.kind import AtNextWrite
 from labs.verify.model import Options, Reading, Suspicion
 
 SSE = "text/event-stream"
@@ -20,17 +21,18 @@ def timeout_fix(limit: float, options: Options) -> int:
     return int(math.ceil(max(limit, options.max_silence_s) * 1.5 / 10) * 10)
 
 
-
-def departure_at_write(why: str, r: Reading, o: Options, setting: str) -> list[Suspicion]:
-    """A proxy that notices a departed client only at its next write (`why`): without a heartbeat
-    interval (--heartbeat) the server keeps generating for nobody through any silence, whatever
-    the config; `setting`: the one the finding is placed at (the route's)."""
+def departure_at_write(at_write: AtNextWrite, r: Reading, o: Options, setting: str) -> list[Suspicion]:
+    """A proxy that notices a departed client only at a write to it: without a heartbeat interval
+    (--heartbeat) the server keeps generating for nobody through any silence, whatever the
+    config; `setting`: the one the finding is placed at (the route's)."""
     if o.heartbeat_s is not None:
         return []
+    cost = "one interval" if at_write.heartbeats == 1 else f"{at_write.heartbeats} intervals"
     return [Suspicion(
         DEPARTURE, r.get(setting).where,
-        f"{why}: a client that leaves while the server is silent is noticed only when the server "
-        "writes again, and until then it generates for nobody (no --heartbeat given: a silence without heartbeats)",
-        "have the server send `: ping` heartbeats through its silences (a departure then costs at most "
-        "about one interval of generation), and run verify again with --heartbeat SECONDS, their interval; "
-        "no setting of the proxy makes it notice sooner", ("disconnect",))]
+        f"{at_write.why}: a client that leaves while the server is silent is noticed only when the "
+        "server writes again, and until then it generates for nobody (no --heartbeat given: a silence "
+        "without heartbeats)",
+        f"have the server send `: ping` heartbeats through its silences (a departure then costs about {cost} "
+        "of generation), and run verify again with --heartbeat SECONDS, their interval; no setting of the "
+        "proxy makes it notice sooner", ("disconnect",))]

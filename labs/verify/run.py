@@ -73,8 +73,8 @@ def rewrite_config(path: Path, reading: Reading, lab_port: int, folder: Path, *,
 
 def verify_config(path: Path, *, proxy: str | None = None, max_silence_s: float = Options.max_silence_s,
                   max_stream_s: float = Options.max_stream_s, streams: int = Options.streams,
-                  heartbeat_s: float | None = None, runtime: str = "local", quick: bool = False, checks: Sequence[str] | None = None,
-                  progress: Progress | None = None, server: ServerHandle | None = None,
+                  heartbeat_s: float | None = None, runtime: str = "local", quick: bool = False,
+                  checks: Sequence[str] | None = None, progress: Progress | None = None, server: ServerHandle | None = None,
                   wanted: RouteWanted = RouteWanted(), headers: dict[str, str] | None = None) -> VerifyReport:
     """Verify one config; raises UnusableInput (exit status 2) when it cannot be used.
 

@@ -37,10 +37,11 @@ KIND = ConfigKind(
                               "SetEnv no-gzip 1 in the streaming <Location>)"),
         "idle-timeout": ("ProxyTimeout", "ProxyTimeout (or ProxyPass timeout=) above the longest silence"),
         "total-timeout": ("ProxyTimeout", "no limit on the whole response: ProxyTimeout bounds each read only"),
-        # With heartbeats (--heartbeat) and still late: they are what httpd notices at.
-        "disconnect-not-propagated": ("ProxyPass", "heartbeats at a shorter interval: httpd notices a "
-                                      "departed client at the first one that reaches it, and no directive "
-                                      "makes it notice sooner"),
+        # Late with heartbeats (--heartbeat): they did not reach the client as writes, and httpd
+        # notices a departure only at a write (the first heartbeat after it, measured).
+        "disconnect-not-propagated": ("ProxyPass", "let each heartbeat reach the client at once: no output "
+                                      "filter (mod_deflate, mod_substitute) on text/event-stream; httpd notices "
+                                      "a departed client only when a write to it fails"),
         "connection-limit": ("MaxRequestWorkers", "MaxRequestWorkers (and ServerLimit x ThreadsPerChild) "
                              "above the concurrent streams"),
     })

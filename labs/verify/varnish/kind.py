@@ -36,9 +36,10 @@ KIND = ConfigKind(
         "idle-timeout": ("between_bytes_timeout", ".first_byte_timeout and .between_bytes_timeout in the "
                          "backend above the longest silence"),
         "total-timeout": ("send_timeout", "set sess.send_timeout in vcl_recv above the longest answer"),
-        # With heartbeats (--heartbeat) and still late: they are what Varnish notices at.
-        "disconnect-not-propagated": ("vcl_recv", "heartbeats at a shorter interval: Varnish notices a "
-                                      "departed client at the first one that reaches it, and no VCL "
-                                      "setting makes it notice sooner"),
+        # Late with heartbeats (--heartbeat): they did not reach the client as writes, and Varnish
+        # notices a departure only at a write (the second heartbeat after it, measured).
+        "disconnect-not-propagated": ("vcl_recv", "let each heartbeat reach the client at once: "
+                                      "beresp.do_stream true and no beresp.do_gzip on text/event-stream; Varnish "
+                                      "notices a departed client only when a write to it fails"),
         "connection-limit": ("max_connections", ".max_connections in the backend above the concurrent streams"),
     })
