@@ -197,18 +197,20 @@ def test_departure_bound_is_ten_intervals_or_half_a_shorter_pause() -> None:
 
 
 def test_departure_with_heartbeats_is_late_from_the_heartbeat_the_path_notices_at() -> None:
-    """A path that notices only at a write notices at a heartbeat: late from that one plus the
-    same ten intervals (0.5 s), both ways, and a pause no longer than that cannot tell."""
-    beating = {"silence_s": 3.5, "heartbeat_s": 1.0}
-    assert departure.late_after(Evidence([left()], FAST, **beating)) == pytest.approx(1.5)
+    """A path that notices only at a write notices at a heartbeat: late from one heartbeat after
+    that one (the slack) plus the same ten intervals (0.5 s), both ways, and a pause no longer
+    than that cannot tell."""
+    beating = {"silence_s": 4.5, "heartbeat_s": 1.0}
+    assert departure.late_after(Evidence([left()], FAST, **beating)) == pytest.approx(2.5)
     assert not departure.judge(Evidence([left()], FAST, release_s=1.06, **beating)).fault
-    assert departure.judge(Evidence([left()], FAST, release_s=2.06, **beating)).fault  # the second
+    assert not departure.judge(Evidence([left()], FAST, release_s=2.06, **beating)).fault  # the slack
+    assert departure.judge(Evidence([left()], FAST, release_s=3.06, **beating)).fault  # the third
     assert departure.judge(Evidence([left()], FAST, release_s=None, **beating)).fault
-    second = {"silence_s": 4.5, "heartbeat_s": 1.0, "heartbeats_to_notice": 2}  # Varnish 7.1
-    assert departure.late_after(Evidence([left()], FAST, **second)) == pytest.approx(2.5)
+    second = {"silence_s": 5.5, "heartbeat_s": 1.0, "heartbeats_to_notice": 2}  # Varnish 7.1
+    assert departure.late_after(Evidence([left()], FAST, **second)) == pytest.approx(3.5)
     assert not departure.judge(Evidence([left()], FAST, release_s=2.06, **second)).fault
-    assert departure.judge(Evidence([left()], FAST, release_s=2.6, **second)).fault
-    short = departure.judge(Evidence([left()], FAST, silence_s=1.5, heartbeat_s=1.0, release_s=1.6))
+    assert departure.judge(Evidence([left()], FAST, release_s=3.6, **second)).fault
+    short = departure.judge(Evidence([left()], FAST, silence_s=2.5, heartbeat_s=1.0, release_s=1.6))
     assert short.untold and not short.fault
 
 
