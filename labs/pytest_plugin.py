@@ -36,11 +36,16 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                     help="an OpenAI base URL of the path to guard (repeatable: outermost first, "
                          "then inner entries of the same path)")
     group.addoption("--stream-config", action="append", default=[], metavar="FILE",
-                    help="a proxy config (nginx, HAProxy, Envoy) to verify (repeatable)")
+                    help="a proxy config (any proxy `labs verify` reads) to verify (repeatable)")
     group.addoption("--stream-max-silence", type=float, default=None, metavar="S",
                     help="longest silence to try (default: the probe's and verify's own)")
     group.addoption("--stream-max-stream", type=float, default=None, metavar="S",
                     help="a stream longer than this looks for a total-duration limit")
+    # A config's departure check runs through the server's heartbeats, as `labs verify --heartbeat`:
+    # httpd and Varnish notice a departed client only at their next write (docs/verify.md).
+    group.addoption("--stream-heartbeat", type=float, default=None, metavar="S",
+                    help="your server sends `: ping` after S s of silence (--stream-config's "
+                         "disconnect check runs through them, as labs verify --heartbeat)")
     group.addoption("--stream-budget", type=float, default=None, metavar="S",
                     help="bound on the probe's whole run")
     group.addoption("--stream-api-key-env", default=None, metavar="VAR",
@@ -215,7 +220,8 @@ class ConfigCheck(_Guard):
             option = self.config.getoption
             tuning = {name: value for name, value in (
                 ("max_silence_s", option("stream_max_silence")),
-                ("max_stream_s", option("stream_max_stream"))) if value is not None}
+                ("max_stream_s", option("stream_max_stream")),
+                ("heartbeat_s", option("stream_heartbeat"))) if value is not None}
             # Only the checks that can show the kinds -k left selected for this file, as the
             # probe does: a run of one kind costs seconds, not the whole verify.
             kinds = {item.kind for item in self._selected(ConfigCheck) if item.file == self.file}

@@ -23,9 +23,14 @@ class TextEdits:
     _edits: list[tuple[int, int, str]] = field(default_factory=list)
 
     def _line_start(self, line: int) -> int:
+        """The offset of `line`'s first character; the text's end for the line after the last,
+        also when the file does not end with a newline (many published files do not)."""
         offset = 0
         for _ in range(line - 1):
-            offset = self.original.index("\n", offset) + 1
+            newline = self.original.find("\n", offset)
+            if newline < 0:
+                return len(self.original)
+            offset = newline + 1
         return offset
 
     def _statement(self, line: int, name: str, nth: int = 0) -> tuple[int, int]:
@@ -119,8 +124,6 @@ class TextEdits:
     def insert_after(self, line: int, lines: list[str], indent: str = "    ") -> None:
         """New lines after `line` (0: at the top of the file)."""
         at = self._line_start(line + 1) if line else 0
-        if line and at == 0:
-            at = len(self.original)
         text = "".join(f"{indent}{item}\n" for item in lines)
         if at == len(self.original) and not self.original.endswith("\n"):
             text = "\n" + text

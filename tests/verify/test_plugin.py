@@ -24,3 +24,19 @@ def test_stream_config_runs_the_real_verify_for_the_selected_kind(pytester) -> N
         "fix: *proxy_buffering off*",
         "see: make lab-nginx-buffering",
     ])
+
+
+def test_stream_heartbeat_runs_the_departure_through_the_servers_heartbeats(pytester) -> None:
+    """httpd notices a departed client only at its next write: the fixed apache.conf fails the
+    disconnect guard without heartbeats, and passes it with `--stream-heartbeat`, which the
+    check's evidence shows it ran through."""
+    from pathlib import Path
+
+    fixed = Path(__file__).resolve().parents[2] / "proxies" / "fixed" / "apache.conf"
+    pytester.makefile(".conf", apache=fixed.read_text())
+    selected = ("-v", "-k", "disconnect", "--stream-proxy=apache")
+    without = pytester.runpytest_subprocess("--stream-config=apache.conf", *selected)
+    without.assert_outcomes(failed=1, deselected=6)
+    without.stdout.fnmatch_lines(["*apache.conf: disconnect-not-propagated*", "*--heartbeat*"])
+    beating = pytester.runpytest_subprocess("--stream-config=apache.conf", "--stream-heartbeat=0.5", *selected)
+    beating.assert_outcomes(passed=1, deselected=6)

@@ -309,3 +309,15 @@ def test_heartbeats_add_the_disconnect_check_to_quick_and_lengthen_its_silence()
     for wrong in (0.0, -1.0, MAX_HEARTBEAT_S + 1):
         with pytest.raises(UnusableInput, match="--heartbeat"):
             Options(heartbeat_s=wrong)
+
+
+@pytest.mark.parametrize("text", ["listen 80\nproxy_pass x", "listen 80\nproxy_pass x\n"],
+                         ids=["no-final-newline", "final-newline"])
+def test_lines_are_added_after_the_last_line_with_or_without_a_final_newline(text):
+    """Published files often end without a newline: an edit after their last line (Apache's
+    `LogLevel proxy:debug` for loopback-only) crashed verify with a ValueError."""
+    from labs.verify.edits import TextEdits
+
+    edits = TextEdits(text)
+    edits.insert_after(2, ["added"], indent="")
+    assert edits.apply() == "listen 80\nproxy_pass x\nadded\n"
