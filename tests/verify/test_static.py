@@ -296,14 +296,14 @@ def test_without_heartbeats_only_a_proxy_that_notices_at_a_write_is_suspected_of
 
 def test_heartbeats_add_the_disconnect_check_to_quick_and_lengthen_its_silence():
     """The one check that reads --heartbeat runs under --quick when it is given; its silence is
-    the heartbeats the proxy needs, the margin (0.5 s) and the same 2 s in which a path they do
-    not help still shows late."""
+    the heartbeats the proxy needs, one more (the slack), the margin (0.5 s) and the same 2 s in
+    which a path they do not help still shows late."""
     assert "disconnect" in _selected(None, True, [], Options(heartbeat_s=1.0))
     assert "disconnect" not in _selected(None, True, [], Options())
     assert _selected(["streaming"], False, [], Options(heartbeat_s=1.0)) == ["streaming"]  # --check decides
     assert trials.departure_pause_s(None) == trials.DISCONNECT_PAUSE_S == 2.0
-    assert trials.departure_pause_s(1.0) == pytest.approx(3.5)
-    assert trials.departure_pause_s(1.0, 2) == pytest.approx(4.5)
+    assert trials.departure_pause_s(1.0) == pytest.approx(4.5)
+    assert trials.departure_pause_s(1.0, 2) == pytest.approx(5.5)
     assert heartbeats_to_notice("apache") == 1 and heartbeats_to_notice("varnish") == 2
     assert heartbeats_to_notice("nginx") == 1
     for wrong in (0.0, -1.0, MAX_HEARTBEAT_S + 1):
