@@ -1,8 +1,9 @@
 """Streams that end with a 200 right after their headers: measured once more, and always reported.
 
 No timeout or buffer a config sets ends a stream within EARLY_CUT_S of its headers with 0-2
-events, yet Traefik 3.7 does it to ~1% of POST streams (docs/field-notes.md). A trial's stream cut
-so is measured a second time, so the trial's own judge reads a whole stream; the cut itself is
+events, yet Traefik 3.7's default proxy (Go's) does it to a few POST streams in a thousand
+(golang/go#40747; docs/field-notes.md#traefiks-early-cut). A trial's stream cut so (any trial's,
+each of concurrent-streams' too) is measured a second time, so the trial's own judge reads a whole stream; the cut itself is
 never hidden: the trial fails with "k of 2 tries cut N ms after the headers", named as the kind
 whose judge reads a stream cut while it was never silent (CUT_KIND), whatever the second try
 showed. A path that cuts now and then truncates answers for its users.

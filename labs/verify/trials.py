@@ -84,13 +84,17 @@ class Target:
         # Straight to the server (the baseline), the API's own path; through the entry, the route's.
         target = url + ROUTE_PATH if url else self.url + self.path
         result = await client.measure_stream(target, body, **options)
-        if url is None and early_cut(result):
-            # Measured once more, so the trial's judge reads a whole stream; the cut is reported
-            # all the same (early_cut.reported, from run_trial).
-            again = await client.measure_stream(target, body, **options)
-            self.retried.append(Retried(result, again))
-            result = again
-        return result
+        return result if url else await self.again_if_cut(result, body, **options)
+
+    async def again_if_cut(self, result: StreamResult, body: dict[str, Any], **options: Any) -> StreamResult:
+        """A stream through the entry cut just after it started is measured once more, so the
+        trial's judge reads a whole stream; the cut is reported all the same
+        (early_cut.reported, from run_trial)."""
+        if not early_cut(result):
+            return result
+        again = await client.measure_stream(self.url + self.path, body, **options)
+        self.retried.append(Retried(result, again))
+        return again
 
 
 async def direct_baseline(target: Target) -> StreamResult:
@@ -285,10 +289,13 @@ async def concurrent_streams(target: Target) -> Measured:
     # queues requests with one key) that different prompts never do.
     bodies = [{**target.body({"script": script}), "messages": [{"role": "user", "content": f"Stream {i}: "
                                                                   f"{PROMPT[0]['content']}"}]} for i in range(count)]
-    results = await client.measure_many(target.url + target.path, bodies, count,
-                                        deadline_s=90.0, headers=target.headers, accept_encoding=None,
-                                        read_timeout_s=30.0, total_timeout_s=60.0, verify_tls=False)
-    return judge_concurrent(results)
+    options: dict[str, Any] = {"headers": target.headers, "accept_encoding": None, "read_timeout_s": 30.0,
+                               "total_timeout_s": 60.0, "verify_tls": False}
+    results = await client.measure_many(target.url + target.path, bodies, count, deadline_s=90.0, **options)
+    # A stream cut just after its headers is the early cut (told by run_trial), never a limit on
+    # connections: measured again alone, so the connection-limit judge reads whole streams.
+    return judge_concurrent([await target.again_if_cut(result, body, **options)
+                             for result, body in zip(results, bodies)])
 
 
 RUNNERS: dict[str, Callable[[Target], Awaitable[Measured]]] = {

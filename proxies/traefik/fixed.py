@@ -13,4 +13,5 @@ def traefik() -> TraefikSettings:
         # No body limit here: Traefik's only one (the buffering middleware) also holds every
         # response whole, maxResponseBodyBytes 0 included (measured; the exported file says
         # so); the server's own --max-body-bytes answers 413.
-        compress=True, compress_included_types=COMPRESSIBLE)
+        compress=True, compress_included_types=COMPRESSIBLE,
+        fast_proxy=False)  # Go's proxy: the exported file says why (docs/field-notes.md#traefiks-early-cut)

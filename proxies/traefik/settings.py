@@ -79,6 +79,12 @@ class TraefikSettings(ProxySettings):
         None, ge=1, le=10,
         description=f"the retry middleware's attempts (None: no retry middleware) ({MIDDLEWARES}/retry/#opt-attempts)")
 
+    # Static, like the entry point: how requests are forwarded to plain-HTTP servers.
+    fast_proxy: bool = setting(
+        False, "experimental.fastProxy: Traefik's fasthttp proxy to HTTP/1.1 servers instead of Go's "
+               "(h2c and TLS servers keep Go's)",
+        f"{DOCS}/reference/install-configuration/experimental/fastproxy/")
+
     log_level: Literal["TRACE", "DEBUG", "INFO", "WARN", "ERROR"] = setting(
         "ERROR", "Traefik's own log level (its log goes to stdout)",
         f"{DOCS}/reference/install-configuration/observability/logs-and-accesslogs/")

@@ -2,18 +2,21 @@
 (labs/verify/early_cut.py), in front of the lab's server as verify runs it.
 
     .venv/bin/python -m tests.verify.count_early_cuts [--proxy traefik] [--streams 3000]
-        [--headers-delay 0.02]
+        [--headers-delay 0.02] [--set fast_proxy=false]
 
 Each stream is verify's shape, shorter: 12 tokens at 100 tokens/s, 4 streams at a time, one
 prompt each. --headers-delay: the server holds its response headers this long (0: it answers as
-soon as it has read the request, as verify's server and most servers do). Not part of the test
-suite (1,000 streams take ~30 s).
+soon as it has read the request, as verify's server and most servers do). --set: a setting of the
+fixed config changed (a YAML value: `fast_proxy=false` runs Traefik's default Go proxy). Not part of
+the test suite (1,000 streams take ~30 s).
 """
 from __future__ import annotations
 
 import argparse
 import asyncio
 import time
+
+import yaml
 
 from labs.client.http1 import measure_stream
 from labs.scenario.runner import served_model
@@ -49,12 +52,15 @@ def main() -> None:
     parser.add_argument("--proxy", default="traefik")
     parser.add_argument("--streams", type=int, default=3000)
     parser.add_argument("--headers-delay", type=float, default=0.0)
+    parser.add_argument("--set", action="append", default=[], metavar="NAME=VALUE")
     args = parser.parse_args()
+    overrides = {name: yaml.safe_load(value) for name, value in (pair.split("=", 1) for pair in args.set)}
     with running_server(server_args(AT_ONCE)) as server, \
-            chain([(args.proxy, "fixed", {})], server.port) as hops:
+            chain([(args.proxy, "fixed", overrides)], server.port) as hops:
         started = time.monotonic()
         cuts, other = asyncio.run(count(hops[0].url, served_model(server.url), args.streams, args.headers_delay))
-    print(f"{args.proxy} fixed, headers {args.headers_delay * 1000:.0f} ms late: {cuts} of {args.streams} "
+    changed = "".join(f", {name}={value}" for name, value in overrides.items())
+    print(f"{args.proxy} fixed{changed}, headers {args.headers_delay * 1000:.0f} ms late: {cuts} of {args.streams} "
           f"streams cut early; {len(other)} ended otherwise {sorted(set(other))} ({time.monotonic() - started:.0f} s)")
 
 

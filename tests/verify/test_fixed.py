@@ -34,11 +34,15 @@ FILES = sorted(path.relative_to(FIXED).as_posix() for path in FIXED.rglob("*") i
 # The default run's limits, scaled: a 1.5 s silence, a stream a little over 2 s, 30 streams.
 SCALED = {"max_silence_s": 1.5, "max_stream_s": 2.0, "streams": 30}
 # The server's heartbeat interval, scaled as those (10 s in production, server/knobs.py): the
-# disconnect check then keeps a silence of 3.5 s (httpd) or 4.5 s (Varnish), trials.departure_pause_s.
+# disconnect check then keeps a silence of 4.5 s (httpd) or 5.5 s (Varnish), trials.departure_pause_s.
 HEARTBEAT_S = 1.0
 EVERY_CHECK = {"streaming", "gzip", "silence-before-first-token", "silence-mid-stream", "long-stream",
                "disconnect", "concurrent-streams", "loopback-only"}
 HEARTBEATS = "streamlab_heartbeats_total"
+# Traefik with Go's proxy (the fixed file's choice, and its CRDs' install default) ends a stream
+# now and then just after its headers when the server answers at once: these runs ask for the
+# headers a little late (conftest.HEADERS_LATE_S); test_early_cut.py shows the cut reported.
+GO_PROXY = {"traefik.yml", "kubernetes/traefik.yaml"}
 
 
 def _listens_on_tls(name: str) -> bool:
@@ -55,7 +59,9 @@ AT_WRITE = [name for name in FILES if _at_write(name) is not None]
 
 @pytest.mark.parametrize("mode", ["quick", "default"])
 @pytest.mark.parametrize("name", FILES)
-def test_fixed_file_passes_verify(verify_server, name: str, mode: str) -> None:
+def test_fixed_file_passes_verify(verify_server, request, name: str, mode: str) -> None:
+    if name in GO_PROXY:
+        request.getfixturevalue("headers_late")
     quick = mode == "quick"
     at_write = _at_write(name)
     heartbeat = HEARTBEAT_S if at_write is not None else None

@@ -233,6 +233,8 @@ def test_the_faults_are_measured_and_named_at_the_manifests_fields(verify_server
 
 @pytest.mark.slow
 @pytest.mark.parametrize("name", ["ingress-nginx.yaml", "envoy-gateway.yaml", "traefik.yaml"])
-def test_the_exported_manifests_stream(verify_server, name):
+def test_the_exported_manifests_stream(verify_server, request, name):
+    if name == "traefik.yaml":  # Traefik's CRDs run Go's proxy, the install's (conftest.HEADERS_LATE_S)
+        request.getfixturevalue("headers_late")
     report = verify_config(K8S / name, quick=True, server=verify_server)
     assert report.ok, [(c.name, c.observed) for c in report.checks]

@@ -145,6 +145,44 @@ def test_the_rewrite_runs_on_loopback_and_traefik_accepts_it(tmp_path):
     assert "auth.internal" not in rewritten.main.read_text() and "10.0.0.5" not in rewritten.main.read_text()
 
 
+FAST = ("experimental:\n  fastProxy: {}\n"
+        "  plugins:\n    demo: {moduleName: github.com/traefik/plugindemo, version: v0.2.1}\n")
+
+
+FAST_TEXT = FIXED.read_text().replace("\nproviders:\n", "\n" + FAST + "providers:\n", 1)
+
+
+def fast_proxy(tmp_path: Path) -> Path:
+    """The fixed file with the fast proxy on (and a plugin)."""
+    return write(tmp_path, "traefik.yml", FAST_TEXT)
+
+
+def test_the_fast_proxy_runs_as_written_and_plugins_are_left_out(tmp_path):
+    """experimental.fastProxy changes how every request is forwarded, so the run keeps it;
+    experimental.plugins are downloaded: left out, and said."""
+    path = fast_proxy(tmp_path)
+    rewritten = rewrite_config(path, read_config(path, "traefik"), 65000, tmp_path / "run")
+    rewritten.write()
+    validate(rewritten)
+    assert yaml.safe_load(rewritten.main.read_text())["experimental"] == {"fastProxy": {}}
+    said = " ".join(rewritten.notes)
+    assert "experimental.plugins is left out of the run" in said and "fastProxy" not in said
+    clean = rewrite_config(FIXED, read_config(FIXED, "traefik"), 65000, tmp_path / "fixed")
+    assert "experimental" not in yaml.safe_load(clean.files[str(FIXED)][1])
+
+
+@pytest.mark.slow
+def test_the_fast_proxys_late_departure_is_found_at_it(verify_server, headers_late, tmp_path):
+    """Measured both ways: the fast proxy notices a client that left only at its next write (the
+    finding names experimental.fastProxy), Go's proxy (the fixed file) at once."""
+    report = verify_config(fast_proxy(tmp_path), checks=["disconnect"], server=verify_server)
+    [finding] = report.failures()
+    assert finding.kind == "disconnect-not-propagated" and "experimental.fastProxy" in finding.evidence
+    assert "fastProxy off" in (finding.fix or "") and finding.where.endswith(
+        f"traefik.yml:{FAST_TEXT.splitlines().index('  fastProxy: {}') + 1}")
+    assert verify_config(FIXED, checks=["disconnect"], server=verify_server).ok
+
+
 @pytest.mark.parametrize("text, message", [
     ("entryPoints:\n  web: {address: ':80'}\nproviders:\n  docker: {exposedByDefault: false}\n",
      "the routers come from the docker provider"),
@@ -165,7 +203,7 @@ def test_durations(text, value):
 
 
 @pytest.mark.slow
-def test_faults_are_measured_where_they_are_and_the_clean_route_is_clean(verify_server, tmp_path):
+def test_faults_are_measured_where_they_are_and_the_clean_route_is_clean(verify_server, headers_late, tmp_path):
     path = published(tmp_path)
     wanted = RouteWanted(path="/api/chat/completions")
     report = verify_config(path, checks=["streaming", "long-stream"], server=verify_server, wanted=wanted,

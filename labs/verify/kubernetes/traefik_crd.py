@@ -21,8 +21,9 @@ def translate(manifest: Path, objects: list[YamlMap], folder: Path) -> Translati
     routes = [o for o in objects if o.get("kind") == "IngressRoute"]
     middlewares = {str(o.mapping("metadata").get("name")): o for o in objects if o.get("kind") == "Middleware"}
     lines = Lines()
-    notes = ["the entry point's timeouts (readTimeout, writeTimeout, idleTimeout) are Traefik's static "
-             "configuration, not in these manifests: judged at Traefik's defaults"]
+    notes = ["the entry point's timeouts (readTimeout, writeTimeout, idleTimeout) and experimental.fastProxy "
+             "are Traefik's static configuration, not in these manifests: judged at Traefik's defaults "
+             "(Go's proxy, which cuts a stream now and then: docs/field-notes.md#traefiks-early-cut)"]
     lines.add(f"# Traefik's dynamic configuration for {display_path(manifest)}, as verify translates it")
     lines.add("entryPoints:")
     lines.add("  web:")

@@ -84,6 +84,10 @@ def read(path: Path, wanted: RouteWanted = RouteWanted()) -> Reading:
             reading.settings["retry"] = Setting("retry", get(body, "attempts"),
                                                 f"middleware {name}: retry attempts {get(body, 'attempts')}",
                                                 item.where())
+    experimental = get(config.static, "experimental")
+    if get(experimental, "fastProxy") is not None:  # `fastProxy: {}` turns it on
+        reading.settings["fastProxy"] = Setting("fastProxy", True, "experimental.fastProxy",
+                                                _at(config.file, experimental, "fastProxy"))
     balancer = get(service.body, "loadBalancer") if service else None
     flush = get(get(balancer, "responseForwarding"), "flushInterval")
     reading.settings["flushInterval"] = Setting(

@@ -31,6 +31,10 @@ from server.processes import free_port
 MAIN = "traefik.yml"
 ACCESS_LOG = "access.log"
 STATIC_KEPT = ("entrypoints", "serverstransport", "hostresolver")
+# fastProxy changes how every request is forwarded (Traefik's fasthttp proxy instead of Go's, which
+# cuts streams just after their headers: docs/field-notes.md#traefiks-early-cut): it is measured.
+# The rest of `experimental` (plugins are downloaded) is left out.
+EXPERIMENTAL_KEPT = ("fastproxy",)
 TLS_OPTIONS = ("rootcas", "certificates", "insecureskipverify", "servername", "peercertsans",
                "peercerturi", "spiffe", "disablehttp2")
 CALLS_OUT = {"forwardauth": "it asks an authentication service of yours on every request",
@@ -112,6 +116,12 @@ def rewrite(config: TraefikConfig, router: str, lab_port: int, folder: Path) -> 
             run[key] = forced.pop(lower)
         elif lower in STATIC_KEPT:
             run[key] = value
+        elif lower == "experimental" and isinstance(value, dict):
+            kept = {name: option for name, option in value.items() if str(name).lower() in EXPERIMENTAL_KEPT}
+            if kept:
+                run[key] = kept
+            notes.extend(f"{key}.{name} is left out of the run (it would fetch or report elsewhere)"
+                         for name in value if name not in kept)
         else:
             notes.append(f"{key} is left out of the run (it would listen, fetch or report elsewhere)")
     spelled = {"global": "global", "entrypoints": "entryPoints", "providers": "providers", "log": "log",

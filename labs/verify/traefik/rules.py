@@ -38,4 +38,13 @@ def suspicions(r: Reading, o: Options) -> list[Suspicion]:
             f"(--streams is {o.streams}); the rest get 429",
             f"on {r.scope}: inFlightReq amount above the concurrent streams a client may hold (or none); "
             "the model server's own queue then bounds them", ("concurrent-streams",)))
+    fast = r.settings.get("fastProxy")
+    if fast is not None:
+        found.append(Suspicion(
+            "disconnect-not-propagated", fast.where,
+            f"{fast.text}: Traefik's fast proxy notices a client that left only at its next write to it "
+            "(measured on 3.7.15: 2.2 s into a 2 s silence; Go's proxy at once)",
+            "experimental.fastProxy off (Go's proxy passes a departure on at once, but ends a few POST "
+            "streams in a thousand just after their headers: docs/field-notes.md), or heartbeats from the "
+            "model server, so that a write comes soon", ("disconnect",)))
     return found
