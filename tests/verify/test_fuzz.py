@@ -98,11 +98,17 @@ HAPROXY_LINES = st.lists(st.sampled_from([
     "    acl f path -f /etc/haproxy/paths.lst", "    use_backend llm if api", "    use_backend %[path,map_beg(/etc/haproxy/b.map,llm)]",
     "    use_backend llm if { path_beg /v1/ } h", "    default_backend llm", "    bind :443 ssl crt /etc/ssl/x.pem alpn h2,http/1.1",
     "    bind :80", "    bind 10.0.0.1:8080", "    stick-table type ip size 1m peers mypeers",
+    "    stick-table type ip size 1m store http_req_rate(10s),conn_cur", "    http-request track-sc0 src table llm",
+    "    http-request deny deny_status 429 if { sc_http_req_rate(0) gt 30 }", "    acl busy src_conn_cur ge",
+    "    tcp-request content reject if busy", "    http-request tarpit unless { sc0_conn_cur(llm) lt x }",
+    "    http-request return status 503 if { fe_conn gt 50 } api", "    http-request deny if { sc_conn_cur() gt 1 }",
 ]), min_size=1, max_size=8)
 BACKEND_LINES = st.lists(st.sampled_from([
     "    server a 10.0.0.2:8000 check", "    server b vllm.svc:8000 resolvers dns init-addr none maxconn 20",
     "    server-template vllm 3 vllm.svc:8000 check resolvers dns", "    server c 10.0.0.3:8000 maxconn x",
     "    default-server inter 2s fall 3", "    timeout server 5s", "    option httpchk GET /health",
+    "    stick-table type ip size 50k store http_req_rate(60s)", "    http-request track-sc1 src",
+    "    http-request deny deny_status 429 if { sc_http_req_rate(1) gt 3 } || !{ src_http_req_rate le 2 }",
 ]), min_size=1, max_size=4)
 
 

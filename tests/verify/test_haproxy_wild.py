@@ -6,9 +6,10 @@ import httpx
 import pytest
 
 from labs.findings import UnusableInput
-from labs.verify import read_config
+from labs.verify import read_config, verify_config
+from labs.verify.kinds import suspicions
 from labs.verify.launch import running, validate
-from labs.verify.model import RouteWanted
+from labs.verify.model import Options, RouteWanted
 from labs.verify.run import rewrite_config
 from tests.verify.test_static import write
 
@@ -191,3 +192,84 @@ def test_a_return_rules_file_not_beside_the_config_is_a_stand_in_that_says_so(tm
     live = "\n".join(line for line in text.splitlines() if not line.strip().startswith("#"))
     assert "backend api" in reading.route and "/etc/haproxy/" not in live and "errorfile 504" not in live
     assert any("models.json is not beside the config" in n and "empty reply" in n for n in rewritten.notes)
+
+
+RATE_TABLE = "    stick-table type ip size 50k expire 60s store http_req_rate(60s),conn_cur\n"
+CHAT = "    use_backend api if { path_beg /v1/ }"
+
+
+@pytest.mark.parametrize("frontend_rules, api_rules, limit", [
+    # rag-system-haproxy's backend (tests/data/wild): 30 requests a minute per address, then 429
+    ("", RATE_TABLE + "    http-request track-sc1 src\n"
+     "    http-request deny deny_status 429 if { sc_http_req_rate(1) gt 30 }\n",
+     "30 requests per 60s from one client address, then HTTP 429"),
+    ("    stick-table type ip size 1m store conn_cur\n    tcp-request content track-sc0 src\n"
+     "    acl busy sc0_conn_cur ge 20\n    tcp-request content reject if busy\n", "",
+     "19 connections open at once from one client address, then a closed connection"),
+    ("", RATE_TABLE + "    http-request track-sc2 src\n    http-request tarpit unless { sc_http_req_rate(2) lt 10 }\n",
+     "9 requests per 60s from one client address, then HTTP 500"),
+    ("    http-request return status 503 if { fe_conn gt 50 }\n", "",
+     "50 connections open at once on the frontend, then HTTP 503"),
+    ("", RATE_TABLE + "    http-request deny status 429 if { src_http_req_rate gt 5 }\n",
+     "5 requests per 60s from one client address, then HTTP 429"),
+    # what counts nothing here: a counter no rule tracks, one the table does not store, a rule
+    # that does not apply to the chat route, a rule that does not refuse
+    ("", RATE_TABLE + "    http-request deny deny_status 429 if { sc_http_req_rate(1) gt 30 }\n", None),
+    ("", RATE_TABLE + "    http-request track-sc1 src\n    http-request deny if { sc_http_err_rate(1) gt 3 }\n"
+     "    http-request deny if { sc_sess_rate(1) gt 3 }\n", None),
+    ("", RATE_TABLE + "    http-request track-sc1 src\n"
+     "    http-request deny if { path_beg /admin } { sc_http_req_rate(1) gt 3 }\n", None),
+    ("", RATE_TABLE + "    http-request track-sc1 src\n"
+     "    http-request set-header X-Busy 1 if { sc_http_req_rate(1) gt 3 }\n", None),
+])
+def test_a_rule_that_refuses_past_a_counter_is_read_with_its_limit(tmp_path, frontend_rules, api_rules, limit):
+    """A stick-table rate limit or a connection count that refuses (deny, tarpit, return, reject) is
+    read with the limit and what it counts; `haproxy -c` accepts every case."""
+    path = write(tmp_path, "haproxy.cfg", frontend(frontend_rules + CHAT, extra=api_rules))
+    reading, _, _ = run_here(path, tmp_path)
+    assert "backend api" in reading.route
+    counter = reading.settings.get("counter limit")
+    if limit is None:
+        assert counter is None, counter
+        return
+    assert counter.text.endswith(f"({limit})"), counter.text
+    assert counter.where.endswith(f"haproxy.cfg:{refusing_line(path)}"), counter.where
+
+
+def refusing_line(path) -> int:
+    return next(n for n, text in enumerate(path.read_text().splitlines(), 1)
+                if any(f" {action} " in text for action in ("deny", "reject", "tarpit", "return")))
+
+
+@pytest.mark.parametrize("allowed, suspected", [(30, True), (99, True), (100, False), (500, False)])
+def test_a_counter_limit_is_suspected_only_below_the_concurrent_streams(tmp_path, allowed, suspected):
+    rules = RATE_TABLE + f"    http-request track-sc1 src\n    http-request deny deny_status 429 if {{ sc_http_req_rate(1) gt {allowed} }}\n"
+    path = write(tmp_path, "haproxy.cfg", frontend(CHAT, extra=rules))
+    found = [s for s in suspicions(read_config(path, "haproxy"), Options(streams=100)) if s.kind == "connection-limit"]
+    assert bool(found) == suspected, found
+    assert all(s.where.endswith(f":{refusing_line(path)}") and "concurrent-streams" in s.checks and f"gt {allowed}" in s.evidence
+               for s in found)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("allowed", [4, 40])
+def test_quick_mode_measures_a_rate_limit_it_suspects_and_leaves_one_above_the_streams(verify_server, tmp_path,
+                                                                                        allowed):
+    """12 streams against a limit of 4 requests a minute: quick mode runs concurrent-streams for it and
+    the refusals (429) are the failure, at the rule's line; against 40 nothing is suspected, quick mode
+    does not run the check, and run on its own it passes (the 12 streams did go through the rule)."""
+    rules = RATE_TABLE + ("    http-request track-sc1 src\n    http-request deny deny_status 429 if "
+                          f"{{ sc_http_req_rate(1) gt {allowed} }}\n")
+    path = write(tmp_path, "haproxy.cfg", "defaults\n    mode http\n    timeout client 1h\n    timeout server 1h\n"
+                 "    timeout connect 5s\n    option http-no-delay\n    option abortonclose\nfrontend fe\n"
+                 f"    bind :80\n{CHAT}\nbackend api\n    server a 10.0.0.1:8000\n{rules}")
+    quick = verify_config(path, quick=True, streams=12, server=verify_server)
+    ran = {c.name: c for c in quick.checks}
+    if allowed < 12:
+        limited = [f for f in quick.failures() if f.kind == "connection-limit"]
+        assert limited and limited[0].where.endswith(f"haproxy.cfg:{refusing_line(path)}"), quick.checks
+        assert "HTTP 429" in ran["concurrent-streams"].observed, ran["concurrent-streams"].observed
+    else:
+        assert "concurrent-streams" not in ran and quick.ok, quick.checks
+        alone = verify_config(path, checks=["concurrent-streams"], streams=12, server=verify_server)
+        assert alone.ok and "12 streams complete" in alone.checks[0].observed, alone.checks

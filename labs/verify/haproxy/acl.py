@@ -15,7 +15,9 @@ from labs.verify import regex as foreign
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from labs.verify.model import ROUTE_METHOD
+from labs.findings import UnusableInput
+from labs.verify.haproxy.config import Section
+from labs.verify.model import ROUTE_METHOD, display_path
 
 METHODS = ("str", "beg", "end", "sub", "reg", "dir", "dom", "len", "found", "int", "bool")
 FLAGS_WITH_VALUE = ("-m", "-f", "-u")
@@ -195,6 +197,17 @@ def criterion(words: list[str], request: Request, name: str = "") -> bool | None
     if matches(method, value, patterns, insensitive):
         return True
     return UNKNOWN if unknown_file else False
+
+
+def acls_of(section: Section, path: Path) -> dict[str, list[list[str]]]:
+    """A section's named ACLs: each name with its lines (`FETCH [flags] VALUE...`), any of which holds."""
+    acls: dict[str, list[list[str]]] = {}
+    for statement in section.find("acl"):
+        if len(statement.words) < 3:
+            raise UnusableInput("an acl needs a name and a criterion (acl NAME FETCH [flags] VALUE...)",
+                                file=display_path(path), line=statement.line)
+        acls.setdefault(statement.words[1], []).append(statement.words[2:])
+    return acls
 
 
 def condition(words: list[str], acls: dict[str, list[list[str]]], request: Request) -> bool:

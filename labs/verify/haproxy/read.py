@@ -14,7 +14,7 @@ import re
 from pathlib import Path
 
 from labs.findings import UnusableInput
-from labs.verify.haproxy import acl, versions
+from labs.verify.haproxy import acl, limits, versions
 from labs.verify.haproxy.acl import Request
 from labs.verify.haproxy.config import HaproxyConfig, Section, Statement, parse
 from labs.verify.model import DEFAULT, Reading, RouteWanted, Setting, display_path
@@ -99,12 +99,18 @@ def read(path: Path, wanted: RouteWanted = RouteWanted()) -> Reading:
     reading.settings["frontend maxconn"] = (
         Setting("frontend maxconn", _int_at(found, 1, path), " ".join(found.words), where(found)) if found
         else Setting("frontend maxconn", None, "maxconn (the global maxconn)", DEFAULT))
-    limits = [(_int_at(s, s.words.index("maxconn") + 1, path) * _count(s, path), s)
-              for s in backend.find("server") + backend.find("server-template") if "maxconn" in s.words[2:]]
-    if limits:
-        total = sum(limit for limit, _ in limits)
-        reading.settings["server maxconn"] = Setting("server maxconn", total, " ".join(limits[0][1].words),
-                                                     where(limits[0][1]))
+    servers = [(_int_at(s, s.words.index("maxconn") + 1, path) * _count(s, path), s)
+               for s in backend.find("server") + backend.find("server-template") if "maxconn" in s.words[2:]]
+    if servers:
+        total = sum(limit for limit, _ in servers)
+        reading.settings["server maxconn"] = Setting("server maxconn", total, " ".join(servers[0][1].words),
+                                                     where(servers[0][1]))
+    refusing = limits.limits(config, list({id(s): s for s in (frontend, backend)}.values()), route_path,
+                             reading.host)
+    if refusing:  # the lowest refuses first
+        limit, statement = refusing[0]
+        reading.settings["counter limit"] = Setting("counter limit", limit, f"{' '.join(statement.words)} "
+                                                    f"({limit})", where(statement))
     return reading
 
 
@@ -222,7 +228,7 @@ def _route_for(config: HaproxyConfig, route_path: str, host: str | None = None
             continue
         if frontend.kind == "listen" and frontend.find("server"):
             return frontend, frontend, request.notes
-        acls = _acls(frontend, config.file)
+        acls = acl.acls_of(frontend, config.file)
         default = frontend.last("default_backend")
         default_name = _word(default, 1, config) if default is not None else None
         for rule in frontend.find("use_backend"):
@@ -272,13 +278,3 @@ def _word(statement: Statement, index: int, config: HaproxyConfig) -> str:
 def _defaults_mode(config: HaproxyConfig, section: Section) -> Statement | None:
     defaults = config.defaults_for(section)
     return defaults.last("mode") if defaults else None
-
-
-def _acls(section: Section, path: Path) -> dict[str, list[list[str]]]:
-    acls: dict[str, list[list[str]]] = {}
-    for statement in section.find("acl"):
-        if len(statement.words) < 3:
-            raise UnusableInput("an acl needs a name and a criterion (acl NAME FETCH [flags] VALUE...)",
-                                file=display_path(path), line=statement.line)
-        acls.setdefault(statement.words[1], []).append(statement.words[2:])
-    return acls

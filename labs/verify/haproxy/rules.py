@@ -49,4 +49,12 @@ def suspicions(r: Reading, o: Options) -> list[Suspicion]:
                                    f"(--streams is {o.streams})",
                                    f"maxconn {max(4096, o.streams * 4)} ({name.split()[0]})",
                                    ("concurrent-streams",)))
+    counter = r.settings.get("counter limit")
+    # A counter's limit at or above --streams leaves the streams through (as nginx's limit_conn).
+    if counter is not None and counter.value.allowed < o.streams:
+        found.append(Suspicion("connection-limit", counter.where,
+                               f"{counter.text}: every stream counts, so streams beyond the limit are refused "
+                               f"(--streams is {o.streams})",
+                               f"in {r.scope}: a limit of at least {o.streams} (what one client's streams "
+                               "reach at once), or none for the streaming backend", ("concurrent-streams",)))
     return found
