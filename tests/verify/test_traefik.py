@@ -3,18 +3,22 @@ settings in effect, a rewrite Traefik accepts that contacts only the lab, and th
 where they are (the buffering middleware, a writeTimeout), clean configs clean."""
 from __future__ import annotations
 
+import json
+import time
 from pathlib import Path
 
+import httpx
 import pytest
 import yaml
 
 from labs.findings import UnusableInput
 from labs.verify import read_config, verify_config
 from labs.verify.detect import detect
-from labs.verify.launch import validate
+from labs.verify.launch import running, validate
 from labs.verify.model import RouteWanted
 from labs.verify.run import rewrite_config
 from labs.verify.traefik.read import seconds
+from labs.verify.traefik.rewrite import ACCESS_LOG
 from labs.verify.traefik.routes import rule_matches
 from tests.verify.test_static import write
 
@@ -95,6 +99,11 @@ def published(tmp_path: Path) -> Path:
     ("(Host(`a.example`) || Host(`b.example`)) && PathRegexp(`^/v[0-9]+/chat`)", "/v1/chat", "b.example", True),
     ("HostRegexp(`^.+\\.example$`)", "/", "x.example", True),
     ('PathPrefix("/v1")', "/v1/chat", None, True),
+    # a Host written as ${...} is read as written by the file provider: no request's Host matches it
+    ("Host(`${OLLAMA_HOSTNAME:-localhost}`) || PathPrefix(`/ollama`)", "/ollama/v1/chat", None, True),
+    ("Host(`${OLLAMA_HOSTNAME:-localhost}`) || PathPrefix(`/ollama`)", "/v1/chat", None, False),
+    ("Host(`${OLLAMA_HOSTNAME:-localhost}`)", "/v1/chat", "localhost", False),
+    ("HostRegexp(`^${DOMAIN}$`) || Path(`/v1/chat`)", "/v1/chat", None, True),
 ])
 def test_rules_are_evaluated_as_traefik_does(rule, path, host, expected):
     assert rule_matches(rule, "POST", path, host)[0] is expected
@@ -117,6 +126,56 @@ def test_the_higher_priority_router_wins(tmp_path):
                  "    c: {loadBalancer: {servers: [{url: 'http://c:1'}]}}\n")
     assert "router pinned" in read_config(path, "traefik").route
     assert detect(path) == "traefik" and detect(FIXED) == "traefik"
+
+
+PLACEHOLDERS = """\
+http:
+  routers:
+    ollama:
+      rule: "Host(`${OLLAMA_HOSTNAME:-localhost}`) || PathPrefix(`/ollama`)"
+      service: ollama
+    langfuse:
+      rule: "Host(`${LANGFUSE_HOSTNAME:-localhost}`) || PathPrefix(`/langfuse`)"
+      service: langfuse
+  services:
+    ollama: {loadBalancer: {servers: [{url: "http://localhost:11434"}]}}
+    langfuse: {loadBalancer: {servers: [{url: "http://localhost:3002"}]}}
+"""
+
+
+def test_a_host_written_as_a_placeholder_matches_nothing_and_the_path_chooses(tmp_path):
+    """local-ai-podman-traefik's shape (tests/data/wild): every router `Host(`${VAR:-localhost}`) ||
+    PathPrefix(...)`. The longer rule (langfuse) used to win for /ollama/..., its Host taken as one a
+    user sends; Traefik reads the placeholder literally, so only the PathPrefix routes."""
+    path = write(tmp_path, "dynamic.yml", PLACEHOLDERS)
+    reading = read_config(path, "traefik", RouteWanted(path="/ollama/v1/chat/completions"))
+    assert "router ollama" in reading.route and reading.host is None, reading.route
+    assert any("router ollama's Host(`${OLLAMA_HOSTNAME:-localhost}`) is read as written" in n
+               and "does not expand" in n for n in reading.notes), reading.notes
+    with pytest.raises(UnusableInput, match=r"no router serves POST /v1/chat/completions.*is read as written"):
+        read_config(path, "traefik")  # no router's path matches the API's: no Host can stand in
+    written = write(tmp_path, "plain/dynamic.yml", PLACEHOLDERS.replace("${OLLAMA_HOSTNAME:-localhost}", "llm.example"))
+    chosen = read_config(written, "traefik")  # a real host name is still the Host sent
+    assert "router ollama" in chosen.route and chosen.host == "llm.example"
+    assert not any("read as written" in n for n in chosen.notes)
+
+
+def test_traefik_itself_serves_the_chat_request_on_the_router_verify_names(tmp_path):
+    """The router named is the one the running Traefik logs for the request verify sends (its
+    access log's RouterName), the placeholder Host left as written."""
+    path = write(tmp_path, "dynamic.yml", PLACEHOLDERS)
+    reading = read_config(path, "traefik", RouteWanted(path="/ollama/v1/chat/completions"))
+    rewritten = rewrite_config(path, reading, 9, tmp_path / "run")  # port 9: nothing answers, 502 logged
+    rewritten.write()
+    with running(rewritten):
+        answer = httpx.post(f"http://127.0.0.1:{rewritten.listen_port}{reading.path}", json={}, timeout=10)
+        log = rewritten.folder / ACCESS_LOG
+        deadline = time.monotonic() + 10
+        while not (log.is_file() and log.read_text().strip()) and time.monotonic() < deadline:
+            time.sleep(0.05)  # Traefik writes the line once the answer is sent
+    served = [json.loads(line) for line in log.read_text().splitlines() if line.strip()]
+    assert answer.status_code == 502 and served, (answer.status_code, served)
+    assert [s.get("RouterName") for s in served] == ["ollama@file"] and "router ollama" in reading.route
 
 
 def test_the_fixed_config_reads_as_written():

@@ -6,6 +6,13 @@ Rules are Traefik 3's expressions: matchers (`Host`, `HostRegexp`, `Path`, `Path
 `&&`, `||`, `!` and parentheses. A Host matcher, when no --host is given, is taken as the Host to
 send (and said); a matcher on what verify cannot know (headers not passed with --header, the
 query, the client's address) is taken as true and said.
+
+A Host written as an environment placeholder (``Host(`${OLLAMA_HOSTNAME:-localhost}`)``) matches no
+request: the file provider does not expand `${...}` (it renders Go templates only, `{{ env "NAME" }}`:
+https://doc.traefik.io/traefik/v3.7/reference/install-configuration/providers/others/file/), so the
+rule asks for that literal Host, which Go's server refuses with 400 (measured on Traefik 3.7.15: with
+OLLAMA_HOSTNAME set or not, Host `localhost` and the variable's value reached no router by that
+alternative, the literal got 400). The route is then chosen by the rest of the rule, and said.
 """
 from __future__ import annotations
 
@@ -37,6 +44,7 @@ class _Request:
     headers: dict[str, str]
     needs_host: list[str] = field(default_factory=list)
     assumed: list[str] = field(default_factory=list)
+    unexpanded: list[str] = field(default_factory=list)  # Host matchers written as ${...} placeholders
 
 
 def tokens(rule: str) -> list[tuple[str, str]]:
@@ -117,6 +125,9 @@ def _matches(matcher: str, args: list[str], request: _Request) -> bool:
     name = matcher.lower()
     if not args:
         raise ValueError(f"{matcher}() needs a value")
+    if name in ("host", "hostheader", "hostregexp") and any("${" in a for a in args):
+        request.unexpanded.append(f"{matcher}(`{'`, `'.join(args)}`)")
+        return False
     if name in ("host", "hostheader"):
         if request.host is None:
             request.needs_host.append(args[0])
@@ -169,8 +180,17 @@ def select_route(config: TraefikConfig, wanted: RouteWanted) -> tuple[Match, str
         if found is not None:
             return found, route_path
     shown = ", ".join(f"{name} ({get(item.body, 'rule')})" for name, item in config.section("routers").items())
-    raise UnusableInput(f"no router serves POST {' or '.join(wanted.paths)} with a service; routers: {shown}",
-                        file=str(config.file))
+    unexpanded = any("${" in str(get(item.body, "rule") or "") for item in config.section("routers").values())
+    raise UnusableInput(f"no router serves POST {' or '.join(wanted.paths)} with a service; routers: {shown}"
+                        + (f" (each {unexpanded_note('Host(`${...}`)')})" if unexpanded else ""), file=str(config.file))
+
+
+def unexpanded_note(matchers: str) -> str:
+    """Why a Host written as `${...}` matches nothing (the module's docstring has the measurement)."""
+    return (f"{matchers} is read as written: Traefik's file provider does not expand "
+            "${...} (it renders Go templates only, {{ env \"NAME\" }}), so no request's Host matches it (Go's "
+            "server answers 400 to that literal Host); render the file before Traefik reads it if the "
+            "variable was meant")
 
 
 def _route_for(config: TraefikConfig, path: str, host: str | None, headers: dict[str, str]) -> Match | None:
@@ -188,6 +208,9 @@ def _route_for(config: TraefikConfig, path: str, host: str | None, headers: dict
             continue
         notes = [f"the route's rule assumes {', '.join(request.assumed)} holds (verify cannot tell)"] \
             if request.assumed else []
+        if request.unexpanded:
+            notes.append(f"router {router.name}'s {unexpanded_note(', '.join(dict.fromkeys(request.unexpanded)))}; "
+                         "the router was chosen by the rest of its rule")
         chosen_host = request.needs_host[0] if request.needs_host and not re.search(r"[\\^$*+?(\[]",
                                                                                      request.needs_host[0]) else None
         if request.needs_host and chosen_host is None:
