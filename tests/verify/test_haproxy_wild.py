@@ -243,12 +243,14 @@ def refusing_line(path) -> int:
 
 @pytest.mark.parametrize("allowed, suspected", [(30, True), (99, True), (100, False), (500, False)])
 def test_a_counter_limit_is_suspected_only_below_the_concurrent_streams(tmp_path, allowed, suspected):
-    rules = RATE_TABLE + f"    http-request track-sc1 src\n    http-request deny deny_status 429 if {{ sc_http_req_rate(1) gt {allowed} }}\n"
+    rules = RATE_TABLE + ("    http-request track-sc1 src\n"
+                          f"    http-request deny deny_status 429 if {{ sc_http_req_rate(1) gt {allowed} }}\n")
     path = write(tmp_path, "haproxy.cfg", frontend(CHAT, extra=rules))
-    found = [s for s in suspicions(read_config(path, "haproxy"), Options(streams=100)) if s.kind == "connection-limit"]
+    found = [s for s in suspicions(read_config(path, "haproxy"), Options(streams=100))
+             if s.kind == "connection-limit"]
     assert bool(found) == suspected, found
-    assert all(s.where.endswith(f":{refusing_line(path)}") and "concurrent-streams" in s.checks and f"gt {allowed}" in s.evidence
-               for s in found)
+    assert all(s.where.endswith(f":{refusing_line(path)}") and "concurrent-streams" in s.checks
+               and f"gt {allowed}" in s.evidence for s in found)
 
 
 @pytest.mark.slow

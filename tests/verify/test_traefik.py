@@ -169,13 +169,17 @@ def test_traefik_itself_serves_the_chat_request_on_the_router_verify_names(tmp_p
     rewritten.write()
     with running(rewritten):
         answer = httpx.post(f"http://127.0.0.1:{rewritten.listen_port}{reading.path}", json={}, timeout=10)
-        log = rewritten.folder / ACCESS_LOG
         deadline = time.monotonic() + 10
-        while not (log.is_file() and log.read_text().strip()) and time.monotonic() < deadline:
+        while not chat_lines(rewritten.folder / ACCESS_LOG, reading.path) and time.monotonic() < deadline:
             time.sleep(0.05)  # Traefik writes the line once the answer is sent
-    served = [json.loads(line) for line in log.read_text().splitlines() if line.strip()]
+    served = chat_lines(rewritten.folder / ACCESS_LOG, reading.path)  # the readiness polls' lines left out
     assert answer.status_code == 502 and served, (answer.status_code, served)
     assert [s.get("RouterName") for s in served] == ["ollama@file"] and "router ollama" in reading.route
+
+
+def chat_lines(log: Path, path: str) -> list[dict]:
+    lines = log.read_text().splitlines() if log.is_file() else []
+    return [entry for line in lines if line.strip() and (entry := json.loads(line)).get("RequestPath") == path]
 
 
 def test_the_fixed_config_reads_as_written():

@@ -82,7 +82,7 @@ def _limit(config: HaproxyConfig, sections: list[Section], section: Section, sta
         return None
     condition = words[start:]
     acls = acl.acls_of(section, config.file)
-    counted = []  # (term index span or ACL name, its comparison)
+    counted = []  # each counter term's comparison: (allowed, its value past the limit, what it counts)
 
     def comparison(criterion: list[str]) -> tuple[int, bool, str] | None:
         """(allowed, the criterion's value past the limit, what it counts), or None."""
