@@ -10,9 +10,9 @@ query, the client's address) is taken as true and said.
 A Host written as an environment placeholder (``Host(`${OLLAMA_HOSTNAME:-localhost}`)``) matches no
 request: the file provider does not expand `${...}` (it renders Go templates only, `{{ env "NAME" }}`:
 https://doc.traefik.io/traefik/v3.7/reference/install-configuration/providers/others/file/), so the
-rule asks for that literal Host, which Go's server refuses with 400 (measured on Traefik 3.7.15: with
-OLLAMA_HOSTNAME set or not, Host `localhost` and the variable's value reached no router by that
-alternative, the literal got 400). The route is then chosen by the rest of the rule, and said.
+rule asks for that literal Host, which Go's server refuses with 400 (measured on Traefik 3.7.15 run
+with OLLAMA_HOSTNAME=ollama.example: neither Host `ollama.example` nor `localhost`, the default,
+reached a router by that alternative (404 off the prefixes), the literal got 400). The route is then chosen by the rest of the rule, and said.
 """
 from __future__ import annotations
 
