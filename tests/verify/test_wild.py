@@ -32,7 +32,7 @@ READ = sorted(name for name, w in CORPUS.items() if w["proxy"] in KINDS and name
 # each shape (site files, whole configs, Envoy), chosen so each kind verify suspects here is held
 # against a config that has it and one that does not.
 # STREAMLAB_WILD_ALL=1 measures every config read with the default checks (2026-12-06: 921 s for the
-# 31 in-sample configs, 335 s for the 10 held out).
+# 31 in-sample configs, 335 s for the 10 held out, 35 s for the 3 held out later).
 # rag-system-proxy-nginx (held out) adds a connection-limit fault, which quick mode suspects from its
 # limit_conn; rag-system-haproxy (held out) one quick mode suspects from its stick-table rate limit
 # (read since the first run: 73 of 100 streams got 429 in quick mode; docs/verify.md, "The configs
