@@ -10,8 +10,8 @@ import socket
 from typing import Any, BinaryIO, Iterator
 
 
-def request_head(method: str, path: str, headers: dict[str, str]) -> bytes:
-    lines = [f"{method} {path} HTTP/1.1", "Host: 127.0.0.1",
+def request_head(method: str, path: str, headers: dict[str, str], host: str = "127.0.0.1") -> bytes:
+    lines = [f"{method} {path} HTTP/1.1", f"Host: {host}",
              *(f"{name}: {value}" for name, value in headers.items())]
     return ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1")
 
