@@ -177,6 +177,44 @@ def test_traefik_itself_serves_the_chat_request_on_the_router_verify_names(tmp_p
     assert [s.get("RouterName") for s in served] == ["ollama@file"] and "router ollama" in reading.route
 
 
+LOWER_CASE_POINTS = """\
+http:
+  routers:
+    site:
+      rule: "Host(`llm.example`)"
+      entrypoints: websecure
+      tls: true
+      service: llm
+    api:
+      rule: "Host(`llm.example`) && PathPrefix(`/v1`)"
+      entrypoints: websecure, internal
+      service: llm
+  services:
+    llm: {loadBalancer: {servers: [{url: "http://10.0.0.9:4000"}]}}
+"""
+
+
+def test_a_dynamic_file_alone_runs_the_entry_points_its_routers_name(tmp_path):
+    """aijias-litellm-traefik's shape (tests/data/wild): a dynamic file alone whose routers name
+    `entrypoints: websecure` (lower case, a scalar). The run used to have only `web`, so Traefik
+    served the routers nowhere (404); it now runs the entry points they name, and Traefik's access
+    log names the router verify names for the chat request."""
+    path = write(tmp_path, "litellm.yml", LOWER_CASE_POINTS)
+    reading = read_config(path, "traefik", RouteWanted(path="/v1/chat/completions"))
+    assert "router api" in reading.route and reading.host == "llm.example", reading.route
+    rewritten = rewrite_config(path, reading, 9, tmp_path / "run")  # port 9: nothing answers, 502 logged
+    rewritten.write()
+    assert set(yaml.safe_load(rewritten.main.read_text())["entryPoints"]) == {"websecure", "internal"}
+    with running(rewritten):
+        answer = httpx.post(f"http://127.0.0.1:{rewritten.listen_port}{reading.path}", json={},
+                            headers={"Host": "llm.example"}, timeout=10)
+        deadline = time.monotonic() + 10
+        while not chat_lines(rewritten.folder / ACCESS_LOG, reading.path) and time.monotonic() < deadline:
+            time.sleep(0.05)  # Traefik writes the line once the answer is sent
+    served = chat_lines(rewritten.folder / ACCESS_LOG, reading.path)
+    assert answer.status_code == 502 and [s.get("RouterName") for s in served] == ["api@file"], (answer.status_code, served)
+
+
 def chat_lines(log: Path, path: str) -> list[dict]:
     lines = log.read_text().splitlines() if log.is_file() else []
     return [entry for line in lines if line.strip() and (entry := json.loads(line)).get("RequestPath") == path]

@@ -46,6 +46,14 @@ def key_of(mapping: Any, name: str) -> str | None:
     return None
 
 
+def entry_point_names(router: Any) -> list[str]:
+    """The entry points a router names (`entryPoints`, any case): a list, or a scalar, which
+    Traefik's file provider splits on commas (`entrypoints: websecure` is `[websecure]`)."""
+    named = get(router, "entryPoints") or []
+    items = named.split(",") if isinstance(named, str) else named if isinstance(named, list) else []
+    return [str(name).strip() for name in items if str(name).strip()]
+
+
 def line_of(mapping: Any, name: str | None = None) -> int | None:
     if not isinstance(mapping, YamlMap):
         return None
@@ -108,8 +116,8 @@ def parse(path: Path) -> TraefikConfig:
     if file_provider is None and not any(get(static, k) is not None for k in STATIC_KEYS):
         # A dynamic file alone (routers, services): Traefik would read it through a file provider.
         config.dynamic_files.append((path, text, static))
-        config.notes.append("a dynamic configuration without its static part: run with one entry point "
-                            "(web), as a file provider would load it")
+        config.notes.append("a dynamic configuration without its static part: run with the entry points "
+                            "its routers name (web where they name none), as a file provider would load it")
     elif file_provider is None:
         if get(static, "http") is not None:
             config.notes.append("the file's `http:` section is dynamic configuration, which Traefik reads "

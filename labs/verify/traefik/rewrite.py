@@ -24,7 +24,7 @@ import yaml
 
 from labs.verify import records
 from labs.verify.rewrite import Rewritten
-from labs.verify.traefik.config import DYNAMIC_SECTIONS, TraefikConfig, get, key_of
+from labs.verify.traefik.config import DYNAMIC_SECTIONS, TraefikConfig, entry_point_names, get, key_of
 from proxies.logs import READY_PATH
 from server.processes import free_port
 
@@ -77,8 +77,8 @@ def rewrite(config: TraefikConfig, router: str, lab_port: int, folder: Path) -> 
     data = copy.deepcopy(before)
     notes: list[str] = []
     result = Rewritten("traefik", folder, folder / MAIN, listen_port=0)
-    points = get(data, "entryPoints") or {"web": {"address": ":80"}}
     http = get(data, "http") or {}
+    points = get(data, "entryPoints") or _named_points(http)
     chosen_points = _router_points(http, router, points)
     for name, point in points.items():
         port = free_port()
@@ -171,9 +171,16 @@ def _rewrite_dynamic(http: dict[str, Any], router: str, lab_port: int, point: st
 
 
 def _router_points(http: dict[str, Any], router: str, points: dict[str, Any]) -> list[str]:
-    body = get(get(http, "routers"), router) or {}
-    named = [str(n) for n in (get(body, "entryPoints") or []) if str(n) in points]
+    named = [n for n in entry_point_names(get(get(http, "routers"), router)) if n in points]
     return named or list(points)
+
+
+def _named_points(http: dict[str, Any]) -> dict[str, Any]:
+    """A dynamic file alone: the entry points its routers name (the static part elsewhere declares
+    them; a router on one the run lacks is served nowhere: aijias-litellm-traefik's 404, its
+    `entrypoints: websecure`), or `web` where they name none."""
+    names = [n for body in (get(http, "routers") or {}).values() for n in entry_point_names(body)]
+    return {name: {} for name in dict.fromkeys(names)} or {"web": {}}
 
 
 def _spelling(config: TraefikConfig, section: str) -> str:

@@ -22,7 +22,7 @@ from typing import Any
 
 from labs.findings import UnusableInput
 from labs.verify.model import RouteWanted
-from labs.verify.traefik.config import Item, TraefikConfig, get
+from labs.verify.traefik.config import Item, TraefikConfig, entry_point_names, get
 
 _TOKEN = re.compile(r"\s*(?:(&&|\|\||!|\(|\)|,)|`([^`]*)`|\"((?:[^\"\\]|\\.)*)\"|(\w+))")
 REDIRECTS = ("redirectscheme", "redirectregex")
@@ -246,9 +246,9 @@ def all_routes(config: TraefikConfig) -> list[str]:
 def entry_points(config: TraefikConfig, router: Item) -> list[str]:
     """The entry points a router listens on: its own list, else every entry point (Traefik's
     default, less those marked `asDefault: false` when some are marked)."""
-    named = get(router.body, "entryPoints") or get(router.body, "entrypoints")
+    named = entry_point_names(router.body)
     points: dict[str, Any] = get(config.static, "entryPoints") or {}
     if named:
-        return [str(n) for n in named if str(n) in points]
+        return [n for n in named if n in points]
     defaults = [name for name, body in points.items() if get(body, "asDefault") is True]
     return defaults or list(points)
