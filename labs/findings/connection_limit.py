@@ -18,7 +18,8 @@ from dataclasses import dataclass, field
 from typing import Mapping, Sequence
 
 from labs.client.results import StreamResult
-from labs.findings.evidence import Evidence, Verdict, ms, untold
+from labs.findings import buffering
+from labs.findings.evidence import Evidence, Pacing, Verdict, events_per_read, ms, untold
 
 # A wave: the last first token waits this share of a stream longer than the first. Verify used
 # half a stream, the probe 0.8 of the median stream, `labs load` 0.9 of the asked duration (its
@@ -39,16 +40,19 @@ class Burst:
     last_wait_s: float | None = None   # the latest's (a load step: its TTFT p99)
     stream_s: float | None = None      # one stream's length once it started (the yardstick)
     origin_known: bool = False         # the waits are in front of the origin (its records), not TTFT
-    lumped: bool = False  # every stream came in lumps (a buffering hop): its TTFT is not its start
+    lumped: bool = False  # every stream was held (a buffering hop): its TTFT is not its start
 
     @classmethod
-    def of(cls, streams: Sequence[StreamResult], origin_first_token_s: Sequence[float | None] = ()) -> Burst:
+    def of(cls, streams: Sequence[StreamResult], origin_first_token_s: Sequence[float | None] = (),
+           pacing: Pacing | None = None) -> Burst:
         known = bool(origin_first_token_s) and all(o is not None for o in origin_first_token_s)
         origin = list(origin_first_token_s) if known else [0.0] * len(streams)
         waits = [r.ttft_s - (o or 0.0) for r, o in zip(streams, origin) if r.ttft_s is not None]
-        # A stream held to its end, or released in lumps by a buffer, has no length after its
-        # first token that is the origin's pace: it sets no yardstick.
-        paced = [r for r in streams if r.bursts and r.content_events <= 2 * r.bursts]
+        # A stream held to its end, or released late in lumps by a buffer, has no length after its
+        # first token that is the origin's pace: it sets no yardstick. One a hop coalesces (two or
+        # three events a read, its first token on time: dmr-ollama-haproxy's 3.0, tests/data/wild)
+        # keeps the origin's pace to a couple of intervals and does.
+        paced = [r for r in streams if r.bursts and not _held(r, pacing)]
         lengths = [r.e2e_s - r.ttft_s for r in paced
                    if r.e2e_s is not None and r.ttft_s is not None and r.e2e_s > r.ttft_s]
         return cls(len(streams), dict(Counter(r.outcome for r in streams)),
@@ -71,6 +75,14 @@ class Burst:
         return self.last_wait_s - self.first_wait_s
 
 
+def _held(stream: StreamResult, pacing: Pacing | None) -> bool:
+    """buffering's own reading of a held stream; without a pace (the probe's burst), its bar for
+    lumps alone (a lump of LUMP_EVENTS_PER_READ or more events a read)."""
+    if pacing is not None:
+        return buffering.held(stream, pacing)[0]
+    return events_per_read(stream) >= buffering.LUMP_EVENTS_PER_READ
+
+
 def waves(burst: Burst) -> bool:
     return bool(burst.stream_s) and burst.spread_s >= WAVE_SHARE * (burst.stream_s or 0.0)
 
@@ -83,8 +95,9 @@ def judge_burst(burst: Burst) -> Verdict:
         return Verdict(True, f"{burst.failed} of {n} streams did not complete ({shown})"
                        + (f" (HTTP {codes})" if codes else ""))
     if burst.lumped:
-        return untold(f"all {n} streams completed, each in lumps (a buffering hop): when a held stream's "
-                      "first token arrives says nothing about when it started, so queueing cannot be told")
+        return untold(f"all {n} streams completed, each held and let go in lumps (a buffering hop): "
+                      "when a held stream's first token arrives says nothing about when it started, "
+                      "so queueing cannot be told")
     observed = (f"{n} streams complete; first tokens after {ms(burst.first_wait_s)}.."
                 f"{ms(burst.last_wait_s)} ({burst.basis}), one stream {ms(burst.stream_s)}")
     if waves(burst):
@@ -95,4 +108,4 @@ def judge_burst(burst: Burst) -> Verdict:
 
 
 def judge(evidence: Evidence) -> Verdict:
-    return judge_burst(Burst.of(evidence.streams, evidence.origin_first_token_s))
+    return judge_burst(Burst.of(evidence.streams, evidence.origin_first_token_s, evidence.pacing))

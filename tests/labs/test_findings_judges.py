@@ -256,6 +256,27 @@ def test_connection_limit_cannot_tell_queueing_through_a_buffering_hop() -> None
     assert connection_limit.judge(Evidence(refused, PACE)).fault  # a refusal still shows, lumps or not
 
 
+def shifted(result: StreamResult, by: float) -> StreamResult:
+    return stream([e.t + by for e in result.events], [e.read for e in result.events])
+
+
+def test_connection_limit_judges_a_burst_through_a_coalescing_hop() -> None:
+    """dmr-ollama-haproxy's shape (tests/data/wild): HAProxy without http-no-delay sends events
+    three a read, the first on time. coalescing names that and buffering does not, so the burst is
+    judged (the waves named, an even start clean) where it was untold as a buffering hop's; streams
+    held to their end still are untold, with the reason."""
+    lumps = grouped(13, 3)
+    assert coalescing.judge(one(lumps)).fault and not buffering.judge(one(lumps)).fault  # the judges' reading
+    waves = connection_limit.judge(Evidence([shifted(lumps, s) for s in [0.0] * 5 + [1.3] * 5], PACE))
+    assert waves.fault and not waves.untold and "waves" in waves.observed, waves
+    even = connection_limit.judge(Evidence([shifted(lumps, 0.01 * i) for i in range(10)], PACE))
+    assert not even.fault and not even.untold and "10 streams complete" in even.observed, even
+    whole = held(13)
+    assert buffering.judge(one(whole)).fault
+    untold = connection_limit.judge(Evidence([shifted(whole, s) for s in [0.0] * 5 + [1.3] * 5], PACE))
+    assert not untold.fault and untold.untold and "held" in untold.untold, untold
+
+
 def test_connection_limit_reads_a_load_steps_numbers() -> None:
     step = connection_limit.Burst(300, {"complete": 300}, first_wait_s=0.0, last_wait_s=7.0, stream_s=8.0)
     assert connection_limit.judge_burst(step).fault

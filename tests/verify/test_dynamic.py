@@ -246,3 +246,31 @@ def test_heartbeats_do_not_pass_a_path_that_ignores_the_departure(verify_server,
     assert not check.passed and not check.skipped, check.observed
     assert [f.kind for f in report.failures()] == ["disconnect-not-propagated"], check.observed
     assert sent >= 1, check.observed
+
+
+GROUPED_OR_HELD = {  # proxy: (file, config, the kind its streaming check shows)
+    "haproxy": ("haproxy.cfg", "defaults\n    mode http\n    timeout client 1h\n    timeout server 1h\n"
+                "    timeout connect 5s\nfrontend fe\n    bind :80\n    default_backend api\n"
+                "backend api\n    server a 10.0.0.1:8000\n", "coalescing"),  # no option http-no-delay
+    "nginx": ("nginx.conf", "events {}\nhttp {\n  upstream llm { server 10.0.0.1:8000; }\n  server {\n"
+              "    listen 80;\n    location /v1/ { proxy_pass http://llm; }\n  }\n}\n", "buffering"),  # 1.22
+}
+
+
+@pytest.mark.parametrize("proxy", sorted(GROUPED_OR_HELD))
+def test_concurrent_streams_are_judged_through_a_coalescing_hop_and_untold_through_a_held_one(
+        verify_server, tmp_path, proxy):
+    """dmr-ollama-haproxy's shape (tests/data/wild): HAProxy without http-no-delay groups events two
+    or three a read, first tokens on time, so the burst is judged (it was skipped as a buffering
+    hop's); nginx 1.22's proxy_buffering holds each stream whole, and the burst stays untold."""
+    name, text, kind = GROUPED_OR_HELD[proxy]
+    path = tmp_path / name
+    path.write_text(text)
+    report = verify_config(path, checks=["streaming", "concurrent-streams"], streams=12, server=verify_server)
+    checks = {c.name: c for c in report.checks}
+    assert not checks["streaming"].passed and checks["streaming"].kind == kind, checks["streaming"]  # the hop's shape
+    burst = checks["concurrent-streams"]
+    if kind == "coalescing":
+        assert burst.skipped is None and burst.passed and "12 streams complete" in burst.observed, burst
+    else:
+        assert burst.skipped and "each held" in burst.skipped and not burst.passed, burst
