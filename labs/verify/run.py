@@ -51,7 +51,7 @@ def lab_server(streams: int = Options.streams) -> Iterator[ServerHandle]:
 def read_config(path: Path, proxy: str | None = None, wanted: RouteWanted = RouteWanted()) -> Reading:
     """The static reading alone (no process is started). Kubernetes manifests are read as the
     config their controller would run (labs/verify/kubernetes/), findings at the manifest's fields."""
-    translation = translate(Path(path)) if proxy is None else None
+    translation = translate(Path(path), proxy)
     if translation is not None:
         reading = read_config(translation.path, translation.proxy, wanted)
         reading.file = Path(path)
@@ -67,7 +67,10 @@ def read_config(path: Path, proxy: str | None = None, wanted: RouteWanted = Rout
 
 def rewrite_config(path: Path, reading: Reading, lab_port: int, folder: Path, *,
                    in_container: bool = False) -> Rewritten:
-    """The config as it runs here; `in_container`: it runs as the invoking user in a container."""
+    """The config as it runs here; `in_container`: it runs as the invoking user in a container.
+    Kubernetes manifests run as their translation (read_config's)."""
+    translation = translate(Path(path), reading.proxy)
+    path = translation.path if translation is not None else path
     return KINDS[reading.proxy].run_here(path, reading, lab_port, folder, in_container)
 
 
@@ -90,7 +93,7 @@ def verify_config(path: Path, *, proxy: str | None = None, max_silence_s: float 
     if headers:
         wanted = replace(wanted, headers=tuple(headers.items()))
     headers = dict(wanted.headers)  # what routing read is what the measured requests carry
-    translation = translate(path) if proxy is None else None
+    translation = translate(path, proxy)
     manifest = path
     if translation is not None:
         say(f"translating {display_path(path)} into {translation.proxy}'s config")

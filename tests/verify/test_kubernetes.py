@@ -4,6 +4,7 @@ translated into the config its controller runs, judged and measured, the finding
 manifest's fields; keys verify does not translate are listed, never dropped."""
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -124,6 +125,35 @@ def test_an_ingressroute_is_read_as_traefiks_dynamic_configuration(tmp_path):
     assert not any("ignores it" in n for n in reading.notes), reading.notes
 
 
+MANIFESTS = {"nginx": INGRESS.format(timeout="30"), "envoy": ROUTE.format(timeouts=""), "traefik": INGRESSROUTE}
+
+
+@pytest.mark.parametrize("proxy", sorted(MANIFESTS))
+def test_a_manifest_named_with_its_proxy_is_read_as_detection_reads_it(tmp_path, proxy):
+    """kreatoo-open-webui-ingressroute's run (tests/data/wild): `--proxy traefik` on an IngressRoute
+    read the manifest as a file-provider file ("no HTTP router"); --proxy naming the controller's
+    proxy now gives detection's reading, another proxy one clear line."""
+    path = write(tmp_path, "m.yaml", MANIFESTS[proxy])
+    detected, named = read_config(path), read_config(path, proxy)
+    # the same manifest object, the same settings at the same fields
+    assert named.proxy == detected.proxy == proxy and named.scope == detected.scope, (named.scope, detected.scope)
+    assert fields(named) == fields(detected)
+    other = next(p for p in sorted(MANIFESTS) if p != proxy)
+    with pytest.raises(UnusableInput, match=f"which verify runs as {proxy} .*not {other}: pass --proxy {proxy}"):
+        read_config(path, other)
+
+
+def fields(reading) -> dict[str, str]:
+    """Each setting's field, a translated file's folder left out (each translation has its own)."""
+    return {name: re.sub(r"streamlab-k8s-[^/]+", "", s.where) for name, s in reading.settings.items()}
+
+
+def test_a_manifest_verify_does_not_translate_goes_to_the_named_proxys_reader(tmp_path):
+    path = write(tmp_path, "m.yaml", "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: x}\n")
+    with pytest.raises(UnusableInput, match="no HTTP router in the dynamic configuration"):
+        read_config(path, "traefik")  # Traefik's reader says what it makes of it, as before
+
+
 @pytest.mark.parametrize("text, message", [
     ("apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: x}\n", "no object verify translates"),
     ("apiVersion: networking.k8s.io/v1\nkind: Ingress\nmetadata: {name: x}\nspec:\n  rules:\n"
@@ -229,6 +259,30 @@ def test_the_faults_are_measured_and_named_at_the_manifests_fields(verify_server
     finding = next(f for f in route.failures() if f.kind == "total-timeout")
     assert finding.where.endswith("spec.rules.timeouts.request") and "spec.rules.timeouts.request: 0s" in finding.fix
     assert all(c.passed for r in (ingress, route) for c in r.checks if c.name == "loopback-only")
+
+
+PLAIN_INGRESSROUTE = """\
+apiVersion: traefik.io/v1alpha1
+kind: IngressRoute
+metadata: {name: chat}
+spec:
+  entryPoints: [websecure]
+  routes:
+    - match: Host(`chat.example.com`)
+      kind: Rule
+      services: [{name: ui, port: 8080, scheme: http}]
+  tls: {secretName: chat-tls}
+"""
+
+
+@pytest.mark.slow
+def test_an_ingressroute_named_with_proxy_traefik_runs_its_translation(verify_server, tmp_path, headers_late):
+    """kreatoo-open-webui-ingressroute's shape, with --proxy traefik: the translation runs and
+    streams (it used to be refused with "no HTTP router"), the findings' file the manifest."""
+    path = write(tmp_path, "ingressroute.yaml", PLAIN_INGRESSROUTE)
+    report = verify_config(path, proxy="traefik", checks=["streaming"], server=verify_server)
+    assert [(c.name, c.passed) for c in report.checks] == [("streaming", True), ("loopback-only", True)], report.checks
+    assert report.proxy == "traefik" and report.file.endswith("ingressroute.yaml") and "IngressRoute chat" in report.route
 
 
 @pytest.mark.slow

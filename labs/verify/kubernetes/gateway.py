@@ -16,6 +16,7 @@ from labs.verify.model import API_PATHS, display_path
 from labs.verify.yamlpos import YamlMap
 
 KINDS = ("HTTPRoute",)
+PROXY = "envoy"  # what the controller runs: the translation's proxy, and --proxy's
 EG = "https://gateway.envoyproxy.io/docs/api/extension_types"
 GW = "https://gateway-api.sigs.k8s.io/reference/spec"
 # Read from each policy's spec; everything else in a policy is said to be left out.
@@ -135,7 +136,7 @@ def translate(manifest: Path, objects: list[YamlMap], folder: Path) -> Translati
     vocabulary = {"timeout:": (f"{label} spec.rules.timeouts.request: {{value}}", str),
                   "idle_timeout:": ("BackendTrafficPolicy spec.timeout.http.streamIdleTimeout: {value}", str),
                   "stream_idle_timeout:": ("ClientTrafficPolicy spec.timeout.http.streamIdleTimeout: {value}", str)}
-    return Translation(manifest, target, "envoy", lines.origins, notes,
+    return Translation(manifest, target, PROXY, lines.origins, notes,
                        f"{label} ({display_path(manifest)}:{route.line()}) path {path}", vocabulary)
 
 

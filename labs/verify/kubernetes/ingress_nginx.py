@@ -18,6 +18,7 @@ from labs.verify.model import API_PATHS, display_path
 from labs.verify.yamlpos import YamlMap
 
 KINDS = ("Ingress",)
+PROXY = "nginx"  # what the controller runs: the translation's proxy, and --proxy's
 PREFIX = "nginx.ingress.kubernetes.io/"
 DOCS = "https://kubernetes.github.io/ingress-nginx/user-guide/nginx-configuration"
 
@@ -168,7 +169,7 @@ def translate(manifest: Path, objects: list[YamlMap], folder: Path) -> Translati
                               f'the ConfigMap key {key}: "{{value}}"', _manifest_value if convert is not _on_off
                               or annotation else _boolean)
                   for key, annotation, directive, _, convert, _ in KEYS if level_of(directive) != "upstream"}
-    return Translation(manifest, target, "nginx", lines.origins, notes,
+    return Translation(manifest, target, PROXY, lines.origins, notes,
                        f"{label} ({display_path(manifest)}:{ingress.line()}) path {path}", vocabulary)
 
 

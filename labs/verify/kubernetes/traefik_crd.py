@@ -14,6 +14,7 @@ from labs.verify.model import display_path
 from labs.verify.yamlpos import YamlMap
 
 KINDS = ("IngressRoute",)
+PROXY = "traefik"  # what the controller runs: the translation's proxy, and --proxy's
 TRANSLATED = "traefik.yml"  # the translation's file name, which its file provider names too
 
 
@@ -84,7 +85,7 @@ def translate(manifest: Path, objects: list[YamlMap], folder: Path) -> Translati
     first = routes[0] if routes else None
     if first is None:
         raise UnusableInput("no IngressRoute among the manifests", file=display_path(manifest))
-    return Translation(manifest, target, "traefik", lines.origins, notes,
+    return Translation(manifest, target, PROXY, lines.origins, notes,
                        f"IngressRoute {first.mapping('metadata').get('name')} ({display_path(manifest)}:{first.line()})")
 
 

@@ -11,8 +11,12 @@ from labs.verify.model import display_path
 CONTROLLERS = (ingress_nginx, gateway, traefik_crd)
 
 
-def translate(path: Path) -> Translation | None:
-    """The manifests' translation, or None when the file holds no Kubernetes objects."""
+def translate(path: Path, proxy: str | None = None) -> Translation | None:
+    """The manifests' translation, or None when the file holds no Kubernetes objects. With
+    `--proxy`, objects of the controller that runs that proxy are translated as detection does
+    (kreatoo-open-webui-ingressroute, tests/data/wild: `--proxy traefik` on an IngressRoute read it
+    as a file-provider file, "no HTTP router"); objects verify does not translate go to the proxy's
+    own reader, which says what it makes of the file."""
     if not looks_like(path):
         return None
     objects = documents(path)
@@ -20,8 +24,15 @@ def translate(path: Path) -> Translation | None:
         return None
     kinds = {str(o.get("kind")) for o in objects}
     for controller in CONTROLLERS:
-        if kinds & set(controller.KINDS):
+        found = sorted(kinds & set(controller.KINDS))
+        if found and proxy not in (None, controller.PROXY):
+            raise UnusableInput(f"the file holds {', '.join(found)}, which verify runs as {controller.PROXY} "
+                                f"(the controller's proxy), not {proxy}: pass --proxy {controller.PROXY}, or "
+                                "leave --proxy out", file=display_path(path))
+        if found:
             return controller.translate(path, objects, scratch_folder())
+    if proxy is not None:
+        return None
     raise UnusableInput(f"no object verify translates (it reads "
                         f"{', '.join(ingress_nginx.KINDS + gateway.KINDS + traefik_crd.KINDS)}); "
                         f"found: {', '.join(sorted(kinds))}", file=display_path(path))
