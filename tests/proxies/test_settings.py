@@ -181,6 +181,7 @@ NON_DEFAULT: dict[type[ProxySettings], dict[str, dict[str, Any]]] = {
         "compress_min_bytes": {"compress": True, "compress_min_bytes": 1},
         "max_body_bytes": {"max_body_bytes": 8 * 1024 * 1024},
         "retry_attempts": {"retry_attempts": 3},
+        "fast_proxy": {"fast_proxy": True},
         "log_level": {"log_level": "INFO"},
     },
 }
