@@ -100,7 +100,7 @@ ALL = bool(os.environ.get("STREAMLAB_WILD_ALL"))
 
 @pytest.mark.slow
 @pytest.mark.parametrize("name", READ if ALL else MEASURED, ids=[other_id(n) for n in (READ if ALL else MEASURED)])
-def test_what_verify_measures_agrees_with_the_written_expectation(verify_server, name):
+def test_what_verify_measures_agrees_with_the_written_expectation(verify_server, request, name):
     if (error := documented_error(name)) is not None:
         # A held-out config verify could not judge at its first run (exit 2, `first_result.error`)
         # is refused with that same line until a change makes it judge it: a cure fails here too.
@@ -109,6 +109,12 @@ def test_what_verify_measures_agrees_with_the_written_expectation(verify_server,
                           server=verify_server)
         assert str(refused.value).strip() == error
         return
+    if CORPUS[name]["proxy"] == "traefik":
+        # Traefik on Go's proxy ends a few streams in a thousand just after their headers when the
+        # server answers at once (docs/field-notes.md#traefiks-early-cut; verify reports it, and
+        # tests/verify/test_early_cut.py shows so): the corpus's Traefik runs ask for the headers a
+        # little late, as the suite's other clean Traefik runs do (conftest.HEADERS_LATE_S).
+        request.getfixturevalue("headers_late")
     report = verify_config(entry(name), proxy=CORPUS[name]["proxy"], wanted=wanted(name), quick=not ALL,
                            server=verify_server)
     agreement = agreement_of(report, CORPUS[name]["expected"])
