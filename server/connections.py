@@ -35,6 +35,7 @@ from server.cycle_extensions import (DEPARTURE_EXTENSION, GATHER_EXTENSION, WRIT
                                      departure_of, Gather, offer_abort, release,
                                      WriteNow)
 from server.errors import error_body
+from server.lingering import LingeringTransport
 from server.metrics import HTTP_CONNECTIONS
 
 HttpImpl = Literal["httptools", "h11"]
@@ -64,10 +65,22 @@ class _Limited:
 
     def connection_made(self, transport: asyncio.Transport) -> None:
         HTTP_CONNECTIONS.inc()
-        super().connection_made(transport)  # type: ignore[misc]
+        # Every close, uvicorn's and the lane's, lingers while a request is still arriving.
+        super().connection_made(LingeringTransport(transport, self, self.loop))  # type: ignore[misc]
         self._header_timer: asyncio.TimerHandle | None = None
         self._header_bytes = 0
         self._arm_header_timer()
+
+    def data_received(self, data: bytes) -> None:
+        transport = self.transport
+        if transport.lingering:  # type: ignore[attr-defined]
+            transport.discard(data)  # type: ignore[attr-defined]
+            return
+        super().data_received(data)  # type: ignore[misc]
+
+    def request_unread(self) -> bool:
+        """Whether the client may still be sending the request being answered."""
+        raise NotImplementedError
 
     def connection_lost(self, exc: Exception | None) -> None:
         self._disarm_header_timer()
@@ -265,6 +278,10 @@ class LimitedHttpTools(_Limited, _LeanHttpTools):
     def _partial_headers(self) -> bool:
         return self._in_headers
 
+    def request_unread(self) -> bool:
+        cycle = self.cycle
+        return self._in_headers or (cycle is not None and cycle.more_body and not cycle.disconnected)
+
 
 class LimitedH11(_Limited, H11Protocol):
     def data_received(self, data: bytes) -> None:
@@ -290,6 +307,9 @@ class LimitedH11(_Limited, H11Protocol):
 
     def _partial_headers(self) -> bool:
         return self.conn.their_state is h11.IDLE and bool(self.conn.trailing_data[0])
+
+    def request_unread(self) -> bool:
+        return self.conn.their_state is h11.SEND_BODY or self._partial_headers()
 
     def send_400_response(self, msg: str) -> None:
         # h11 refuses a block over its max_incomplete_event_size (set to max_header_bytes by
