@@ -64,6 +64,10 @@ class Connection:
             pass
         return status
 
+    def rest(self) -> bytes:
+        """All the server sends until its FIN (b"" if it sends nothing more); a reset raises."""
+        return self._shared.reader.read()
+
     def kept(self) -> bool:
         """Whether the server still serves this connection: a GET /healthz gets its 200."""
         try:

@@ -18,6 +18,7 @@ import http.client
 import json
 import logging
 import re
+import threading
 import time
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -32,6 +33,7 @@ from server.config import ServerConfig
 from server.connections import lane_hook_missing
 from server.fast_lane import CompletionLane
 from server.launcher import running_server
+from server.lingering import LINGER_BYTES, LINGER_S
 from server.processes import free_port, wait_until
 from tests.server import raw_http
 from tests.server.in_process import serving, serving_in_thread
@@ -56,6 +58,9 @@ FREED_WITHIN_S = 10 / TOKENS_PER_S
 # freed within it was freed by the departure, not by the stream's own end.
 SILENCE_S = 60 * FREED_WITHIN_S
 READ_TIMEOUT_S = 10.0
+# A client still sending after its refusal: a 1 KiB chunk every PACE_S, so the server's close at
+# LINGER_S is met within a few of them; it is judged against half and twice LINGER_S.
+PACE_S = LINGER_S / 40
 
 
 def _body(**fields: Any) -> bytes:
@@ -247,6 +252,59 @@ def left_during(request: bytes, events_before_leaving: int,
     return run
 
 
+def sending_on(flood: bool) -> Callable[[int], dict[str, Any]]:
+    """A chunked body over the limit, the client still sending while it reads the answer: a
+    paced chunk every PACE_S for up to 3 x LINGER_S, or (`flood`) as fast as it can, up to
+    2 x LINGER_BYTES. The answer must arrive whole with its FIN, never a reset, and the server
+    must end the connection at its time bound (paced) or its byte bound (flood)."""
+    def run(port: int) -> dict[str, Any]:
+        piece = b"x" * (64 * 1024 if flood else 1024)
+        chunk = b"%x\r\n%b\r\n" % (len(piece), piece)
+        answered = threading.Event()
+        sent = {"in all": 0, "after the answer": 0}
+        ended_at: list[float] = []
+        with raw_http.connection(port, READ_TIMEOUT_S) as conn:
+            conn.send(_chunked_post(_OVER, 16 * 1024)[: -len(b"0\r\n\r\n")])  # no last chunk
+
+            def send_on() -> None:
+                deadline = time.monotonic() + 3 * LINGER_S
+                try:
+                    while time.monotonic() < deadline and sent["in all"] < 2 * LINGER_BYTES:
+                        conn.send(chunk)
+                        sent["in all"] += len(piece)
+                        if answered.is_set():
+                            sent["after the answer"] += len(piece)
+                        if not flood:
+                            time.sleep(PACE_S)
+                except OSError:  # the server's close, as a reset or a broken pipe
+                    ended_at.append(time.monotonic())
+
+            sender = threading.Thread(target=send_on, daemon=True)
+            sender.start()
+            try:
+                reply = conn.response()
+                seen = _answer(reply, reply.read())
+                answered_at = time.monotonic()
+                answered.set()
+                try:
+                    seen["after the answer"] = "FIN" if conn.rest() == b"" else "more bytes"
+                except ConnectionResetError:
+                    seen["after the answer"] = "reset"
+            finally:
+                sender.join()
+        ended_after = ended_at[0] - answered_at if ended_at else None
+        seen["the client sent on after the answer"] = sent["after the answer"] > 0
+        if ended_after is None:
+            seen["ended"] = f"not within {3 * LINGER_S:g} s"
+        elif ended_after < LINGER_S / 2:
+            seen["ended"] = "before half the time bound"
+        else:
+            seen["ended"] = "at the time bound" if ended_after <= 2 * LINGER_S else "late"
+        seen["past the byte bound"] = sent["in all"] > LINGER_BYTES
+        return seen
+    return run
+
+
 def _next_event(reply: Any) -> bytes:
     """One SSE event (its lines up to the blank one) from a chunked streaming reply."""
     lines = []
@@ -323,6 +381,14 @@ ROWS = [
         _OK_STREAM),
     Row("chunked body over the limit", sent_whole(_chunked_post(_OVER, 16 * 1024)),
         {"status": 413, **_CLOSED}),
+    # The refusal ends with a lingering close (server/lingering.py): the client still sending
+    # reads the whole 413 and a FIN, not a reset, and the connection ends at a bound.
+    Row("chunked body over the limit, the client still sending", sending_on(flood=False),
+        {"status": 413, "after the answer": "FIN", "the client sent on after the answer": True,
+         "ended": "at the time bound", "past the byte bound": False}),
+    Row("chunked body over the limit, the client sending on past the byte bound", sending_on(flood=True),
+        {"status": 413, "after the answer": "FIN", "ended": "before half the time bound",
+         "past the byte bound": True}),
     Row("body sent on 100-continue", continued(_LARGE), {"asked for the body": True, **_OK_STREAM},
         arrived_whole=False),
     Row("queue full", refused_when_full(
