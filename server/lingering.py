@@ -16,6 +16,7 @@ the completion lane's close and the ASGI route's (uvicorn's `RequestResponseCycl
 from __future__ import annotations
 
 import asyncio
+import weakref
 from typing import Any, Protocol
 
 # nginx lingers up to lingering_time 30 s, each read within lingering_timeout 5 s
@@ -44,7 +45,9 @@ class LingeringTransport:
     def __init__(self, real: asyncio.Transport, protocol: Lingerer,
                  loop: asyncio.AbstractEventLoop) -> None:
         self.real = real
-        self.protocol = protocol
+        # Weak: the protocol holds this transport, and a reference cycle would leave every
+        # connection to the cyclic collector (tests/server/test_no_cycles.py).
+        self.protocol = weakref.ref(protocol)
         self.loop = loop
         self.lingering = False
         self.discarded = 0
@@ -58,8 +61,9 @@ class LingeringTransport:
         return getattr(self.real, name)
 
     def close(self) -> None:
+        protocol = self.protocol()
         if (self.lingering or self.real.is_closing() or not self.real.can_write_eof()
-                or not self.protocol.request_unread()):
+                or protocol is None or not protocol.request_unread()):
             self.real.close()
             return
         self.lingering = True
