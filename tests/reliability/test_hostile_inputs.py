@@ -22,8 +22,9 @@ def test_hostile_input_gets_a_clear_answer_and_hurts_nobody(hardened, case) -> N
         assert status_of(seen) in (None, 200), seen[:300]
         assert b"[DONE]" not in seen, seen[:300]
     else:
-        # Over the body limit, the server answers on the announced length and closes without
-        # reading: a client still uploading would see a reset instead of the answer.
+        # Over the body limit, the server answers on the announced length and closes, dropping
+        # what still arrives (a lingering close, server/lingering.py; a client uploading on is
+        # tests/server/test_fast_lane.py's case): here the announcement alone is sent.
         announce = case.expect == 413
         reply = post(hardened, case.body, case.headers, announce_only=announce)
         if case.expect == SERVE:
