@@ -309,7 +309,9 @@ class LimitedH11(_Limited, H11Protocol):
         return self.conn.their_state is h11.IDLE and bool(self.conn.trailing_data[0])
 
     def request_unread(self) -> bool:
-        return self.conn.their_state is h11.SEND_BODY or self._partial_headers()
+        # ERROR: h11 refused what the client sent (a header block over the limit: 431), which
+        # may still be arriving.
+        return self.conn.their_state in (h11.SEND_BODY, h11.ERROR) or self._partial_headers()
 
     def send_400_response(self, msg: str) -> None:
         # h11 refuses a block over its max_incomplete_event_size (set to max_header_bytes by
