@@ -15,11 +15,13 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 import threading
 from pathlib import Path
 from typing import Sequence
 
+from proxies.releases import CHOICE_VARIABLE
 from server.locations import checkout, reports_dir
 from server.signals import run_stoppable
 
@@ -62,6 +64,9 @@ def _parser() -> argparse.ArgumentParser:
             cmd.add_argument("--json", action="store_true", help="print report.json to stdout instead of tables")
         cmd.add_argument("--runtime", choices=("local", "docker"), default=None,
                          help="how proxies run (default: $LAB_RUNTIME or local)")
+        cmd.add_argument("--proxy-version", default=None, metavar="CHOICE",
+                         help="which release of each proxy runs: current (default), oldest (Debian 12's), "
+                         "X.Y (e.g. 1.22: nginx's) or PROXY=X.Y,... (default: $LAB_PROXY_VERSION or current)")
         cmd.add_argument("--out", type=Path, default=DEFAULT_REPORTS, help="reports folder (default: reports/)")
     return parser
 
@@ -97,6 +102,12 @@ def _command(argv: list[str]) -> int:
         return load(argv[1:])
     args = _parser().parse_args(argv)
     from labs import catalogue
+
+    if getattr(args, "proxy_version", None) is not None:  # the labs read it, child processes too
+        os.environ[CHOICE_VARIABLE] = args.proxy_version
+    if args.command in ("run", "run-all") and (problem := _release_problem(args, catalogue)):
+        print(f"error: {problem}", file=sys.stderr)
+        return 2
 
     if args.command == "names":
         print("\n".join([*(s.name for s in catalogue.SCENARIOS), "load"]))
@@ -145,10 +156,30 @@ def _command(argv: list[str]) -> int:
     return run_all(list(catalogue.SCENARIOS), args.runtime, args.out)
 
 
+def _release_problem(args: argparse.Namespace, catalogue) -> str | None:  # type: ignore[no-untyped-def]
+    """Why the chosen releases cannot run here (a release no proxy on the scenario's path has, or
+    none the lab has at all), None when they can."""
+    from proxies.kinds import KINDS, choose_releases
+    from labs.scenario.model import hop_kind
+
+    choice = os.environ.get(CHOICE_VARIABLE)
+    if not choice:
+        return None
+    try:
+        scenario = catalogue.get(args.name) if args.command == "run" and args.name != "load" else None
+    except catalogue.UnknownScenario:
+        return None  # said below, as for any run
+    kinds = [hop_kind(hop) for hop in scenario.path] if scenario else list(KINDS)
+    try:
+        choose_releases(choice, kinds)
+    except ValueError as exc:
+        return f"--proxy-version {choice}: {exc}"
+    return None
+
+
 def _model_ready() -> bool:
     """The scenarios' server runs the transformers engine ($LAB_ENGINE, else the default):
     its extra installed and the default model built before any server starts (else says why)."""
-    import os
 
     from server.config import DEFAULT_MODEL
     from server.model_builder import prepare

@@ -29,13 +29,16 @@ def started_now() -> str:
 
 
 def collect(runtime: str, proxies: Sequence[str], server_commands: Mapping[str, str],
-            started_at: str | None = None, *, server_in_runtime: bool = True) -> dict[str, Any]:
+            started_at: str | None = None, *, server_in_runtime: bool = True,
+            releases: Mapping[str, str] | None = None) -> dict[str, Any]:
     """`server_in_runtime=False`: the server ran as a host process whatever the runtime (the
-    load lab), so no server image is recorded."""
+    load lab), so no server image is recorded. `releases`: proxy -> the series of its release
+    that ran (proxies.releases; a proxy not named ran its current one)."""
+    releases = releases or {}
     info: dict[str, Any] = {
         "started_at": started_at or started_now(),
         "runtime": runtime,
-        "proxies": {name: proxy_origin(runtime, name) for name in dict.fromkeys(proxies)},
+        "proxies": {name: proxy_origin(runtime, name, releases.get(name)) for name in dict.fromkeys(proxies)},
         "server_commands": dict(server_commands),
     }
     if runtime == "docker" and server_in_runtime:
@@ -45,9 +48,9 @@ def collect(runtime: str, proxies: Sequence[str], server_commands: Mapping[str, 
     return info
 
 
-def proxy_origin(runtime: str, proxy: str) -> dict[str, Any]:
-    """Where the proxy that ran came from: the host binary (local) or the image (docker); for an
-    app hop, its components' versions (and in docker the apps image)."""
+def proxy_origin(runtime: str, proxy: str, series: str | None = None) -> dict[str, Any]:
+    """Where the proxy that ran came from: its release's binary (local) or the image (docker); for
+    an app hop, its components' versions (and in docker the apps image)."""
     from proxies.apps import is_app
 
     if is_app(proxy):
@@ -58,18 +61,20 @@ def proxy_origin(runtime: str, proxy: str) -> dict[str, Any]:
         return image_origin("apps") if runtime == "docker" else found
     if runtime == "docker":
         return image_origin(proxy)
-    return dict(_binary(proxy))
+    return dict(_binary(proxy, series))
 
 
 @lru_cache(maxsize=None)
-def _binary(proxy: str) -> tuple[tuple[str, Any], ...]:
+def _binary(proxy: str, series: str | None) -> tuple[tuple[str, Any], ...]:
     from proxies.binaries import BinaryProblem, check_binary
+    from proxies.kinds import KINDS
 
     try:
-        path, version = check_binary(proxy)
+        path, version = check_binary(proxy, series)
     except BinaryProblem as exc:
         return (("error", str(exc)),)
-    return (("binary", path), ("version", ".".join(map(str, version))))
+    return (("binary", path), ("version", ".".join(map(str, version))),
+            ("source", KINDS[proxy].release(series).source))
 
 
 def image_origin(service: str) -> dict[str, Any]:
@@ -155,7 +160,7 @@ def _origin_text(name: str, origin: Mapping[str, Any]) -> str:
         image_id = (origin.get("image_id") or "").removeprefix("sha256:")[:12]
         return f"{name} image `{origin['image']}`" + (f" ({image_id})" if image_id else "")
     if "version" in origin:
-        return f"{name} {origin['version']}"
+        return f"{name} {origin['version']}" + (f" ({origin['source']})" if origin.get("source") else "")
     components = {k: v for k, v in origin.items() if k not in ("error", "image", "venv")}
     if components:  # an app hop: its components' versions
         return f"{name} (" + ", ".join(f"{k} {v}" for k, v in components.items()) + ")"

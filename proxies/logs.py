@@ -32,11 +32,11 @@ def is_logfmt_access_line(line: str) -> bool:
     return line.startswith("time=")
 
 
-def file_lines(name: str) -> Callable[[Path], list[str]]:
-    """A reader of the access log the proxy writes to `name` in its work folder."""
-    return lambda workdir: read_text(workdir / name).splitlines()
+def file_lines(name: str) -> Callable[[Path, object], list[str]]:
+    """A reader of the access log the proxy writes to `name` in its work folder (any release)."""
+    return lambda workdir, release: read_text(workdir / name).splitlines()
 
 
-def process_lines(is_access: Callable[[str], object]) -> Callable[[Path], list[str]]:
-    """A reader of the access lines among what the proxy prints (PROCESS_LOG)."""
-    return lambda workdir: [line for line in read_text(workdir / PROCESS_LOG).splitlines() if is_access(line)]
+def process_lines(is_access: Callable[[str], object]) -> Callable[[Path, object], list[str]]:
+    """A reader of the access lines among what the proxy prints (PROCESS_LOG), any release."""
+    return lambda workdir, release: [line for line in read_text(workdir / PROCESS_LOG).splitlines() if is_access(line)]

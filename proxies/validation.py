@@ -12,7 +12,7 @@ from proxies.binaries import binary
 from proxies.kinds import KINDS, kind_of
 from proxies.rendering import render
 
-_valid: set[tuple[str, str]] = set()  # (proxy, sha256 of text) already proven valid in this process
+_valid: set[tuple[str, str, str]] = set()  # (proxy, series, sha256 of text) already proven valid in this process
 
 
 class ConfigInvalid(ValueError):
@@ -25,15 +25,19 @@ class ConfigInvalid(ValueError):
         super().__init__(f"{proxy} rejected the config:\n{self.output}")
 
 
-def check_command(proxy: ProxyName, folder: Path) -> list[str]:
-    """The binary's check-only invocation for the proxy's config file inside `folder`, which is
-    also its prefix (binds nothing; whatever the check writes stays in the throwaway folder)."""
+def check_command(proxy: ProxyName, folder: Path, series: str | None = None) -> list[str]:
+    """The binary's check-only invocation, by the release of that series (default: the current
+    one), for the proxy's config file inside `folder`, which is also its prefix (binds nothing;
+    whatever the check writes stays in the throwaway folder)."""
     kind = KINDS[proxy]
-    return [binary(proxy), *kind.check(str(folder / kind.config_name), f"{folder}/")]
+    release = kind.release(series)
+    return [binary(proxy, release.series), *kind.check(str(folder / kind.config_name), f"{folder}/"),
+            *kind.release_args(release)]
 
 
-def validate(config: ProxySettings | str, proxy: ProxyName | None = None) -> str:
-    """Check a config (settings are rendered first) with its binary; return the checked text.
+def validate(config: ProxySettings | str, proxy: ProxyName | None = None, series: str | None = None) -> str:
+    """Check a config (settings are rendered first) with its binary, of the settings' release or
+    `series` (default: the current one); return the checked text.
 
     Raises ConfigInvalid carrying the binary's message. A text validated once in this process is
     not checked again.
@@ -41,19 +45,20 @@ def validate(config: ProxySettings | str, proxy: ProxyName | None = None) -> str
     if isinstance(config, ProxySettings):
         if proxy is not None and proxy != config.proxy:
             raise ValueError(f"settings are for {config.proxy}, not {proxy}")
-        proxy, text = config.proxy, render(config)
+        proxy, text, series = config.proxy, render(config), series or config.version
     else:
         if proxy is None:
             raise ValueError(f"validating a config text needs proxy= one of {', '.join(KINDS)}")
         text = config
     kind = kind_of(proxy)
-    key = (proxy, hashlib.sha256(text.encode()).hexdigest())
+    series = kind.release(series).series
+    key = (proxy, series, hashlib.sha256(text.encode()).hexdigest())
     if key in _valid:
         return text
     with tempfile.TemporaryDirectory(prefix=f"streamlab-validate-{proxy}-") as tmp:
         folder = Path(tmp)
         (folder / kind.config_name).write_text(text)
-        result = subprocess.run(check_command(proxy, folder), cwd=folder,
+        result = subprocess.run(check_command(proxy, folder, series), cwd=folder,
                                 env={**os.environ, **kind.env(f"{folder}/")}, capture_output=True,
                                 text=True, timeout=60)
     if not kind.check_passed(result.returncode, result.stderr + result.stdout):

@@ -2,9 +2,11 @@
 
 `pytest -k nginx-buffering` runs `nginx-buffering-broken` (fails if the symptom stops reproducing)
 and `nginx-buffering-fixed` (fails if the cure stops working), with the proxies and the server as
-local processes, and the same two again in containers (`...-docker`, marked `docker`): those need
-a Docker engine and the images (`make images-offline`); without one they are skipped, or fail
-under CI. `-m "not docker"` keeps the local pair only.
+local processes on each proxy's current release, and the same two again in containers
+(`...-docker`, marked `docker`) on the oldest release (Debian 12's): those need a Docker engine
+and the images (`make images-offline`); without one they are skipped, or fail under CI.
+`-m "not docker"` keeps the local pair only. A scenario whose lesson changed between releases
+(`Scenario.since`) runs its local pair on the older release too (`...-nginx1.22`).
 """
 from __future__ import annotations
 
@@ -17,6 +19,7 @@ from labs import catalogue
 from labs.scenario.runner import Lab
 from labs.scenario.model import VARIANTS, Scenario, VariantName, hop_kind
 from proxies.apps import is_app
+from proxies.kinds import KINDS
 from tests.runtimes import require_images
 
 # make test runs the tests side by side (pytest-xdist, --dist loadscope: a class's or a module's
@@ -37,16 +40,22 @@ def _class_name(runtime: str, scenario: Scenario, variant: VariantName, index: i
     return "TestGuards" + "".join(word.replace("-", " ").title().replace(" ", "") for word in words)
 
 
-@pytest.fixture(scope="session")
-def lab() -> Iterator[Callable[[str], Lab]]:
-    """The lab of each runtime, started on first use and shared by the guards of this worker."""
-    with contextlib.ExitStack() as stack:
-        made: dict[str, Lab] = {}
+# The containers carry the oldest release (Debian 12's binaries in the stand-in images): with the
+# local pass on the current one, each scenario is measured on both without running twice.
+DOCKER_RELEASES = "oldest"
 
-        def of(runtime: str) -> Lab:
-            if runtime not in made:
-                made[runtime] = stack.enter_context(Lab(runtime=runtime))
-            return made[runtime]
+
+@pytest.fixture(scope="session")
+def lab() -> Iterator[Callable[[str, str], Lab]]:
+    """The lab of each runtime and release choice, started on first use and shared by the guards
+    of this worker."""
+    with contextlib.ExitStack() as stack:
+        made: dict[tuple[str, str], Lab] = {}
+
+        def of(runtime: str, releases: str = "current") -> Lab:
+            if (runtime, releases) not in made:
+                made[runtime, releases] = stack.enter_context(Lab(runtime=runtime, proxy_version=releases))
+            return made[runtime, releases]
         yield of
 
 
@@ -56,15 +65,22 @@ def images_of(scenario: Scenario) -> list[str]:
     return ["server", *dict.fromkeys("apps" if is_app(kind) else kind for kind in kinds)]
 
 
-def guard(lab: Callable[[str], Lab], scenario: Scenario, variant: VariantName, runtime: str) -> None:
+def older_releases(scenario: Scenario) -> list[str]:
+    """`PROXY=X.Y` of each older release of the proxies whose behaviour here changed."""
+    return [f"{change.proxy}={release.series}" for change in scenario.since
+            for release in KINDS[change.proxy].releases[:-1]]
+
+
+def guard(lab: Callable[[str, str], Lab], scenario: Scenario, variant: VariantName, runtime: str,
+          releases: str = "current") -> None:
     if runtime == "docker":
         require_images(images_of(scenario))
-    run = lab(runtime).run_variant(scenario, variant)
+    run = lab(runtime, releases).run_variant(scenario, variant)
     results = [check(run) for check in scenario.checks(variant)]
     failed = [r for r in results if not r.passed]
     expectation = "symptom" if variant == "broken" else "cure"
     assert not failed, (
-        f"{scenario.name} ({variant}, {runtime}): the {expectation} checks failed:\n"
+        f"{scenario.name} ({variant}, {runtime}, releases {releases}): the {expectation} checks failed:\n"
         + "\n".join(f"  - {r.label}: observed {r.observed}" for r in failed)
         + "\nproxy evidence:\n" + "\n".join(f"  {line}" for line in run.evidence[-10:]))
 
@@ -74,15 +90,19 @@ def _guard_classes() -> dict[str, type]:
     for runtime, marks in (("local", ()), ("docker", (pytest.mark.docker,))):
         for index, (scenario, variant) in enumerate(PAIRS):
             name = _class_name(runtime, scenario, variant, index)
-            suffix = "" if runtime == "local" else "-docker"
-            params.setdefault(name, []).append(
-                pytest.param(scenario, variant, runtime, id=f"{scenario.name}-{variant}{suffix}", marks=marks))
+            if runtime == "docker":
+                runs = [(DOCKER_RELEASES, "-docker")]
+            else:
+                runs = [("current", ""), *((older, "-" + older.replace("=", "")) for older in older_releases(scenario))]
+            for releases, suffix in runs:
+                params.setdefault(name, []).append(pytest.param(
+                    scenario, variant, runtime, releases, id=f"{scenario.name}-{variant}{suffix}", marks=marks))
     classes = {}
     for name, cases in params.items():
-        @pytest.mark.parametrize(("scenario", "variant", "runtime"), cases)
-        def test_guard(self: object, lab: Callable[[str], Lab], scenario: Scenario, variant: VariantName,
-                       runtime: str) -> None:
-            guard(lab, scenario, variant, runtime)
+        @pytest.mark.parametrize(("scenario", "variant", "runtime", "releases"), cases)
+        def test_guard(self: object, lab: Callable[[str, str], Lab], scenario: Scenario, variant: VariantName,
+                       runtime: str, releases: str) -> None:
+            guard(lab, scenario, variant, runtime, releases)
         classes[name] = type(name, (), {"test_guard": test_guard, "__doc__": f"The guards of {name}."})
     return classes
 

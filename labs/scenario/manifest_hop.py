@@ -65,7 +65,7 @@ class ManifestHop:
         return self.started.rewritten.folder
 
     def access_log(self) -> list[str]:
-        return self.kind.logs.access(self.folder)
+        return self.kind.logs.access(self.folder, self.kind.release(self.started.rewritten.series))
 
     def wait_access_log(self, count: int, timeout_s: float = 5.0) -> list[str]:
         wait_until(lambda: len(self.access_log()) >= count, timeout_s,
@@ -106,9 +106,10 @@ def translated(manifest: str, folder: Path) -> tuple[str, Path]:
     return translation.proxy, translation.path
 
 
-def prepared(proxy: str, manifest: str, upstream_port: int, runtime: str, folder: Path) -> Rewritten:
+def prepared(proxy: str, manifest: str, upstream_port: int, runtime: str, folder: Path,
+             series: str | None = None) -> Rewritten:
     """The manifests' translation for `proxy`, rewritten in front of `upstream_port` into `folder`
-    and passed by the proxy's own validator (UnusableInput carries its message)."""
+    and passed by the validator of the proxy's release `series` (UnusableInput carries its message)."""
     made, config = translated(manifest, folder)
     if made != proxy:
         raise ManifestMismatch(f"the manifest translates into {made}'s config, but the path runs {proxy}")
@@ -117,14 +118,17 @@ def prepared(proxy: str, manifest: str, upstream_port: int, runtime: str, folder
     run_folder = folder / "run"
     run_folder.mkdir()
     rewritten = kind.run_here(config, reading, upstream_port, run_folder, runtime == "docker")
+    rewritten.series = series
     validate(rewritten, runtime)
     return rewritten
 
 
 @contextlib.contextmanager
-def manifest_hop(proxy: str, manifest: str, upstream_port: int, runtime: str) -> Iterator[ManifestHop]:
-    """The manifests' translation for `proxy`, running in front of `upstream_port`; stopped on exit."""
+def manifest_hop(proxy: str, manifest: str, upstream_port: int, runtime: str,
+                 series: str | None = None) -> Iterator[ManifestHop]:
+    """The manifests' translation for `proxy`, run by its release `series` (default: the current
+    one) in front of `upstream_port`; stopped on exit."""
     with tempfile.TemporaryDirectory(prefix=f"streamlab-manifest-{proxy}-") as scratch:
-        rewritten = prepared(proxy, manifest, upstream_port, runtime, Path(scratch))
+        rewritten = prepared(proxy, manifest, upstream_port, runtime, Path(scratch), series)
         with running(rewritten, runtime) as started:
             yield ManifestHop(manifest, started)

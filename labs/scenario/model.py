@@ -218,6 +218,17 @@ class Scaled:
 
 
 @dataclass(frozen=True)
+class Since:
+    """A behaviour this scenario teaches that changed between two releases of a proxy on its path
+    (proxies.releases): its guards run on every release of that proxy, not only the current one,
+    and the lesson says since which version."""
+
+    proxy: str  # a proxy kind on the path, e.g. "nginx"
+    version: str  # the first version that behaves as the current release does, e.g. "1.29.7"
+    what: str  # what changed, in one sentence
+
+
+@dataclass(frozen=True)
 class Scenario:
     name: str  # kebab-case <layer>-<failure>; no name is a prefix of another
     layer: Layer
@@ -246,6 +257,8 @@ class Scenario:
     # The finding kind (labs.findings) that `labs verify` / `labs probe` report for this failure
     # on a user's own path; None for failures a path check cannot see (text, client code).
     kind: FindingKind | None = None
+    # Where a proxy's releases differ here; empty: measured the same on each (docs/field-notes.md).
+    since: tuple[Since, ...] = ()
 
     def variant(self, name: VariantName) -> Variant:
         return self.broken if name == "broken" else self.broken.then(self.fix)

@@ -28,7 +28,8 @@ from labs.scenario.model import (VARIANTS, CheckResult, Run, Scenario, Variant, 
                                  hop_kind)
 from proxies.apps import AppSettings, app_settings, is_app
 from proxies.base import ProxySettings
-from proxies.kinds import has_admin
+from proxies.kinds import choose_releases, has_admin
+from proxies.releases import CHOICE_VARIABLE
 from proxies.runtime import get_runtime
 from proxies.runtime.base import RunningProxy, Runtime
 from proxies.variants import variant as named_settings
@@ -77,8 +78,11 @@ class Lab:
 
     def __init__(self, runtime: Runtime | str | None = None, engine: str | None = None,
                  server_env: Mapping[str, str] | None = None,
-                 progress: Progress | None = None, server_args: Sequence[str] = ()) -> None:
+                 progress: Progress | None = None, server_args: Sequence[str] = (),
+                 proxy_version: str | None = None) -> None:
         self.runtime = runtime if runtime is not None and not isinstance(runtime, str) else runtime_named(runtime)
+        # Which release of each proxy runs (proxies.kinds.choose_releases): `current` by default.
+        self.proxy_version = proxy_version if proxy_version is not None else os.environ.get(CHOICE_VARIABLE)
         # The real model by default; `synthetic` only where a workload needs it (load).
         self.engine = engine or os.environ.get("LAB_ENGINE", "transformers")
         self.server_env = dict(server_env or {})
@@ -141,7 +145,7 @@ class Lab:
         commands = {name: self.server_command(scenario.variant(name).server_args,
                                               scenario.variant(name).server_nofile) for name in variants}
         outcome.provenance = provenance.collect(self.runtime.name, [hop_kind(h) for h in scenario.path],
-                                                commands, started_at)
+                                                commands, started_at, releases=self.releases(scenario.path))
         return outcome
 
     def run_variant(self, scenario: Scenario, name: VariantName) -> Run:
@@ -194,25 +198,34 @@ class Lab:
     def request_body(self, workload: Workload, variant: Variant) -> dict[str, Any]:
         return request_body(workload, variant, self.model_name(variant.server_args, variant.server_nofile))
 
+    def releases(self, path: Sequence[str]) -> dict[str, str]:
+        """Proxy kind -> the series of its release that this lab runs on `path` (ValueError when
+        the lab's choice names a release the path's proxies do not have)."""
+        return choose_releases(self.proxy_version, [hop_kind(hop) for hop in path], strict=False)
+
     @contextlib.contextmanager
     def path(self, proxies: Sequence[str], variant: Variant, server_port: int,
              base: str = "defaults") -> Iterator[list[RunningProxy]]:
         """Start the hops (proxies and apps) from the server outwards; yields them client-side first."""
+        releases = self.releases(proxies)
         with contextlib.ExitStack() as stack:
             upstream_port, started = server_port, []
             for proxy in reversed(proxies):
                 if variant.manifest is not None:  # the one proxy runs the manifest's translation
                     self.progress(f"starting {proxy} as the manifest's controller would run it")
                     hop = stack.enter_context(manifest_hop(proxy, variant.manifest, upstream_port,
-                                                           self.runtime.name))
+                                                           self.runtime.name, releases.get(hop_kind(proxy))))
                     started.append(hop)
                     upstream_port = hop.settings.listen_port
                     continue
                 ports = {"listen_port": free_port(), "upstream_port": upstream_port}
                 if has_admin(hop_kind(proxy)):  # its admin endpoint reads the stats and readiness
                     ports["admin_port"] = free_port()
+                if hop_kind(proxy) in releases:
+                    ports["version"] = releases[hop_kind(proxy)]
                 settings = hop_settings(proxy, variant.proxy.get(proxy, {}), base, **ports)
-                self.progress(f"starting {proxy} on :{settings.listen_port}")
+                shown = f"{proxy} {ports['version']}" if "version" in ports else proxy
+                self.progress(f"starting {shown} on :{settings.listen_port}")
                 run = self.runtime.run_app if is_app(hop_kind(proxy)) else self.runtime.run_proxy
                 started.append(stack.enter_context(run(settings)))  # type: ignore[arg-type]
                 upstream_port = settings.listen_port

@@ -16,6 +16,7 @@ from labs.verify.rewrite import Rewritten
 from proxies.binaries import binary
 from proxies.kind import Endpoint
 from proxies.kinds import KINDS
+from proxies.releases import Release
 from proxies import probes
 from proxies.logs import PROCESS_LOG
 from server.processes import ManagedProcess, ProcessFailed, managed
@@ -26,13 +27,25 @@ CHECK_TIMEOUT_S = 60
 def check_args(rewritten: Rewritten) -> list[str]:
     """The kind's check, after the binary, on the rewritten main file (its run folder the prefix).
     The container mounts that folder at its own path, so the same arguments serve there."""
-    return KINDS[rewritten.proxy].check(str(rewritten.main), f"{rewritten.folder}/")
+    kind = KINDS[rewritten.proxy]
+    return [*kind.check(str(rewritten.main), f"{rewritten.folder}/"), *kind.release_args(release(rewritten))]
 
 
 def run_args(rewritten: Rewritten) -> list[str]:
     """The kind's foreground run, after the binary, of the rewritten config."""
-    return KINDS[rewritten.proxy].run(str(rewritten.main), f"{rewritten.folder}/",
-                                      f"127.0.0.1:{rewritten.listen_port}")
+    kind = KINDS[rewritten.proxy]
+    return [*kind.run(str(rewritten.main), f"{rewritten.folder}/", f"127.0.0.1:{rewritten.listen_port}"),
+            *kind.release_args(release(rewritten))]
+
+
+def release(rewritten: Rewritten) -> Release:
+    """The proxy's release that runs the rewritten config (proxies.releases)."""
+    return KINDS[rewritten.proxy].release(rewritten.series)
+
+
+def program(rewritten: Rewritten) -> str:
+    """The binary of that release on this machine (BinaryProblem when it is not installed)."""
+    return binary(rewritten.proxy, release(rewritten).series)
 
 
 def kind_env(rewritten: Rewritten) -> dict[str, str]:
@@ -47,7 +60,7 @@ def validate(rewritten: Rewritten, runtime: str = "local") -> None:
         status, output = containers.check_in_container(rewritten, choice, check_args(rewritten),
                                                        kind_env(rewritten))
     else:
-        result = subprocess.run([binary(rewritten.proxy), *check_args(rewritten)], cwd=rewritten.folder,
+        result = subprocess.run([program(rewritten), *check_args(rewritten)], cwd=rewritten.folder,
                                 env={**os.environ, **kind_env(rewritten)}, capture_output=True,
                                 text=True, timeout=CHECK_TIMEOUT_S)
         status, output = result.returncode, result.stderr + result.stdout
@@ -74,7 +87,7 @@ def running(rewritten: Rewritten, runtime: str = "local",
             ready_timeout_s: float = 20.0) -> Iterator[RunningConfig]:
     """Start the rewritten config in the foreground (a host process, or its container); stopped by
     its PID (or container id) when the block ends."""
-    argv = [binary(rewritten.proxy), *run_args(rewritten)]
+    argv = [program(rewritten), *run_args(rewritten)]
     process = ManagedProcess(name=f"{rewritten.proxy} (verify)", argv=argv,
                              log_path=rewritten.folder / PROCESS_LOG, cwd=rewritten.folder,
                              env={**os.environ, **kind_env(rewritten)})

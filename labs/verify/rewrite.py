@@ -37,6 +37,7 @@ class Rewritten:
     # Asked while the proxy runs: `host:port` of every upstream connection it opened, from the
     # proxy's own records, read by its kind (labs/verify/records.py): the loopback-only check.
     contacted: Callable[[], set[str]] | None = None
+    series: str | None = None  # the proxy's release that runs it (proxies.releases); None: the current one
 
     def shown(self, name: str) -> str:
         return self.labels.get(name) or display_path(name)

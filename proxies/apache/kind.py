@@ -7,6 +7,7 @@ import signal
 
 from proxies.apache import fixed
 from proxies.apache.settings import MODULES_DIR, ApacheSettings
+from proxies.releases import Release
 from proxies.kind import Binary, Image, Logs, ProxyKind
 from proxies import probes
 from proxies.image_extras import folder_files
@@ -38,4 +39,5 @@ KIND = ProxyKind(
     # carries them (the official image keeps them under /usr/local/apache2 and names its binary
     # httpd, so the template and the entrypoint would need changing to use it).
     image=Image("httpd:2.4.71", "/usr/sbin/apache2", extra_files=lambda: folder_files(MODULES_DIR)),
+    releases=(Release("apache", "2.4", "Debian 12"),),  # Debian 12's is the current 2.4 already
 )

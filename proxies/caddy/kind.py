@@ -7,6 +7,7 @@ import re
 
 from proxies.caddy import fixed
 from proxies.caddy.settings import CaddySettings
+from proxies.releases import Release
 from proxies.kind import Binary, Image, Logs, ProxyKind
 from proxies import probes
 from proxies.logs import file_lines
@@ -56,4 +57,7 @@ KIND = ProxyKind(
     logs=Logs(access=file_lines("access.log"), parse=parse_json_line),
     writes_prefix=True,
     image=Image("caddy:2.6.2", "/usr/bin/caddy"),  # Debian 12's version
+    releases=(Release("caddy", "2.6", "Debian 12"),
+              Release("caddy", "2.11", "Debian sid", "sid", ("caddy",), ("/usr/bin/caddy",),
+                      image="caddy:2.11")),
 )

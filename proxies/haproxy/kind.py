@@ -6,6 +6,7 @@ import signal
 
 from proxies.haproxy import fixed
 from proxies.haproxy.settings import HaproxySettings
+from proxies.releases import Release
 from proxies.kind import Account, Binary, Image, Logs, ProxyKind
 from proxies import probes
 from proxies.logs import process_lines
@@ -51,4 +52,7 @@ KIND = ProxyKind(
     # The official image of exactly Debian 12's version.
     image=Image("haproxy:2.6.12", "/usr/local/sbin/haproxy",
                 account=Account("haproxy", 99, "/var/lib/haproxy")),
+    releases=(Release("haproxy", "2.6", "Debian 12"),
+              Release("haproxy", "3.2", "Debian sid", "sid", ("haproxy",), ("/usr/sbin/haproxy",),
+                      image="haproxy:3.2")),
 )

@@ -5,6 +5,7 @@ import re
 import signal
 
 from proxies.nginx import fixed
+from proxies.releases import Release
 from proxies.kind import Account, Binary, Image, Logs, ProxyKind
 from proxies.nginx.settings import NginxSettings
 from proxies import probes
@@ -42,4 +43,10 @@ KIND = ProxyKind(
     image=Image("nginx:1.22.1", "/usr/sbin/nginx", account=Account("nginx", 101),
                 folders=("/var/log/nginx", "/var/lib/nginx")),
     kubernetes=(("ingress-nginx.yaml", "nginx/ingress-nginx.yaml.j2"),),
+    # 1.30 is the stable line since 1.29.7 made HTTP/1.1 with keep-alive the upstream default
+    # (docs/field-notes.md#nginx-130). nginx-light is the smallest build with every module the
+    # template uses (http_v2, ssl, realip, stub_status, gzip).
+    releases=(Release("nginx", "1.22", "Debian 12"),
+              Release("nginx", "1.30", "Debian sid", "sid", ("nginx-light",), ("/usr/sbin/nginx",),
+                      image="nginx:1.30")),
 )

@@ -23,7 +23,8 @@ from proxies.apps.settings import AppSettings
 from proxies.base import ProxySettings
 from proxies.binaries import binary
 from proxies.kind import Endpoint, ProxyKind
-from proxies.kinds import KINDS
+from proxies.kinds import KINDS, release_of
+from proxies.releases import Release
 from proxies.rendering import render
 from proxies import probes
 from proxies.runtime import apps
@@ -46,6 +47,10 @@ class LocalProxy:
     @property
     def kind(self) -> ProxyKind:
         return KINDS[self.settings.proxy]
+
+    @property
+    def release(self) -> Release:
+        return release_of(self.settings)
 
     @property
     def name(self) -> str:
@@ -84,7 +89,7 @@ class LocalProxy:
 
     def access_log(self) -> list[str]:
         # The readiness probes are this runtime's own requests, not the caller's.
-        return [line for line in self.kind.logs.access(self.workdir) if READY_PATH not in line]
+        return [line for line in self.kind.logs.access(self.workdir, self.release) if READY_PATH not in line]
 
     def wait_access_log(self, count: int, timeout_s: float = 5.0) -> list[str]:
         """access_log() once it holds at least `count` lines (lines land when a request ends)."""
@@ -131,9 +136,10 @@ def listen_address(settings: ProxySettings) -> str:
 
 
 def command(settings: ProxySettings, workdir: Path, config_path: Path) -> list[str]:
-    """The foreground command line for a config file inside `workdir`."""
-    kind = KINDS[settings.proxy]
-    return [binary(settings.proxy), *kind.run(str(config_path), f"{workdir}/", listen_address(settings))]
+    """The foreground command line for a config file inside `workdir`, run by the settings' release."""
+    kind, release = KINDS[settings.proxy], release_of(settings)
+    return [binary(settings.proxy, release.series),
+            *kind.run(str(config_path), f"{workdir}/", listen_address(settings)), *kind.release_args(release)]
 
 
 @contextlib.contextmanager
@@ -141,7 +147,7 @@ def run_proxy(settings: ProxySettings, workdir: Path | None = None,
               ready_timeout_s: float = 20.0) -> Iterator[LocalProxy]:
     """Render, validate, start, wait until ready (polling), yield; stop by PID even on errors."""
     require_files(settings)
-    text = validate(render(settings), settings.proxy)
+    text = validate(render(settings), settings.proxy, settings.version)
     with contextlib.ExitStack() as stack:
         if workdir is None:
             workdir = Path(stack.enter_context(

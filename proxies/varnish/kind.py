@@ -7,6 +7,7 @@ import subprocess
 from pathlib import Path
 
 from proxies.varnish import fixed
+from proxies.releases import Release
 from proxies.kind import Binary, Image, Logs, ProxyKind, find_executable
 from proxies import probes
 from proxies.image_extras import folder_files, package_files
@@ -28,10 +29,11 @@ TOOLCHAIN_PACKAGES = ("gcc", "gcc-12", "cpp-12", "libgcc-12-dev", "libc6-dev", "
                       "binutils", "binutils-x86-64-linux-gnu", "libc-dev-bin")
 
 
-def access_lines(workdir: Path) -> list[str]:
+def access_lines(workdir: Path, release: Release) -> list[str]:
     """Varnish writes no log file: its shared-memory log is read on demand (`varnishncsa -d`
-    prints every finished request still in it, then exits)."""
-    varnishncsa = find_executable("varnishncsa")  # in Debian's varnish package, beside varnishd
+    prints every finished request still in it, then exits), by the varnishncsa of the release
+    that wrote it (the log's layout is the version's own)."""
+    varnishncsa = release.program("varnishncsa") or find_executable("varnishncsa")
     if varnishncsa is None:
         return []
     try:
@@ -62,6 +64,12 @@ def run(config: str, prefix: str, listen: str) -> list[str]:
             "-T", "none", "-j", "none"]
 
 
+def release_args(release: Release) -> list[str]:
+    """An unpacked release loads its own vmods (std), not the ones at the compiled-in path,
+    which on this machine are Debian 12's, built for another ABI."""
+    return ["-p", f"vmod_path={release.in_root(LIBS)}/vmods"] if release.unpacked else []
+
+
 def image_files() -> list[str]:
     """Varnish compiles every VCL to C and builds it with the C compiler when it loads it: its
     image carries the host's toolchain (gcc, binutils, the C library's headers and start files,
@@ -82,4 +90,10 @@ KIND = ProxyKind(
     writes_prefix=True,
     # Debian 12's version.
     image=Image("varnish:7.1.1", "/usr/sbin/varnishd", extra_files=image_files),
+    # 7.7 is in trixie (Debian 13); sid has no Varnish. varnishncsa reads its own version's
+    # shared-memory log, so it comes from the same release.
+    releases=(Release("varnish", "7.1", "Debian 12"),
+              Release("varnish", "7.7", "Debian trixie", "trixie", ("varnish",),
+                      ("/usr/sbin/varnishd", "/usr/bin/varnishncsa"), image="varnish:7.7")),
+    release_args=release_args,
 )

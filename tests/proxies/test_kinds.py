@@ -13,7 +13,7 @@ import pytest
 import yaml
 
 from labs import catalogue
-from proxies.binaries import binary
+from proxies.validation import check_command
 from proxies.kind import ProxyKind
 from proxies.kinds import KINDS, PROXY_NAMES
 from proxies.runtime.images import OFFICIAL, OFFLINE, SERVICES
@@ -67,10 +67,13 @@ def test_a_scenario_runs_it(name: str) -> None:
     assert any(name in scenario.path for scenario in catalogue.SCENARIOS), f"no scenario puts {name} on its path"
 
 
-@pytest.mark.parametrize("name", PROXY_NAMES)
-def test_the_binary_accepts_its_fixed_config_and_refuses_a_broken_one(name: str, tmp_path: Path) -> None:
+@pytest.mark.parametrize(("name", "series"), [
+    pytest.param(kind.name, release.series, id=f"{kind.name}-{release.series}")
+    for kind in KINDS.values() for release in kind.releases])
+def test_the_binary_accepts_its_fixed_config_and_refuses_a_broken_one(name: str, series: str, tmp_path: Path) -> None:
     """The kind's check command, as validation, both runtimes and `labs verify` run it, is the
-    binary's real check: it passes the exported config and fails one with a stray line."""
+    binary's real check (of each release): it passes the exported config and fails one with a
+    stray line."""
     kind = KINDS[name]
     fixed = PROXIES_DIR / "fixed" / kind.config_name
     results = []
@@ -79,7 +82,7 @@ def test_the_binary_accepts_its_fixed_config_and_refuses_a_broken_one(name: str,
         folder.mkdir()
         config = folder / kind.config_name
         config.write_text(text)
-        done = subprocess.run([binary(name), *kind.check(str(config), f"{folder}/")], cwd=folder,
+        done = subprocess.run(check_command(name, folder, series), cwd=folder,
                               env={**os.environ, **kind.env(f"{folder}/")},
                               capture_output=True, text=True, timeout=60)
         output = done.stderr + done.stdout

@@ -1,0 +1,106 @@
+"""Unpack a release from another Debian suite into its folder, once per machine (proxies.releases).
+
+`python -m proxies.install` and `labs setup` call it for the releases a lab needs.
+
+mmdebstrap's `extract` variant downloads the release's packages and everything they depend on
+and unpacks them, running no maintainer script: about 3 s and 27 MB for nginx (debootstrap's
+minimal base took 31-52 s and 313-534 MB for the same binaries here). Each program the lab runs is
+then copied into `bin/` with patchelf pointing its ELF interpreter and its library path (RPATH,
+which its libraries' own look-ups inherit) into the unpacked root, so it runs on this host
+without a chroot. A failed step leaves no half-made release: it is unpacked beside the folder
+and moved in place at the end.
+"""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import tempfile
+from pathlib import Path
+from typing import Callable
+
+from proxies.releases import LIBRARY_DIRS, LOADER, Release
+
+MIRROR = "http://deb.debian.org/debian"
+# Debian's own tools, from this machine's packages (apt-get installs them when missing, as root).
+TOOLS = {"mmdebstrap": "mmdebstrap", "patchelf": "patchelf"}
+
+
+class CannotUnpack(RuntimeError):
+    """A release cannot be unpacked here; the message says why and what to do."""
+
+
+def missing_tools() -> list[str]:
+    return [package for tool, package in TOOLS.items() if shutil.which(tool) is None]
+
+
+def _install_tools() -> None:
+    packages = missing_tools()
+    if not packages:
+        return
+    if os.geteuid() != 0 or shutil.which("apt-get") is None:
+        raise CannotUnpack(f"{', '.join(packages)} not installed: `sudo apt-get install {' '.join(packages)}`")
+    env = dict(os.environ, DEBIAN_FRONTEND="noninteractive")
+    subprocess.run(["apt-get", "install", "-y", "-qq", "--no-install-recommends", *packages],
+                   check=True, env=env, stdout=subprocess.DEVNULL)
+
+
+def _extract(release: Release, root: Path) -> None:
+    # A mirror that serves a frozen snapshot has Release files past their Valid-Until date;
+    # the packages are still signed by Debian's keys, which apt checks as always.
+    command = ["mmdebstrap", "--quiet", "--variant=extract", "--aptopt=Acquire::Check-Valid-Until \"false\"",
+               f"--include={','.join(release.packages)}", str(release.suite), str(root), MIRROR]
+    if os.geteuid() != 0:
+        command.insert(1, "--mode=unshare")
+    result = subprocess.run(command, capture_output=True, text=True)
+    if result.returncode != 0:
+        last = (result.stderr.strip().splitlines() or ["no output"])[-1]
+        raise CannotUnpack(f"mmdebstrap could not unpack {', '.join(release.packages)} from Debian "
+                           f"{release.suite}: {last}")
+
+
+def _patch(program: Path, root: Path) -> None:
+    """Point a dynamically linked program at the release's loader and libraries."""
+    interpreter = subprocess.run(["patchelf", "--print-interpreter", str(program)], capture_output=True, text=True)
+    if interpreter.returncode != 0:
+        return  # statically linked: it runs as it is
+    libraries = ":".join(str(root / folder) for folder in LIBRARY_DIRS)
+    subprocess.run(["patchelf", "--set-interpreter", str(root / LOADER), "--force-rpath", "--set-rpath",
+                    libraries, str(program)], check=True, capture_output=True)
+
+
+def unpack(release: Release, read_version: Callable[[str], str]) -> str:
+    """Unpack `release` (when its record is missing) and return the exact version it holds;
+    `read_version(program)` reads the version the kind's binary prints."""
+    recorded = release.installed_version()
+    if recorded is not None and all(release.program(Path(p).name) for p in release.programs):
+        return recorded
+    _install_tools()
+    release.folder.parent.mkdir(parents=True, exist_ok=True)
+    work = Path(tempfile.mkdtemp(prefix=f".{release.folder.name}-", dir=release.folder.parent))
+    try:
+        _extract(release, work / "root")
+        (work / "bin").mkdir()
+        for inside in release.programs:
+            source = work / "root" / inside.lstrip("/")
+            if not source.exists():
+                raise CannotUnpack(f"Debian {release.suite}'s {', '.join(release.packages)} has no {inside}")
+            target = work / "bin" / source.name
+            shutil.copy2(source, target)
+            _patch(target, release.root)  # against the root's final place, where it is moved next
+        if release.folder.exists():
+            shutil.rmtree(release.folder)
+        work.rename(release.folder)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    try:
+        version = read_version(str(release.bin / Path(release.programs[0]).name))
+    except Exception:
+        shutil.rmtree(release.folder, ignore_errors=True)  # no record: the next run starts again
+        raise
+    # The record comes last: its presence says the release is whole.
+    (release.folder / "release.json").write_text(json.dumps({
+        "proxy": release.proxy, "series": release.series, "version": version, "suite": release.suite,
+        "packages": list(release.packages)}, indent=2) + "\n")
+    return version
