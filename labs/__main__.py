@@ -105,7 +105,7 @@ def _command(argv: list[str]) -> int:
 
     if getattr(args, "proxy_version", None) is not None:  # the labs read it, child processes too
         os.environ[CHOICE_VARIABLE] = args.proxy_version
-    if args.command in ("run", "run-all") and (problem := _release_problem(args, catalogue)):
+    if args.command in ("run", "run-all", "list", "serve") and (problem := _release_problem(args, catalogue)):
         print(f"error: {problem}", file=sys.stderr)
         return 2
 
@@ -167,13 +167,14 @@ def _release_problem(args: argparse.Namespace, catalogue) -> str | None:  # type
         return None
     try:
         scenario = catalogue.get(args.name) if args.command == "run" and args.name != "load" else None
+        # (list, serve and run-all span every scenario: a choice any proxy of the lab has will do)
     except catalogue.UnknownScenario:
         return None  # said below, as for any run
     kinds = [hop_kind(hop) for hop in scenario.path] if scenario else list(KINDS)
     try:
         choose_releases(choice, kinds)
     except ValueError as exc:
-        return f"--proxy-version {choice}: {exc}"
+        return f"--proxy-version (or LAB_PROXY_VERSION) {choice}: {exc}"
     return None
 
 

@@ -10,14 +10,17 @@ from __future__ import annotations
 
 import json
 import sys
-from dataclasses import asdict, dataclass
+import os
+from dataclasses import asdict, dataclass, field
 from typing import IO, Sequence
 
 from rich.console import Console
 from rich.table import Table
 
 from labs.findings import lab_command
-from labs.scenario.model import Scenario
+from labs.scenario.model import Scenario, hop_kind
+from proxies.kinds import KINDS, choose_releases
+from proxies.releases import CHOICE_VARIABLE
 
 LOAD_SYMPTOM = "ramp 10 -> 1,000 concurrent streams per path; what breaks first"
 # Below this many columns for layer, path and symptom together, a table's cells are a few words
@@ -29,14 +32,35 @@ MIN_OTHER_COLUMNS = 52
 class Row:
     name: str
     layer: str
-    path: str  # "nginx -> server", "client -> server"
+    path: str  # "nginx 1.30 -> server", "client -> server": each proxy with the release it runs
     symptom: str
     command: str  # what runs it
+    # Proxy -> the release the lab runs (its series and source), and the older releases it also
+    # measures where they behave differently (Scenario.since).
+    releases: dict[str, str] = field(default_factory=dict)
+    also_on: list[str] = field(default_factory=list)
 
     @classmethod
     def of(cls, scenario: Scenario) -> "Row":
-        return cls(scenario.name, scenario.layer, " -> ".join(scenario.shown_hops), scenario.symptom,
-                   lab_command(scenario.name))
+        chosen = chosen_releases(scenario)
+        also = [f"{change.proxy} {release.label}" for change in scenario.since
+                for release in KINDS[change.proxy].releases if release.series != chosen.get(change.proxy)]
+        return cls(scenario.name, scenario.layer, " -> ".join(hops_with_releases(scenario)), scenario.symptom,
+                   lab_command(scenario.name),
+                   {name: KINDS[name].release(series).label for name, series in chosen.items()}, also)
+
+
+def chosen_releases(scenario: Scenario) -> dict[str, str]:
+    """Proxy -> the series a run of this scenario uses (the lab's choice, default: current)."""
+    return choose_releases(os.environ.get(CHOICE_VARIABLE), [hop_kind(h) for h in scenario.path], strict=False)
+
+
+def hops_with_releases(scenario: Scenario) -> list[str]:
+    """The path as shown (Scenario.shown_hops), each proxy with the release it runs: `nginx 1.30`."""
+    chosen = chosen_releases(scenario)
+    hops = [f"{hop_kind(hop)} {chosen[hop_kind(hop)]}{shown.removeprefix(hop)}" if hop_kind(hop) in chosen else shown
+            for hop, shown in zip(scenario.path, scenario.shown_hops)] or list(scenario.shown_hops[:-1])
+    return [*hops, scenario.shown_hops[-1]]
 
 
 def rows(scenarios: Sequence[Scenario]) -> list[Row]:

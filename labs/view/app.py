@@ -20,6 +20,7 @@ from fastapi.staticfiles import StaticFiles
 from fastapi.templating import Jinja2Templates
 
 from labs import catalogue
+from labs.scenario.listing import hops_with_releases
 from labs.view.pages import layers, past_reports, scenario_page_data
 from labs.view.session import ViewError, ViewSession
 
@@ -29,6 +30,8 @@ HERE = Path(__file__).resolve().parent
 def create_app(session: ViewSession) -> FastAPI:
     app = FastAPI(title="streamlab view", docs_url=None, redoc_url=None, openapi_url=None)
     templates = Jinja2Templates(directory=str(HERE / "templates"))
+    # Each proxy on a path with the release the view runs (`nginx 1.30`), as `labs list` shows it.
+    templates.env.globals["hops"] = hops_with_releases
     app.mount("/static", StaticFiles(directory=HERE / "static"), name="static")
     session.reports.mkdir(parents=True, exist_ok=True)
     app.mount("/report-files", StaticFiles(directory=session.reports), name="report-files")

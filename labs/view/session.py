@@ -16,11 +16,11 @@ from pathlib import Path
 from collections import Counter
 from typing import Any, Callable, Mapping, Sequence
 
-from labs import catalogue
+from labs import catalogue, provenance
 from labs.scenario import report
 from labs.client.results import StreamResult
 from labs.scenario.runner import Lab, ScenarioOutcome
-from labs.scenario.model import VARIANTS, Scenario, VariantName
+from labs.scenario.model import VARIANTS, Scenario, VariantName, hop_kind
 from labs.scenario.browser_spec import browser_spec, from_browser, skipped_options
 from proxies.runtime.base import RunningProxy
 
@@ -125,11 +125,17 @@ class ViewSession:
                 raise ViewError(f"{name} is not running in the view: press Run first")
             scenario = opened.as_run
             outcome = ScenarioOutcome(scenario)
+            started_at = provenance.started_now()
             for variant in VARIANTS:
                 self._progress(f"{name}: the lab client runs the {variant} variant")
                 run = self.lab.measure(scenario, variant, opened.hops[variant])
                 outcome.runs[variant] = run
                 outcome.checks[variant] = [check(run) for check in scenario.checks(variant)]
+            commands = {v: self.lab.server_command(scenario.variant(v).server_args, scenario.variant(v).server_nofile)
+                        for v in VARIANTS}
+            # Which binaries the panels ran (nginx 1.30.6 (Debian sid)), as every report names them.
+            outcome.provenance = provenance.collect(self.lab.runtime.name, [hop_kind(h) for h in scenario.path],
+                                                    commands, started_at, releases=self.lab.releases(scenario.path))
         folder = self.reports / name
         self._progress(f"{name}: writing the report")
         paths = report.write_report(outcome, folder)

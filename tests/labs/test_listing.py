@@ -17,9 +17,9 @@ REPO = Path(__file__).resolve().parents[2]
 NAMES = [s.name for s in catalogue.SCENARIOS] + ["load"]
 
 
-def _labs_list(*args: str) -> str:
+def _labs_list(*args: str, env: dict[str, str] | None = None) -> str:
     done = subprocess.run([sys.executable, "-m", "labs", "list", *args], cwd=REPO, capture_output=True,
-                          text=True, timeout=60, env={**os.environ, "COLUMNS": "80"})
+                          text=True, timeout=60, env={**os.environ, "COLUMNS": "80", **(env or {})})
     assert done.returncode == 0, done.stderr
     return done.stdout
 
@@ -37,9 +37,16 @@ def test_json_lists_every_scenario() -> None:
     listed = json.loads(_labs_list("--json"))
     assert [row["name"] for row in listed] == NAMES
     first = listed[0]
-    assert first == {"name": "nginx-buffering", "layer": "proxy", "path": "nginx -> server",
-                     "symptom": catalogue.get("nginx-buffering").symptom,
-                     "command": "make lab-nginx-buffering"}
+    assert {k: v for k, v in first.items() if k != "also_on"} == {
+        "name": "nginx-buffering", "layer": "proxy", "path": "nginx 1.30 -> server",
+        "symptom": catalogue.get("nginx-buffering").symptom, "command": "make lab-nginx-buffering",
+        "releases": {"nginx": "1.30 (Debian sid)"}}
+    assert listed[-1]["path"] == "client -> each proxy -> server"  # the load lab: no one release
+
+
+def test_the_list_names_the_release_the_choice_runs() -> None:
+    listed = json.loads(_labs_list("--json", env={"LAB_PROXY_VERSION": "oldest"}))
+    assert listed[0]["path"] == "nginx 1.22 -> server" and listed[0]["releases"] == {"nginx": "1.22 (Debian 12)"}
 
 
 @pytest.mark.parametrize("width", [30, 60, 80, 100, 200])
