@@ -23,6 +23,7 @@ from proxies.apps.launch import LITELLM_VENV, NEXT_BUILD, NEXT_SITE, NODE_DIR, N
 from proxies.kind import ProxyKind
 from proxies.kinds import KINDS
 from proxies.releases import Release
+from proxies.unpack import TOOLS
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 
@@ -118,8 +119,12 @@ def release_need(release: Release) -> str:
 
 UNPACKED = [release for kind in KINDS.values() for release in kind.releases if release.unpacked]
 
+UNPACK_TOOLS = tuple(TOOLS)
+
 REQUIREMENTS: dict[str, Requirement] = {r.name: r for r in (
     *(_proxy(kind) for kind in KINDS.values()),
+    *(Requirement(tool, f"Debian's {package}, which unpacks and patches proxy releases (proxies.unpack)",
+                  lambda tool=tool: shutil.which(tool) is not None, apt=package) for tool, package in TOOLS.items()),
     *(_unpacked(release) for release in UNPACKED),
     Requirement("node-modules", "Express, Next.js and webpack-dev-server: npm ci from the committed lockfile",
                 _node_present, apps.install_node),
@@ -138,8 +143,10 @@ REQUIREMENTS: dict[str, Requirement] = {r.name: r for r in (
 
 # Every hop a scenario's path can name -> what it needs, in install order.
 HOP_NEEDS: dict[str, tuple[str, ...]] = {
-    # A proxy needs its binary, of every release the lab runs (a lab shows both where they differ).
-    **{name: (name, *(release_need(r) for r in UNPACKED if r.proxy == name)) for name in KINDS},
+    # A proxy needs its binary, of every release the lab runs (a lab shows both where they differ);
+    # an unpacked one needs Debian's mmdebstrap and patchelf first (one apt-get call with the rest).
+    **{name: (name, *((*UNPACK_TOOLS, *(release_need(r) for r in UNPACKED if r.proxy == name))
+                      if any(r.proxy == name for r in UNPACKED) else ())) for name in KINDS},
     "express": ("node-modules",), "nextjs": ("node-modules", "next-build"), "webpack": ("node-modules",),
     "gunicorn": ("python-apps",), "django": ("python-apps",), "jupyter": ("python-apps",),
     "litellm": ("litellm",),

@@ -42,6 +42,9 @@ def _install_tools() -> None:
     if os.geteuid() != 0 or shutil.which("apt-get") is None:
         raise CannotUnpack(f"{', '.join(packages)} not installed: `sudo apt-get install {' '.join(packages)}`")
     env = dict(os.environ, DEBIAN_FRONTEND="noninteractive")
+    print(f"installing {' '.join(packages)} with apt-get (to unpack proxy releases)", flush=True)
+    # A fresh machine has no package lists yet.
+    subprocess.run(["apt-get", "update", "-qq"], check=True, env=env)
     subprocess.run(["apt-get", "install", "-y", "-qq", "--no-install-recommends", *packages],
                    check=True, env=env, stdout=subprocess.DEVNULL)
 
@@ -79,6 +82,7 @@ def unpack(release: Release, read_version: Callable[[str], str]) -> str:
     _install_tools()
     release.folder.parent.mkdir(parents=True, exist_ok=True)
     work = Path(tempfile.mkdtemp(prefix=f".{release.folder.name}-", dir=release.folder.parent))
+    work.chmod(0o755)  # mkdtemp's 0700 would keep out a proxy's workers, which drop root
     try:
         _extract(release, work / "root")
         (work / "bin").mkdir()
