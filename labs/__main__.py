@@ -42,6 +42,8 @@ def _parser() -> argparse.ArgumentParser:
                         help="which variant's settings (default: broken)")
     render.add_argument("--proxy", help="which hop, when the scenario's path has several proxies")
     render.add_argument("--no-validate", action="store_true", help="skip the binary's check")
+    render.add_argument("--proxy-version", default=None, metavar="CHOICE",
+                        help="render and check for this release (as `run --proxy-version`; default: current)")
     from labs.view.cli import add_arguments as view_arguments
     view_arguments(sub.add_parser("serve", help="the browser view: broken and fixed side by side, "
                                   "measured by the browser (http://127.0.0.1:8765)"), DEFAULT_REPORTS)
@@ -105,7 +107,7 @@ def _command(argv: list[str]) -> int:
 
     if getattr(args, "proxy_version", None) is not None:  # the labs read it, child processes too
         os.environ[CHOICE_VARIABLE] = args.proxy_version
-    if args.command in ("run", "run-all", "list", "serve") and (problem := _release_problem(args, catalogue)):
+    if args.command in ("run", "run-all", "list", "serve", "render") and (problem := _release_problem(args, catalogue)):
         print(f"error: {problem}", file=sys.stderr)
         return 2
 
@@ -166,7 +168,7 @@ def _release_problem(args: argparse.Namespace, catalogue) -> str | None:  # type
     if not choice:
         return None
     try:
-        scenario = catalogue.get(args.name) if args.command == "run" and args.name != "load" else None
+        scenario = catalogue.get(args.name) if args.command in ("run", "render") and args.name != "load" else None
         # (list, serve and run-all span every scenario: a choice any proxy of the lab has will do)
     except catalogue.UnknownScenario:
         return None  # said below, as for any run

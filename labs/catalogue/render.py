@@ -5,6 +5,7 @@ proxy's own binary, exactly as the lab renders it (only the ports differ: a lab 
     python -m labs render nginx-buffering --variant fixed
     python -m labs render chain-buffering --proxy haproxy      # one hop of a chain
     python -m labs render gateway-total-deadline               # a manifest's translation
+    python -m labs render caddy-encode --proxy-version 2.6     # for another release of the proxy
 
 A variant declared as Kubernetes manifests runs the config their controller would run: that
 translation is what is printed (labs/scenario/manifest_hop.py), `--check` runs it through the
@@ -14,6 +15,7 @@ The proxies' own variants (`defaults`, `fixed`) are rendered by `python -m proxi
 """
 from __future__ import annotations
 
+import os
 import sys
 import tempfile
 from pathlib import Path
@@ -26,6 +28,8 @@ from labs.scenario.model import VariantName, hop_kind
 from proxies.apps import AppSettings, is_app
 from proxies.apps.launch import AppMissing, launch
 from proxies.binaries import BinaryProblem
+from proxies.kinds import choose_releases
+from proxies.releases import CHOICE_VARIABLE
 from proxies.rendering import render
 from proxies.validation import ConfigInvalid, validate
 from server.processes import free_port
@@ -48,7 +52,11 @@ def rendered(name: str, variant_name: VariantName, proxy: str | None = None) -> 
         with tempfile.TemporaryDirectory(prefix="streamlab-render-") as folder:
             made, config = translated(variant.manifest, Path(folder))
             return made, config.read_text().replace(f"{folder}/", "")  # the header names the manifest
-    settings = hop_settings(proxy, variant.proxy.get(proxy, {}), scenario.base)
+    # The release the lab would run (--proxy-version / LAB_PROXY_VERSION, default: the current one):
+    # a template may differ by it (Caddy 2.7 renamed buffer_requests).
+    series = choose_releases(os.environ.get(CHOICE_VARIABLE), [hop_kind(proxy)], strict=False).get(hop_kind(proxy))
+    settings = hop_settings(proxy, variant.proxy.get(proxy, {}), scenario.base,
+                            **({"version": series} if series else {}))
     if isinstance(settings, AppSettings):  # an app's "config" is its command line and environment
         return proxy, launch(settings, Path(f"/tmp/streamlab-{hop_kind(proxy)}-WORKDIR")).shown()
     return proxy, render(settings)
@@ -65,7 +73,8 @@ def main(name: str, variant_name: VariantName, proxy: str | None, check: bool) -
             with tempfile.TemporaryDirectory(prefix="streamlab-render-") as folder:
                 prepared(proxy, manifest, free_port(), "local", Path(folder))
         elif check and not is_app(hop_kind(proxy)):
-            validate(text, hop_kind(proxy))
+            series = choose_releases(os.environ.get(CHOICE_VARIABLE), [hop_kind(proxy)], strict=False)[hop_kind(proxy)]
+            validate(text, hop_kind(proxy), series)
     except (ConfigInvalid, BinaryProblem, UnusableInput) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1

@@ -17,6 +17,9 @@ def add_arguments(parser: argparse.ArgumentParser, reports: Path) -> None:
     parser.add_argument("--runtime", choices=("local", "docker"), default=None,
                         help="how the server and proxies run (default: $LAB_RUNTIME or local)")
     parser.add_argument("--out", type=Path, default=reports, help="reports folder (default: reports/)")
+    parser.add_argument("--proxy-version", default=None, metavar="CHOICE",
+                        help="which release of each proxy the panels run (as `run --proxy-version`; "
+                        "default: $LAB_PROXY_VERSION or current)")
 
 
 def page_origins(host: str, port: int) -> tuple[str, ...]:
