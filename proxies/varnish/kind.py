@@ -90,10 +90,11 @@ KIND = ProxyKind(
     writes_prefix=True,
     # Debian 12's version.
     image=Image("varnish:7.1.1", "/usr/sbin/varnishd", extra_files=image_files),
-    # 7.7 is in trixie (Debian 13); sid has no Varnish. varnishncsa reads its own version's
-    # shared-memory log, so it comes from the same release.
+    # 7.7 is in trixie (Debian 13); sid has no Varnish. varnishncsa and varnishlog read their own
+    # version's shared-memory log, so they come from the same release.
     releases=(Release("varnish", "7.1", "Debian 12"),
               Release("varnish", "7.7", "Debian trixie", "trixie", ("varnish",),
-                      ("/usr/sbin/varnishd", "/usr/bin/varnishncsa"), image="varnish:7.7")),
+                      ("/usr/sbin/varnishd", "/usr/bin/varnishncsa", "/usr/bin/varnishlog"),
+                      image="varnish:7.7")),
     release_args=release_args,
 )

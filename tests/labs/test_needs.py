@@ -20,15 +20,20 @@ from tests.ids import other_id
 REPO_ROOT = Path(__file__).resolve().parents[2]
 
 
+# An unpacked release needs Debian's tools that unpack it first (proxies.unpack).
+TOOLS = ["mmdebstrap", "patchelf"]
+
+
 def test_the_flagship_lab_needs_nginx_and_nothing_else() -> None:
-    assert needs_of("nginx-buffering") == ["nginx"]
+    """Both of nginx's releases (the lab shows what 1.30 does and what 1.22 did)."""
+    assert needs_of("nginx-buffering") == ["nginx", *TOOLS, "nginx-1.30"]
 
 
 NEEDS = [
     ("express-compression", ["node-modules"]),
     ("nextjs-rewrites", ["node-modules", "next-build"]),
-    ("litellm-heartbeats", ["nginx", "litellm"]),
-    ("chain-edge-compression", ["varnish", "caddy", "nginx"]),
+    ("litellm-heartbeats", ["nginx", *TOOLS, "nginx-1.30", "litellm"]),
+    ("chain-edge-compression", ["varnish", *TOOLS, "varnish-7.7", "caddy", "caddy-2.11", "nginx", "nginx-1.30"]),
     ("client-requests-iter-lines", ["python-apps"]),
     ("browser-textdecoder", ["chromium", "python-browser"]),
     ("server-disconnect", []),
@@ -54,15 +59,18 @@ def test_every_hop_and_library_of_the_catalogue_is_declared() -> None:
 def test_everything_is_every_requirement_and_the_view_needs_no_browser_of_ours() -> None:
     assert set(everything()) == set(ALL)
     assert "chromium" not in view_needs() and "nginx" in view_needs()
-    assert set(needs_of("load")) == {"nginx", "haproxy", "envoy"}
+    assert set(needs_of("load")) == {"nginx", "haproxy", "envoy", *TOOLS, "nginx-1.30", "haproxy-3.2"}
 
 
 def test_make_check_installs_every_proxy_binary_its_tests_run_and_nothing_else() -> None:
     # The catalogue's test proves every proxy hop of every scenario with its binary, and
     # tests/proxies/test_settings.py every kind's settings: every kind, from its own package.
+    # Every release's: the settings' test checks each release's defaults and fixed config.
     catalogued = {hop_kind(hop) for scenario in catalogue.SCENARIOS for hop in scenario.path} & set(KINDS)
-    assert set(needs_of("check")) == set(KINDS) >= catalogued
-    assert all(ALL[name].check is not None for name in needs_of("check"))  # proxies' binaries only
+    releases = {f"{r.proxy}-{r.series}" for kind in KINDS.values() for r in kind.releases if r.unpacked}
+    assert set(needs_of("check")) == set(KINDS) | releases | set(TOOLS) and set(KINDS) >= catalogued
+    # proxies' binaries only (and the tools that unpack them)
+    assert all(ALL[name].check is not None for name in needs_of("check") if name not in TOOLS)
     assert not {"chromium", "node-modules", "litellm", "python-apps"} & set(needs_of("check"))
 
 
@@ -106,5 +114,6 @@ def test_check_installs_nothing_and_reports_what_is_missing() -> None:
 
 
 def test_a_docker_service_exists_for_every_proxy_requirement() -> None:
-    proxies = {name for name, r in ALL.items() if r.check is not None}
-    assert proxies <= set(SERVICES)
+    # A release is an image of its proxy's service, not a service of its own.
+    proxies = {name for name, r in ALL.items() if r.check is not None and name in KINDS}
+    assert proxies == set(KINDS) <= set(SERVICES)

@@ -22,6 +22,7 @@ from typing import Any
 
 from labs.findings import UnusableInput
 from labs.verify.model import display_path, read_text
+from proxies.binaries import find_binary
 from proxies.caddy.kind import KIND as CADDY, state_folders
 
 ADAPT_TIMEOUT_S = 60
@@ -144,12 +145,13 @@ def parse(path: Path) -> CaddyConfig:
     return CaddyConfig(path, text, adapt(path), caddyfile=True)
 
 
-def adapt(path: Path) -> dict[str, Any]:
-    """Caddy's own Caddyfile adapter; its error names the file and line."""
-    binary = CADDY.binary.find()
+def adapt(path: Path, series: str | None = None) -> dict[str, Any]:
+    """The Caddyfile adapter of the Caddy release that will run it (default: the current one; a
+    directive one release renamed is an error in the other); its error names the file and line."""
+    binary = find_binary("caddy", series)
     if binary is None:
-        raise UnusableInput(f"caddy is needed to read a Caddyfile ({CADDY.binary.install_hint})",
-                            file=str(path))
+        raise UnusableInput(f"caddy {CADDY.release(series).label} is needed to read a Caddyfile "
+                            f"(`python -m labs setup caddy`)", file=str(path))
     folder = path.resolve().parent
     try:
         result = subprocess.run([binary, "adapt", "--config", str(path.resolve()), "--adapter", "caddyfile"],
