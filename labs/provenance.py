@@ -131,9 +131,9 @@ def one_line(info: Mapping[str, Any]) -> str:
     parts = [f"made on {info.get('started_at', '?').replace('T', ' ').replace('+00:00', ' UTC')}",
              f"runtime {info.get('runtime', '?')}"]
     for name, origin in (info.get("proxies") or {}).items():
-        parts.append(_origin_text(name, origin))
+        parts.append(origin_text(name, origin))
     if "server_image" in info:
-        parts.append(_origin_text("server", info["server_image"]))
+        parts.append(origin_text("server", info["server_image"]))
     commands = info.get("server_commands") or {}
     if len(set(commands.values())) == 1:
         parts.append(f"server `{next(iter(commands.values()))}`")
@@ -155,7 +155,7 @@ def one_line(info: Mapping[str, Any]) -> str:
     return " · ".join(parts)
 
 
-def _origin_text(name: str, origin: Mapping[str, Any]) -> str:
+def origin_text(name: str, origin: Mapping[str, Any]) -> str:
     if "image" in origin:
         image_id = (origin.get("image_id") or "").removeprefix("sha256:")[:12]
         return f"{name} image `{origin['image']}`" + (f" ({image_id})" if image_id else "")

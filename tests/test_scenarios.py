@@ -16,10 +16,9 @@ from typing import Callable, Iterator
 import pytest
 
 from labs import catalogue
-from labs.scenario.runner import Lab
+from labs.scenario.runner import Lab, older_releases
 from labs.scenario.model import VARIANTS, Scenario, VariantName, hop_kind
 from proxies.apps import is_app
-from proxies.kinds import KINDS
 from tests.runtimes import require_images
 
 # make test runs the tests side by side (pytest-xdist, --dist loadscope: a class's or a module's
@@ -63,12 +62,6 @@ def images_of(scenario: Scenario) -> list[str]:
     """The images a scenario's path runs in: the server's, each proxy's, the apps' one."""
     kinds = (hop_kind(hop) for hop in scenario.path)
     return ["server", *dict.fromkeys("apps" if is_app(kind) else kind for kind in kinds)]
-
-
-def older_releases(scenario: Scenario) -> list[str]:
-    """`PROXY=X.Y` of each older release of the proxies whose behaviour here changed."""
-    return [f"{change.proxy}={release.series}" for change in scenario.since
-            for release in KINDS[change.proxy].releases[:-1]]
 
 
 def guard(lab: Callable[[str, str], Lab], scenario: Scenario, variant: VariantName, runtime: str,

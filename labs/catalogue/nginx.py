@@ -6,7 +6,7 @@ from labs.scenario.exposing import CLOSE_DELIMITED
 from labs.scenario import checks
 from labs.catalogue.common import MANY_STREAMS_SERVER
 from labs.catalogue.drivers import one_after_another, paced_at_the_cut
-from labs.scenario.model import Scaled, Scenario, Variant, Workload
+from labs.scenario.model import Scaled, Scenario, Since, Variant, Workload
 
 DOCS = "https://nginx.org/en/docs/http/ngx_http_proxy_module.html"
 STREAMING_UPSTREAM = {"proxy_http_version": "1.1", "proxy_connection_header": ""}
@@ -45,32 +45,49 @@ SCENARIOS = [
         symptom="blank screen, then the whole answer at once",
         path=("nginx",),
         workload=Workload(),
-        broken=Variant(server_args=CLOSE_DELIMITED_SERVER, lab=NO_ACCEL_HEADER),
+        # An old snippet's pinned HTTP/1.0: nginx 1.22's own default, written out so that 1.30
+        # (HTTP/1.1 by default) runs the same config.
+        broken=Variant(proxy={"nginx": {"proxy_http_version": "1.0"}}, server_args=CLOSE_DELIMITED_SERVER,
+                       lab=NO_ACCEL_HEADER),
         fix=Variant(proxy={"nginx": {"proxy_buffering": False, **STREAMING_UPSTREAM}}),
         symptom_checks=(checks.finding("buffering"), checks.complete_with_done()),
         cure_checks=(checks.streamed(), checks.complete_with_done(),
                      checks.no_finding("buffering")),
         explanation=(
-            "With nginx's defaults (proxy_buffering on, HTTP/1.0 towards the upstream) the server's "
-            "reply has no chunked framing: it ends when the connection closes. nginx then reads it into "
-            "its buffers and sends a buffer downstream only when it is full (one 4 KB page) or the "
-            "response ends, so small SSE events wait: the first token arrives seconds late, in one "
-            "or two lumps. The fix turns buffering off and speaks HTTP/1.1 upstream (with an empty "
-            "Connection header so the connection can be kept alive)."),
+            "nginx buffers a response it proxies (proxy_buffering on, the default) and hands a "
+            "partly filled buffer on only when it knows more is coming: for a chunked reply, at "
+            "every chunk, so the events flow; for a reply with no framing, one that ends when the "
+            "connection closes, never: it waits for a full buffer (one 4 KB page) or the end, and "
+            "the first token arrives seconds late, in one or two lumps. What makes the reply "
+            "close-delimited is HTTP/1.0 towards the upstream: most servers answer an HTTP/1.0 "
+            "request so. On nginx 1.30 (since 1.29.7) the upstream default is HTTP/1.1 with "
+            "keep-alive, and a config with nothing but proxy_pass streams; the stream is held by a "
+            "`proxy_http_version 1.0` an old snippet pinned (this lab's broken config), or by an "
+            "upstream that answers close-delimited even to HTTP/1.1. On nginx 1.22 (Debian 12) "
+            "and every release before 1.29.7, HTTP/1.0 is the default, so proxy_pass alone holds "
+            "it. The fix works on both: buffering off (nginx forwards whatever arrives, framed or "
+            "not) and HTTP/1.1 upstream, with an empty Connection header so the connection can be "
+            "kept alive."),
         fix_summary='proxy_buffering off; proxy_http_version 1.1; proxy_set_header Connection "";',
         finding=(
-            "Measured here: the lump needs a close-delimited upstream reply. uvicorn's httptools "
-            "protocol answers even an HTTP/1.0 request with chunked framing, and nginx 1.22 then "
-            "forwards each chunk at once despite proxy_buffering on (the lab runs the server with "
-            "uvicorn's h11 protocol, which does what most servers do). nginx hands a partly filled "
-            "buffer on only when it knows how much more is coming: the next chunk's size, for a "
-            "chunked reply; for a close-delimited one it never knows, and waits for a full 4 KB "
-            "buffer or the close. Measured on both engines (32 events at 10/s, 2026-12-06): "
-            "close-delimited, 3 reads and TTFT 1,403-1,421 ms; chunked, 30-34 reads and TTFB "
-            "2-3 ms. So the bug hides behind one server and bites behind the next: set both "
-            "directives anyway."),
+            "Measured here, 2026-12-06, nginx 1.30.6 (Debian sid) and 1.22.1 (Debian 12), the lab's "
+            "server with uvicorn's h11 protocol and no X-Accel-Buffering, the lab's 21 events at "
+            "10/s, 3 runs each: with nothing but proxy_pass, 1.30.6 streams (TTFT 11-70 ms, 21 "
+            "reads) and 1.22.1 holds (TTFT 1,305-1,309 ms, 2 reads); with `proxy_http_version "
+            "1.0` pinned, both hold alike (1.30.6: TTFT 1,308-1,313 ms, 2 reads). An upstream "
+            "that answers a close-delimited reply to nginx's HTTP/1.1 request (the fake "
+            "upstream's /http10, 32 events at 10/s) is held by both, TTFT 3,014-3,032 ms in 2 "
+            "reads: no nginx setting but buffering off (or `X-Accel-Buffering: no`) helps there. "
+            "A slow reader (a 1 KB receive buffer, nothing read for 1.5 s) does not bring the "
+            "lump back on 1.30.6: the backlog comes in one read, then one event a read, as with "
+            "buffering off. uvicorn's default httptools protocol answers even HTTP/1.0 chunked, "
+            "and then both releases stream with 1.0 pinned (TTFT 7-15 ms, 21 reads): the bug "
+            "hides behind one server and bites behind the next. Set both directives anyway."),
         sources=(f"{DOCS}#proxy_buffering", f"{DOCS}#proxy_http_version",
+                 "https://nginx.org/en/CHANGES",
                  "https://www.nginx.com/resources/wiki/start/topics/examples/x-accel/#x-accel-buffering"),
+        since=(Since("nginx", "1.29.7", "HTTP/1.1 with keep-alive became the upstream default, so a "
+                     "config with nothing but proxy_pass gets chunked replies and streams"),),
     ),
     Scenario(
         name="nginx-accel-header",

@@ -77,6 +77,28 @@ def metric_rows(outcome: ScenarioOutcome) -> list[tuple[str, dict[VariantName, s
     return rows
 
 
+def release_label(outcome: ScenarioOutcome) -> str:
+    """The releases this outcome ran of the proxies whose behaviour changed (Scenario.since), as
+    its provenance names them (`nginx 1.30.6 (Debian sid)`), else by series (`nginx 1.30`)."""
+    origins = outcome.provenance.get("proxies") or {}
+    named = [change.proxy for change in outcome.scenario.since] or list(outcome.releases)
+    return ", ".join(provenance.origin_text(proxy, origins[proxy]) if "version" in origins.get(proxy, {})
+                     else f"{proxy} {outcome.releases.get(proxy, '')}".strip() for proxy in dict.fromkeys(named))
+
+
+BY_RELEASE_COLUMNS = ("release", "variant", "verdict", "TTFT", "reads")
+
+
+def release_rows(outcome: ScenarioOutcome) -> list[tuple[str, VariantName, str, str, str]]:
+    """One row per release and variant (release, variant, verdict, TTFT, reads of the first
+    stream); empty when the scenario ran on one release only."""
+    if not outcome.older:
+        return []
+    return [(release_label(each), name, each.verdict[name], _ms(run.first.ttft_s) if run.results else "-",
+             str(run.first.bursts) if run.results else "-")
+            for each in outcome.every_release for name, run in each.runs.items()]
+
+
 def check_rows(outcome: ScenarioOutcome) -> list[tuple[VariantName, str, str, bool]]:
     return [(name, c.label, c.observed, c.passed)
             for name, results in outcome.checks.items() for c in results]
@@ -132,6 +154,15 @@ def print_outcome(outcome: ScenarioOutcome, console: Console | None = None, *, d
     table.add_row("[bold]verdict[/bold]", *(
         f"[{'green' if outcome.passed(name) else 'red'}]{verdicts[name]}[/]" for name in outcome.runs))
     console.print(table)
+    if rows := release_rows(outcome):
+        by_release = Table(show_header=True, header_style="bold", title="by release", title_justify="left")
+        for column in BY_RELEASE_COLUMNS:
+            by_release.add_column(column, justify="right" if column in ("TTFT", "reads") else "left")
+        for row in rows:
+            by_release.add_row(*(escape(cell) for cell in row))
+        console.print(by_release)
+        for each in outcome.every_release:
+            console.print(f"[dim]{escape(release_label(each))}: {escape(provenance.one_line(each.provenance))}[/]")
     checks = Table(show_header=True, header_style="bold", title="checks", title_justify="left")
     for column in ("variant", "expectation", "observed", ""):
         checks.add_column(column)
@@ -197,6 +228,17 @@ def report_dict(outcome: ScenarioOutcome) -> dict[str, Any]:
                      "scaled": [vars(s) for s in scenario.scaled], "sources": list(scenario.sources)},
         "verdict": outcome.verdict,
         "provenance": outcome.provenance,
+        "releases": outcome.releases,
+        # The same variants on each older release (Scenario.since), the current one first.
+        "by_release": [{
+            "release": release_label(each), "releases": each.releases, "provenance": each.provenance,
+            "verdict": each.verdict,
+            "variants": {name: {"passed": each.passed(name), "checks": [vars(c) for c in each.checks[name]],
+                                "ttft_s": run.first.ttft_s if run.results else None,
+                                "reads": run.first.bursts if run.results else None,
+                                "aggregate": aggregate(run.results), "wall_s": run.wall_s}
+                         for name, run in each.runs.items()},
+        } for each in outcome.every_release] if outcome.older else [],
         "variants": {
             name: {
                 "passed": outcome.passed(name),
@@ -224,6 +266,10 @@ def report_markdown(outcome: ScenarioOutcome) -> str:
     for label, values in metric_rows(outcome):
         lines.append(f"| {label} | " + " | ".join(values[n] for n in names) + " |")
     lines.append("| **verdict** | " + " | ".join(f"**{outcome.verdict[n]}**" for n in names) + " |")
+    if rows := release_rows(outcome):
+        lines += ["", "## By release", "", "| " + " | ".join(BY_RELEASE_COLUMNS) + " |", "|---|---|---|---:|---:|",
+                  *("| " + " | ".join(row) + " |" for row in rows), ""]
+        lines += [f"- {release_label(each)}: {provenance.one_line(each.provenance)}" for each in outcome.every_release]
     lines += ["", "## Checks", "", "| variant | expectation | observed | |", "|---|---|---|---|"]
     for name, label, observed, passed in check_rows(outcome):
         lines.append(f"| {name} | {label} | {observed} | {'ok' if passed else 'FAIL'} |")

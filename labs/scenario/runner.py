@@ -28,7 +28,7 @@ from labs.scenario.model import (VARIANTS, CheckResult, Run, Scenario, Variant, 
                                  hop_kind)
 from proxies.apps import AppSettings, app_settings, is_app
 from proxies.base import ProxySettings
-from proxies.kinds import choose_releases, has_admin
+from proxies.kinds import KINDS, choose_releases, has_admin
 from proxies.releases import CHOICE_VARIABLE
 from proxies.runtime import get_runtime
 from proxies.runtime.base import RunningProxy, Runtime
@@ -57,10 +57,25 @@ class ScenarioOutcome:
     # How it was made (labs.provenance): runtime, proxy versions or images, server command
     # lines, commit, CPUs, start time.
     provenance: dict[str, Any] = field(default_factory=dict)
+    # Proxy kind -> the series of its release that ran (proxies.kinds.choose_releases).
+    releases: dict[str, str] = field(default_factory=dict)
+    # The same variants on each older release of a proxy whose behaviour here changed
+    # (Scenario.since; Lab.run with by_release), each with its own releases and provenance.
+    older: list["ScenarioOutcome"] = field(default_factory=list)
 
     @property
     def wall_s(self) -> float:
-        return sum(run.wall_s for run in self.runs.values())
+        return sum(run.wall_s for run in self.runs.values()) + sum(o.wall_s for o in self.older)
+
+    @property
+    def every_release(self) -> list["ScenarioOutcome"]:
+        """This outcome (the lab's choice, the current release by default), then the older ones."""
+        return [self, *self.older]
+
+    @property
+    def all_passed(self) -> bool:
+        """Every variant judged as expected, on every release that ran."""
+        return all(o.passed(v) for o in self.every_release for v in o.runs)
 
     def passed(self, variant: VariantName) -> bool:
         return all(c.passed for c in self.checks.get(variant, []))
@@ -134,25 +149,38 @@ class Lab:
 
     # ---- one scenario --------------------------------------------------------------------
 
-    def run(self, scenario: Scenario, variants: Sequence[VariantName] = VARIANTS) -> ScenarioOutcome:
-        outcome = ScenarioOutcome(scenario)
+    def run(self, scenario: Scenario, variants: Sequence[VariantName] = VARIANTS, *,
+            by_release: bool = False) -> ScenarioOutcome:
+        """The variants on the lab's choice of releases; `by_release`, when the lab was given no
+        choice: then on each older release of a proxy whose behaviour here changed (`since`)."""
+        outcome = self._run_on(scenario, variants, self.proxy_version)
+        if by_release and not self.proxy_version:
+            outcome.older = [self._run_on(scenario, variants, choice) for choice in older_releases(scenario)]
+        return outcome
+
+    def _run_on(self, scenario: Scenario, variants: Sequence[VariantName],
+                choice: str | None) -> ScenarioOutcome:
+        releases = self.releases(scenario.path, choice)
+        outcome = ScenarioOutcome(scenario, releases=releases)
         started_at = provenance.started_now()
+        shown = ", ".join(f"{proxy} {series}" for proxy, series in releases.items())
         for name in variants:
-            self.progress(f"{scenario.name}: {name} variant")
-            run = self.run_variant(scenario, name)
+            self.progress(f"{scenario.name}: {name} variant" + (f" ({shown})" if shown else ""))
+            run = self.run_variant(scenario, name, choice)
             outcome.runs[name] = run
             outcome.checks[name] = [check(run) for check in scenario.checks(name)]
         commands = {name: self.server_command(scenario.variant(name).server_args,
                                               scenario.variant(name).server_nofile) for name in variants}
         outcome.provenance = provenance.collect(self.runtime.name, [hop_kind(h) for h in scenario.path],
-                                                commands, started_at, releases=self.releases(scenario.path))
+                                                commands, started_at, releases=releases)
         return outcome
 
-    def run_variant(self, scenario: Scenario, name: VariantName) -> Run:
+    def run_variant(self, scenario: Scenario, name: VariantName, choice: str | None = None) -> Run:
+        """One variant; `choice`: the releases it runs (choose_releases), else the lab's own."""
         variant = scenario.variant(name)
         server = self.server(variant.server_args, variant.server_nofile)
         started = time.monotonic()
-        with self.path(scenario.path, variant, server.port, scenario.base) as hops:
+        with self.path(scenario.path, variant, server.port, scenario.base, choice) as hops:
             run = self.measure(scenario, name, hops)
         run.wall_s = time.monotonic() - started
         return run
@@ -198,16 +226,17 @@ class Lab:
     def request_body(self, workload: Workload, variant: Variant) -> dict[str, Any]:
         return request_body(workload, variant, self.model_name(variant.server_args, variant.server_nofile))
 
-    def releases(self, path: Sequence[str]) -> dict[str, str]:
-        """Proxy kind -> the series of its release that this lab runs on `path` (ValueError when
-        the lab's choice names a release the path's proxies do not have)."""
-        return choose_releases(self.proxy_version, [hop_kind(hop) for hop in path], strict=False)
+    def releases(self, path: Sequence[str], choice: str | None = None) -> dict[str, str]:
+        """Proxy kind -> the series of its release that runs on `path`: by `choice`, else the
+        lab's own (ValueError when it names a release the path's proxies do not have)."""
+        return choose_releases(choice or self.proxy_version, [hop_kind(hop) for hop in path], strict=False)
 
     @contextlib.contextmanager
     def path(self, proxies: Sequence[str], variant: Variant, server_port: int,
-             base: str = "defaults") -> Iterator[list[RunningProxy]]:
-        """Start the hops (proxies and apps) from the server outwards; yields them client-side first."""
-        releases = self.releases(proxies)
+             base: str = "defaults", choice: str | None = None) -> Iterator[list[RunningProxy]]:
+        """Start the hops (proxies and apps) from the server outwards, on the releases `choice`
+        names (else the lab's); yields them client-side first."""
+        releases = self.releases(proxies, choice)
         with contextlib.ExitStack() as stack:
             upstream_port, started = server_port, []
             for proxy in reversed(proxies):
@@ -241,6 +270,12 @@ class Lab:
             result = asyncio.run(client.measure_stream(url + "/v1/chat/completions", body, **options))
             measured[label] = [result]
         return measured
+
+
+def older_releases(scenario: Scenario) -> list[str]:
+    """`PROXY=X.Y` of each older release of the proxies whose behaviour here changed (`since`)."""
+    return [f"{change.proxy}={release.series}" for change in scenario.since
+            for release in KINDS[change.proxy].releases[:-1]]
 
 
 def request_body(workload: Workload, variant: Variant, model: str) -> dict[str, Any]:
