@@ -61,28 +61,32 @@ SCENARIOS = [
             "the first token arrives seconds late, in one or two lumps. What makes the reply "
             "close-delimited is HTTP/1.0 towards the upstream: most servers answer an HTTP/1.0 "
             "request so. On nginx 1.30 (since 1.29.7) the upstream default is HTTP/1.1 with "
-            "keep-alive, and a config with nothing but proxy_pass streams; the stream is held by a "
-            "`proxy_http_version 1.0` an old snippet pinned (this lab's broken config), or by an "
-            "upstream that answers close-delimited even to HTTP/1.1. On nginx 1.22 (Debian 12) "
-            "and every release before 1.29.7, HTTP/1.0 is the default, so proxy_pass alone holds "
-            "it. The fix works on both: buffering off (nginx forwards whatever arrives, framed or "
-            "not) and HTTP/1.1 upstream, with an empty Connection header so the connection can be "
-            "kept alive."),
+            "keep-alive, and a config with nothing but proxy_pass streams over plain HTTP; what "
+            "still holds the stream is a `proxy_http_version 1.0` an old snippet pinned (this "
+            "lab's broken config), an upstream that answers close-delimited even to HTTP/1.1, or "
+            "TLS towards the client, where the buffered path's small writes wait for the end, "
+            "chunked or not. On nginx 1.22 (Debian 12) and every release before 1.29.7, HTTP/1.0 "
+            "is the default, so proxy_pass alone holds it. The fix works on both: buffering off "
+            "(nginx forwards whatever arrives, framed or not, over TLS too) and HTTP/1.1 upstream, "
+            "with an empty Connection header so the connection can be kept alive."),
         fix_summary='proxy_buffering off; proxy_http_version 1.1; proxy_set_header Connection "";',
         finding=(
             "Measured here, 2026-12-06, nginx 1.30.6 (Debian sid) and 1.22.1 (Debian 12), the lab's "
-            "server with uvicorn's h11 protocol and no X-Accel-Buffering, the lab's 21 events at "
-            "10/s, 3 runs each: with nothing but proxy_pass, 1.30.6 streams (TTFT 11-70 ms, 21 "
-            "reads) and 1.22.1 holds (TTFT 1,305-1,309 ms, 2 reads); with `proxy_http_version "
-            "1.0` pinned, both hold alike (1.30.6: TTFT 1,308-1,313 ms, 2 reads). An upstream "
-            "that answers a close-delimited reply to nginx's HTTP/1.1 request (the fake "
-            "upstream's /http10, 32 events at 10/s) is held by both, TTFT 3,014-3,032 ms in 2 "
-            "reads: no nginx setting but buffering off (or `X-Accel-Buffering: no`) helps there. "
+            "server with uvicorn's h11 protocol and no X-Accel-Buffering, this lab's 21 events at "
+            "10/s, 3 runs each (python -m tests.reliability.nginx_buffering_releases): with "
+            "nothing but proxy_pass, 1.30.6 streams (TTFT 7-18 ms, 21 reads) and 1.22.1 holds "
+            "(TTFT 1,307-1,312 ms, 2 reads); with `proxy_http_version 1.0` pinned both hold alike "
+            "(TTFT 1,312-1,326 ms, 2 reads). An upstream that answers close-delimited even to "
+            "nginx's HTTP/1.1 request (the fake upstream's /http10, 32 events at 10/s) is held by "
+            "both (TTFT 3,014-3,093 ms, 2 reads) and streams with buffering off (1-4 ms, 32 reads). "
             "A slow reader (a 1 KB receive buffer, nothing read for 1.5 s) does not bring the "
-            "lump back on 1.30.6: the backlog comes in one read, then one event a read, as with "
-            "buffering off. uvicorn's default httptools protocol answers even HTTP/1.0 chunked, "
-            "and then both releases stream with 1.0 pinned (TTFT 7-15 ms, 21 reads): the bug "
-            "hides behind one server and bites behind the next. Set both directives anyway."),
+            "lump back on 1.30.6: the backlog in one read, then one event a read, as with "
+            "buffering off (1.22.1: all 21 in one read at 2.8 s). Over TLS to the client, HTTP/1.1 "
+            "upstream and buffering on, both releases send the whole answer in one read at the end "
+            "(TTFT 2,005-2,045 ms); buffering off streams (8-34 ms, 21 reads). uvicorn's default httptools "
+            "protocol answers even HTTP/1.0 chunked, and then both releases stream with 1.0 pinned "
+            "(TTFT 14-26 ms, 21 reads): the bug hides behind one server and bites behind the "
+            "next. Set both directives anyway."),
         sources=(f"{DOCS}#proxy_buffering", f"{DOCS}#proxy_http_version",
                  "https://nginx.org/en/CHANGES",
                  "https://www.nginx.com/resources/wiki/start/topics/examples/x-accel/#x-accel-buffering"),

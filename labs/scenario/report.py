@@ -162,7 +162,7 @@ def print_outcome(outcome: ScenarioOutcome, console: Console | None = None, *, d
             by_release.add_row(*(escape(cell) for cell in row))
         console.print(by_release)
         for each in outcome.every_release:
-            console.print(f"[dim]{escape(release_label(each))}: {escape(provenance.one_line(each.provenance))}[/]")
+            console.print(f"[dim]{escape(provenance.one_line(each.provenance))}[/]")
     checks = Table(show_header=True, header_style="bold", title="checks", title_justify="left")
     for column in ("variant", "expectation", "observed", ""):
         checks.add_column(column)
@@ -269,7 +269,7 @@ def report_markdown(outcome: ScenarioOutcome) -> str:
     if rows := release_rows(outcome):
         lines += ["", "## By release", "", "| " + " | ".join(BY_RELEASE_COLUMNS) + " |", "|---|---|---|---:|---:|",
                   *("| " + " | ".join(row) + " |" for row in rows), ""]
-        lines += [f"- {release_label(each)}: {provenance.one_line(each.provenance)}" for each in outcome.every_release]
+        lines += [f"- {provenance.one_line(each.provenance)}" for each in outcome.every_release]
     lines += ["", "## Checks", "", "| variant | expectation | observed | |", "|---|---|---|---|"]
     for name, label, observed, passed in check_rows(outcome):
         lines.append(f"| {name} | {label} | {observed} | {'ok' if passed else 'FAIL'} |")

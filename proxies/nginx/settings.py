@@ -55,7 +55,9 @@ class NginxSettings(ProxySettings):
 
     # How the response body travels.
     proxy_buffering: bool = setting(
-        True, "buffer upstream responses (on: events wait until a buffer fills or the response ends)",
+        True, "buffer upstream responses (on: a close-delimited reply, from an HTTP/1.0 upstream, waits "
+              "until a buffer fills or the response ends, and over TLS any reply; a chunked one over "
+              "plain HTTP is handed on chunk by chunk)",
         f"{PROXY}#proxy_buffering")
     pass_accel_buffering: bool = setting(
         False, "pass the upstream's `X-Accel-Buffering` header on to the client (`proxy_pass_header`); "
@@ -75,10 +77,12 @@ class NginxSettings(ProxySettings):
 
     # How nginx speaks to the upstream.
     proxy_http_version: Literal["1.0", "1.1"] = setting(
-        "1.0", "HTTP version towards the upstream (1.0: close-delimited replies, no keepalive)",
+        "1.0", "HTTP version towards the upstream (1.0: close-delimited replies, no keepalive; nginx's "
+               "default until 1.29.7, 1.1 after)",
         f"{PROXY}#proxy_http_version")
     proxy_connection_header: HeaderValue = setting(
-        "close", "the `Connection` header sent upstream (\"\" removes it; keepalive needs \"\")",
+        "close", "the `Connection` header sent upstream (\"\" removes it; keepalive needs \"\"; nginx "
+                 "sends close by default until 1.29.7, none after)",
         f"{PROXY}#proxy_set_header")
     upstream_keepalive: int | None = Field(
         None, ge=1, le=65535, description=f"idle upstream connections kept per worker (None: no pool) ({UPSTREAM}#keepalive)")

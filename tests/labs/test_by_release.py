@@ -93,7 +93,7 @@ def test_the_report_shows_each_release_its_verdicts_and_provenance(tmp_path: Pat
                 "| nginx 1.30.6 (Debian sid) | fixed | cured | 10 ms | 20 |",
                 "| nginx 1.22.1 (Debian 12) | broken | symptom reproduced | 2,000 ms | 1 |",
                 "| nginx 1.22.1 (Debian 12) | fixed | cured | 10 ms | 20 |",
-                "- nginx 1.22.1 (Debian 12): made on 2026-12-06 16:20:05 UTC · runtime local"):
+                "- made on 2026-12-06 16:20:05 UTC · runtime local · nginx 1.22.1 (Debian 12) ·"):
         assert row in markdown
     by_release = json.loads(paths["json"].read_text())["by_release"]
     assert [(entry["release"], entry["verdict"]["broken"]) for entry in by_release] == [
@@ -102,7 +102,7 @@ def test_the_report_shows_each_release_its_verdicts_and_provenance(tmp_path: Pat
     console = Console(record=True, width=160)
     print_outcome(outcome, console)
     text = console.export_text()
-    assert "by release" in text and "nginx 1.22.1 (Debian 12): made on" in text
+    assert "by release" in text and "runtime local · nginx 1.22.1 (Debian 12)" in text
     assert outcome.all_passed
 
 
