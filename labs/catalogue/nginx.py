@@ -45,8 +45,7 @@ SCENARIOS = [
         symptom="blank screen, then the whole answer at once",
         path=("nginx",),
         workload=Workload(),
-        # An old snippet's pinned HTTP/1.0: nginx 1.22's own default, written out so that 1.30
-        # (HTTP/1.1 by default) runs the same config.
+        # An old snippet's pinned HTTP/1.0 (1.22's default): 1.30 then runs the same config.
         broken=Variant(proxy={"nginx": {"proxy_http_version": "1.0"}}, server_args=CLOSE_DELIMITED_SERVER,
                        lab=NO_ACCEL_HEADER),
         fix=Variant(proxy={"nginx": {"proxy_buffering": False, **STREAMING_UPSTREAM}}),

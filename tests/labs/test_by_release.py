@@ -42,12 +42,13 @@ def _recorded(monkeypatch: pytest.MonkeyPatch, lab: Lab) -> list[str | None]:
     return choices
 
 
+# Ids without a scenario's name: `pytest -k nginx-buffering` selects its guards only (test_selection).
 @pytest.mark.parametrize(("chosen", "by_release", "scenario", "expected"), [
-    (None, True, "nginx-buffering", [None, f"nginx={OLDEST}"]),  # the default: every release
-    (None, False, "nginx-buffering", [None]),  # run-all, the guards: the lab's choice only
-    (OLDEST, True, "nginx-buffering", [OLDEST]),  # --proxy-version 1.22: that one only
-    ("current", True, "nginx-buffering", ["current"]),  # named explicitly: that one only
-    (None, True, "nginx-gzip", [None]),  # no `since`: one release
+    pytest.param(None, True, "nginx-buffering", [None, f"nginx={OLDEST}"], id="by-default-every-release"),
+    pytest.param(None, False, "nginx-buffering", [None], id="run-all-and-guards-the-lab-choice"),
+    pytest.param(OLDEST, True, "nginx-buffering", [OLDEST], id="a-chosen-release-alone"),
+    pytest.param("current", True, "nginx-buffering", ["current"], id="current-named-alone"),
+    pytest.param(None, True, "nginx-gzip", [None], id="no-since-one-release"),
 ])
 def test_lab_run_adds_the_older_releases_only_when_none_was_chosen(
         monkeypatch: pytest.MonkeyPatch, chosen: str | None, by_release: bool, scenario: str,
