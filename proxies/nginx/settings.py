@@ -1,4 +1,6 @@
-"""nginx settings: every knob the catalogue switches, defaulting to nginx 1.22's own defaults."""
+"""nginx settings: every knob the catalogue switches, defaulting to nginx's own defaults. Where a
+release changed a default (1.29.7: HTTP/1.1 and a keep-alive pool towards the upstream), the
+setting's default is None: the template writes nothing and each release does what it does."""
 from __future__ import annotations
 
 from typing import Any, ClassVar, Literal, Union
@@ -76,16 +78,18 @@ class NginxSettings(ProxySettings):
         f"{HTTP_CORE}#client_max_body_size")
 
     # How nginx speaks to the upstream.
-    proxy_http_version: Literal["1.0", "1.1"] = setting(
-        "1.0", "HTTP version towards the upstream (1.0: close-delimited replies, no keepalive; nginx's "
-               "default until 1.29.7, 1.1 after)",
+    proxy_http_version: Literal["1.0", "1.1"] | None = setting(
+        None, "HTTP version towards the upstream (1.0: close-delimited replies, no keepalive; None: not "
+              "written, the release's own: 1.0 until nginx 1.29.7, 1.1 since)",
         f"{PROXY}#proxy_http_version")
-    proxy_connection_header: HeaderValue = setting(
-        "close", "the `Connection` header sent upstream (\"\" removes it; keepalive needs \"\"; nginx "
-                 "sends close by default until 1.29.7, none after)",
+    proxy_connection_header: HeaderValue | None = setting(
+        None, "the `Connection` header sent upstream (\"\" removes it; keepalive needs \"\"; None: not "
+              "written, the release's own: close until nginx 1.29.7, none since)",
         f"{PROXY}#proxy_set_header")
     upstream_keepalive: int | None = Field(
-        None, ge=1, le=65535, description=f"idle upstream connections kept per worker (None: no pool) ({UPSTREAM}#keepalive)")
+        None, ge=0, le=65535, description="idle upstream connections kept per worker (0: no pool, "
+        "1.29.7 and later; None: not written, the release's own: no pool until nginx 1.29.7, "
+        f"`keepalive 32 local` since) ({UPSTREAM}#keepalive)")
     upstream_keepalive_timeout: NginxDuration = setting(
         "60s", "how long an idle upstream connection stays in the pool; keep it below the server's own "
         "keep-alive timeout (uvicorn: 5 s) or nginx reuses connections the server is closing",
