@@ -3,8 +3,9 @@
 `collect()` gives the block that report.json stores under "provenance"; `one_line()` the line
 report.md shows. What it records:
 - `runtime`: `local` (host processes) or `docker` (containers);
-- `proxies`: per proxy on the path, the binary and its version (local) or the image reference,
-  its id and why it was chosen (docker); `server_image` likewise in docker;
+- `proxies`: per proxy on the path, the binary, its version and its release's source (local) or
+  the image reference, its id, why it was chosen and the release it carries (docker: the series,
+  and a stand-in's exact version and source from its labels); `server_image` likewise in docker;
 - `server_commands`: per variant, the server command line the lab ran (its port aside);
 - `git`: the commit and whether the working tree had uncommitted changes;
 - `cpus` (the machine's) and `cpus_usable` (this process's affinity), `python`, `platform`;
@@ -60,7 +61,7 @@ def proxy_origin(runtime: str, proxy: str, series: str | None = None) -> dict[st
         # In docker the image is the record (the versions are the mounted checkout's, as here).
         return image_origin("apps") if runtime == "docker" else found
     if runtime == "docker":
-        return image_origin(proxy)
+        return image_origin(proxy, series)
     return dict(_binary(proxy, series))
 
 
@@ -77,17 +78,25 @@ def _binary(proxy: str, series: str | None) -> tuple[tuple[str, Any], ...]:
             ("source", KINDS[proxy].release(series).source))
 
 
-def image_origin(service: str) -> dict[str, Any]:
-    """The image the docker runtime uses for `service` (the same cached choice it ran)."""
+def image_origin(service: str, series: str | None = None) -> dict[str, Any]:
+    """The image the docker runtime uses for `service` (a proxy: of its release `series`, default
+    the current one; the same cached choice it ran). A stand-in's labels say the exact version and
+    where its files came from; an official image is known by its tag."""
     try:
         from proxies.runtime.dockercli import image_inspect
         from proxies.runtime.images import image_for
 
-        choice = image_for(service)  # type: ignore[arg-type]
+        choice = image_for(service, series)  # type: ignore[arg-type]
         record = image_inspect(choice.image) or {}
     except Exception as exc:  # noqa: BLE001 - provenance must never sink the run it describes
         return {"error": f"{type(exc).__name__}: {exc}"}
-    return {"image": choice.image, "image_id": record.get("Id"), "chosen_by": choice.why}
+    origin = {"image": choice.image, "image_id": record.get("Id"), "chosen_by": choice.why}
+    if choice.release is not None:
+        origin["release"] = choice.release.series
+        labels = (record.get("Config") or {}).get("Labels") or {}
+        if choice.offline and labels.get("streamlab.version"):
+            origin.update(version=labels["streamlab.version"], source=choice.release.source)
+    return origin
 
 
 def git_state(repo: Path | None = None) -> dict[str, Any]:
@@ -158,7 +167,9 @@ def one_line(info: Mapping[str, Any]) -> str:
 def origin_text(name: str, origin: Mapping[str, Any]) -> str:
     if "image" in origin:
         image_id = (origin.get("image_id") or "").removeprefix("sha256:")[:12]
-        return f"{name} image `{origin['image']}`" + (f" ({image_id})" if image_id else "")
+        carried = origin.get("version") or origin.get("release")
+        what = f"{name} {carried}" + (f" ({origin['source']})" if origin.get("source") else "") if carried else name
+        return f"{what} image `{origin['image']}`" + (f" ({image_id})" if image_id else "")
     if "version" in origin:
         return f"{name} {origin['version']}" + (f" ({origin['source']})" if origin.get("source") else "")
     components = {k: v for k, v in origin.items() if k not in ("error", "image", "venv")}

@@ -131,6 +131,9 @@ class Image:
     official: str
     path: str  # where the official image keeps the binary: the stand-in puts the host's there
     extra_files: Callable[[], list[str]] = list  # host files it loads at run time (modules, a compiler)
+    # Programs the binary runs by their path that its Debian package does not bring (a shell: an
+    # Essential package). Every stand-in takes the host's; an unpacked release's root has none.
+    tools: tuple[str, ...] = ()
     account: Account | None = None
     folders: tuple[str, ...] = ()  # compiled-in folders the binary expects to exist
 

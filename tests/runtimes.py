@@ -50,12 +50,15 @@ def require_engine() -> None:
         unavailable(problem)
 
 
-def require_images(services: Iterable[str]) -> dict[str, str]:
-    """The image each service runs in (official where present or pullable, else the offline
-    stand-in); a missing one skips, or fails under CI, with the line that says what to run."""
+def require_images(services: Iterable[str], releases: Mapping[str, str] | None = None) -> dict[str, str]:
+    """The image each service runs in (a proxy: of its release in `releases`, proxy -> series,
+    else its current one; official where present or pullable, else the offline stand-in); a
+    missing one skips, or fails under CI, with the line that says what to run."""
     require_engine()
+    releases = releases or {}
     try:
-        return {service: image_for(service).image for service in services}  # type: ignore[arg-type]
+        return {service: image_for(service, releases.get(service)).image  # type: ignore[arg-type]
+                for service in services}
     except ImageMissing as exc:
         unavailable(str(exc))
         raise

@@ -19,6 +19,7 @@ from labs import catalogue
 from labs.scenario.runner import Lab, older_releases
 from labs.scenario.model import VARIANTS, Scenario, VariantName, hop_kind
 from proxies.apps import is_app
+from proxies.kinds import choose_releases
 from tests.runtimes import require_images
 
 # make test runs the tests side by side (pytest-xdist, --dist loadscope: a class's or a module's
@@ -67,7 +68,8 @@ def images_of(scenario: Scenario) -> list[str]:
 def guard(lab: Callable[[str, str], Lab], scenario: Scenario, variant: VariantName, runtime: str,
           releases: str = "current") -> None:
     if runtime == "docker":
-        require_images(images_of(scenario))
+        services = images_of(scenario)
+        require_images(services, choose_releases(releases, services, strict=False))
     run = lab(runtime, releases).run_variant(scenario, variant)
     results = [check(run) for check in scenario.checks(variant)]
     failed = [r for r in results if not r.passed]

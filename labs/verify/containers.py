@@ -4,9 +4,11 @@ The run's folder is bind-mounted at its own path, so every absolute path the rew
 logs, temp files, the copied includes) means the same inside, and the kind's check and run
 arguments (labs.verify.launch) are the host's; host networking keeps the loopback ports; the
 container runs as the invoking user (so `user` directives are dropped) and is stopped by its id.
-The image is the lab's own choice (proxies.runtime.images): an offline image holds the host's
-binary, so the host's validator is the same check; any other image validates in a throwaway
-container.
+The image is the lab's own choice (proxies.runtime.images) for the release that runs the rewritten
+config: a stand-in holds this machine's binary of that release, so the host's validator is the
+same check; any other image validates in a throwaway container. Inside, the release's files are
+at their native paths, so the arguments a host run of an unpacked release adds (Varnish's
+vmod_path into its root) are left out.
 """
 from __future__ import annotations
 
@@ -22,10 +24,11 @@ from proxies.runtime.images import Choice, ImageMissing, image_for
 from server.processes import ManagedProcess
 
 
-def image(rewritten: Rewritten) -> Choice:
+def image(rewritten: Rewritten, series: str) -> Choice:
+    """The image of the proxy's release `series` (UnusableInput when there is none)."""
     try:
         require_engine()
-        return image_for(rewritten.proxy)
+        return image_for(rewritten.proxy, series)
     except (DockerError, ImageMissing) as exc:
         raise UnusableInput(f"--runtime docker: {exc}") from None
 

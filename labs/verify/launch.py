@@ -24,18 +24,24 @@ from server.processes import ManagedProcess, ProcessFailed, managed
 CHECK_TIMEOUT_S = 60
 
 
-def check_args(rewritten: Rewritten) -> list[str]:
+def check_args(rewritten: Rewritten, runtime: str = "local") -> list[str]:
     """The kind's check, after the binary, on the rewritten main file (its run folder the prefix).
     The container mounts that folder at its own path, so the same arguments serve there."""
     kind = KINDS[rewritten.proxy]
-    return [*kind.check(str(rewritten.main), f"{rewritten.folder}/"), *kind.release_args(release(rewritten))]
+    return [*kind.check(str(rewritten.main), f"{rewritten.folder}/"), *host_release_args(rewritten, runtime)]
 
 
-def run_args(rewritten: Rewritten) -> list[str]:
+def run_args(rewritten: Rewritten, runtime: str = "local") -> list[str]:
     """The kind's foreground run, after the binary, of the rewritten config."""
     kind = KINDS[rewritten.proxy]
     return [*kind.run(str(rewritten.main), f"{rewritten.folder}/", f"127.0.0.1:{rewritten.listen_port}"),
-            *kind.release_args(release(rewritten))]
+            *host_release_args(rewritten, runtime)]
+
+
+def host_release_args(rewritten: Rewritten, runtime: str) -> list[str]:
+    """What a host process of the release adds (paths into its unpacked root); a container of
+    the release has its files at their native paths."""
+    return [] if runtime == "docker" else KINDS[rewritten.proxy].release_args(release(rewritten))
 
 
 def release(rewritten: Rewritten) -> Release:
@@ -56,8 +62,8 @@ def kind_env(rewritten: Rewritten) -> dict[str, str]:
 def validate(rewritten: Rewritten, runtime: str = "local") -> None:
     """The proxy's own check; UnusableInput carries its message with the user's file and line."""
     kind = KINDS[rewritten.proxy]
-    if runtime == "docker" and not (choice := containers.image(rewritten)).offline:
-        status, output = containers.check_in_container(rewritten, choice, check_args(rewritten),
+    if runtime == "docker" and not (choice := containers.image(rewritten, release(rewritten).series)).offline:
+        status, output = containers.check_in_container(rewritten, choice, check_args(rewritten, runtime),
                                                        kind_env(rewritten))
     else:
         result = subprocess.run([program(rewritten), *check_args(rewritten)], cwd=rewritten.folder,
@@ -87,20 +93,21 @@ def running(rewritten: Rewritten, runtime: str = "local",
             ready_timeout_s: float = 20.0) -> Iterator[RunningConfig]:
     """Start the rewritten config in the foreground (a host process, or its container); stopped by
     its PID (or container id) when the block ends."""
-    argv = [program(rewritten), *run_args(rewritten)]
-    process = ManagedProcess(name=f"{rewritten.proxy} (verify)", argv=argv,
-                             log_path=rewritten.folder / PROCESS_LOG, cwd=rewritten.folder,
-                             env={**os.environ, **kind_env(rewritten)})
     endpoint = Endpoint("127.0.0.1", rewritten.listen_port, rewritten.admin_port)
 
     def ready() -> bool:
         return probes.ready(KINDS[rewritten.proxy].ready, endpoint)
     try:
         if runtime == "docker":
-            with containers.started(rewritten, containers.image(rewritten), run_args(rewritten),
-                                    kind_env(rewritten), ready, ready_timeout_s * 2) as started:
+            with containers.started(rewritten, containers.image(rewritten, release(rewritten).series),
+                                    run_args(rewritten, runtime), kind_env(rewritten), ready,
+                                    ready_timeout_s * 2) as started:
                 yield RunningConfig(rewritten, started)
             return
+        # The host's binary is looked up only here: an official image needs none on this machine.
+        process = ManagedProcess(name=f"{rewritten.proxy} (verify)", argv=[program(rewritten), *run_args(rewritten)],
+                                 log_path=rewritten.folder / PROCESS_LOG, cwd=rewritten.folder,
+                                 env={**os.environ, **kind_env(rewritten)})
         with managed(process, ready, ready_timeout_s) as started:
             yield RunningConfig(rewritten, started)
     except ProcessFailed as exc:

