@@ -93,7 +93,11 @@ def test_report_json_records_its_provenance_and_report_md_shows_it_in_one_line(t
 def test_docker_provenance_names_the_images() -> None:
     info = {"started_at": "2026-01-02T03:04:05+00:00", "runtime": "docker",
             "proxies": {"nginx": {"image": "nginx:1.22.1", "image_id": "sha256:" + "ab" * 32,
-                                  "chosen_by": "official"}},
+                                  "chosen_by": "official"},
+                        "caddy": {"image": "caddy:2.11", "image_id": None, "chosen_by": "official",
+                                  "release": "2.11"},
+                        "haproxy": {"image": "streamlab/haproxy:3.2", "image_id": None, "chosen_by": "offline",
+                                    "release": "3.2", "version": "3.2.26", "source": "Debian sid"}},
             "server_image": {"image": "streamlab/server:host", "image_id": None, "chosen_by": "offline"},
             "server_commands": {"broken": "python -m server --a", "fixed": "python -m server --b"},
             "git": {"commit": "0123456789abcdef" * 2 + "01234567", "dirty": False},
@@ -101,6 +105,9 @@ def test_docker_provenance_names_the_images() -> None:
     line = provenance.one_line(info)
     assert line.startswith("made on 2026-01-02 03:04:05 UTC · runtime docker")
     assert "nginx image `nginx:1.22.1` (abababababab)" in line and "server image `streamlab/server:host`" in line
+    # The release each image carries: its series, and a stand-in's exact version and source.
+    assert "caddy 2.11 image `caddy:2.11`" in line
+    assert "haproxy 3.2.26 (Debian sid) image `streamlab/haproxy:3.2`" in line
     assert "broken server `python -m server --a`" in line and "fixed server `python -m server --b`" in line
     assert "commit 0123456789ab ·" in line and "16 CPUs (2 usable)" in line
 

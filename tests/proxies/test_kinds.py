@@ -16,7 +16,8 @@ from labs import catalogue
 from proxies.validation import check_command
 from proxies.kind import ProxyKind
 from proxies.kinds import KINDS, PROXY_NAMES
-from proxies.runtime.images import OFFICIAL, OFFLINE, SERVICES
+from proxies.runtime.images import (OFFICIAL, OFFLINE, SERVICES, official_image, offline_image,
+                                    override_variable)
 from proxies.variants import variant
 
 REPO = Path(__file__).resolve().parents[2]
@@ -60,6 +61,9 @@ def test_its_image_and_compose_service(name: str) -> None:
     assert kind.image.entrypoint == kind.binary.name
     service = COMPOSE[name]
     assert service["profiles"] == [name] and service["entrypoint"] == [kind.image.entrypoint]
+    # Compose runs proxies/fixed/, rendered for the current release: by default in that release's image.
+    defaults = (official_image(name, kind.current), offline_image(name, kind.current))
+    assert service["image"] in {f"${{{override_variable(name)}:-{image}}}" for image in defaults}
 
 
 @pytest.mark.parametrize("name", PROXY_NAMES)
