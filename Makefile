@@ -136,12 +136,13 @@ needs-%: $(STAMPS)/venv
 docker-setup:
 	@docker/setup-engine.sh
 
-# FROM scratch + the host's nginx, HAProxy, Envoy, Python and node (about 2 s each): no registry needed.
+# FROM scratch + the host's nginx, HAProxy, Envoy, Python and node (about 2 s each), and each unpacked
+# release's root (nginx 1.30: 2.5 s; Varnish 7.7: 10 s): no registry needed.
 images-offline: setup docker-setup
 	$(PY) -m proxies.runtime.offline_images
 
-# The images the docker runtime will use: official ones if here or pullable, else stand-ins
-# (the server's stand-in rebuilt when it was built for another checkout).
+# The images the docker runtime will use (each release of nginx and HAProxy): official ones if here
+# or pullable, else stand-ins (the server's stand-in rebuilt when it was built for another checkout).
 docker-ready: setup docker-setup
 	@$(PY) -m proxies.runtime.offline_images --if-missing nginx haproxy envoy server apps
 

@@ -40,8 +40,9 @@ def _class_name(runtime: str, scenario: Scenario, variant: VariantName, index: i
     return "TestGuards" + "".join(word.replace("-", " ").title().replace(" ", "") for word in words)
 
 
-# The containers carry the oldest release (Debian 12's binaries in the stand-in images): with the
-# local pass on the current one, each scenario is measured on both without running twice.
+# The containers carry the oldest release (Debian 12's; each release has its own image): what they
+# prove beyond the local pass is the runtime, which no release changes, so with the local pass on
+# the current one each scenario is measured on both without running twice (docs/testing.md).
 DOCKER_RELEASES = "oldest"
 
 

@@ -1,6 +1,8 @@
 """verify --runtime docker: the same user config, the proxy in its container (skips without an engine)."""
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from labs.verify import verify_config
@@ -9,6 +11,7 @@ from tests.verify.conftest import USER_CONFIGS, user_config_cases
 
 pytestmark = [pytest.mark.docker, pytest.mark.slow]
 CASES = {name: expected for name, expected in user_config_cases()}
+REPO = Path(__file__).resolve().parents[2]
 
 
 @pytest.mark.parametrize("name", ["nginx-debian-includes", "haproxy-user", "envoy-user"])
@@ -34,3 +37,16 @@ def test_a_traefik_buffering_fault_in_its_container(verify_server, tmp_path):
     report = verify_config(path, checks=["streaming"], runtime="docker", server=verify_server)
     assert [f.kind for f in report.failures()] == ["buffering"], [(c.name, c.observed) for c in report.checks]
     assert all(c.passed for c in report.checks if c.name == "loopback-only")
+
+
+def test_the_fixed_vcl_in_its_current_release_container(verify_server, tmp_path):
+    """Varnish 7.7 on the host loads its vmods from its unpacked root (a path only the host has);
+    in the release's container they are at their native path, so `import std` loads there too."""
+    from proxies.kinds import KINDS
+    current = KINDS["varnish"].current
+    require_images(["varnish"], {"varnish": current.series})
+    path = tmp_path / "varnish.vcl"
+    path.write_text((REPO / "proxies" / "fixed" / "varnish.vcl").read_text())
+    assert "import std;" in path.read_text()
+    report = verify_config(path, checks=["streaming"], runtime="docker", server=verify_server)
+    assert not report.failures(), [(c.name, c.observed) for c in report.checks]
