@@ -136,8 +136,8 @@ def _choose(service: Service, release: Release | None) -> Choice:
     if image_present(official):
         return Choice(service, official, "official", release)
     if wanted == "auto" and image_present(offline):
-        _notice(f"streamlab: {official} is not here; using {offline} (built from this machine's "
-                f"binaries; STREAMLAB_IMAGES=official to insist on the official image)")
+        _notice(f"streamlab: {official} is not here; using {offline} (a stand-in built from this machine's "
+                f"files; STREAMLAB_IMAGES=official to insist on the official image)")
         return Choice(service, offline, "offline", release)
     if service == "server":  # built, never pulled: there is no official server image
         raise ImageMissing(f"server: no image: `docker build -f docker/server.Dockerfile -t {official} .` "

@@ -123,3 +123,16 @@ def test_the_apps_run_in_their_stand_in_in_every_mode(mode: str, local: set[str]
     images.forget_choices()
     local.add(OFFLINE["apps"])
     assert image_for("apps").image == OFFLINE["apps"]
+
+
+def test_what_images_offline_builds() -> None:
+    """A proxy's name is every release of it, `PROXY=X.Y` one; a release the lab lacks, or a
+    release of a service that has none, is refused saying what there is."""
+    from proxies.runtime.offline_images import targets
+    assert targets(["nginx", "server"]) == [("nginx", HOST_NGINX), ("nginx", "1.30"), ("server", None)]
+    assert targets(["caddy=2.11"]) == [("caddy", "2.11")]
+    assert len(targets([])) == sum(len(kind.releases) for kind in KINDS.values()) + 2  # server, apps
+    with pytest.raises(ValueError, match="1.22 .*not 9.9"):
+        targets(["nginx=9.9"])
+    with pytest.raises(ValueError, match="only a proxy"):
+        targets(["server=1.0"])
