@@ -90,7 +90,8 @@ SCENARIOS = [
                  "https://nginx.org/en/CHANGES",
                  "https://www.nginx.com/resources/wiki/start/topics/examples/x-accel/#x-accel-buffering"),
         since=(Since("nginx", "1.29.7", "HTTP/1.1 with keep-alive became the upstream default, so a "
-                     "config with nothing but proxy_pass gets chunked replies and streams"),),
+                     "config with nothing but proxy_pass gets chunked replies and streams",
+                     own_defaults={"proxy_http_version": None}),),
     ),
     Scenario(
         name="nginx-accel-header",

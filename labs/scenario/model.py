@@ -226,6 +226,10 @@ class Since:
     proxy: str  # a proxy kind on the path, e.g. "nginx"
     version: str  # the first version that behaves as the current release does, e.g. "1.29.7"
     what: str  # what changed, in one sentence
+    # Settings of the broken variant to drop so that the proxy runs its own defaults (a pinned
+    # `proxy_http_version 1.0` back to None): `labs run` then measures that too, on each
+    # release, and shows what each one does left alone. Empty: nothing to drop.
+    own_defaults: Mapping[str, Any] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)

@@ -89,14 +89,30 @@ def release_label(outcome: ScenarioOutcome) -> str:
 BY_RELEASE_COLUMNS = ("release", "variant", "verdict", "TTFT", "reads")
 
 
-def release_rows(outcome: ScenarioOutcome) -> list[tuple[str, VariantName, str, str, str]]:
+def release_rows(outcome: ScenarioOutcome) -> list[tuple[str, str, str, str, str]]:
     """One row per release and variant (release, variant, verdict, TTFT, reads of the first
     stream); empty when the scenario ran on one release only."""
     if not outcome.older:
         return []
-    return [(release_label(each), name, each.verdict[name], _ms(run.first.ttft_s) if run.results else "-",
-             str(run.first.bursts) if run.results else "-")
-            for each in outcome.every_release for name, run in each.runs.items()]
+    rows = []
+    for each in outcome.every_release:
+        rows += [(release_label(each), name, each.verdict[name], *_first_stream(run)) for name, run in each.runs.items()]
+        if each.own_defaults is not None:
+            rows.append((release_label(each), OWN_DEFAULTS, own_defaults_verdict(each), *_first_stream(each.own_defaults)))
+    return rows
+
+
+# The broken variant's client and server with the proxy left at its own defaults (Since.own_defaults).
+OWN_DEFAULTS = "own defaults"
+
+
+def own_defaults_verdict(outcome: ScenarioOutcome) -> str:
+    return "symptom reproduced" if all(c.passed for c in outcome.own_defaults_checks) else "no symptom"
+
+
+def _first_stream(run: Run) -> tuple[str, str]:
+    """(TTFT, reads) of the run's first stream."""
+    return (_ms(run.first.ttft_s), str(run.first.bursts)) if run.results else ("-", "-")
 
 
 def check_rows(outcome: ScenarioOutcome) -> list[tuple[VariantName, str, str, bool]]:
@@ -238,6 +254,11 @@ def report_dict(outcome: ScenarioOutcome) -> dict[str, Any]:
                                 "reads": run.first.bursts if run.results else None,
                                 "aggregate": aggregate(run.results), "wall_s": run.wall_s}
                          for name, run in each.runs.items()},
+            "own_defaults": None if each.own_defaults is None else {
+                "verdict": own_defaults_verdict(each), "checks": [vars(c) for c in each.own_defaults_checks],
+                "ttft_s": each.own_defaults.first.ttft_s if each.own_defaults.results else None,
+                "reads": each.own_defaults.first.bursts if each.own_defaults.results else None,
+                "configs": each.own_defaults.configs},
         } for each in outcome.every_release] if outcome.older else [],
         "variants": {
             name: {

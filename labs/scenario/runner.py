@@ -62,6 +62,10 @@ class ScenarioOutcome:
     # The same variants on each older release of a proxy whose behaviour here changed
     # (Scenario.since; Lab.run with by_release), each with its own releases and provenance.
     older: list["ScenarioOutcome"] = field(default_factory=list)
+    # The broken variant with the proxy left at its own defaults on this release (Since.own_defaults),
+    # judged by the symptom checks: does this release, left alone, show the symptom?
+    own_defaults: Run | None = None
+    own_defaults_checks: list[CheckResult] = field(default_factory=list)
 
     @property
     def wall_s(self) -> float:
@@ -169,15 +173,21 @@ class Lab:
             run = self.run_variant(scenario, name, choice)
             outcome.runs[name] = run
             outcome.checks[name] = [check(run) for check in scenario.checks(name)]
+        if "broken" in variants and (own := own_defaults(scenario)) is not None:
+            self.progress(f"{scenario.name}: broken variant, the proxy's own defaults" + (f" ({shown})" if shown else ""))
+            outcome.own_defaults = self.run_variant(scenario, "broken", choice, scenario.broken.then(own))
+            outcome.own_defaults_checks = [check(outcome.own_defaults) for check in scenario.checks("broken")]
         commands = {name: self.server_command(scenario.variant(name).server_args,
                                               scenario.variant(name).server_nofile) for name in variants}
         outcome.provenance = provenance.collect(self.runtime.name, [hop_kind(h) for h in scenario.path],
                                                 commands, started_at, releases=releases)
         return outcome
 
-    def run_variant(self, scenario: Scenario, name: VariantName, choice: str | None = None) -> Run:
-        """One variant; `choice`: the releases it runs (choose_releases), else the lab's own."""
-        variant = scenario.variant(name)
+    def run_variant(self, scenario: Scenario, name: VariantName, choice: str | None = None,
+                    variant: Variant | None = None) -> Run:
+        """One variant; `choice`: the releases it runs (choose_releases), else the lab's own;
+        `variant`: other settings for the same client and server (the proxy's own defaults)."""
+        variant = variant or scenario.variant(name)
         server = self.server(variant.server_args, variant.server_nofile)
         started = time.monotonic()
         with self.path(scenario.path, variant, server.port, scenario.base, choice) as hops:
@@ -270,6 +280,17 @@ class Lab:
             result = asyncio.run(client.measure_stream(url + "/v1/chat/completions", body, **options))
             measured[label] = [result]
         return measured
+
+
+def own_defaults(scenario: Scenario) -> Variant | None:
+    """What the broken variant drops to leave its proxies at their own defaults (Since.own_defaults),
+    None when no release change names any."""
+    dropped: dict[str, dict[str, Any]] = {}
+    for change in scenario.since:
+        for hop in scenario.path:
+            if hop_kind(hop) == change.proxy and change.own_defaults:
+                dropped.setdefault(hop, {}).update(change.own_defaults)
+    return Variant(proxy=dropped) if dropped else None
 
 
 def older_releases(scenario: Scenario) -> list[str]:

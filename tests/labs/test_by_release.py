@@ -12,9 +12,9 @@ import pytest
 from rich.console import Console
 
 from labs import catalogue
-from labs.scenario.model import Run
+from labs.scenario.model import Run, Variant
 from labs.scenario.report import print_outcome, report_dict, write_report
-from labs.scenario.runner import Lab, ScenarioOutcome, older_releases
+from labs.scenario.runner import Lab, ScenarioOutcome, older_releases, own_defaults
 from proxies.kinds import KINDS
 from proxies.releases import CHOICE_VARIABLE
 
@@ -27,6 +27,8 @@ CURRENT, OLDEST = KINDS["nginx"].current.series, KINDS["nginx"].releases[0].seri
 
 def test_nginx_buffering_declares_the_release_that_changed_its_lesson() -> None:
     assert [(s.proxy, s.version) for s in BUFFERING.since] == [("nginx", "1.29.7")]
+    assert own_defaults(BUFFERING) == Variant(proxy={"nginx": {"proxy_http_version": None}})
+    assert own_defaults(catalogue.get("nginx-gzip")) is None
     assert older_releases(BUFFERING) == [f"nginx={OLDEST}"]
     assert older_releases(catalogue.get("nginx-gzip")) == []  # measured alike on both
 
@@ -138,6 +140,13 @@ def test_labs_run_measures_both_releases_and_a_chosen_one_alone(tmp_path: Path) 
     assert [entry["provenance"]["proxies"]["nginx"]["version"].rsplit(".", 1)[0]
             for entry in both["by_release"]] == [CURRENT, OLDEST]
     assert all(variant["passed"] for entry in both["by_release"] for variant in entry["variants"].values())
+    # Left at its own defaults (no pinned HTTP/1.0), 1.30 streams and 1.22 holds the stream: the
+    # lesson that changed, measured each time, with the config that ran (no proxy_http_version).
+    own = {entry["release"].split()[1].rsplit(".", 1)[0]: entry["own_defaults"] for entry in both["by_release"]}
+    assert own[CURRENT]["verdict"] == "no symptom" and own[OLDEST]["verdict"] == "symptom reproduced", own
+    assert own[CURRENT]["reads"] > own[OLDEST]["reads"] and own[CURRENT]["ttft_s"] < own[OLDEST]["ttft_s"]
+    assert all("proxy_http_version" not in "".join(o["configs"].values()) for o in own.values())
+    assert "proxy_http_version        1.0" in "".join(both["variants"]["broken"]["configs"].values())
     chosen = run("--proxy-version", OLDEST)
     assert chosen["by_release"] == [] and chosen["releases"] == {"nginx": OLDEST}
     assert chosen["provenance"]["proxies"]["nginx"]["version"].startswith(OLDEST + ".")
