@@ -3,7 +3,7 @@ sidecars, HTTP/1.1 from the inbound sidecar to the server, with Istio's sidecar 
 from __future__ import annotations
 
 from labs.catalogue.drivers import paced_at_the_cut
-from labs.catalogue.nginx import CONNECTIONS, RACE_KEEPALIVE_S
+from labs.catalogue.nginx_upstream import CONNECTIONS, RACE_KEEPALIVE_S
 from labs.scenario import checks
 from labs.scenario.model import Scaled, Scenario, Variant, Workload
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import fields
 from typing import Any, Callable
 
-from labs.catalogue import cdn, haproxy, mesh, nginx, reload
+from labs.catalogue import cdn, haproxy, mesh, nginx_upstream, reload
 from labs.scenario.checks.cache import REQUESTS_OK
 from labs.scenario.checks.stress import DISCONNECTS
 from labs.client.results import StreamResult
@@ -159,17 +159,17 @@ def _retried(statuses: tuple[int, ...], abandoned: int) -> Make:
     def make(s: Shapes) -> Run:
         results = [s.refused("http-error", status, at=2.0) if status != 200 else s.streamed(5)
                    for status in statuses]
-        return s.run(*results, server_delta={nginx.ABANDONED: abandoned})
+        return s.run(*results, server_delta={nginx_upstream.ABANDONED: abandoned})
     return make
 
 
-def _raced(failed: int, connections: int, count: int = nginx.RACE_REQUESTS) -> Make:
+def _raced(failed: int, connections: int, count: int = nginx_upstream.RACE_REQUESTS) -> Make:
     """upstream-keepalive-race: `count` short requests, `failed` of them 502 from the proxy (never
     seen by the server), over `connections` upstream connections."""
     def make(s: Shapes) -> Run:
         results = [s.refused("http-error", 502) if i < failed else s.streamed(3) for i in range(count)]
         served = count - failed
-        return s.run(*results, server_delta={nginx.CONNECTIONS: connections, REQUESTS_OK: served})
+        return s.run(*results, server_delta={nginx_upstream.CONNECTIONS: connections, REQUESTS_OK: served})
     return make
 
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from labs.catalogue import apps
 from labs.catalogue import client as client_layer
-from labs.catalogue import apache, browser, cdn, envoy, haproxy, kubernetes, nginx, server, traefik
+from labs.catalogue import apache, browser, cdn, envoy, haproxy, kubernetes, nginx, nginx_upstream, server, traefik
 from labs.scenario.checks.cache import REQUESTS_OK
 from labs.scenario.checks.stress import DISCONNECTS
 from tests.labs.handmade_makers import (CHUNKED, MOJIBAKE, SIZED, UNDICI_CUT, _chain, _decoded,
@@ -29,13 +29,13 @@ HANDMADE: dict[str, Handmade] = {
     "nginx-client-abort": _departure(release_s=2.0, generated=40, heard=1),
     "nginx-worker-connections": _load(60, nginx.STREAMS_PER_WORKER - 2, lambda s: s.refused(), ACTIVE, 60),
     "nginx-upstream-keepalive": Handmade(
-        symptom=lambda s: s.run(*one_by_one(s, s.streamed, nginx.KEEPALIVE_REQUESTS),
-                                server_delta={"streamlab_http_connections_total": nginx.KEEPALIVE_REQUESTS}),
-        cure=lambda s: s.run(*one_by_one(s, s.streamed, nginx.KEEPALIVE_REQUESTS), server_delta={
+        symptom=lambda s: s.run(*one_by_one(s, s.streamed, nginx_upstream.KEEPALIVE_REQUESTS),
+                                server_delta={"streamlab_http_connections_total": nginx_upstream.KEEPALIVE_REQUESTS}),
+        cure=lambda s: s.run(*one_by_one(s, s.streamed, nginx_upstream.KEEPALIVE_REQUESTS), server_delta={
             "streamlab_http_connections_total": 1,
-            'streamlab_requests_total{status="200"}': nginx.KEEPALIVE_REQUESTS}),
+            'streamlab_requests_total{status="200"}': nginx_upstream.KEEPALIVE_REQUESTS}),
         # Nothing reached the server (the requests were answered elsewhere): no connection either.
-        cure_without_stress=lambda s: s.run(*one_by_one(s, s.streamed, nginx.KEEPALIVE_REQUESTS))),
+        cure_without_stress=lambda s: s.run(*one_by_one(s, s.streamed, nginx_upstream.KEEPALIVE_REQUESTS))),
     "haproxy-nodelay": Handmade(
         symptom=lambda s: s.run(s.grouped()),
         cure=lambda s: s.run(s.streamed(hop_s=0.002)),

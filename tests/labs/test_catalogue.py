@@ -40,10 +40,12 @@ from labs.client.results import StreamResult
 from labs.findings import UnusableInput
 from labs.scenario.manifest_hop import ManifestMismatch, prepared
 from labs.scenario.runner import drive, hop_settings, request_body
-from labs.scenario.model import VARIANTS, Check, Run, Scenario, Variant, VariantName, hop_kind
+from labs.scenario.model import VARIANTS, Check, Run, Scenario, Since, Variant, VariantName, hop_kind
 from labs.scenario import chromium
 from labs.scenario.browser_spec import BROWSER_ONLY, PageRequest, page_request
 from proxies.apps import is_app
+from proxies.binaries import parse_version
+from proxies.kinds import KINDS
 from proxies.validation import ConfigInvalid, validate
 from server.event_source import body_from_query
 from server.schema import ChatCompletionRequest
@@ -222,7 +224,7 @@ def test_every_hop_renders_and_passes_its_proxy_check(scenario: Scenario) -> Non
 
 def test_a_driver_s_pacing_is_recorded_not_waited_out() -> None:
     """The schema check skips the race scenarios' pauses; the driver still makes each one."""
-    from labs.catalogue.nginx import RACE_KEEPALIVE_S, RACE_OFFSETS_S, RACE_REQUESTS
+    from labs.catalogue.nginx_upstream import RACE_KEEPALIVE_S, RACE_OFFSETS_S, RACE_REQUESTS
 
     race = catalogue.get("upstream-keepalive-race")
     pauses: list[float] = []
@@ -317,6 +319,41 @@ def test_an_unknown_or_misplaced_proxy_setting_is_caught() -> None:
     stray = dataclasses.replace(scenario, fix=Variant(proxy={"nginx": {"proxy_buffering": False}}))
     assert any("not on the path" in p for p in hop_problems(stray, "fixed"))
 
+
+
+def since_problems(scenario: Scenario) -> list[str]:
+    """What is wrong with a scenario's `since`: each names a proxy kind on its path with more than
+    one release, and a version after the oldest release's series and not after the current one's
+    (its guards then run on both; a version outside them names no change the lab can show)."""
+    problems = []
+    for change in scenario.since:
+        releases = KINDS[change.proxy].releases if change.proxy in KINDS else ()
+        if change.proxy not in map(hop_kind, scenario.path) or len(releases) < 2:
+            problems.append(f"{change.proxy}: not a proxy on the path with more than one release")
+            continue
+        version = parse_version(change.version)
+        oldest, current = (parse_version(release.series) for release in (releases[0], releases[-1]))
+        if not oldest < version[:len(oldest)] or version[:len(current)] > current:
+            problems.append(f"{change.proxy} {change.version}: not after {releases[0].series} "
+                            f"and up to {releases[-1].series}")
+    return problems
+
+
+@pytest.mark.parametrize("scenario", [param for param in SCENARIOS if param.values[0].since])
+def test_every_since_names_a_proxy_on_the_path_and_a_version_between_its_releases(scenario: Scenario) -> None:
+    assert not since_problems(scenario)
+
+
+@pytest.mark.parametrize(("proxy", "version", "wrong"), [
+    ("nginx", "1.29.7", None), ("nginx", "1.30", None), ("nginx", "1.30.6", None),
+    ("nginx", "1.22.5", "not after"), ("nginx", "1.31.0", "not after"), ("nginx", "1.9.13", "not after"),
+    ("haproxy", "2.8", "not a proxy on the path"), ("apache", "2.4", "not a proxy on the path"),
+    ("envoy", "1.40", "not a proxy on the path")])
+def test_a_since_off_the_path_or_outside_the_releases_is_caught(proxy: str, version: str, wrong: str | None) -> None:
+    scenario = dataclasses.replace(catalogue.get("nginx-read-timeout"), path=("nginx", "apache"),
+                                   since=(Since(proxy, version, "a change"),))
+    problems = since_problems(scenario)
+    assert (wrong is None and not problems) or (wrong is not None and wrong in problems[0]), problems
 
 # ---- the checks, on hand-made runs -----------------------------------------------------------
 
