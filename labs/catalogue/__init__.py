@@ -11,7 +11,8 @@ from labs.catalogue import browser, client, libraries, server
 from labs.scenario.model import VARIANTS, Scenario
 
 SCENARIOS: tuple[Scenario, ...] = (
-    *nginx.SCENARIOS, *nginx_upstream.SCENARIOS, *http2.SCENARIOS, *haproxy.SCENARIOS, *envoy.SCENARIOS, *cdn.SCENARIOS, *apache.SCENARIOS,
+    *nginx.SCENARIOS, *nginx_upstream.SCENARIOS, *http2.SCENARIOS, *haproxy.SCENARIOS, *envoy.SCENARIOS,
+    *cdn.SCENARIOS, *apache.SCENARIOS,
     *caddy.SCENARIOS, *traefik.SCENARIOS, *kubernetes.SCENARIOS, *reload.SCENARIOS, *chain.SCENARIOS, *mesh.SCENARIOS,
     *apps.SCENARIOS, *server.SCENARIOS, *client.SCENARIOS, *libraries.SCENARIOS, *browser.SCENARIOS,
 )

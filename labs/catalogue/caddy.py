@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from labs.scenario import checks
-from labs.scenario.model import Scaled, Scenario, Variant, Workload
+from labs.scenario.model import Scaled, Scenario, Since, Variant, Workload
 
 DOCS = "https://caddyserver.com/docs/caddyfile"
 # A first event above encode's minimum_length (512 bytes) turns gzip on for the whole response.
@@ -25,7 +25,7 @@ SCENARIOS = [
         name="caddy-encode",
         layer="proxy",
         kind=None,  # not a finding `labs verify` can see yet (small events, no reload, 3 proxies)
-        symptom="behind Caddy the answer arrives all at once, but only for some prompts",
+        symptom="behind Caddy (before 2.9) the answer arrives all at once, but only for some prompts",
         path=("caddy",),
         # The fixed config, whose buffer_requests keeps this lab out of Caddy 2.6.2's
         # request-body race (RACE below), with only the event-stream matcher taken away.
@@ -43,15 +43,21 @@ SCENARIOS = [
             "so it shows up only when the first event is large (a long first delta, a tool call). "
             "Keep event streams out of encode with a request matcher (`not header Accept "
             "*text/event-stream*`); flush_interval -1 does not help (measured when the fixed config "
-            "had it), the encoder holds the bytes. " + RACE),
+            "had it), the encoder holds the bytes. Caddy 2.9.0 made a flush reach the encoder "
+            "(caddyserver/caddy#6471): a current Caddy sends each compressed event as the proxy "
+            "flushes it, so this bites behind Caddy 2.8 and older (Debian 12's 2.6.2). " + RACE),
         fix_summary="encode @compressible gzip, with @compressible not header Accept *text/event-stream*",
         finding=(
-            "Measured here and not a failure: with normal small events Caddy streams even with "
+            "Measured here (Caddy 2.6.2) and not a failure: with normal small events Caddy streams even with "
             "encode on (the first write is below minimum_length, so that response is never "
             "compressed). With any encode directive the response headers wait for the first body "
-            "byte."),
+            "byte. Caddy 2.11.4, the same config: gzip-encoded, TTFT 10 ms, 21 events in 21 reads "
+            "(2.6.2: 2,011 ms, 1 read)."),
         scaled=(Scaled("first event", f"{FIRST_EVENT_BYTES} bytes", "a long first delta or a tool call"),),
+        since=(Since("caddy", "2.9.0", "a flush reaches the encoder: the broken variant's compressed "
+                     "events leave as they come", ends_symptom=True),),
         sources=(f"{DOCS}/directives/encode", f"{DOCS}/matchers#header",
-                 "https://github.com/caddyserver/caddy/issues/5431"),
+                 "https://github.com/caddyserver/caddy/issues/5431",
+                 "https://github.com/caddyserver/caddy/pull/6471"),
     ),
 ]

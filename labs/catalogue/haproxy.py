@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from labs.scenario import checks
 from labs.catalogue.common import MANY_STREAMS_SERVER
-from labs.scenario.model import Scaled, Scenario, Variant, Workload
+from labs.scenario.model import Scaled, Scenario, Since, Variant, Workload
 
 DOCS = "https://docs.haproxy.org/2.6/configuration.html"
 LONG_SCRIPT = ("Every token should reach the reader the moment the model makes it. "
@@ -37,7 +37,7 @@ SCENARIOS = [
         name="haproxy-compression",
         layer="proxy",
         kind="compression-delay",
-        symptom="every token shows up one token late",
+        symptom="every token shows up one token late (HAProxy before 2.9)",
         path=("haproxy",),
         workload=Workload(lab={"stamp": True}),
         broken=Variant(proxy={"haproxy": {"http_no_delay": True, "compression_algo": "gzip",
@@ -48,13 +48,24 @@ SCENARIOS = [
         cure_checks=(checks.content_encoded(None), checks.hop_delay_at_most(0.25), checks.streamed(),
                      checks.no_finding("compression-delay")),
         explanation=(
-            "HAProxy's compression flushes each chunk, but the deflate stream keeps the last bytes of "
-            "the input until more arrives: an event's final newline only leaves with the next chunk, "
-            "so the client cannot dispatch an event until the following one is sent. Every token is one "
-            "interval late (the hop delay shows it), and heartbeats do not help the last one. Do not "
-            "compress text/event-stream."),
+            "HAProxy's compression flushes each chunk, but before 2.9 its deflate stream (slz) kept "
+            "the last bits of the input until more arrived: an event's final newline only leaves with "
+            "the next chunk, so the client cannot dispatch an event until the following one is sent. "
+            "Every token is one interval late (the hop delay shows it), and heartbeats do not help the "
+            "last one. HAProxy 2.9 flushes those bits with every chunk (commit 56f15298d, June 2023, "
+            "marked for backport to 2.6): with http-no-delay a current HAProxy sends each compressed "
+            "event at once. Do not compress text/event-stream on an older one (Debian 12's 2.6.12); "
+            "on a newer one it costs CPU, not time."),
         fix_summary="compression type without text/event-stream",
-        sources=(f"{DOCS}#4-compression",),
+        finding=(
+            "Measured here (21 events at 10/s, http-no-delay, 2026-12-06): HAProxy 2.6.12, gzip or "
+            "deflate, hop delay p50 100 ms (one interval), TTFT 104-122 ms; 3.2.26, hop delay 0 ms, "
+            "TTFT 7-17 ms, 21 reads. Without http-no-delay both group events (haproxy-nodelay): "
+            "hop delay p50 207 ms on 2.6.12, 106 ms on 3.2.26."),
+        since=(Since("haproxy", "2.9", "the compressor flushes its pending bits with every chunk: "
+                     "the broken variant's events leave at once", ends_symptom=True),),
+        sources=(f"{DOCS}#4-compression",
+                 "https://github.com/haproxy/haproxy/commit/56f15298d97b16d2ccd243f8faeb2176f32f8bf6"),
     ),
     Scenario(
         name="haproxy-timeout-server",

@@ -83,15 +83,19 @@ SCENARIOS = [
         symptom="streams directly, stalls behind a proxy you do not control",
         path=("nginx",),
         workload=Workload(),
-        broken=Variant(server_args=CLOSE_DELIMITED_SERVER, lab=NO_ACCEL_HEADER),
+        broken=Variant(proxy={"nginx": {"proxy_http_version": "1.0"}}, server_args=CLOSE_DELIMITED_SERVER,
+                       lab=NO_ACCEL_HEADER),
         fix=Variant(lab={"omit_headers": []}),
         symptom_checks=(checks.finding("buffering"),),
         cure_checks=(checks.streamed(), checks.complete_with_done(),
                      checks.no_finding("buffering")),
         explanation=(
-            "The same nginx defaults as nginx-buffering, but the fix is on the server: a response "
-            "header `X-Accel-Buffering: no` tells nginx to stop buffering this one response. It is the "
-            "fix for proxies you cannot configure (a managed ingress), and costs nothing elsewhere."),
+            "The same buffering as nginx-buffering (proxy_buffering on, HTTP/1.0 towards the upstream: "
+            "nginx's default before 1.29.7, written here as old configs and managed proxies still write "
+            "it), but the fix is on the server: a response header `X-Accel-Buffering: no` tells nginx to "
+            "stop buffering this one response. It is the fix for proxies you cannot configure (a managed "
+            "ingress), and costs nothing elsewhere. Since nginx 1.29.7 (1.30 stable) the upstream speaks "
+            "HTTP/1.1 by default, the reply is chunked, and nginx forwards it as it comes, header or not."),
         finding=(
             "Measured here: whether the server leaves the header out for every response "
             "(`--omit-header X-Accel-Buffering`) or for one request (`lab.omit_headers`), nginx gets "
@@ -100,6 +104,8 @@ SCENARIOS = [
             "close-delimited (the lab's `--http h11`), held; chunked (uvicorn's default httptools), "
             "forwarded chunk by chunk (TTFB 2-3 ms) with or without the header."),
         fix_summary="the server sends `X-Accel-Buffering: no` with every streaming response",
+        since=(Since("nginx", "1.29.7", "HTTP/1.1 towards the upstream by default: a chunked reply "
+                     "streams without the header; the stream is held where 1.0 is still written"),),
         sources=(f"{DOCS}#proxy_buffering", f"{DOCS}#proxy_ignore_headers"),
     ),
     Scenario(
@@ -168,7 +174,7 @@ SCENARIOS = [
         workload=Workload(tokens_per_s=20.0, disconnect_after_events=3,
                           script="Every token should reach the reader the moment the model makes it. "
                                  "Every token should reach the reader the moment the model makes it."),
-        broken=Variant(proxy={"nginx": {"proxy_ignore_client_abort": True}},
+        broken=Variant(proxy={"nginx": {"proxy_ignore_client_abort": True, "proxy_http_version": "1.0"}},
                        server_args=CLOSE_DELIMITED_SERVER, lab=NO_ACCEL_HEADER),
         fix=Variant(proxy={"nginx": {"proxy_ignore_client_abort": False}}),
         symptom_checks=(checks.departed(), checks.tokens_for_nobody_at_least(0.5), checks.release_at_least(10),
@@ -181,8 +187,14 @@ SCENARIOS = [
             "With proxy_ignore_client_abort on, nginx keeps the upstream request when the client goes "
             "away, so the server never learns that nobody reads: it generates the whole answer and holds "
             "its slot (KV cache) for nothing. The default (off) closes the upstream connection at once and "
-            "a server that handles disconnects stops within one decode step."),
+            "a server that handles disconnects stops within one decode step. The server stays unaware "
+            "only while nginx holds the reply (HTTP/1.0 upstream, close-delimited: nginx's default "
+            "before 1.29.7, written here). Since 1.29.7 nginx speaks HTTP/1.1 upstream by default, "
+            "writes each event on, and closes the upstream at the first write the departed client "
+            "fails, proxy_ignore_client_abort or not."),
         fix_summary="proxy_ignore_client_abort off; (the default)",
+        since=(Since("nginx", "1.29.7", "HTTP/1.1 towards the upstream by default: nginx writes each "
+                     "event on and notices the departure at the next write"),),
         finding=(
             "Measured here: the server never hears of the departure only while nginx buffers (a "
             "close-delimited upstream reply, as in this lab). Behind a chunked upstream nginx writes "

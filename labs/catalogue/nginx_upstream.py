@@ -5,7 +5,7 @@ from __future__ import annotations
 from labs.scenario import checks
 from labs.catalogue.drivers import one_after_another, paced_at_the_cut
 from labs.catalogue.nginx import DOCS, STREAMING_UPSTREAM
-from labs.scenario.model import Scaled, Scenario, Variant, Workload
+from labs.scenario.model import Scaled, Scenario, Since, Variant, Workload
 
 KEEPALIVE_REQUESTS = 20  # nginx-upstream-keepalive
 # retry-amplification: the read timeout, and the silence before the headers that outlasts it (a
@@ -32,7 +32,10 @@ SCENARIOS = [
         path=("nginx",),
         workload=Workload(streams=KEEPALIVE_REQUESTS, sequential=True, tokens_per_s=200.0,
                           script="A token stream should reach the reader."),
-        broken=Variant(proxy={"nginx": {"proxy_buffering": False}}),
+        # The WebSocket snippet's `map $http_upgrade $connection_upgrade { '' close; }` sends this
+        # on every ordinary request.
+        broken=Variant(proxy={"nginx": {"proxy_buffering": False, "proxy_http_version": "1.1",
+                                        "proxy_connection_header": "close"}}),
         fix=Variant(proxy={"nginx": {"upstream_keepalive": 16, "upstream_keepalive_timeout": "4s",
                                      **STREAMING_UPSTREAM}}),
         symptom_checks=(checks.server_metric_at_least(
@@ -47,12 +50,20 @@ SCENARIOS = [
             checks.complete_with_done()),
         server_metrics=("streamlab_http_connections_total", 'streamlab_requests_total{status="200"}'),
         explanation=(
-            "Without an upstream keepalive pool nginx opens a new TCP connection to the server for every "
-            "request and closes it after the response. A pool needs all three: `keepalive N` in the "
-            "upstream block, `proxy_http_version 1.1`, and an empty Connection header (nginx sends "
-            "`Connection: close` otherwise). Keep the pool's idle timeout below the server's own "
-            "keep-alive timeout (uvicorn: 5 s), or nginx reuses connections the server is closing."),
-        fix_summary='upstream { keepalive 16; } + proxy_http_version 1.1; + proxy_set_header Connection "";',
+            "Without an upstream keepalive pool, or with `Connection: close` sent upstream, nginx opens "
+            "a new TCP connection to the server for every request and closes it after the response. "
+            "Before nginx 1.29.7 that is the default, and a pool needs all three: `keepalive N` in the "
+            "upstream block, `proxy_http_version 1.1`, and an empty Connection header. Since 1.29.7 "
+            "(1.30 stable) every upstream block pools (`keepalive 32 local`) over HTTP/1.1 without "
+            "`Connection: close`, so a plain config reuses connections; what still defeats the pool "
+            "is a header that says close, such as the WebSocket snippet's `Connection "
+            "$connection_upgrade` whose map turns a request without Upgrade into `close` (the broken "
+            "variant here). Keep the pool's idle timeout below the server's own keep-alive timeout "
+            "(uvicorn: 5 s), or nginx reuses connections the server is closing."),
+        fix_summary='proxy_set_header Connection ""; (before nginx 1.29.7 also upstream { keepalive 16; } '
+                    'and proxy_http_version 1.1;)',
+        since=(Since("nginx", "1.29.7", "every upstream block pools connections over HTTP/1.1 by "
+                     "default: only a `Connection: close` still opens one per request"),),
         sources=("https://nginx.org/en/docs/http/ngx_http_upstream_module.html#keepalive",),
     ),
     Scenario(

@@ -230,6 +230,15 @@ class Since:
     # `proxy_http_version 1.0` back to None): `labs run` then measures that too, on each
     # release, and shows what each one does left alone. Empty: nothing to drop.
     own_defaults: Mapping[str, Any] = field(default_factory=dict)
+    # The change is a fix in the proxy that no setting undoes: from `version` on, the broken
+    # variant no longer shows the symptom, and its guard there checks that it does not (what a
+    # learner on the current release meets); the older releases keep the symptom's guard.
+    ends_symptom: bool = False
+
+    def reached_by(self, series: str) -> bool:
+        """Whether a release of `series` ("1.30") behaves as from `version` on."""
+        parts = tuple(int(part) for part in series.split("."))
+        return parts >= tuple(int(part) for part in self.version.split("."))[:len(parts)]
 
 
 @dataclass(frozen=True)

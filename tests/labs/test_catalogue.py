@@ -44,7 +44,6 @@ from labs.scenario.model import VARIANTS, Check, Run, Scenario, Since, Variant, 
 from labs.scenario import chromium
 from labs.scenario.browser_spec import BROWSER_ONLY, PageRequest, page_request
 from proxies.apps import is_app
-from proxies.binaries import parse_version
 from proxies.kinds import KINDS
 from proxies.validation import ConfigInvalid, validate
 from server.event_source import body_from_query
@@ -331,9 +330,7 @@ def since_problems(scenario: Scenario) -> list[str]:
         if change.proxy not in map(hop_kind, scenario.path) or len(releases) < 2:
             problems.append(f"{change.proxy}: not a proxy on the path with more than one release")
             continue
-        version = parse_version(change.version)
-        oldest, current = (parse_version(release.series) for release in (releases[0], releases[-1]))
-        if not oldest < version[:len(oldest)] or version[:len(current)] > current:
+        if change.reached_by(releases[0].series) or not change.reached_by(releases[-1].series):
             problems.append(f"{change.proxy} {change.version}: not after {releases[0].series} "
                             f"and up to {releases[-1].series}")
     return problems
@@ -354,6 +351,14 @@ def test_a_since_off_the_path_or_outside_the_releases_is_caught(proxy: str, vers
                                    since=(Since(proxy, version, "a change"),))
     problems = since_problems(scenario)
     assert (wrong is None and not problems) or (wrong is not None and wrong in problems[0]), problems
+
+
+@pytest.mark.parametrize(("version", "series", "reached"), [
+    ("1.29.7", "1.30", True), ("1.29.7", "1.29", True), ("1.29.7", "1.22", False), ("2.9.0", "2.11", True),
+    ("2.9.0", "2.6", False), ("2.9", "3.2", True), ("1.23.0", "1.22", False)])
+def test_a_release_reaches_a_since_by_its_series(version: str, series: str, reached: bool) -> None:
+    """Series by series (the guards pick their expectation so): 2.11 is after 2.9, not before it."""
+    assert Since("nginx", version, "a change").reached_by(series) is reached
 
 # ---- the checks, on hand-made runs -----------------------------------------------------------
 
