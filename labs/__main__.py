@@ -222,7 +222,14 @@ def _run(scenarios, variants, runtime, out: Path, *, as_json: bool = False) -> i
                 console.print(f"report: {paths['md']}  pictures: {pictures}")
                 console.print(f"[dim]{escape(provenance.one_line(outcome.provenance))}[/]")
                 status.start()
-            failed |= not outcome.all_passed
+            # As expected on each release: the symptom reproduces (not where the release fixed it,
+            # Since.ends_symptom), the fix cures.
+            gone = [each.releases for each in outcome.every_release if scenario.symptom_ended(each.releases)]
+            if gone and not as_json:
+                shown = "; ".join(", ".join(f"{kind} {series}" for kind, series in r.items()) for r in gone)
+                console.print(f"[dim]{scenario.name}: the symptom is gone on {shown}, a release that fixed it[/]")
+            failed |= any(each.passed(v) == (v == "broken" and scenario.symptom_ended(each.releases))
+                          for each in outcome.every_release for v in each.runs)
     return 1 if failed else 0
 
 

@@ -68,10 +68,6 @@ def images_of(scenario: Scenario) -> list[str]:
     return ["server", *dict.fromkeys("apps" if is_app(kind) else kind for kind in kinds)]
 
 
-def symptom_ended(scenario: Scenario, releases: str) -> bool:
-    """Whether a release these run carries a fix that ended the scenario's symptom (Since.ends_symptom)."""
-    chosen = choose_releases(releases, [hop_kind(hop) for hop in scenario.path], strict=False)
-    return any(change.ends_symptom and change.reached_by(chosen[change.proxy]) for change in scenario.since)
 
 
 def guard(lab: Callable[[str, str], Lab], scenario: Scenario, variant: VariantName, runtime: str,
@@ -82,7 +78,8 @@ def guard(lab: Callable[[str, str], Lab], scenario: Scenario, variant: VariantNa
     run = lab(runtime, releases).run_variant(scenario, variant)
     results = [check(run) for check in scenario.checks(variant)]
     failed = [r for r in results if not r.passed]
-    if variant == "broken" and symptom_ended(scenario, releases):
+    if variant == "broken" and scenario.symptom_ended(
+            choose_releases(releases, [hop_kind(hop) for hop in scenario.path], strict=False)):
         # The release fixed it: the broken config must no longer show the whole symptom.
         assert failed, (
             f"{scenario.name} (broken, {runtime}, releases {releases}): the symptom reproduced on a "

@@ -236,7 +236,7 @@ class Since:
     ends_symptom: bool = False
 
     def reached_by(self, series: str) -> bool:
-        """Whether a release of `series` ("1.30") behaves as from `version` on."""
+        """Whether a release of `series` ("1.30", or a whole version) behaves as from `version` on."""
         parts = tuple(int(part) for part in series.split("."))
         return parts >= tuple(int(part) for part in self.version.split("."))[:len(parts)]
 
@@ -275,6 +275,12 @@ class Scenario:
 
     def variant(self, name: VariantName) -> Variant:
         return self.broken if name == "broken" else self.broken.then(self.fix)
+
+    def symptom_ended(self, releases: Mapping[str, str | None]) -> bool:
+        """Whether the proxies a run used (kind -> its series or version) carry a fix that ended
+        this scenario's symptom (Since.ends_symptom): its broken variant then rightly streams."""
+        return any(change.ends_symptom and releases.get(change.proxy)
+                   and change.reached_by(str(releases[change.proxy])) for change in self.since)
 
     def checks(self, name: VariantName) -> tuple[Check, ...]:
         return self.symptom_checks if name == "broken" else self.cure_checks

@@ -10,6 +10,7 @@ from rich.console import Console
 from labs import catalogue
 from labs.scenario import runner
 from labs.scenario.run_all import SummaryRow, planned_s, run_all, summary_table
+from tests.ids import other_id
 from tests.labs.test_report import outcome
 
 
@@ -34,6 +35,27 @@ def test_the_summary_fits_one_screen_and_names_every_verdict() -> None:
     assert f"│ {rows[3].name} " in text and "could not run" in text and "1:01" in text
     n = len(rows)
     assert f"{n - 2}/{n} reproduced, {n - 2}/{n} cured, 1 could not run; 2:05 in all" in text
+
+
+def test_a_symptom_gone_on_a_release_that_fixed_it_is_a_pass_and_its_return_a_failure() -> None:
+    gone = SummaryRow("haproxy-compression", False, True, 2.0, gone=True)
+    back = SummaryRow("caddy-encode", True, True, 2.0, gone=True)
+    missing = SummaryRow("haproxy-nodelay", False, True, 2.0)
+    assert gone.ok and not back.ok and not missing.ok
+    text = _render(summary_table([gone, back, missing], total_s=6.0))
+    assert "gone here" in text and "reproduced (unexpected)" in text and "NOT reproduced" in text
+    assert "1/3 reproduced (1 gone on a release that fixed them), 3/3 cured" in text
+
+
+@pytest.mark.parametrize(("name", "releases", "gone"), [
+    ("haproxy-compression", {"haproxy": "3.2"}, True),
+    ("haproxy-compression", {"haproxy": "2.6"}, False),
+    ("chain-edge-compression", {"varnish": "7.7", "caddy": "2.11", "nginx": "1.30"}, True),
+    ("chain-edge-compression", {"varnish": "7.7", "caddy": "2.6", "nginx": "1.30"}, False),
+    ("nginx-accel-header", {"nginx": "1.30"}, False),  # a default changed, not a fix
+    ("haproxy-compression", {}, False)], ids=lambda value: other_id(value) if isinstance(value, str) else None)
+def test_the_releases_a_run_used_say_whether_its_symptom_is_gone(name: str, releases: dict, gone: bool) -> None:
+    assert catalogue.get(name).symptom_ended(releases) is gone
 
 
 def test_the_plan_uses_the_last_wall_time_else_the_workload(tmp_path: Path) -> None:
