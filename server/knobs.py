@@ -159,7 +159,7 @@ KNOBS: tuple[Knob, ...] = (
          "leaves: with the headers, or with the first token as vLLM sends it (the headers then "
          "stand alone through the prefill)", choices=("at-headers", "with-first-token"), flag=True),
     Knob("hello", "bool", False, "an SSE comment `: ok` right after the headers, so a hop that "
-         "holds the headers until the first body byte (nginx over HTTP/2) sends them at once; "
+         "holds the headers until the first body byte (nginx before 1.23 over HTTP/2) sends them at once; "
          "off by default: with the role chunk at the headers it adds a write and changes nothing",
          flag=True),
     Knob("stall_timeout_s", "float", 0.0, "no token for this long ends the stream with an "

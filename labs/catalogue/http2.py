@@ -31,7 +31,7 @@ SCENARIOS = [
         explanation=(
             "A server that sends its response headers at once and its first data only with the "
             "first token (vLLM does: the role chunk waits for the prefill) has its headers held by "
-            "nginx over HTTP/2: nginx's HTTP/2 module makes the HEADERS frame when it has the "
+            "nginx before 1.23 over HTTP/2: its HTTP/2 module makes the HEADERS frame when it has the "
             "header block, but sends it with the first DATA frame, so through a long prefill the "
             "client sees neither a status nor headers. Clients that time out on the headers "
             "(SDK connect/read timeouts, load balancers' first-byte timers) give up on a healthy "
