@@ -18,7 +18,8 @@ from typing import Callable, Iterator
 import pytest
 
 from labs import catalogue
-from labs.scenario.runner import Lab, older_releases
+from labs.scenario.releases import older_releases
+from labs.scenario.runner import Lab
 from labs.scenario.model import VARIANTS, Scenario, VariantName, hop_kind
 from proxies.apps import is_app
 from proxies.kinds import choose_releases

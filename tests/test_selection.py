@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from labs import catalogue
-from labs.scenario.runner import older_releases
+from labs.scenario.releases import older_releases
 
 REPO = Path(__file__).resolve().parent.parent
 

@@ -24,11 +24,12 @@ from labs.client.results import StreamResult
 from labs.client.peaks import GaugePeaks
 from labs.scenario.manifest_hop import manifest_hop
 from labs.scenario.reloads import ReloadAt
+from labs.scenario.releases import older_releases, own_defaults
 from labs.scenario.model import (VARIANTS, CheckResult, Run, Scenario, Variant, VariantName, Workload,
                                  hop_kind)
 from proxies.apps import AppSettings, app_settings, is_app
 from proxies.base import ProxySettings
-from proxies.kinds import KINDS, choose_releases, has_admin
+from proxies.kinds import choose_releases, has_admin
 from proxies.releases import CHOICE_VARIABLE
 from proxies.runtime import get_runtime
 from proxies.runtime.base import RunningProxy, Runtime
@@ -280,23 +281,6 @@ class Lab:
             result = asyncio.run(client.measure_stream(url + "/v1/chat/completions", body, **options))
             measured[label] = [result]
         return measured
-
-
-def own_defaults(scenario: Scenario) -> Variant | None:
-    """What the broken variant drops to leave its proxies at their own defaults (Since.own_defaults),
-    None when no release change names any."""
-    dropped: dict[str, dict[str, Any]] = {}
-    for change in scenario.since:
-        for hop in scenario.path:
-            if hop_kind(hop) == change.proxy and change.own_defaults:
-                dropped.setdefault(hop, {}).update(change.own_defaults)
-    return Variant(proxy=dropped) if dropped else None
-
-
-def older_releases(scenario: Scenario) -> list[str]:
-    """`PROXY=X.Y` of each older release of the proxies whose behaviour here changed (`since`)."""
-    return [f"{change.proxy}={release.series}" for change in scenario.since
-            for release in KINDS[change.proxy].releases[:-1]]
 
 
 def request_body(workload: Workload, variant: Variant, model: str) -> dict[str, Any]:

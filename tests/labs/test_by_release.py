@@ -14,7 +14,8 @@ from rich.console import Console
 from labs import catalogue
 from labs.scenario.model import Run, Variant
 from labs.scenario.report import print_outcome, report_dict, write_report
-from labs.scenario.runner import Lab, ScenarioOutcome, older_releases, own_defaults
+from labs.scenario.releases import older_releases, own_defaults
+from labs.scenario.runner import Lab, ScenarioOutcome
 from proxies.kinds import KINDS
 from proxies.releases import CHOICE_VARIABLE
 
