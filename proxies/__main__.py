@@ -6,14 +6,14 @@ import sys
 
 from pathlib import Path
 
-from proxies.export import FIXED_DIR, export, exported_text, stale_files
+from proxies.export import FIXED_DIR, export, exports, proven_text, stale_files, with_lab_certificate
 from proxies.kubernetes import export as kubernetes
 from proxies.kubernetes.export import K8S_DIR
 from proxies.kubernetes.validate import ManifestInvalid
 from proxies.binaries import BinaryProblem
-from proxies.kinds import PROXY_NAMES
+from proxies.kinds import PROXY_NAMES, kind_of
 from proxies.rendering import render
-from proxies.validation import ConfigInvalid
+from proxies.validation import ConfigInvalid, validate
 from proxies.variants import UnknownVariant, variant, variant_names
 
 
@@ -24,6 +24,8 @@ def main(argv: list[str] | None = None) -> int:
     render_cmd.add_argument("proxy", choices=PROXY_NAMES)
     render_cmd.add_argument("--variant", default="fixed", help="variant name (default: fixed)")
     render_cmd.add_argument("--no-validate", action="store_true", help="skip the binary's check")
+    render_cmd.add_argument("--proxy-version", metavar="X.Y",
+                            help="the release it is rendered for and checked by (default: the current one)")
     export_cmd = commands.add_parser("export", help=f"rewrite {FIXED_DIR} from the fixed variants")
     export_cmd.add_argument("--check", action="store_true",
                             help="write nothing; exit 1 when the files differ from a fresh export")
@@ -44,9 +46,23 @@ def main(argv: list[str] | None = None) -> int:
                     print("a scenario's config: python -m labs render SCENARIO --variant broken|fixed",
                           file=sys.stderr)
                 return 2
-            # A TLS config's certificate paths are checked when it runs (a missing file is an
-            # error then); the binary checks the text with the lab's certificate in their place.
-            sys.stdout.write(render(settings) if args.no_validate else exported_text(settings))
+            try:
+                settings = settings.with_(version=kind_of(args.proxy).release(args.proxy_version).series)
+            except ValueError as exc:
+                print(f"error: {exc}", file=sys.stderr)
+                return 2
+            # An exported variant prints as its file in proxies/fixed/ (header included), proven
+            # by each release it claims.
+            exported = next((export for export in exports().values() if export.proxy == args.proxy
+                             and export.variant == args.variant and settings.version in export.series), None)
+            if exported is not None:
+                sys.stdout.write(exported.text() if args.no_validate else proven_text(exported))
+            else:
+                if not args.no_validate:
+                    # A TLS config's certificate paths are checked when it runs (a missing file is
+                    # an error then); the binary checks the text with the lab's certificate there.
+                    validate(with_lab_certificate(settings))
+                sys.stdout.write(render(settings))
         elif args.command == "export" and args.k8s is not None:
             if args.k8s.exists() and not args.k8s.is_dir():
                 print(f"error: {args.k8s} is not a folder", file=sys.stderr)

@@ -1,5 +1,7 @@
 vcl 4.1;
 # Varnish (a CDN-style cache) in front of an OpenAI-compatible SSE server (streamlab).
+# Proven on Varnish 7.1 (Debian 12) and 7.7 (Debian trixie): each release's binary validates it and the
+# lab's tests run it (tests/proxies, tests/verify/test_fixed.py, tests/reliability).
 # Listens on 127.0.0.1:8080, proxies to 127.0.0.1:8000.
 # Run:      varnishd -F -a 127.0.0.1:8080 -f $PWD/varnish.vcl -n $PWD/varnish -s malloc,256m
 #           (the listen address is a command-line flag, not part of the VCL; -n: its own work folder)

@@ -10,7 +10,7 @@ import pytest
 
 from proxies import variant
 from proxies.binaries import binary
-from proxies.export import EXPORTS, FIXED_DIR, export, fresh_exports, stale_files
+from proxies.export import FIXED_DIR, export, export_for, exports, fresh_exports, release_file, stale_files
 from proxies.fixed_settings import CERTIFICATE, HEADERS, IDLE, MAX_BODY, PRIVATE_KEY
 from proxies.kinds import KINDS
 from proxies.tls import self_signed
@@ -18,7 +18,9 @@ from proxies.variants import UnknownVariant, register_variant, variant_names
 
 REPO = Path(__file__).resolve().parents[2]
 FILES = ["nginx.conf", "haproxy.cfg", "envoy.yaml", "varnish.vcl", "apache.conf", "Caddyfile", "traefik.yml",
-         "nginx-tls.conf", "envoy-tls.yaml"]
+         "nginx-tls.conf", "envoy-tls.yaml", "Caddyfile-2.6"]
+# Each file and each release it claims: the binary of every one of them runs it.
+CLAIMS = [(name, series) for name in FILES for series in exports()[name].series]
 # The TLS exports name the user's certificate and key; this machine has neither.
 USER_TLS_FILES = (CERTIFICATE, PRIVATE_KEY)
 
@@ -33,8 +35,35 @@ def test_fixed_files_equal_a_fresh_export() -> None:
     assert stale_files() == [], "run `python -m proxies export`"
 
 
-@pytest.mark.parametrize("name", FILES)
-def test_fixed_file_validates_as_a_user_would_run_it(name: str, tmp_path: Path) -> None:
+def test_each_release_has_one_file_and_its_header_says_which() -> None:
+    """Every release of every kind finds its fixed files; a file claims the releases that render
+    it alike, says so in its header, and names the file of the others; the current release's
+    file has the kind's own name."""
+    for proxy, kind in KINDS.items():
+        for name, own in kind.exports().items():
+            held = [export_for(proxy, name, release.series) for release in kind.releases]
+            assert held[-1].file == own
+            for release, export in zip(kind.releases, held):
+                text = (FIXED_DIR / export.file).read_text()
+                assert release.label in text.split("\n\n")[0], (export.file, release.label)
+                if export.file != own:
+                    assert export.file == release_file(own, export.series[-1])
+                    assert f"{own}; the two differ" in (FIXED_DIR / export.file).read_text()
+                    assert f"{export.file}; the two differ" in (FIXED_DIR / own).read_text()
+    # Caddy 2.7 renamed buffer_requests: two files. nginx, HAProxy, Varnish: one for both.
+    assert exports()["Caddyfile"].series == ("2.11",) and exports()["Caddyfile-2.6"].series == ("2.6",)
+    assert "request_buffers 8388608" in (FIXED_DIR / "Caddyfile").read_text()
+    assert "\n        buffer_requests\n" in (FIXED_DIR / "Caddyfile-2.6").read_text()
+    assert [exports()[name].series for name in ("nginx.conf", "haproxy.cfg", "varnish.vcl")] == [
+        ("1.22", "1.30"), ("2.6", "3.2"), ("7.1", "7.7")]
+
+
+@pytest.mark.parametrize(("name", "series"), CLAIMS, ids=[f"{name}-{series}" for name, series in CLAIMS])
+def test_fixed_file_validates_as_a_user_would_run_it(name: str, series: str, tmp_path: Path) -> None:
+    """As a user runs each binary of a release the file claims (an unpacked Varnish is told
+    where its own vmods are, as the lab tells it)."""
+    proxy = exports()[name].proxy
+    release = KINDS[proxy].release(series)
     path = FIXED_DIR / name
     text = path.read_text()
     if any(user_path in text for user_path in USER_TLS_FILES):
@@ -43,32 +72,34 @@ def test_fixed_file_validates_as_a_user_would_run_it(name: str, tmp_path: Path) 
         for user_path, lab_path in zip(USER_TLS_FILES, self_signed()):
             text = text.replace(user_path, lab_path)
         path.write_text(text)
-    if name.startswith("nginx"):
+    program = binary(proxy, series)
+    if proxy == "nginx":
         # `nginx -p DIR -c FILE`: every path relative to the prefix, no root paths.
-        command = [binary("nginx"), "-t", "-p", f"{tmp_path}/", "-c", str(path), "-e", "stderr"]
-    elif name == "haproxy.cfg":
-        command = [binary("haproxy"), "-c", "-f", str(path)]
-    elif name == "varnish.vcl":
-        command = [binary("varnish"), "-C", "-j", "none", "-f", str(path)]
-    elif name == "apache.conf":
-        command = [binary("apache"), "-t", "-d", str(tmp_path), "-f", str(path)]
-    elif name == "Caddyfile":
-        command = [binary("caddy"), "validate", "--config", str(path), "--adapter", "caddyfile"]
-    elif name == "traefik.yml":
-        command = [binary("traefik"), "healthcheck", f"--configFile={path}"]
+        command = [program, "-t", "-p", f"{tmp_path}/", "-c", str(path), "-e", "stderr"]
+    elif proxy == "haproxy":
+        command = [program, "-c", "-f", str(path)]
+    elif proxy == "varnish":
+        command = [program, "-C", "-j", "none", "-f", str(path)]
+    elif proxy == "apache":
+        command = [program, "-t", "-d", str(tmp_path), "-f", str(path)]
+    elif proxy == "caddy":
+        command = [program, "validate", "--config", str(path), "--adapter", "caddyfile"]
+    elif proxy == "traefik":
+        command = [program, "healthcheck", f"--configFile={path}"]
     else:
-        command = [binary("envoy"), "--mode", "validate", "-c", str(path)]
+        command = [program, "--mode", "validate", "-c", str(path)]
+    command += KINDS[proxy].release_args(release)
     env = {**os.environ, "HOME": str(tmp_path), "XDG_CONFIG_HOME": str(tmp_path), "XDG_DATA_HOME": str(tmp_path)}
     result = subprocess.run(command, capture_output=True, text=True, timeout=60, env=env, cwd=tmp_path)
     # Traefik has no check-only mode: its `healthcheck` decodes the file strictly, then asks for ping.
-    passed = KINDS["traefik"].check_passed if name == "traefik.yml" else lambda status, _: status == 0
+    passed = KINDS["traefik"].check_passed if proxy == "traefik" else lambda status, _: status == 0
     assert passed(result.returncode, result.stderr + result.stdout), (result.stderr + result.stdout)[-2000:]
-    if name in ("apache.conf", "Caddyfile", "traefik.yml"):
+    if proxy in ("apache", "caddy", "traefik"):
         # Relative to the ServerRoot / the working folder: no root paths but the modules'.
         directives = [line.split("#")[0] for line in path.read_text().splitlines()
                       if not line.startswith("LoadModule")]
         assert not any("/var/" in line or "/etc/" in line or "/run/" in line for line in directives)
-    if name.startswith("nginx"):
+    if proxy == "nginx":
         # Only the certificate lines (swapped above) name a system path.
         directives = [line.split("#")[0] for line in path.read_text().splitlines()]
         assert not any("/var/" in line or "/etc/" in line or "/run/" in line for line in directives)
@@ -119,13 +150,21 @@ def test_cli_export_check_passes() -> None:
     assert result.returncode == 0, result.stderr
 
 
-@pytest.mark.parametrize(("proxy", "name"), list(EXPORTS), ids=[f"{p}-{v}" for p, v in EXPORTS])
-def test_cli_render_prints_the_variant(proxy: str, name: str) -> None:
-    """The TLS ones too, although this machine lacks the certificate they name: the binary checks
-    the text with the lab's certificate in its place (a missing file is an error when it runs)."""
-    result = cli("render", proxy, "--variant", name)
+@pytest.mark.parametrize("name", FILES)
+def test_cli_render_prints_the_variant(name: str) -> None:
+    """Each file, by its variant and release; the TLS ones too, although this machine lacks the
+    certificate they name: the binary checks the text with the lab's certificate in its place (a
+    missing file is an error when it runs)."""
+    held = exports()[name]
+    result = cli("render", held.proxy, "--variant", held.variant, "--proxy-version", held.series[0])
     assert result.returncode == 0, result.stderr
-    assert result.stdout == (FIXED_DIR / EXPORTS[proxy, name]).read_text()  # type: ignore[index]
+    assert result.stdout == (FIXED_DIR / name).read_text()
+
+
+def test_cli_render_of_a_release_the_lab_lacks_is_one_line() -> None:
+    result = cli("render", "caddy", "--proxy-version", "9.9")
+    assert result.returncode == 2 and not result.stdout
+    assert result.stderr.strip().splitlines() == ["error: the lab runs caddy 2.6 (Debian 12), 2.11 (Debian sid), not 9.9"]
 
 
 @pytest.mark.parametrize("proxy", ["nginx", "envoy"])
@@ -134,7 +173,7 @@ def test_tls_exports_are_the_fixed_configs_on_a_tls_listener(proxy: str) -> None
     changed = {field for field in type(tls).model_fields if getattr(plain, field) != getattr(tls, field)}
     assert changed <= {"tls_http2", *tls.tls_fields, "ssl_protocols", "ssl_session_cache"}
     assert tuple(tls.tls_files().values()) == USER_TLS_FILES
-    text = (FIXED_DIR / EXPORTS[proxy, "fixed-tls"]).read_text()  # type: ignore[index]
+    text = (FIXED_DIR / export_for(proxy, "fixed-tls").file).read_text()  # type: ignore[arg-type]
     assert all(path in text for path in USER_TLS_FILES)
     if proxy == "nginx":
         assert tls.ssl_protocols == ("TLSv1.2", "TLSv1.3") and tls.ssl_session_cache.startswith("shared:")

@@ -24,9 +24,13 @@ from pathlib import Path
 
 import pytest
 
-from labs.verify import read_config, verify_config
+from labs.verify import verify_config
+from labs.verify.detect import detect
 from labs.verify.kinds import KINDS
 from labs.verify.output import verdict_line
+from proxies.binaries import binary
+from proxies.export import exports
+from proxies.kinds import KINDS as PROXY_KINDS
 
 pytestmark = pytest.mark.slow
 FIXED = Path(__file__).resolve().parents[2] / "proxies" / "fixed"
@@ -51,17 +55,64 @@ def _listens_on_tls(name: str) -> bool:
 
 def _at_write(name: str):
     """How the file's proxy notices a departure when only a write tells it (None: a setting decides)."""
-    return KINDS[read_config(FIXED / name).proxy].departure_at_write
+    return KINDS[detect(FIXED / name)].departure_at_write
 
 
+def _claims(name: str) -> tuple[str | None, ...]:
+    """The releases a file is proven on (proxies.export; its header names them), the current one
+    as None (verify's default); a Kubernetes manifest runs in its controller's own proxy, which
+    the lab stands in for with its current release."""
+    if name not in exports():
+        return (None,)
+    current = PROXY_KINDS[exports()[name].proxy].current.series
+    return tuple(None if series == current else series for series in exports()[name].series)
+
+
+# Ids: the file (on its newest release), `nginx.conf-1.22` for an older release it claims too.
+CLAIMS = [pytest.param(name, series, id=f"{name}-{series}" if series and len(_claims(name)) > 1 else name)
+          for name in FILES for series in _claims(name)]
 AT_WRITE = [name for name in FILES if _at_write(name) is not None]
 
 
+@pytest.fixture
+def on_release(monkeypatch: pytest.MonkeyPatch):
+    """Run verify on one release of the proxy (None: the current one, as with no flag), and
+    record the binaries that checked and ran the file. Until verify's --proxy-version chooses
+    the release, the test sets it where verify reads and runs the file: the rewritten config's
+    series (labs/verify/launch.py release()) and the binary whose Caddyfile adapter reads it."""
+    from labs.verify import launch, run
+    from labs.verify.caddy import config as caddy_config
+    from proxies.binaries import find_binary
+
+    ran: list[str] = []
+    chosen_program = launch.program
+
+    def recorded(rewritten):
+        ran.append(chosen_program(rewritten))
+        return ran[-1]
+    monkeypatch.setattr(launch, "program", recorded)
+
+    def choose(series: str | None) -> list[str]:
+        if series is not None:
+            rewrite = run.rewrite_config
+
+            def rewritten_on_release(*args, **kwargs):
+                rewritten = rewrite(*args, **kwargs)
+                rewritten.series = series
+                return rewritten
+            monkeypatch.setattr(run, "rewrite_config", rewritten_on_release)
+            monkeypatch.setattr(caddy_config, "find_binary", lambda name, _=None: find_binary(name, series))
+        return ran
+    return choose
+
+
 @pytest.mark.parametrize("mode", ["quick", "default"])
-@pytest.mark.parametrize("name", FILES)
-def test_fixed_file_passes_verify(verify_server, request, name: str, mode: str) -> None:
+@pytest.mark.parametrize(("name", "series"), CLAIMS)
+def test_fixed_file_passes_verify(verify_server, request, on_release, name: str, series: str | None,
+                                  mode: str) -> None:
     if name in GO_PROXY:
         request.getfixturevalue("headers_late")
+    programs = on_release(series)
     quick = mode == "quick"
     at_write = _at_write(name)
     heartbeat = HEARTBEAT_S if at_write is not None else None
@@ -90,6 +141,8 @@ def test_fixed_file_passes_verify(verify_server, request, name: str, mode: str) 
         assert "disconnect" in ran, shown
         assert after.get(HEARTBEATS, 0) - before.get(HEARTBEATS, 0) >= at_write.heartbeats, shown
     assert after.get("streamlab_tokens_generated_total", 0) > before.get("streamlab_tokens_generated_total", 0)
+    # Checked and run by the binary of the release it claims, and by nothing else.
+    assert programs and set(programs) == {binary(report.proxy, series)}, programs
 
 
 @pytest.mark.parametrize("mode", ["quick", "default"])

@@ -48,9 +48,11 @@ def rewrite(vcl: Vcl, lab_port: int, folder: Path, listen_port: int | None = Non
     if vcl.probes or any(".probe" in b.attrs for b in vcl.backends.values()):
         notes.append("health checks (probes) off: the lab's server is the only backend")
     notes.append("the listen address is varnishd's -a flag: 127.0.0.1 on a free port here")
-    return Rewritten("varnish", folder, written[vcl.entry], listen_port=listen_port or free_port(),
-                     files=files, notes=list(dict.fromkeys(notes)),
-                     contacted=lambda: contacted(folder / WORK_FOLDER))
+    rewritten = Rewritten("varnish", folder, written[vcl.entry], listen_port=listen_port or free_port(),
+                          files=files, notes=list(dict.fromkeys(notes)))
+    # Read when it runs, by the release that runs it (its series is chosen after the rewrite).
+    rewritten.contacted = lambda: contacted(folder / WORK_FOLDER, rewritten.series)
+    return rewritten
 
 
 def _target(vcl: Vcl, file: VclFile, folder: Path) -> Path:
@@ -129,9 +131,12 @@ def addresses(main: Path) -> list[tuple[str, str]]:
             for b in vcl.backends.values()]
 
 
-def contacted(workdir: Path) -> set[str]:
-    """`host:port` of every backend connection still in the run's shared-memory log."""
-    varnishlog = find_executable("varnishlog")  # in Debian's varnish package, beside varnishd
+def contacted(workdir: Path, series: str | None = None) -> set[str]:
+    """`host:port` of every backend connection still in the run's shared-memory log, read by the
+    varnishlog of the release that ran (another version's cannot read it: measured, the host's
+    7.1 varnishlog recorded nothing of a 7.7 run)."""
+    # In Debian's varnish package, beside varnishd (an unpacked release's among its programs).
+    varnishlog = VARNISH.release(series).program("varnishlog") or find_executable("varnishlog")
     if varnishlog is None or not workdir.is_dir():
         return set()
     try:
