@@ -1,4 +1,5 @@
-"""Smoke: each proxy's fixed config in front of the real model server streams a completion."""
+"""Smoke: each proxy's fixed config in front of the real model server streams a completion, on
+every release the lab runs of it (proxies.export: the file of that release)."""
 from __future__ import annotations
 
 from typing import Any
@@ -7,9 +8,9 @@ import pytest
 
 from labs.client.results import StreamResult
 from proxies import variant
+from proxies.kinds import KINDS
 from proxies.runtime.local import run_proxy
-from server.processes import free_port
-from tests.runtimes import stream
+from tests.runtimes import on_free_ports, stream
 
 # Never skipped: these tests stream through the session's synthetic-engine server, which needs
 # no built model (they used to skip, at collection, before `.models/tiny` existed); a test the
@@ -32,14 +33,17 @@ def completion(url: str) -> StreamResult:
     return stream(url + "/v1/chat/completions", REQUEST)
 
 
-@pytest.mark.parametrize("name", ["nginx", "haproxy", "envoy"])
-def test_fixed_proxy_streams_a_completion(name: str, server: Any) -> None:
+# nginx, HAProxy and Envoy as before; Varnish and Caddy too, which run two releases as well.
+RELEASES = [pytest.param(name, release.series, id=f"{name}-{release.series}")
+            for name in ("nginx", "haproxy", "envoy", "varnish", "caddy") for release in KINDS[name].releases]
+
+
+@pytest.mark.parametrize(("name", "series"), RELEASES)
+def test_fixed_proxy_streams_a_completion(name: str, series: str, server: Any) -> None:
     direct = completion(server.url)
     assert direct.status == 200 and direct.outcome == "complete"
-    changes = {"listen_port": free_port(), "upstream_port": server.port}
-    if name == "envoy":
-        changes["admin_port"] = free_port()
-    with run_proxy(variant(name, "fixed").with_(**changes)) as proxy:
+    with run_proxy(on_free_ports(variant(name, "fixed").with_(version=series), server.port)) as proxy:
+        assert proxy.settings.version == series
         through = completion(proxy.url)
     assert through.status == 200 and through.outcome == "complete"
     assert through.headers["content-type"].startswith("text/event-stream")

@@ -37,7 +37,7 @@ from proxies.runtime.base import Runtime
 from proxies.runtime.local import run_proxy
 from server.processes import wait_until
 from tests.reliability.proxy_faults import (BODY_TIMEOUT_S, HEADER_TIMEOUT_S, LATE_S, assert_openai_error,
-                                            chat, connections_to, fixed)
+                                            chat, connections_to, fixed, on_releases)
 from tests.runtimes import stream
 
 pytestmark = pytest.mark.slow
@@ -169,7 +169,7 @@ def ordinary_stream_during(proxy_url: str) -> tuple[threading.Thread, list[Strea
     return thread, results
 
 
-@pytest.mark.parametrize("proxy_name", PROXIES)
+@pytest.mark.parametrize("proxy_name", on_releases(PROXIES))
 def test_a_slow_upload_is_closed_at_the_body_deadline_and_holds_no_upstream(
         proxy_name: ProxyName, runtime: Runtime, upstream: FakeUpstream) -> None:
     defence = DEFENCES[proxy_name]
@@ -205,7 +205,7 @@ def test_a_slow_upload_is_closed_at_the_body_deadline_and_holds_no_upstream(
     assert result.bursts >= 17, result.content_reads  # a busy 2-core box may merge an odd pair
 
 
-@pytest.mark.parametrize("proxy_name", BOUNDED)
+@pytest.mark.parametrize("proxy_name", on_releases(BOUNDED))
 def test_without_the_deadline_the_same_upload_trickles_on(proxy_name: ProxyName, upstream: FakeUpstream) -> None:
     """The converse: the fixed config with its deadline turned off keeps the same trickle open
     well past it, so the test above measures the setting, not an accident of the harness."""
@@ -267,7 +267,7 @@ def _assert_refused(response: httpx.Response | None, expected: int | str) -> Non
 
 
 @pytest.mark.parametrize("framing", ["content-length", "chunked"])
-@pytest.mark.parametrize("proxy_name", PROXIES)
+@pytest.mark.parametrize("proxy_name", on_releases(PROXIES))
 def test_a_body_over_the_limit_gets_a_json_error_and_never_reaches_the_upstream(
         proxy_name: ProxyName, framing: str, runtime: Runtime, upstream: FakeUpstream) -> None:
     defence, chunked = DEFENCES[proxy_name], framing == "chunked"
@@ -318,7 +318,7 @@ def test_without_the_rule_a_chunked_body_over_the_limit_reaches_the_upstream_who
 AFTER_ATTACK_TOKENS = 20
 
 
-@pytest.mark.parametrize("proxy_name", PROXIES)
+@pytest.mark.parametrize("proxy_name", on_releases(PROXIES))
 def test_ordinary_streams_complete_after_a_chunked_body_over_the_limit(proxy_name: ProxyName,
                                                                       proxy_upstream: Any) -> None:
     """An over-limit chunked upload, then two ordinary streams on the same proxy, in front of the

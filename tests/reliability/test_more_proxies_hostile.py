@@ -18,7 +18,7 @@ from proxies.base import ProxyName
 from proxies.runtime.local import run_proxy
 from server.processes import free_port
 from tests.reliability.proxy_faults import (HEADER_TIMEOUT_S, LATE_S, MORE_PROXIES, assert_openai_error,
-                                            chat, connect, fixed_proxy, running_server,
+                                            chat, connect, fixed_proxy, on_releases, running_server,
                                             seconds_until_closed)
 from tests.runtimes import on_free_ports
 
@@ -33,7 +33,7 @@ def server() -> Iterator[Any]:
         yield handle
 
 
-@pytest.mark.parametrize("proxy_name", MORE_PROXIES)
+@pytest.mark.parametrize("proxy_name", on_releases(MORE_PROXIES))
 def test_proxy_own_error_is_openai_shaped_and_the_defaults_are_not(proxy_name: ProxyName) -> None:
     nobody = free_port()
     with fixed_proxy(proxy_name, nobody) as proxy:
@@ -46,7 +46,7 @@ def test_proxy_own_error_is_openai_shaped_and_the_defaults_are_not(proxy_name: P
     assert not page.headers.get("content-type", "").startswith("application/json"), page.text[:200]
 
 
-@pytest.mark.parametrize("proxy_name", ["apache", "caddy"])
+@pytest.mark.parametrize("proxy_name", on_releases(["apache", "caddy"]))
 def test_header_trickle_is_closed_within_the_header_timeout(proxy_name: ProxyName, server: Any) -> None:
     with fixed_proxy(proxy_name, server.port) as proxy, connect(proxy) as sock:
         open_for = seconds_until_closed(sock, limit_s=len(TRICKLE) * 0.1, trickle=TRICKLE)
