@@ -83,7 +83,7 @@ DEFENCES: dict[ProxyName, Defence] = {
     # request_timeout: the whole request, body included, a JSON 408; the buffer filter holds the
     # body until it is complete (and counts a chunked one), so the router connects only then.
     "envoy": Defence(deadline="request_timeout", off="0s", answers=(408,)),
-    # Nothing in Varnish 7.1 bounds a whole body (its per-read timeout_idle, 5 s, never trips at
+    # Nothing in Varnish 7.1 or 7.7 bounds a whole body (its per-read timeout_idle, 5 s, never trips at
     # 10 bytes/s); cache_req_body reads it whole before the backend fetch, so no backend
     # connection is held, and cuts a chunked one at the limit without an answer.
     "varnish": Defence(deadline=None, chunked="cut"),
@@ -91,8 +91,9 @@ DEFENCES: dict[ProxyName, Defence] = {
     # ignores LimitRequestBody for what it forwards: every chunked body gets 411.
     "apache": Defence(deadline="request_body_timeout", answers=(408,), chunked=411),
     # read_body bounds the whole request; buffer_requests (sized bodies only) dials the server
-    # once the body is in, but forwards what it had once read_body cut it, and the client gets a
-    # 200 with an empty body (measured, Caddy 2.6.2: a cut upload is never told it failed).
+    # once the body is in, and may forward what it had once read_body cut it (seen once on
+    # 2.6.2; 2026-12-06 neither 2.6.2 nor 2.11.4 sent anything, here or at 60 s), and the client
+    # gets a 200 with an empty body (measured on both: a cut upload is never told it failed).
     # request_body counts a chunked body while it forwards it, and answers 413 at the limit.
     "caddy": Defence(deadline="read_body_timeout", answers=(200,), forwards_cut_body=True,
                      counts_while_forwarding=True),
