@@ -133,9 +133,8 @@ def addresses(main: Path) -> list[tuple[str, str]]:
 
 def contacted(workdir: Path, series: str | None = None) -> set[str]:
     """`host:port` of every backend connection still in the run's shared-memory log, read by the
-    varnishlog of the release that ran (another version's cannot read it: measured, the host's
-    7.1 varnishlog recorded nothing of a 7.7 run)."""
-    # In Debian's varnish package, beside varnishd (an unpacked release's among its programs).
+    varnishlog of the release that wrote it (`series`, None: the current one)."""
+    # an unpacked release's own, else Debian's varnish package's, beside varnishd
     varnishlog = VARNISH.release(series).program("varnishlog") or find_executable("varnishlog")
     if varnishlog is None or not workdir.is_dir():
         return set()
