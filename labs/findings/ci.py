@@ -130,7 +130,8 @@ def _log(tool: str, results: list[dict[str, Any]], invocation: dict[str, Any]) -
 
 
 def sarif_log(report: PathReport, *, tool: str, place: Callable[[Finding], Place],
-              exit_code: int) -> dict[str, Any]:
+              exit_code: int, properties: dict[str, Any] | None = None) -> dict[str, Any]:
+    """`properties`: the run's property bag (verify's: the proxy release that was measured)."""
     rule_index = {kind.id: index for index, kind in enumerate(KINDS)}
     results = []
     for finding in report.findings:
@@ -149,7 +150,10 @@ def sarif_log(report: PathReport, *, tool: str, place: Callable[[Finding], Place
     # executionSuccessful: the run ended with a verdict; a fault found is a result, not a failed run.
     invocation = {"executionSuccessful": exit_code != EXIT_UNUSABLE, "exitCode": exit_code,
                   "toolExecutionNotifications": skipped}
-    return _log(tool, results, invocation)
+    log = _log(tool, results, invocation)
+    if properties:
+        log["runs"][0]["properties"] = properties
+    return log
 
 
 def unusable_sarif_log(error: UnusableInput, *, tool: str, file: str | None) -> dict[str, Any]:
@@ -185,8 +189,10 @@ def _annotated(place: Place) -> dict[str, str | int | None]:
     return {"file": Path(place.file).as_posix(), "line": place.line} if place.file else {}
 
 
-def workflow_commands(report: PathReport, *, tool: str, place: Callable[[Finding], Place]) -> list[str]:
-    """One annotation per finding, one per skipped check, then the verdict as a notice."""
+def workflow_commands(report: PathReport, *, tool: str, place: Callable[[Finding], Place],
+                      said: str = "") -> list[str]:
+    """One annotation per finding, one per skipped check, then the verdict as a notice (with
+    `said` after it: verify's "measured on ..." line)."""
     lines = []
     for finding in report.findings:
         where = place(finding)
@@ -194,7 +200,7 @@ def workflow_commands(report: PathReport, *, tool: str, place: Callable[[Finding
                              message(finding, where), **_annotated(where), title=f"{tool}: {finding.kind}"))
     lines += [command("warning", f"check {check.name} not measured: {check.skipped}",
                       title=f"{tool}: skipped") for check in report.checks if check.skipped]
-    lines.append(command("notice", verdict(report), title=tool))
+    lines.append(command("notice", verdict(report) + (f"; {said}" if said else ""), title=tool))
     return lines
 
 

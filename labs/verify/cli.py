@@ -66,12 +66,20 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                        help="send this header with every measured request (a route behind "
                             "authentication); never stored, never printed (repeatable)")
     parser.add_argument("--proxy-version", default=None, metavar="X.Y[.Z]",
-                        help="the proxy version the config is written for: its defaults are judged "
-                             "(and written into the run where the binary here has others); default "
-                             "the binary's own, said in the output (nginx: 1.22 and later)")
+                        help="the proxy version the config is written for: the lab's release of that "
+                             "series runs it, else the newest one not newer (else the oldest) stands in, "
+                             "said in the output; nginx, HAProxy and Envoy are judged with that "
+                             "version's defaults (written into the run where the binary has others). "
+                             f"Default: each proxy's current release, the last of its releases here ({_releases()})")
     route.add_argument("--main", default=None, metavar="PLATFORM|FILE",
                        help="nginx site file: the main config it is included from: official-image "
                             "(default), debian, or your own nginx.conf")
+
+
+def _releases() -> str:
+    from proxies.kinds import KINDS as PROXY_KINDS
+    return "; ".join(f"{kind.binary.title} " + ", ".join(r.series for r in kind.releases)
+                     for kind in PROXY_KINDS.values())
 
 
 def output_format(args: argparse.Namespace) -> str:

@@ -13,6 +13,7 @@ from typing import Callable, Mapping
 
 from labs.verify.model import Options, Reading, RouteWanted, Suspicion
 from labs.verify.rewrite import Rewritten
+from labs.verify.versions import DefaultsTable
 
 
 @dataclass(frozen=True)
@@ -46,8 +47,9 @@ class ConfigKind:
     (NotLoopback) a rewrite that still names another address."""
     fallback: Mapping[str, tuple[str, str]]
     """Finding kind -> (the setting to look at, the fix), for a measured fault no setting explains."""
-    versions: bool = False
-    """Whether --proxy-version selects this proxy's defaults (a table of them by version)."""
+    defaults: DefaultsTable | None = None
+    """This proxy's defaults by version, where --proxy-version selects them (None: verify knows one
+    set; --proxy-version then picks the release that runs it, labs/verify/releases.py)."""
     departure_at_write: AtNextWrite | None = None
     """Set when this proxy notices a departure only at a write, whatever its config (None: a
     setting decides). Without --heartbeat every config of it is then suspected of

@@ -13,7 +13,7 @@ from typing import Iterator
 from labs.findings import UnusableInput
 from labs.verify import containers
 from labs.verify.rewrite import Rewritten
-from proxies.binaries import binary
+from proxies.binaries import BinaryProblem, binary
 from proxies.kind import Endpoint
 from proxies.kinds import KINDS
 from proxies.releases import Release
@@ -50,8 +50,12 @@ def release(rewritten: Rewritten) -> Release:
 
 
 def program(rewritten: Rewritten) -> str:
-    """The binary of that release on this machine (BinaryProblem when it is not installed)."""
-    return binary(rewritten.proxy, release(rewritten).series)
+    """The binary of that release on this machine; UnusableInput says what to install when it is
+    not installed (exit 2, one line)."""
+    try:
+        return binary(rewritten.proxy, release(rewritten).series)
+    except BinaryProblem as exc:
+        raise UnusableInput(str(exc)) from None
 
 
 def kind_env(rewritten: Rewritten) -> dict[str, str]:

@@ -49,6 +49,9 @@ class RouteWanted:
     host: str | None = None
     main: str | None = None  # a site file: the main config it is read inside (nginx's --main)
     version: str | None = None  # the proxy version the config is written for (--proxy-version)
+    # The series of the proxy's release that runs it (labs/verify/releases.py chooses it from
+    # `version`; None: the current one): its binary's defaults are the reading's when none is asked.
+    series: str | None = None
     # --header: what routing may look at (an Envoy header matcher, an HAProxy hdr() ACL); the
     # values are credentials: never in a repr, a report or the output.
     headers: tuple[tuple[str, str], ...] = field(default=(), repr=False, compare=False)
@@ -169,6 +172,9 @@ class VerifyReport(PathReport):
     version: str | None = None
     settings: dict[str, Setting] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
+    # The release whose binary ran the config (labs/verify/releases.py's RunsOn.to_json): its
+    # exact version and source, what --proxy-version asked, and whether it stood in for it.
+    measured_on: dict[str, Any] = field(default_factory=dict)
     wall_s: float = 0.0
     # The checks left out of this run and by what (--quick, --check): never part of its "ok".
     not_selected: list[str] = field(default_factory=list)
@@ -182,6 +188,6 @@ class VerifyReport(PathReport):
             "rewrites": self.rewrites,
             "route": self.route, "path": self.path, "why": self.why, "routes": self.routes, "proxy_version": self.version,
             "settings": {name: {"value": s.text, "where": s.where} for name, s in self.settings.items()},
-            "notes": self.notes,
+            "notes": self.notes, "measured_on": self.measured_on,
             "wall_s": round(self.wall_s, 2),
         }

@@ -35,9 +35,11 @@ def place(report: VerifyReport, finding: Finding) -> ci.Place:
 def for_ci(report: VerifyReport, fmt: str) -> str:
     """The report in a CI format (`sarif` or `github`), as printed on stdout."""
     if fmt == "sarif":
-        log = ci.sarif_log(report, tool=TOOL, place=lambda f: place(report, f), exit_code=report.exit_status)
+        log = ci.sarif_log(report, tool=TOOL, place=lambda f: place(report, f), exit_code=report.exit_status,
+                           properties={"measuredOn": report.measured_on} if report.measured_on else None)
         return json.dumps(log, indent=2)
-    return "\n".join(ci.workflow_commands(report, tool=TOOL, place=lambda f: place(report, f)))
+    return "\n".join(ci.workflow_commands(report, tool=TOOL, place=lambda f: place(report, f),
+                                           said=report.measured_on.get("said", "")))
 
 
 def error_for(error: UnusableInput, file: str, fmt: str) -> str:
@@ -54,6 +56,8 @@ def error_for(error: UnusableInput, file: str, fmt: str) -> str:
 
 def print_report(report: VerifyReport, console: Console) -> None:
     console.print(f"[bold]{report.proxy}[/bold] {report.file}: {report.route}")
+    if report.measured_on:
+        console.print(report.measured_on["said"], highlight=False)
     settings = Table(title="settings in effect for POST /v1/chat/completions", show_header=True,
                      header_style="bold")
     for column in ("setting", "value", "where"):

@@ -19,7 +19,7 @@ from typing import Callable, Iterator, Sequence
 
 from labs.findings import CheckOutcome, UnusableInput
 from labs.scenario.exposing import CLOSE_DELIMITED
-from labs.verify import judge
+from labs.verify import judge, releases
 from labs.verify import trials as dynamic
 from labs.verify.detect import detect
 from labs.verify.kubernetes import translate
@@ -57,9 +57,8 @@ def read_config(path: Path, proxy: str | None = None, wanted: RouteWanted = Rout
         reading.file = Path(path)
         return translation.relabel(reading)
     proxy = _proxy(path, proxy)
-    if wanted.version is not None and not KINDS[proxy].versions:
-        raise UnusableInput(f"--proxy-version selects defaults for {', '.join(sorted(k for k in PROXIES if KINDS[k].versions))}"
-                            f" only; {proxy} is judged with the one set of defaults verify knows for it")
+    if wanted.series is None:  # the release that runs it, whose binary's defaults apply unless asked
+        wanted = replace(wanted, series=releases.chosen(proxy, wanted.version, KINDS[proxy].defaults).series)
     reading = KINDS[proxy].read(path, wanted)
     reading.wanted = wanted
     return reading
@@ -68,10 +67,13 @@ def read_config(path: Path, proxy: str | None = None, wanted: RouteWanted = Rout
 def rewrite_config(path: Path, reading: Reading, lab_port: int, folder: Path, *,
                    in_container: bool = False) -> Rewritten:
     """The config as it runs here; `in_container`: it runs as the invoking user in a container.
-    Kubernetes manifests run as their translation (read_config's)."""
+    Kubernetes manifests run as their translation (read_config's). It runs on the release the
+    reading was made for (`reading.wanted.series`)."""
     translation = translate(Path(path), reading.proxy)
     path = translation.path if translation is not None else path
-    return KINDS[reading.proxy].run_here(path, reading, lab_port, folder, in_container)
+    rewritten = KINDS[reading.proxy].run_here(path, reading, lab_port, folder, in_container)
+    rewritten.series = reading.wanted.series
+    return rewritten
 
 
 def verify_config(path: Path, *, proxy: str | None = None, max_silence_s: float = Options.max_silence_s,
@@ -99,13 +101,15 @@ def verify_config(path: Path, *, proxy: str | None = None, max_silence_s: float 
         say(f"translating {display_path(path)} into {translation.proxy}'s config")
         path, proxy = translation.path, translation.proxy
     proxy = _proxy(path, proxy)
+    runs_on = releases.chosen(proxy, wanted.version, KINDS[proxy].defaults, runtime)
+    wanted = replace(wanted, series=runs_on.series)
     say(f"reading {display_path(manifest)} ({proxy})")
     reading = read_config(path, proxy, wanted)
     if translation is not None:
         reading = translation.relabel(reading)
     report = VerifyReport(proxy=proxy, file=display_path(manifest), route=reading.route, path=reading.path,
                           why=reading.why, routes=list(reading.routes), version=reading.version,
-                          settings=reading.settings, notes=list(reading.notes))
+                          settings=reading.settings, notes=list(reading.notes), measured_on=runs_on.to_json())
     with contextlib.ExitStack() as stack:
         # Rewrite and validate before any server starts, so a config the proxy rejects fails fast.
         lab_port = server.port if server is not None else free_port()

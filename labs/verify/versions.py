@@ -3,9 +3,10 @@
 Each kind that reads `--proxy-version` keeps one `DefaultsTable` (labs/verify/<proxy>/versions.py):
 the defaults of the oldest version verify reads, and each later version's changes with their
 source. The reading judges a config with the defaults of the version it is written for (default:
-the binary that runs it here, said in the output); when those differ from the binary's, the output
-says which, and the kind's rewrite writes the intended values into the run where it can, so the
-measurement stands for the intended version.
+the binary of the release that runs it, labs/verify/releases.py, said in the output); when those
+differ from that binary's (a release stood in for the version asked), the output says which, and
+the kind's rewrite writes the intended values into the run where it can, so the measurement stands
+for the intended version.
 """
 from __future__ import annotations
 
@@ -65,7 +66,7 @@ class DefaultsTable:
         here = self.binary_version(binary)
         version = self.parse(asked) if asked else here or self.oldest
         said = f"{self.proxy} {shown(version)}'s defaults" + (" (--proxy-version)" if asked else
-                                                              f" (the {self.proxy} here)" if here else
+                                                              f" (the {self.proxy} that runs it)" if here else
                                                               f" (no {self.proxy} binary here: the oldest verify knows)")
         if here is None or here == version:
             return version, said

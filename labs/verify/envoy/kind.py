@@ -4,7 +4,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from labs.verify.envoy import config, read, rewrite, rules
+from labs.verify.envoy import config, read, rewrite, rules, versions
 from labs.verify.kind import ConfigKind
 from labs.verify.model import Reading, RouteWanted
 from labs.verify.rewrite import Rewritten, assert_loopback
@@ -26,7 +26,7 @@ def run_here(path: Path, reading: Reading, lab_port: int, folder: Path, in_conta
 KIND = ConfigKind(
     proxy="envoy", example="envoy.yaml",
     shape=re.compile(r"^\s*(static_resources|admin|dynamic_resources|node)\s*:", re.M),
-    read=read.read, suspicions=rules.suspicions, run_here=run_here, versions=True,
+    read=read.read, suspicions=rules.suspicions, run_here=run_here, defaults=versions.TABLE,
     fallback={
         "buffering": ("http_filters", "no filter that needs the whole response body"),
         "coalescing": ("http_filters", "no filter that holds response data"),

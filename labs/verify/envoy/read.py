@@ -15,7 +15,7 @@ from labs.verify.envoy import versions
 from labs.verify.envoy.config import YamlMap, duration_s, load, typed
 from labs.verify.envoy.match import route_matches, select_vhost
 from labs.verify.model import DEFAULT, Reading, RouteWanted, Setting, display_path
-from proxies.envoy.kind import KIND as ENVOY
+from proxies.binaries import find_binary
 
 HCM_TYPE = "envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager"
 BREAKERS = ("max_connections", "max_pending_requests", "max_requests")  # defaults: versions.BASE
@@ -131,7 +131,7 @@ def read(path: Path, wanted: RouteWanted = RouteWanted()) -> Reading:
         else:
             reading.settings[name] = Setting(name, default, text_default, DEFAULT)
 
-    version, said = versions.TABLE.chosen(wanted.version, ENVOY.binary.find())
+    version, said = versions.TABLE.chosen(wanted.version, find_binary("envoy", wanted.series))
     reading.version = versions.shown(version)
     reading.notes.append(said)
     table = versions.TABLE.defaults(version)

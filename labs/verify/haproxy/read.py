@@ -18,7 +18,7 @@ from labs.verify.haproxy import acl, limits, versions
 from labs.verify.haproxy.acl import Request
 from labs.verify.haproxy.config import HaproxyConfig, Section, Statement, parse
 from labs.verify.model import DEFAULT, Reading, RouteWanted, Setting, display_path
-from proxies.haproxy.kind import KIND as HAPROXY
+from proxies.binaries import find_binary
 
 TIMEOUTS = ("server", "client", "tunnel", "connect")
 _UNITS = {"us": 1e-6, "ms": 0.001, "s": 1, "m": 60, "h": 3600, "d": 86400}
@@ -60,7 +60,7 @@ def read(path: Path, wanted: RouteWanted = RouteWanted()) -> Reading:
                     return found
         return None
 
-    version, said = versions.TABLE.chosen(wanted.version, HAPROXY.binary.find())
+    version, said = versions.TABLE.chosen(wanted.version, find_binary("haproxy", wanted.series))
     reading.version = versions.shown(version)
     reading.notes.append(said)
     table = versions.TABLE.defaults(version)

@@ -6,8 +6,8 @@ from pathlib import Path
 
 from labs.verify.kind import ConfigKind
 from labs.verify.model import Reading, RouteWanted
-from labs.verify.nginx import config, read, rewrite, routes, rules, targets
-from proxies.nginx.kind import KIND as NGINX
+from labs.verify.nginx import config, read, rewrite, routes, rules, targets, versions
+from proxies.binaries import find_binary
 from labs.verify.rewrite import Rewritten, assert_loopback
 
 
@@ -15,7 +15,7 @@ def run_here(path: Path, reading: Reading, lab_port: int, folder: Path, in_conta
     parsed = config.parse(path, reading.main)
     choice = routes.select_route(parsed, reading.wanted.at(reading.path, reading.host))
     rewritten = rewrite.rewrite(parsed, choice.server, lab_port, folder, drop_user=in_container,
-                                binary=NGINX.binary.find(), version=reading.version)
+                                binary=find_binary("nginx", reading.wanted.series), version=reading.version)
     rewritten.write()  # the check reads the written main file back with crossplane
     if not in_container:
         rewrite.let_workers_in(parsed, folder)
@@ -26,7 +26,7 @@ def run_here(path: Path, reading: Reading, lab_port: int, folder: Path, in_conta
 KIND = ConfigKind(
     proxy="nginx", example="nginx.conf",
     shape=re.compile(r"^\s*(http|events|server|upstream|stream)(\s+[^\s{]+)?\s*\{", re.M),  # not Caddy's `http://host {` or `servers {`
-    read=read.read, suspicions=rules.suspicions, run_here=run_here, versions=True,
+    read=read.read, suspicions=rules.suspicions, run_here=run_here, defaults=versions.TABLE,
     fallback={
         "buffering": ("proxy_buffering", 'proxy_buffering off; proxy_http_version 1.1; proxy_set_header Connection "";'),
         "coalescing": ("proxy_buffering", "proxy_buffering off;"),

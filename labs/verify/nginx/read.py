@@ -16,7 +16,7 @@ from labs.verify.nginx.config import Directive, NginxConfig, context_chain, pars
 from labs.verify.nginx.routes import regex_unreadable, select_route
 from labs.verify.nginx import versions
 from labs.verify.nginx.targets import PASS_DIRECTIVES, names_upstream
-from proxies.nginx.kind import KIND as NGINX
+from proxies.binaries import find_binary
 
 # What the reading judges: every default of labs/verify/nginx/versions.py but the two read apart.
 DEFAULTS = [name for name in versions.BASE if name not in ("proxy_set_header Connection", "keepalive")]
@@ -46,7 +46,7 @@ def read(path: Path, wanted: RouteWanted = RouteWanted()) -> Reading:
                       path=choice.path, host=choice.host, why=choice.why, routes=choice.routes,
                       main=wanted.main)
     reading.scope = f"location {' '.join(location.args)} ({location.where})"
-    version, said = versions.TABLE.chosen(wanted.version, NGINX.binary.find())
+    version, said = versions.TABLE.chosen(wanted.version, find_binary("nginx", wanted.series))
     reading.version = versions.shown(version)
     reading.notes.append(said)
     table = versions.TABLE.defaults(version)
