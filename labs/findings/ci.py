@@ -130,8 +130,8 @@ def _log(tool: str, results: list[dict[str, Any]], invocation: dict[str, Any]) -
 
 
 def sarif_log(report: PathReport, *, tool: str, place: Callable[[Finding], Place],
-              exit_code: int, properties: dict[str, Any] | None = None) -> dict[str, Any]:
-    """`properties`: the run's property bag (verify's: the proxy release that was measured)."""
+              exit_code: int, run_properties: dict[str, Any] | None = None) -> dict[str, Any]:
+    """`run_properties`: the run's property bag (verify's: the proxy release that was measured)."""
     rule_index = {kind.id: index for index, kind in enumerate(KINDS)}
     results = []
     for finding in report.findings:
@@ -151,8 +151,8 @@ def sarif_log(report: PathReport, *, tool: str, place: Callable[[Finding], Place
     invocation = {"executionSuccessful": exit_code != EXIT_UNUSABLE, "exitCode": exit_code,
                   "toolExecutionNotifications": skipped}
     log = _log(tool, results, invocation)
-    if properties:
-        log["runs"][0]["properties"] = properties
+    if run_properties:
+        log["runs"][0]["properties"] = run_properties
     return log
 
 

@@ -36,7 +36,7 @@ def for_ci(report: VerifyReport, fmt: str) -> str:
     """The report in a CI format (`sarif` or `github`), as printed on stdout."""
     if fmt == "sarif":
         log = ci.sarif_log(report, tool=TOOL, place=lambda f: place(report, f), exit_code=report.exit_status,
-                           properties={"measuredOn": report.measured_on} if report.measured_on else None)
+                           run_properties={"measuredOn": report.measured_on} if report.measured_on else None)
         return json.dumps(log, indent=2)
     return "\n".join(ci.workflow_commands(report, tool=TOOL, place=lambda f: place(report, f),
                                            said=report.measured_on.get("said", "")))

@@ -188,13 +188,19 @@ def test_an_unusable_route_lists_what_is_proxied(tmp_path):
 def test_a_newer_nginxs_defaults_are_judged_and_written_into_the_run(tmp_path):
     path = write(tmp_path, "nginx.conf", http("""upstream llm { server 10.0.0.1:8000; }
 server { listen 80; location /v1/ { proxy_pass http://llm; proxy_set_header Host $host; } }"""))
-    here = read_config(path, "nginx")
-    assert here.get("proxy_http_version").value == "1.0" and here.version.startswith("1.22")
-    reading, rewritten, text = run_here(path, tmp_path, RouteWanted(version="1.30"))
+    here = read_config(path, "nginx")  # no flag: the current release's own defaults
+    assert here.get("proxy_http_version").value == "1.1" and here.version.startswith("1.30")
+    old = read_config(path, "nginx", RouteWanted(version="1.22"))
+    assert old.get("proxy_http_version").value == "1.0" and old.version == "1.22"
+    # 1.29.7: the lab has no 1.29, so 1.22 stands in, with 1.29.7's defaults written into its run
+    reading, rewritten, text = run_here(path, tmp_path, RouteWanted(version="1.29.7"))
+    assert rewritten.series == "1.22"
     assert reading.get("proxy_http_version").value == "1.1" and reading.get("keepalive").value == "32 local"
     assert reading.get("proxy_set_header Connection").value == ""
     assert "proxy_http_version 1.1;" in text and 'proxy_set_header Connection "";' in text
-    assert "keepalive 32;" in text and any("1.30" in n for n in reading.notes + rewritten.notes)
+    assert "keepalive 32;" in text and any("1.29.7" in n for n in reading.notes + rewritten.notes)
+    _, _, text = run_here(path, tmp_path / "current")  # 1.30 has them of itself: nothing written
+    assert "proxy_http_version" not in text and "keepalive" not in text
     with pytest.raises(UnusableInput, match="--proxy-version must look like"):
         read_config(path, "nginx", RouteWanted(version="latest"))
 

@@ -129,7 +129,7 @@ def _loads(text: str) -> Any:
         return None
 
 
-def parse(path: Path) -> CaddyConfig:
+def parse(path: Path, series: str | None = None) -> CaddyConfig:
     if not path.is_file():
         raise UnusableInput("no such file", file=str(path))
     text = read_text(path)
@@ -142,7 +142,7 @@ def parse(path: Path) -> CaddyConfig:
         if not isinstance(data, dict):
             raise UnusableInput("not Caddy JSON: the config must be an object", file=str(path))
         return CaddyConfig(path, text, data, caddyfile=False)
-    return CaddyConfig(path, text, adapt(path), caddyfile=True)
+    return CaddyConfig(path, text, adapt(path, series), caddyfile=True)
 
 
 def adapt(path: Path, series: str | None = None) -> dict[str, Any]:
@@ -162,7 +162,8 @@ def adapt(path: Path, series: str | None = None) -> dict[str, Any]:
     if result.returncode != 0:
         message = (result.stderr or result.stdout).strip()
         file, line = str(path), None
-        found = re.search(r"(\S+?):(\d+) - ", message)
+        # 2.6 writes `FILE:LINE - Error...`, 2.11 `..., at FILE:LINE`
+        found = re.search(r"(\S+?):(\d+) - ", message) or re.search(r", at (\S+):(\d+)\s*$", message)
         if found:
             named = Path(found[1])
             file = display_path(path) if named.resolve() == path.resolve() else display_path(named)

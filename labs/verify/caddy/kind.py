@@ -12,7 +12,7 @@ from labs.verify.rewrite import Rewritten, assert_loopback
 
 
 def run_here(path: Path, reading: Reading, lab_port: int, folder: Path, in_container: bool) -> Rewritten:
-    parsed = config.parse(path)
+    parsed = config.parse(path, reading.wanted.series)
     found, _, _ = routes.select_route(parsed, RouteWanted(reading.path, reading.host))
     rewritten = rewrite.rewrite(parsed, found.server, lab_port, folder)
     rewritten.write()

@@ -37,7 +37,7 @@ SERVER = (("server read_timeout", "read_timeout", "read_body", "none"),
 
 
 def read(path: Path, wanted: RouteWanted = RouteWanted()) -> Reading:
-    config = parse(path)
+    config = parse(path, wanted.series)
     found, request_path, why = select_route(config, wanted)
     server = config.servers[found.server]
     site = site_line(config, found)

@@ -163,11 +163,13 @@ def host_from_notes(notes: list[str]) -> str | None:
 
 def _abortonclose(config: HaproxyConfig, frontend: Section, backend: Section, version: versions.Version,
                   table: dict[str, str], where) -> Setting:
-    """Whether a client's departure reaches the server: HAProxy needs abortonclose on both sides,
-    the backend's and the frontend's (measured on 2.6.12: in the backend alone the server noticed
-    2.1 s late, as with none; in the defaults both inherit, at once). Before 3.3 a frontend ignores
-    its own `option abortonclose` (a warning: "no backend capability"), so it gets it only from its
-    defaults section; from 3.3 a frontend may say it, and HTTP proxies have it on by default."""
+    """Whether a client's departure reaches the server. HAProxy 2.6 needs abortonclose on both
+    sides, the backend's and the frontend's (measured on 2.6.12: in the backend alone the server
+    noticed 2.1 s late, as with none; in the defaults both inherit, at once); 3.2 needs the
+    backend's alone (measured on 3.2.26: 0.00 s; versions.BACKEND_ALONE). Before 3.3 a frontend
+    ignores its own `option abortonclose` (2.6 warns "no backend capability", 3.2 refuses it), so
+    it gets it only from its defaults section; from 3.3 a frontend may say it, and HTTP proxies
+    have it on by default."""
     default = table["option abortonclose"] == "on"
     own_counts = frontend.kind == "listen" or version >= (3, 3)
     sides = []
@@ -176,7 +178,8 @@ def _abortonclose(config: HaproxyConfig, frontend: Section, backend: Section, ve
         enabled, statement = _option(chain, "abortonclose")
         sides.append((enabled if statement is not None else default, statement, section))
     (be_on, be_at, _), (fe_on, fe_at, _) = sides
-    if be_on and fe_on:
+    # the backend's alone, where the frontend side says nothing either way (what was measured)
+    if be_on and (fe_on or (version >= versions.BACKEND_ALONE and fe_at is None)):
         source = be_at or fe_at
         text = "option abortonclose" + ("" if source else f" (HAProxy {versions.shown(version)}'s default "
                                                           "in HTTP proxies)")

@@ -36,7 +36,7 @@ def seconds(text: str) -> float | None:
 
 def read(path: Path, wanted: RouteWanted = RouteWanted()) -> Reading:
     vcl = parse(path)
-    checked(vcl)
+    checked(vcl, wanted.series)
     headers = dict(wanted.headers)
     for request_path in wanted.paths:
         env = run_vcl.env_for(request_path, wanted.host, headers)

@@ -19,6 +19,7 @@ from labs.findings import UnusableInput
 from labs.verify.edits import MARK, TextEdits
 from labs.verify.rewrite import Rewritten
 from labs.verify.varnish.config import Backend, Vcl, VclFile, parse
+from proxies.binaries import find_binary
 from proxies.kind import find_executable
 from proxies.varnish.kind import KIND as VARNISH, WORK_FOLDER, check, compiler_message
 from server.processes import free_port
@@ -147,10 +148,11 @@ def contacted(workdir: Path, series: str | None = None) -> set[str]:
     return {f"{m[1]}:{m[2]}" for m in re.finditer(r"BackendOpen\s+b\s+\d+\s+\S+\s+(\S+)\s+(\d+)", result.stdout)}
 
 
-def checked(vcl: Vcl) -> None:
-    """Varnish's own compiler on the VCL pointed at loopback (no host name of the user's resolved);
-    its message is the user's error, at the user's file and line."""
-    binary = VARNISH.binary.find()
+def checked(vcl: Vcl, series: str | None = None) -> None:
+    """Varnish's own compiler (the release's that runs it, `series`; None: the current one) on the
+    VCL pointed at loopback (no host name of the user's resolved); its message is the user's error,
+    at the user's file and line."""
+    binary = find_binary("varnish", series)
     if binary is None:
         raise UnusableInput(f"varnishd is needed to read VCL ({VARNISH.binary.install_hint})", file=str(vcl.entry))
     with tempfile.TemporaryDirectory(prefix="streamlab-vcl-") as scratch:
@@ -158,7 +160,8 @@ def checked(vcl: Vcl) -> None:
         rewritten = rewrite(vcl, 8000, folder, listen_port=1)
         rewritten.write()
         try:
-            result = subprocess.run([binary, *check(str(rewritten.main), f"{folder}/")], cwd=folder,
+            result = subprocess.run([binary, *check(str(rewritten.main), f"{folder}/"),
+                                     *VARNISH.release_args(VARNISH.release(series))], cwd=folder,
                                     capture_output=True, text=True, timeout=CHECK_TIMEOUT_S)
         except subprocess.TimeoutExpired:
             raise UnusableInput("varnishd -C did not finish", file=str(vcl.entry)) from None
