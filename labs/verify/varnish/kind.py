@@ -12,6 +12,8 @@ from labs.verify.varnish import config, read, rewrite, rules
 
 def run_here(path: Path, reading: Reading, lab_port: int, folder: Path, in_container: bool) -> Rewritten:
     rewritten = rewrite.rewrite(config.parse(path), lab_port, folder)
+    # varnishlog reads its own version's shared-memory log: the one of the release that runs it
+    rewritten.contacted = lambda: rewrite.contacted(folder / rewrite.WORK_FOLDER, reading.wanted.series)
     rewritten.write()
     assert_loopback(rewrite.addresses(rewritten.main))
     return rewritten
