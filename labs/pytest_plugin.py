@@ -55,6 +55,10 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--stream-proxy", default=None, metavar="PROXY",
                     help="the proxy of every --stream-config file, as `labs verify --proxy` names it "
                          "(default: detected per file)")
+    group.addoption("--stream-proxy-version", default=None, metavar="X.Y[.Z]",
+                    help="the proxy version every --stream-config file is written for, as `labs verify "
+                         "--proxy-version` takes it: that release runs it (default: the current one; "
+                         "a failing test says which ran)")
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -226,9 +230,12 @@ class ConfigCheck(_Guard):
             # probe does: a run of one kind costs seconds, not the whole verify.
             kinds = {item.kind for item in self._selected(ConfigCheck) if item.file == self.file}
             tuning["checks"] = [name for name, shown in CHECK_KINDS.items() if kinds & set(shown)]
+            from labs.verify.model import RouteWanted
             try:
                 results[self.file] = verify_config(Path(self.file), proxy=option("stream_proxy"),
-                                                   server=self._lab_server(), **tuning)
+                                                   server=self._lab_server(),
+                                                   wanted=RouteWanted(version=option("stream_proxy_version")),
+                                                   **tuning)
             except UnusableInput as exc:
                 results[self.file] = exc
         return results[self.file]
@@ -266,7 +273,9 @@ class ConfigCheck(_Guard):
         if failures or failed_checks:
             observed = ("; ".join(f"{c.name}: {c.observed}" for c in failed_checks)
                         or "a dynamic check showed it")
-            raise GuardFailure(_failure(f"{Path(self.file).name}: {self.kind}", failures, observed))
+            said = report.measured_on.get("said")  # which release's binary showed it
+            raise GuardFailure(_failure(f"{Path(self.file).name}: {self.kind}", failures, observed)
+                               + (f"\n{said}" if said else ""))
         if not findings and not checks:
             pytest.skip(f"verify ran no check for {self.kind} on {self.file}")
         if checks and not any(c.passed for c in checks):  # they ran, but measured nothing usable

@@ -26,6 +26,19 @@ def test_stream_config_runs_the_real_verify_for_the_selected_kind(pytester) -> N
     ])
 
 
+def test_stream_proxy_version_runs_the_release_named_and_a_failure_says_which(pytester) -> None:
+    """A config that leaves proxy_buffering and proxy_http_version at nginx's defaults: the
+    current release (1.30, HTTP/1.1 to the server) streams it, 1.22 (HTTP/1.0) holds it."""
+    pytester.makefile(".conf", defaults="events {}\nhttp { server { listen 80;\n"
+                                         "  location /v1/ { proxy_pass http://10.0.0.1:8000; } } }\n")
+    selected = ("--stream-config=defaults.conf", "-v", "-k", "buffering")
+    current = pytester.runpytest_subprocess(*selected)
+    current.assert_outcomes(passed=1, deselected=6)
+    old = pytester.runpytest_subprocess(*selected, "--stream-proxy-version=1.22")
+    old.assert_outcomes(failed=1, deselected=6)
+    old.stdout.fnmatch_lines(["*defaults.conf: buffering*", "*measured on nginx 1.22.* (Debian 12*"])
+
+
 def test_stream_heartbeat_runs_the_departure_through_the_servers_heartbeats(pytester) -> None:
     """httpd notices a departed client only at its next write: the fixed apache.conf fails the
     disconnect guard without heartbeats, and passes it with `--stream-heartbeat`, which the
