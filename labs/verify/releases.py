@@ -19,7 +19,7 @@ from dataclasses import dataclass
 
 from labs.findings import UnusableInput
 from labs.verify.versions import DefaultsTable, Version, shown
-from proxies.binaries import BinaryProblem, check_binary, find_binary
+from proxies.binaries import BinaryProblem, check_binary
 from proxies.kinds import KINDS
 from proxies.releases import Release
 
@@ -53,12 +53,7 @@ class RunsOn:
     @property
     def stands_in(self) -> bool:
         """A release of another series than the one asked runs it."""
-        return self.asked is not None and self.rule != "asked"
-
-    @property
-    def binary(self) -> str | None:
-        """Its binary here (None: not installed; the run then says what to install)."""
-        return find_binary(self.proxy, self.series)
+        return self.asked is not None and self.asked.split(".")[:2] != self.series.split(".")
 
     def exact(self) -> tuple[str | None, str]:
         """(path, version) of its binary, or (None, why it cannot be said)."""
