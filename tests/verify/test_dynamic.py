@@ -48,12 +48,11 @@ CASES = [(s, v) for s in catalogue.SCENARIOS if s.kind and s.path and not any(ma
          if v == "broken" or s.fix.proxy.get(_faulty_proxy(s)) or s.fix.manifest is not None]
 
 
-# Scenarios whose broken config shows its fault on the oldest release only (measured 2026-12-06):
-# verify is held to the fault there, and to its absence on the current release (both directions).
-OLDEST_ONLY = {
-    "haproxy-compression": "HAProxy 3.2.26's gzip flushes each event (the gzip check: 12 events in 12 "
-                           "reads, gzip-encoded), where 2.6.12 holds them",
-}
+def _symptom_ended(scenario, proxy: str) -> bool:
+    """Whether the current release of `proxy` fixed the scenario's symptom (its Since.ends_symptom):
+    the broken config then shows its fault on the oldest release only."""
+    return any(change.ends_symptom and change.proxy == hop_kind(proxy)
+               and change.reached_by(KINDS[change.proxy].current.series) for change in scenario.since)
 
 
 @pytest.mark.parametrize("scenario, side", CASES, ids=[other_id(s.name, v) for s, v in CASES])
@@ -65,8 +64,8 @@ def test_catalogue_config(verify_server, request, monkeypatch, tmp_path, scenari
     # A scenario run on a manifest's translation: verify gets the manifest, as a user would hand it.
     path = tmp_path / ("manifest.yaml" if manifest is not None else KINDS[proxy].config_name)
     wanted = RouteWanted()
-    if scenario.name in OLDEST_ONLY:
-        if side == "broken":  # the current release, where the fault does not show
+    if _symptom_ended(scenario, proxy):  # held to the fault on the oldest release, to none on the current
+        if side == "broken":
             path.write_text(rendered(scenario.name, side, proxy)[1])
             current = verify_config(path, checks=checks_for({scenario.kind}), server=verify_server, **SCALED)
             assert scenario.kind not in {f.kind for f in current.failures()}, current.checks

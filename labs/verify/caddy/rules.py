@@ -5,28 +5,37 @@ whatever it says (reverse_proxy's flushInterval); -1 is one (disconnect, measure
 catalogue's caddy-encode), a first write above minimum_length (512 bytes) turns gzip on and the
 encoder then holds the answer to the end; small first events may pass uncompressed (the gzip
 check asks again with large events, so its verdict does not depend on timing). Both are the older
-release's: Caddy 2.11 (FIXED_IN) flushes each gzip-encoded event and passes a departure on in
-low-latency mode, so neither is suspected on the release that runs it.
+release's: from 2.9.0 a flush reaches the encoder (the catalogue's caddy-encode says since when),
+and 2.11 passes a departure on in low-latency mode (FIXED_IN), so neither is suspected on a release
+that has the change.
 """
 from __future__ import annotations
 
+from labs import catalogue
 from labs.verify.model import Options, Reading, Suspicion
 from labs.verify.rules import SSE, timeout_fix
 from proxies.caddy.kind import KIND as CADDY
 
 SILENCES = ("silence-before-first-token", "silence-mid-stream")
-# Measured 2026-12-06 (`labs verify --check gzip|disconnect --proxy-version 2.6|2.11`, the fixed
-# Caddyfile with `encode gzip`, or with `flush_interval -1`): Caddy 2.11.4's encoder sent a
-# gzip-encoded stream's 12 events in 12 reads and the server noticed a departure at once, where
-# 2.6.2 held the stream to the end and noticed only at its next write. The releases between were
-# not measured: judged as 2.6.
-FIXED_IN = (2, 11)
+# Measured 2026-12-06 (`labs verify --check disconnect --proxy-version 2.6|2.11`, the fixed
+# Caddyfile with `flush_interval -1`): on Caddy 2.11.4 the server noticed a departure at once, on
+# 2.6.2 only at its next write. The releases between were not measured: judged as 2.6.
+FIXED_IN = "2.11"
 
 
-def holds(r: Reading) -> bool:
-    """Whether the Caddy release that runs the config is one that holds (older than FIXED_IN)."""
-    series = r.wanted.series or CADDY.current.series
-    return tuple(int(part) for part in series.split(".")) < FIXED_IN
+def series(r: Reading) -> str:
+    """The Caddy release that runs the config."""
+    return r.wanted.series or CADDY.current.series
+
+
+def encoder_holds(r: Reading) -> bool:
+    """Whether that release's encoder holds a compressed stream (before caddy-encode's Since)."""
+    return not any(change.reached_by(series(r)) for change in catalogue.get("caddy-encode").since)
+
+
+def low_latency_holds(r: Reading) -> bool:
+    """Whether that release's low-latency mode keeps a departed client's request (before FIXED_IN)."""
+    return tuple(int(p) for p in series(r).split(".")) < tuple(int(p) for p in FIXED_IN.split("."))
 
 
 def suspicions(r: Reading, o: Options) -> list[Suspicion]:
@@ -41,7 +50,7 @@ def suspicions(r: Reading, o: Options) -> list[Suspicion]:
                                "per-write timeout to bound it (the server's write timeout is a deadline on the "
                                "whole response, which would cut long streams)", ("streaming",)))
     encode = r.get("encode")
-    if encode.value and encode.value["event_streams"] and holds(r):
+    if encode.value and encode.value["event_streams"] and encoder_holds(r):
         found.append(Suspicion(
             "compression-delay", encode.where,
             f"{encode.text}: {SSE} is among the types it compresses; a first event above "
@@ -51,7 +60,7 @@ def suspicions(r: Reading, o: Options) -> list[Suspicion]:
             f"{' '.join(encode.value['encodings'])}; the server cannot opt out (measured on Caddy 2.6.2: "
             "`Cache-Control: no-transform` is compressed and held all the same)", ("gzip",)))
     flush = r.get("flush_interval")
-    if flush.value is not None and flush.value < 0 and holds(r):
+    if flush.value is not None and flush.value < 0 and low_latency_holds(r):
         found.append(Suspicion("disconnect-not-propagated", flush.where,
                                f"{flush.text}: Caddy's low-latency mode does not cancel the request to "
                                "the server when the client leaves (documented; measured here on 2.6.2: "
