@@ -166,6 +166,17 @@ def _with_low_latency_mode(text: str) -> str:
     return re.sub(r"^(\s*)(reverse_proxy .*\{)$", r"\1\2\n\1    flush_interval -1", text, flags=re.M)
 
 
+def _clean_on_current_then_26(server, tmp_path: Path, text: str, check: str, also: str):
+    """`text` on the current release: `check` passes and nothing is suspected; then the same
+    config as 2.6 spells it, run on 2.6 with `also` (its text and report)."""
+    current = verify_config(_write(tmp_path, text, "current"), checks=[check], server=server)
+    assert next(c for c in current.checks if c.name == check).passed, current.checks
+    assert not current.findings, current.findings
+    text = _for_26(text)
+    return text, verify_config(_write(tmp_path, text), checks=[also, check], server=server,
+                               wanted=RouteWanted(version="2.6"))
+
+
 @pytest.mark.slow
 def test_low_latency_mode_keeps_a_departed_clients_request(verify_server, tmp_path):
     """The converse of the fixed Caddyfile's verdict (tests/verify/test_fixed.py): the same file
@@ -174,12 +185,7 @@ def test_low_latency_mode_keeps_a_departed_clients_request(verify_server, tmp_pa
     Caddy 2.11 passes it on at once with the same setting (measured 2026-12-06: disconnect passed)."""
     text = _with_low_latency_mode(FIXED.read_text())
     assert text.count("flush_interval -1") == 2  # both proxies, the sized and the chunked one
-    current = verify_config(_write(tmp_path, text, "current"), checks=["disconnect"], server=verify_server)
-    assert next(c for c in current.checks if c.name == "disconnect").passed, current.checks
-    assert not current.findings, current.findings  # nor suspected on 2.11
-    text = _for_26(text)
-    report = verify_config(_write(tmp_path, text), checks=["streaming", "disconnect"], server=verify_server,
-                           wanted=RouteWanted(version="2.6"))
+    text, report = _clean_on_current_then_26(verify_server, tmp_path, text, "disconnect", "streaming")
     outcome = {c.name: c.passed for c in report.checks if c.ran}
     assert outcome == {"streaming": True, "disconnect": False, "loopback-only": True}, \
         [(c.name, c.observed) for c in report.checks]
@@ -198,12 +204,7 @@ def test_encode_on_event_streams_is_a_failure_measured_with_large_events(verify_
     verdict is a failure either way (measured on Caddy 2.6.2). Caddy 2.11's encoder flushes each
     event instead (measured 2026-12-06: gzip-encoded, 12 events in 12 reads): the check passes."""
     text = FIXED.read_text().replace("encode @compressible gzip", "encode gzip")
-    current = verify_config(_write(tmp_path, text, "current"), checks=["gzip"], server=verify_server)
-    assert next(c for c in current.checks if c.name == "gzip").passed, current.checks
-    assert not current.findings, current.findings  # nor suspected on 2.11
-    text = _for_26(text)
-    report = verify_config(_write(tmp_path, text), checks=["streaming", "gzip"], server=verify_server,
-                           wanted=RouteWanted(version="2.6"))
+    text, report = _clean_on_current_then_26(verify_server, tmp_path, text, "gzip", "streaming")
     gzip = next(c for c in report.checks if c.name == "gzip")
     assert not gzip.passed and gzip.ran and "held to the end" in gzip.observed, gzip.observed
     [finding] = [f for f in report.findings if f.kind == "compression-delay"]
