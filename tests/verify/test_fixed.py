@@ -30,6 +30,7 @@ import pytest
 from labs.verify import verify_config
 from labs.verify.detect import detect
 from labs.verify.kinds import KINDS
+from labs.verify.model import RouteWanted
 from labs.verify.output import verdict_line
 from proxies.binaries import binary
 from proxies.export import exports
@@ -83,14 +84,9 @@ AT_WRITE = [name for name in FILES if _at_write(name) is not None]
 
 
 @pytest.fixture
-def on_release(monkeypatch: pytest.MonkeyPatch):
-    """Run verify on one release of the proxy (None: the current one, as with no flag), and
-    record the binaries that checked and ran the file. Until verify's --proxy-version chooses
-    the release, the test sets it where verify reads and runs the file: the rewritten config's
-    series (labs/verify/launch.py release()) and the binary whose Caddyfile adapter reads it."""
-    from labs.verify import launch, run
-    from labs.verify.caddy import config as caddy_config
-    from proxies.binaries import find_binary
+def programs(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The binaries that checked and ran the file (verify's --proxy-version chose the release)."""
+    from labs.verify import launch
 
     ran: list[str] = []
     chosen_program = launch.program
@@ -99,33 +95,20 @@ def on_release(monkeypatch: pytest.MonkeyPatch):
         ran.append(chosen_program(rewritten))
         return ran[-1]
     monkeypatch.setattr(launch, "program", recorded)
-
-    def choose(series: str | None) -> list[str]:
-        if series is not None:
-            rewrite = run.rewrite_config
-
-            def rewritten_on_release(*args, **kwargs):
-                rewritten = rewrite(*args, **kwargs)
-                rewritten.series = series
-                return rewritten
-            monkeypatch.setattr(run, "rewrite_config", rewritten_on_release)
-            monkeypatch.setattr(caddy_config, "find_binary", lambda name, _=None: find_binary(name, series))
-        return ran
-    return choose
+    return ran
 
 
 @pytest.mark.parametrize(("name", "series", "mode"), CLAIMS)
-def test_fixed_file_passes_verify(verify_server, request, on_release, name: str, series: str | None,
+def test_fixed_file_passes_verify(verify_server, request, programs, name: str, series: str | None,
                                   mode: str) -> None:
     if name in GO_PROXY:
         request.getfixturevalue("headers_late")
-    programs = on_release(series)
     quick = mode == "quick"
     at_write = _at_write(name)
     heartbeat = HEARTBEAT_S if at_write is not None else None
     before = verify_server.metrics()
     report = verify_config(FIXED / name, quick=quick, server=verify_server, heartbeat_s=heartbeat,
-                           **({} if quick else SCALED))
+                           wanted=RouteWanted(version=series), **({} if quick else SCALED))
     after = verify_server.metrics()
     shown = [(c.name, c.passed, c.observed) for c in report.checks]
     findings = [(f.kind, f.severity, f.where, f.evidence) for f in report.findings]
@@ -150,6 +133,7 @@ def test_fixed_file_passes_verify(verify_server, request, on_release, name: str,
     assert after.get("streamlab_tokens_generated_total", 0) > before.get("streamlab_tokens_generated_total", 0)
     # Checked and run by the binary of the release it claims, and by nothing else.
     assert programs and set(programs) == {binary(report.proxy, series)}, programs
+    assert report.measured_on["series"] == (series or PROXY_KINDS[report.proxy].current.series)
 
 
 @pytest.mark.parametrize("mode", ["quick", "default"])
