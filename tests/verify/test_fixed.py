@@ -3,7 +3,7 @@
 default (every check; the limits scaled down to keep the suite fast). The files are listed from
 the folder, so a config added there is verified too; the Kubernetes manifests are among them.
 Each file is verified on every release it claims (proxies.export; its header names them): the
-current one as verify runs with no flag, an older one by its binary (Debian 12's nginx, HAProxy
+current one as verify runs with no flag, an older one with `--proxy-version` (Debian 12's nginx, HAProxy
 and Varnish run the same files as the current ones; Debian 12's Caddy has `Caddyfile-2.6`).
 
 "Passes" is every check that ran passed, none could not measure, no finding (not even a
