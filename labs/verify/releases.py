@@ -9,8 +9,8 @@ says of it: `--proxy-version X.Y[.Z]` names the version the config is written fo
   a defaults table knows the asked version, the kind's rewrite writes its defaults into the run.
 - Outside what the releases and the defaults table know (older than both, or a major version the
   lab has no release of): UnusableInput, one line (exit 2).
-- `--runtime docker`: the lab's images carry Debian 12's release (the offline stand-ins are made
-  of this machine's binaries, the official tags are pinned to them), so that one runs.
+- `--runtime docker`: the same release, in its own image (proxies.runtime.images: its official
+  image, else a stand-in made of the release's own files).
 """
 from __future__ import annotations
 
@@ -29,7 +29,6 @@ RULES = {
     "asked": "the release of the series --proxy-version names",
     "older": "the newest release it has not newer than that",
     "oldest": "none it has is that old, so its oldest",
-    "container": "--runtime docker: the lab's images carry Debian 12's release",
 }
 
 
@@ -68,11 +67,10 @@ class RunsOn:
         """One line: "measured on nginx 1.30.6 (Debian sid): the current release ..."."""
         title = KINDS[self.proxy].binary.title
         path, version = self.exact()
-        where = f", {path}" if path and self.rule != "container" else ""
+        where = f", {path}" if path else ""
         what = f"{title} {version} ({self.release.source}{where})" if path else f"{title} {self.release.label}"
         if self.stands_in:
-            what += f", standing in for {title} {self.asked} (--proxy-version)" + (
-                "" if self.rule == "container" else ", which the lab has no binary of")
+            what += f", standing in for {title} {self.asked} (--proxy-version), which the lab has no binary of"
         return f"measured on {what}: {RULES[self.rule]}"
 
     def to_json(self) -> dict[str, object]:
@@ -88,8 +86,6 @@ def chosen(proxy: str, asked: str | None, table: DefaultsTable | None = None,
     `table`: the proxy's defaults by version, where verify keeps one (it widens what is known)."""
     kind = KINDS[proxy]
     version = None if asked is None else parse(proxy, asked, table)
-    if runtime == "docker":
-        return RunsOn(proxy, kind.releases[0], asked, "container")
     if version is None:
         return RunsOn(proxy, kind.current)
     for release in kind.releases:

@@ -6,6 +6,8 @@ from pathlib import Path
 import pytest
 
 from labs.verify import verify_config
+from labs.verify.model import RouteWanted
+from proxies.kinds import KINDS
 from tests.runtimes import require_images
 from tests.verify.conftest import USER_CONFIGS, user_config_cases
 
@@ -16,11 +18,14 @@ REPO = Path(__file__).resolve().parents[2]
 
 @pytest.mark.parametrize("name", ["nginx-debian-includes", "haproxy-user", "envoy-user"])
 def test_user_config_in_its_container(verify_server, name):
+    """On Debian 12's release, as the container pass of the guards (the configs' expected.json are
+    written for it; test_dynamic holds what the current release finds otherwise)."""
     expected = CASES[name]
     proxy = {"nginx": "nginx", "haproxy": "haproxy", "envoy": "envoy"}[name.split("-")[0]]
-    require_images([proxy])
+    oldest = KINDS[proxy].releases[0].series
+    require_images([proxy], {proxy: oldest})
     report = verify_config(USER_CONFIGS / name / expected["config"], quick=True, runtime="docker",
-                           server=verify_server, **expected.get("options", {}))
+                           server=verify_server, wanted=RouteWanted(version=oldest), **expected.get("options", {}))
     failures = sorted({f.kind for f in report.findings if f.severity == "failure"})
     assert failures == sorted(expected["failures"]), [(c.name, c.observed) for c in report.checks]
     assert all(c.passed for c in report.checks if c.name == "loopback-only")
