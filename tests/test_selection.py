@@ -8,7 +8,6 @@ from pathlib import Path
 import pytest
 
 from labs import catalogue
-from labs.scenario.releases import older_releases
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -25,15 +24,14 @@ def collected(*args: str) -> list[str]:
 def test_k_scenario_selects_only_its_guards() -> None:
     every = collected()
     guards = [node for node in every if node.startswith("tests/test_scenarios.py::")]
-    # Two variants, two runtimes, and the local pair again on each older release a scenario names.
-    assert len(guards) == sum(4 + 2 * len(older_releases(s)) for s in catalogue.SCENARIOS)
+    # Two variants, two runtimes (the current release locally, the oldest in containers).
+    assert len(guards) == 4 * len(catalogue.SCENARIOS)
     # -k matches a test when the name is part of its id (case-insensitive): only the scenario's
     # own guards, local and in containers, may carry it; no other test names one with hyphens.
     for scenario in catalogue.SCENARIOS:
         carrying = [node for node in every if scenario.name in node.lower()]
         ids = sorted(node.split("[", 1)[1].rstrip("]") for node in carrying if node in guards)
-        older = [f"-{choice.replace('=', '')}" for choice in older_releases(scenario)]
         assert ids == sorted(f"{scenario.name}-{variant}{suffix}" for variant in ("broken", "fixed")
-                             for suffix in ("", "-docker", *older)), carrying
+                             for suffix in ("", "-docker")), carrying
         strays = [node for node in carrying if node not in guards]
         assert not strays, f"`pytest -k {scenario.name}` would also select {strays[:5]}"
