@@ -116,3 +116,15 @@ def test_the_release_named_is_the_one_measured_and_every_format_says_so(verify_s
 def test_the_cli_refuses_an_unknown_version_in_one_line_in_every_format(capsys):
     assert main([str(AGENTA), "--proxy-version", "1.20", "--format", "json"]) == 2
     assert "verify knows nginx's defaults from 1.22 on" in json.loads(capsys.readouterr().out)["error"]
+
+
+def test_a_caddyfile_for_the_older_release_names_the_flag_that_reads_it():
+    """Caddy 2.7 renamed buffer_requests: Debian 12's fixed file is valid for 2.6 only. Without the
+    flag the current Caddy's adapter refuses it, and the line says which Caddy read it and what to
+    ask; with --proxy-version 2.6 the same file is read by 2.6."""
+    path = ROOT / "proxies" / "fixed" / "Caddyfile-2.6"
+    with pytest.raises(UnusableInput, match=r"buffer_requests.*read by Caddy 2\.11 \(Debian sid\); "
+                       r"a Caddyfile for another release: --proxy-version 2\.6") as caught:
+        read_config(path)
+    assert caught.value.line is not None
+    assert read_config(path, wanted=RouteWanted(version="2.6")).proxy == "caddy"

@@ -169,7 +169,12 @@ def adapt(path: Path, series: str | None = None) -> dict[str, Any]:
             file = display_path(path) if named.resolve() == path.resolve() else display_path(named)
             line = int(found[2])
         message = message.replace(str(path.resolve()), display_path(path)).removeprefix("Error: ")
-        raise UnusableInput(f"caddy could not adapt the Caddyfile: {message}", file=file, line=line)
+        # A directive one release renamed (2.7: buffer_requests -> request_buffers) is valid in
+        # the other: say which Caddy read it, and how to ask for another.
+        ran = CADDY.release(series)
+        others = ", ".join(r.series for r in CADDY.releases if r != ran)
+        raise UnusableInput(f"caddy could not adapt the Caddyfile: {message} (read by Caddy {ran.label}; "
+                            f"a Caddyfile for another release: --proxy-version {others})", file=file, line=line)
     data = _loads(result.stdout)
     if not isinstance(data, dict):
         raise UnusableInput("caddy adapt gave no JSON config", file=str(path))
