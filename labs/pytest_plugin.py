@@ -230,12 +230,12 @@ class ConfigCheck(_Guard):
             # probe does: a run of one kind costs seconds, not the whole verify.
             kinds = {item.kind for item in self._selected(ConfigCheck) if item.file == self.file}
             tuning["checks"] = [name for name, shown in CHECK_KINDS.items() if kinds & set(shown)]
-            from labs.verify.model import RouteWanted
+            if option("stream_proxy_version"):  # else verify's own default: the current release
+                from labs.verify.model import RouteWanted
+                tuning["wanted"] = RouteWanted(version=option("stream_proxy_version"))
             try:
                 results[self.file] = verify_config(Path(self.file), proxy=option("stream_proxy"),
-                                                   server=self._lab_server(),
-                                                   wanted=RouteWanted(version=option("stream_proxy_version")),
-                                                   **tuning)
+                                                   server=self._lab_server(), **tuning)
             except UnusableInput as exc:
                 results[self.file] = exc
         return results[self.file]
@@ -273,7 +273,7 @@ class ConfigCheck(_Guard):
         if failures or failed_checks:
             observed = ("; ".join(f"{c.name}: {c.observed}" for c in failed_checks)
                         or "a dynamic check showed it")
-            said = report.measured_on.get("said")  # which release's binary showed it
+            said = (getattr(report, "measured_on", None) or {}).get("said")  # which release's binary showed it
             raise GuardFailure(_failure(f"{Path(self.file).name}: {self.kind}", failures, observed)
                                + (f"\n{said}" if said else ""))
         if not findings and not checks:
