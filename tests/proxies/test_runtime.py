@@ -166,7 +166,7 @@ EVENTS_UNTIL_NOTICED = {"apache": 2, "varnish": 3}
 def test_fixed_config_passes_a_client_disconnect_upstream(name: ProxyName, runtime: Runtime,
                                                           upstream: FakeUpstream) -> None:
     """The client hangs up mid-stream: the upstream must see its connection close right after a
-    write (within ~100 ms), before the next event for the proxies that watch the client, and at
+    write (within half an event interval), before the next event for the proxies that watch the client, and at
     the event the others notice the departure at (events are 500 ms apart)."""
     settings = on_free_ports(variant(name, "fixed"), upstream.port)
     events = EVENTS_UNTIL_NOTICED.get(name, 0)
@@ -181,7 +181,9 @@ def test_fixed_config_passes_a_client_disconnect_upstream(name: ProxyName, runti
                    describe=f"the upstream to see the disconnect (by event {events} after it)")
         seen_after = time.monotonic() - left_at
         delay = upstream.stats.disconnects[-1]
-    assert 0 <= delay < 0.1, f"disconnect reached the upstream {delay * 1000:.0f} ms after its last write"
+    # Before the next event, with room for a busy machine: half an interval (once 206 ms here for
+    # HAProxy 3.2 under the whole suite's load, 20 of 20 alone under 100 ms).
+    assert 0 <= delay < DISCONNECT_INTERVAL_S / 2, f"disconnect reached the upstream {delay * 1000:.0f} ms after its last write"
     if events:  # the measured lag is real, not an early close by chance
         assert seen_after >= (events - 1) * DISCONNECT_INTERVAL_S, seen_after
 
