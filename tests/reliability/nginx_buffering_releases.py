@@ -101,7 +101,7 @@ async def slow_reader(port: int, body: dict[str, Any]) -> str:
                  b"Connection: close\r\nContent-Length: %d\r\n\r\n%s" % (len(data), data))
     await writer.drain()
     await reader.readuntil(b"\r\n\r\n")
-    await asyncio.sleep(STALL_S)
+    await asyncio.sleep(STALL_S)  # the slow reader's pause itself (pacing: what is measured), not a wait
     reads: list[tuple[float, int]] = []
     while chunk := await reader.read(65536):
         events = chunk.count(b'"content":"') - chunk.count(b'"content":""')
