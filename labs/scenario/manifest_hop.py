@@ -15,11 +15,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterator
 
-from labs.verify.kinds import KINDS as CONFIG_KINDS
 from labs.verify.kubernetes import translate
 from labs.verify.launch import RunningConfig, running, validate
 from labs.verify.model import RouteWanted
 from labs.verify.rewrite import Rewritten
+from labs.verify.run import read_config, rewrite_config
 from proxies.kinds import KINDS as PROXY_KINDS
 from proxies.logs import PROCESS_LOG, read_text
 from server.processes import wait_until
@@ -113,12 +113,10 @@ def prepared(proxy: str, manifest: str, upstream_port: int, runtime: str, folder
     made, config = translated(manifest, folder)
     if made != proxy:
         raise ManifestMismatch(f"the manifest translates into {made}'s config, but the path runs {proxy}")
-    kind = CONFIG_KINDS[proxy]
-    reading = kind.read(config, RouteWanted())
+    reading = read_config(config, proxy, RouteWanted(series=series))
     run_folder = folder / "run"
     run_folder.mkdir()
-    rewritten = kind.run_here(config, reading, upstream_port, run_folder, runtime == "docker")
-    rewritten.series = series
+    rewritten = rewrite_config(config, reading, upstream_port, run_folder, in_container=runtime == "docker")
     validate(rewritten, runtime)
     return rewritten
 

@@ -17,6 +17,8 @@ from labs.verify.haproxy.kind import KIND as HAPROXY
 from labs.verify.kind import ConfigKind
 from labs.verify.model import Options, Reading, Suspicion
 from labs.verify.nginx.kind import KIND as NGINX
+from labs.verify import readers
+from labs.verify.readers import READERS
 from labs.verify.rules import DEPARTURE, departure_at_write
 from labs.verify.traefik.kind import KIND as TRAEFIK
 from labs.verify.varnish.kind import KIND as VARNISH
@@ -28,6 +30,9 @@ PROXIES = tuple(KINDS)
 def suspicions(reading: Reading, options: Options) -> list[Suspicion]:
     """The rules of the reading's proxy over what it read, and the departure its kind notices
     only at its next write, whatever the config."""
+    reader = READERS.get(reading.proxy)
+    if reader is not None:  # on the pipeline: its rules table
+        return readers.suspicions(reader, reading, options)
     kind = KINDS[reading.proxy]
     found = kind.suspicions(reading, options)
     if kind.departure_at_write is not None:

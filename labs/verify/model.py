@@ -138,6 +138,9 @@ class Reading:
     scope: str = ""  # where a fix for this route goes ("location /v1/ (nginx.conf:40)"), not the whole server
     version: str | None = None  # the proxy version whose defaults the reading used
     wanted: RouteWanted = field(default_factory=RouteWanted, repr=False)  # as asked, headers included
+    # The parsed config and the chosen route it was read from (labs/verify/run.py's `Parsed`): the
+    # rewrite works from the same parse, never a second one.
+    parsed: Any = field(default=None, repr=False, compare=False)
 
     def get(self, name: str) -> Setting:
         return self.settings[name]

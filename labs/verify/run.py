@@ -11,11 +11,11 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from dataclasses import replace
+from dataclasses import dataclass, replace
 import tempfile
 import time
 from pathlib import Path
-from typing import Callable, Iterator, Sequence
+from typing import Any, Callable, Iterator, Sequence
 
 from labs.findings import CheckOutcome, UnusableInput
 from labs.scenario.exposing import CLOSE_DELIMITED
@@ -24,9 +24,13 @@ from labs.verify import trials as dynamic
 from labs.verify.detect import detect
 from labs.verify.kubernetes import translate
 from labs.verify.kinds import KINDS, PROXIES, heartbeats_to_notice, suspicions
+from labs.verify import route
 from labs.verify.launch import RunningConfig, running, validate
 from labs.verify.model import Options, Reading, RouteWanted, VerifyReport, display_path
-from labs.verify.rewrite import Rewritten, is_loopback
+from labs.verify.plan import RunPlan
+from labs.verify.reader import ConfigReader
+from labs.verify.readers import READERS
+from labs.verify.rewrite import Rewritten, assert_loopback
 from server.processes import free_port
 from server.launcher import ServerHandle, running_server
 
@@ -59,20 +63,56 @@ def read_config(path: Path, proxy: str | None = None, wanted: RouteWanted = Rout
     proxy = _proxy(path, proxy)
     if wanted.series is None:  # the release that runs it, whose binary's defaults apply unless asked
         wanted = replace(wanted, series=releases.chosen(proxy, wanted.version, KINDS[proxy].defaults).series)
-    reading = KINDS[proxy].read(path, wanted)
+    reader = READERS.get(proxy)
+    if reader is None:  # not yet on the pipeline: the proxy's own reading
+        reading = KINDS[proxy].read(path, wanted)
+    else:
+        reading = _read(reader, Path(path), wanted)
     reading.wanted = wanted
     return reading
 
 
+@dataclass
+class Parsed:
+    """The one parse of a config and the route chosen in it, kept on the reading for the rewrite."""
+
+    reader: ConfigReader
+    config: Any
+    chosen: route.Chosen
+
+
+def _read(reader: ConfigReader, path: Path, wanted: RouteWanted) -> Reading:
+    """Parse once, choose the route, read the settings in effect on it."""
+    config = reader.parse(path, wanted)
+    chosen = route.choose(reader, config, wanted, path)
+    in_effect = reader.settings(config, chosen, wanted)
+    found = chosen.route
+    unknown = ([f"matchers taken as matching (not evaluated here): {', '.join(found.unknown)}"]
+               if found.unknown else [])
+    return Reading(proxy=reader.proxy, file=path, route=found.describe, settings=in_effect.settings,
+                   notes=[*found.notes, *unknown, *in_effect.notes], path=chosen.request.path, host=found.host,
+                   why=chosen.why, routes=chosen.routes, main=wanted.main, scope=found.scope,
+                   version=in_effect.version, wanted=wanted, parsed=Parsed(reader, config, chosen))
+
+
 def rewrite_config(path: Path, reading: Reading, lab_port: int, folder: Path, *,
                    in_container: bool = False) -> Rewritten:
-    """The config as it runs here; `in_container`: it runs as the invoking user in a container.
-    Kubernetes manifests run as their translation (read_config's). It runs on the release the
-    reading was made for (`reading.wanted.series`)."""
-    translation = translate(Path(path), reading.proxy)
-    path = translation.path if translation is not None else path
-    rewritten = KINDS[reading.proxy].run_here(path, reading, lab_port, folder, in_container)
-    rewritten.series = reading.wanted.series
+    """The config as it runs here, written into `folder`; `in_container`: it runs as the invoking
+    user in a container. Kubernetes manifests run as their translation (read_config's). It runs on
+    the release the reading was made for (`reading.wanted.series`). Every address it names is
+    checked for loopback before anything is written (NotLoopback)."""
+    parsed: Parsed | None = reading.parsed
+    if parsed is None:  # not yet on the pipeline: the proxy's own rewrite
+        translation = translate(Path(path), reading.proxy)
+        path = translation.path if translation is not None else path
+        rewritten = KINDS[reading.proxy].run_here(path, reading, lab_port, folder, in_container)
+        rewritten.series = reading.wanted.series
+        return rewritten
+    plan = RunPlan(lab_port, folder, in_container, reading.wanted.series, reading.version)
+    rewritten = parsed.reader.rewrite(parsed.config, parsed.chosen, plan)
+    rewritten.series = plan.series
+    assert_loopback(parsed.reader.addresses(rewritten))
+    rewritten.write()
     return rewritten
 
 
@@ -177,9 +217,9 @@ def _measure(proxy_run: RunningConfig, server: ServerHandle, options: Options, s
 
     async def everything() -> list[dynamic.Measured]:
         results: dict[str, dynamic.Measured] = {}
-        side_by_side = [c for c in selected if c in dynamic.CONCURRENT]
+        side_by_side = [c for c in selected if dynamic.BY_NAME[c].side_by_side]
         for name in selected:
-            if name in dynamic.CONCURRENT:
+            if dynamic.BY_NAME[name].side_by_side:
                 if name == side_by_side[0]:
                     say(f"measuring {', '.join(side_by_side)} (side by side, "
                         f"~{max(options.max_silence_s, options.max_stream_s):.0f} s)")

@@ -37,17 +37,6 @@ DISCONNECT_TOKENS_PER_S = 20.0
 DISCONNECT_PAUSE_S = 2.0
 STREAM_TOKENS = 12  # events of the streaming trials: 1.2 s, well inside one 4 KB nginx buffer
 _DIRECT: dict[str, StreamResult] = {}  # the direct baseline, once per lab server
-CHECK_KINDS: dict[str, tuple[FindingKind, ...]] = {
-    "streaming": ("buffering", "coalescing"),
-    "streaming-h2": ("buffering", "coalescing"),  # the same stream over HTTP/2, where a TLS entry offers it
-    "gzip": ("compression-delay",),
-    "silence-before-first-token": ("idle-timeout",),
-    "silence-mid-stream": ("idle-timeout",),
-    "long-stream": ("total-timeout",),
-    "disconnect": ("disconnect-not-propagated",),
-    "concurrent-streams": ("connection-limit",),
-}
-CHECK_NAMES = tuple(CHECK_KINDS)
 
 
 def paced_like(direct: StreamResult, interval_s: float = INTERVAL_S) -> Pacing:
@@ -298,18 +287,36 @@ async def concurrent_streams(target: Target) -> Measured:
                              for result, body in zip(results, bodies)])
 
 
-RUNNERS: dict[str, Callable[[Target], Awaitable[Measured]]] = {
-    "streaming": streaming, "streaming-h2": streaming_h2, "gzip": gzip, "silence-before-first-token": silence_before_first_token,
-    "silence-mid-stream": silence_mid_stream, "long-stream": long_stream, "disconnect": disconnect,
-    "concurrent-streams": concurrent_streams,
-}
+@dataclass(frozen=True)
+class Trial:
+    """One of verify's checks: its name (`--check NAME`), the finding kinds it can show, how it runs,
+    and whether it runs beside the others (only its stream's survival is judged, not its timing)."""
+
+    name: str
+    kinds: tuple[FindingKind, ...]
+    run: Callable[[Target], Awaitable[Measured]]
+    side_by_side: bool = False
+
+
+# The one table, in the order the checks run and are shown. The side-by-side ones share a wait;
+# the others run one at a time, so no other stream disturbs their numbers or the server's counters.
+TRIALS: tuple[Trial, ...] = (
+    Trial("streaming", ("buffering", "coalescing"), streaming),
+    Trial("streaming-h2", ("buffering", "coalescing"), streaming_h2),  # over HTTP/2, where a TLS entry offers it
+    Trial("gzip", ("compression-delay",), gzip),
+    Trial("silence-before-first-token", ("idle-timeout",), silence_before_first_token, side_by_side=True),
+    Trial("silence-mid-stream", ("idle-timeout",), silence_mid_stream, side_by_side=True),
+    Trial("long-stream", ("total-timeout",), long_stream, side_by_side=True),
+    Trial("disconnect", ("disconnect-not-propagated",), disconnect),
+    Trial("concurrent-streams", ("connection-limit",), concurrent_streams),
+)
+BY_NAME: dict[str, Trial] = {trial.name: trial for trial in TRIALS}
+CHECK_KINDS: dict[str, tuple[FindingKind, ...]] = {trial.name: trial.kinds for trial in TRIALS}
+CHECK_NAMES = tuple(BY_NAME)
+
+
 async def run_trial(name: str, target: Target) -> Measured:
     """One trial, its early cuts reported with it (a view of the target of its own collects them:
     the side-by-side trials share the target)."""
     own = replace(target, retried=[])
-    return reported(await RUNNERS[name](own), own.retried)
-
-
-# Trials that only need the stream to survive run side by side (their timing is not measured);
-# the others run one at a time, so no other stream disturbs their numbers or the server's counters.
-CONCURRENT = ("silence-before-first-token", "silence-mid-stream", "long-stream")
+    return reported(await BY_NAME[name].run(own), own.retried)

@@ -1,0 +1,68 @@
+"""Every reader of verify's table holds to the stages the pipeline runs (labs/verify/reader.py):
+each fixed config of its proxy parses, is detected as its own, chooses a route, reads every
+setting its rules name, rewrites to loopback only, and names no directive the rewrite neither
+handles nor declares kept; every finding kind has a rule on every reader."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from labs.findings.kinds import FINDING_KINDS
+from labs.verify import route
+from labs.verify.detect import detect
+from labs.verify.model import RouteWanted
+from labs.verify.plan import RunPlan, handled
+from labs.verify.readers import READERS
+from labs.verify.rewrite import is_loopback
+from labs.verify.rules import fallback
+from proxies.kinds import KINDS as PROXY_KINDS
+
+FIXED = Path(__file__).resolve().parents[2] / "proxies" / "fixed"
+# The fixed files a reader reads as they are (the Kubernetes manifests are translated first:
+# tests/verify/test_kubernetes.py).
+FILES = sorted(path for path in FIXED.iterdir() if path.is_file())
+CASES = [pytest.param(path, id=path.name) for path in FILES if detect(path) in READERS]
+
+
+def test_every_reader_is_a_proxy_of_the_lab() -> None:
+    assert set(READERS) <= set(PROXY_KINDS)
+    for name, reader in READERS.items():
+        assert reader.proxy == name
+
+
+@pytest.mark.parametrize("proxy", sorted(READERS))
+def test_every_finding_kind_has_a_rule(proxy: str) -> None:
+    reader = READERS[proxy]
+    for kind in FINDING_KINDS:
+        setting, general = fallback(reader.rules, kind)
+        assert setting and general, (proxy, kind)
+
+
+@pytest.mark.parametrize("path", CASES)
+def test_a_fixed_config_runs_through_every_stage(path: Path, tmp_path: Path) -> None:
+    reader = READERS[detect(path)]
+    assert reader.shape.search(path.read_text()), "detected by its own shape"
+    series = PROXY_KINDS[reader.proxy].current.series
+    wanted = RouteWanted(series=series)
+    config = reader.parse(path, wanted)
+    chosen = route.choose(reader, config, wanted, path)
+    assert chosen.route.describe and chosen.route.scope and chosen.routes
+    in_effect = reader.settings(config, chosen, wanted)
+    named = {rule.setting for rule in reader.rules}
+    assert named <= set(in_effect.settings), f"rules name settings it does not read: {named - set(in_effect.settings)}"
+    rewritten = reader.rewrite(config, chosen, RunPlan(65000, tmp_path, series=series))
+    assert not any(tmp_path.iterdir()), "the rewrite writes nothing: the pipeline writes after the loopback check"
+    addresses = reader.addresses(rewritten)
+    assert addresses, "the rewritten config names the lab's server"
+    assert all(is_loopback(host) for _, host in addresses), addresses
+    unaccounted = sorted({name for name in reader.directives(config)
+                          if not handled(reader.handlers, reader.kept, name)})
+    assert not unaccounted, f"directives neither handled nor declared kept: {unaccounted}"
+
+
+def test_a_header_reaches_every_readers_matchers() -> None:
+    """--header means the same for every proxy: the request the matchers see carries it."""
+    wanted = RouteWanted(headers=(("X-Team", "a"),))
+    request = next(route.requests(wanted))
+    assert request.header("x-team") == "a" and request.header("accept") == "text/event-stream"
