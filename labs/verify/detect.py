@@ -13,7 +13,7 @@ def detect(path: Path) -> str:
         raise UnusableInput("no such file", file=str(path))
     text = read_text(path)
     for kind in KINDS.values():
-        if kind.looks_like(text):
+        if kind.shape.search(text):
             return kind.proxy
     name = path.name.lower()
     for proxy in PROXIES:

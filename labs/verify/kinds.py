@@ -10,11 +10,12 @@ looks like an HAProxy section header, while `vcl 4.1;` (or a backend with `.host
 """
 from __future__ import annotations
 
-from labs.verify.apache.kind import KIND as APACHE
+from labs.verify.apache.reader import READER as APACHE
 from labs.verify.caddy.kind import KIND as CADDY
 from labs.verify.envoy.kind import KIND as ENVOY
 from labs.verify.haproxy.kind import KIND as HAPROXY
 from labs.verify.kind import ConfigKind
+from labs.verify.reader import ConfigReader
 from labs.verify.model import Options, Reading, Suspicion
 from labs.verify.nginx.kind import KIND as NGINX
 from labs.verify import readers
@@ -23,7 +24,7 @@ from labs.verify.rules import DEPARTURE, departure_at_write
 from labs.verify.traefik.kind import KIND as TRAEFIK
 from labs.verify.varnish.kind import KIND as VARNISH
 
-KINDS: dict[str, ConfigKind] = {kind.proxy: kind for kind in (ENVOY, TRAEFIK, NGINX, VARNISH, HAPROXY, CADDY, APACHE)}
+KINDS: dict[str, ConfigKind | ConfigReader] = {kind.proxy: kind for kind in (ENVOY, TRAEFIK, NGINX, VARNISH, HAPROXY, CADDY, APACHE)}
 PROXIES = tuple(KINDS)
 
 

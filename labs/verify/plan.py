@@ -54,6 +54,11 @@ REASONS: dict[str, str] = {
     "module-missing": "this module is not installed here",
     # Administration.
     "admin-own": "this run reads its own loopback admin endpoint, not your socket",
+    "machine-path": "names a path or proxy of the machine it was written for",
+    # apache
+    "apache-built-in": "compiled into this apache2",
+    "apache-server-root": "the run folder is the ServerRoot (-d)",
+    "apache-tls-off": "TLS is off here: the lab speaks plain HTTP to this VirtualHost",
 }
 
 

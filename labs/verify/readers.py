@@ -6,8 +6,9 @@ from labs.findings import FindingKind
 from labs.verify.model import Options, Reading, Suspicion
 from labs.verify.reader import ConfigReader
 from labs.verify import rules
+from labs.verify.apache.reader import READER as APACHE
 
-READERS: dict[str, ConfigReader] = {reader.proxy: reader for reader in ()}
+READERS: dict[str, ConfigReader] = {reader.proxy: reader for reader in (APACHE,)}
 
 
 def suspicions(reader: ConfigReader, reading: Reading, options: Options) -> list[Suspicion]:

@@ -115,9 +115,9 @@ def parse(path: Path, main: str | None = None) -> ApacheConfig:
     return _Reader(str(platform.main), entry, platform).read()
 
 
-def tokenize(file: str) -> list[Directive]:
-    """One file's directives, sections nested (includes not followed)."""
-    text = read_text(file)
+def tokenize(file: str, text: str | None = None) -> list[Directive]:
+    """One file's directives (`text`: its content, else read), sections nested (includes not followed)."""
+    text = read_text(file) if text is None else text
     lines = text.split("\n")
     root = Directive("main", [], file, 0, block=[])
     stack = [root]

@@ -9,11 +9,10 @@ from the main server. Each default links to its documentation (`DOCS`).
 """
 from __future__ import annotations
 
-from pathlib import Path
-
-from labs.verify.apache.config import ApacheConfig, Directive, parse
-from labs.verify.apache.routes import Choice, describe, select_route
-from labs.verify.model import DEFAULT, Reading, RouteWanted, Setting
+from labs.verify.apache.config import ApacheConfig, Directive
+from labs.verify.apache.routes import Rule, Served
+from labs.verify.model import DEFAULT, Reading, Setting
+from labs.verify.reader import InEffect
 
 CORE = "https://httpd.apache.org/docs/2.4/mod/core.html"
 PROXY = "https://httpd.apache.org/docs/2.4/mod/mod_proxy.html"
@@ -39,14 +38,12 @@ ENV_VARS = ("no-gzip", "proxy-sendchunked", "force-proxy-request-1.0", "proxy-no
 SSE = "text/event-stream"
 
 
-def read(path: Path, wanted: RouteWanted = RouteWanted()) -> Reading:
-    config = parse(path, wanted.main)
-    choice = select_route(config, wanted)
-    reading = Reading(proxy="apache", file=path, route=describe(choice), path=choice.path, host=choice.host,
-                      why=choice.why, routes=choice.routes, main=wanted.main, scope=_scope(choice))
-    server = [config.main] + ([choice.vhost] if choice.vhost is not None else [])
-    put = reading.settings.__setitem__
-    put("ProxyPass", Setting("ProxyPass", choice.rule.target, choice.rule.directive.text(), choice.rule.directive.where))
+def settings(config: ApacheConfig, served: Served) -> InEffect:
+    """What is in effect on the served rule: its keys, its servers', its <Location>s', the MPM's."""
+    found: dict[str, Setting] = {}
+    put = found.__setitem__
+    server = [config.main] + ([served.vhost] if served.vhost is not None else [])
+    put("ProxyPass", Setting("ProxyPass", served.rule.target, served.rule.directive.text(), served.rule.directive.where))
     timeout = _server_level(server, "Timeout", "60")
     put("Timeout", timeout)
     proxy_timeout = _server_level(server, "ProxyTimeout", None)
@@ -54,7 +51,7 @@ def read(path: Path, wanted: RouteWanted = RouteWanted()) -> Reading:
         proxy_timeout = Setting("ProxyTimeout", timeout.value, f"ProxyTimeout {timeout.value} (Timeout's)",
                                 timeout.where if not timeout.is_default else DEFAULT)
     put("ProxyTimeout", proxy_timeout)
-    keys, keys_from = _keys(config, choice)
+    keys, keys_from = _keys(config, served.rule)
     for key, default in KEYS.items():
         if key in keys:
             put(key, Setting(key, keys[key], f"{key}={keys[key]}", keys_from.where))
@@ -66,13 +63,12 @@ def read(path: Path, wanted: RouteWanted = RouteWanted()) -> Reading:
         else:
             put(key, Setting(key, default, f"{key}={default}", DEFAULT))
     put("ProxyIOBufferSize", _server_level(server, "ProxyIOBufferSize", "8192"))
-    levels = server + choice.locations
+    levels = server + served.locations
     put("DEFLATE", _deflate(config, levels))
     for name in ENV_VARS:
         put(name, _env(levels, name))
-    _mpm(config, reading)
-    reading.notes += _notes(config, choice)
-    return reading
+    _mpm(config, found)
+    return InEffect(found, _notes(config, served))
 
 
 def seconds(setting: Setting) -> float:
@@ -91,9 +87,8 @@ def _server_level(server: list[Directive], name: str, default: str | None) -> Se
     return Setting(name, default, f"{name} {default}", DEFAULT)
 
 
-def _keys(config: ApacheConfig, choice: Choice) -> tuple[dict[str, str], Directive]:
+def _keys(config: ApacheConfig, rule: Rule) -> tuple[dict[str, str], Directive]:
     """The rule's own keys; a balancer:// target: its member's, then ProxySet's, under the rule's."""
-    rule = choice.rule
     keys, source = dict(rule.keys), rule.directive
     if rule.target.startswith("balancer://"):
         name = rule.target.split("/")[2].lower()
@@ -106,6 +101,7 @@ def _keys(config: ApacheConfig, choice: Choice) -> tuple[dict[str, str], Directi
                         if extra:
                             keys, source = {**extra, **keys}, d
     return keys, source
+
 
 
 def _deflate(config: ApacheConfig, levels: list[Directive]) -> Setting:
@@ -137,10 +133,10 @@ def _env(levels: list[Directive], name: str) -> Setting:
     return found
 
 
-def _mpm(config: ApacheConfig, reading: Reading) -> None:
+def _mpm(config: ApacheConfig, found: dict[str, Setting]) -> None:
     loaded = next((m for m in MPMS if m in config.modules), "mpm_event_module")
     mpm, server_limit, threads = MPMS[loaded]
-    put = reading.settings.__setitem__
+    put = found.__setitem__
     put("mpm", Setting("mpm", mpm, f"mpm_{mpm}", DEFAULT if loaded not in config.modules else
                        next(d.where for d in config.main.walk() if d.key == "loadmodule" and d.args[:1] == [loaded])))
     limit = _server_level([config.main], "ServerLimit", str(server_limit))
@@ -161,13 +157,13 @@ def capacity(reading: Reading) -> int:
                int(reading.value("ServerLimit")) * int(reading.value("ThreadsPerChild")))
 
 
-def _notes(config: ApacheConfig, choice: Choice) -> list[str]:
+def _notes(config: ApacheConfig, served: Served) -> list[str]:
     notes = []
     if config.platform is not None:
         notes.append(f"a site file: judged inside {config.platform.about} (--main {config.platform.name}); "
                      "the server settings it inherits from there are assumed")
-    if choice.rule.kind == "RewriteRule":
-        server = choice.vhost or config.main
+    if served.rule.kind == "RewriteRule":
+        server = served.vhost or config.main
         if server.children("rewritecond"):
             notes.append("RewriteCond lines are not evaluated: the RewriteRule [P] is taken as applying")
     for include in config.missing:
@@ -177,11 +173,3 @@ def _notes(config: ApacheConfig, choice: Choice) -> list[str]:
            for d in config.main.walk()):
         notes.append("SetEnvIf ... no-gzip is conditional: not evaluated (mod_deflate judged as if it applies)")
     return notes
-
-
-def _scope(choice: Choice) -> str:
-    """Where a fix for the chosen route goes: its <Location>, else the ProxyPass line itself."""
-    rule = choice.rule
-    if rule.location is not None:
-        return f"{rule.location.text()} ({rule.location.where})"
-    return f"the {rule.directive.name} at {rule.directive.where}"

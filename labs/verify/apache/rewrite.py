@@ -15,17 +15,18 @@ import os
 import pwd
 import re
 from pathlib import Path
+from typing import Callable, Iterator
 
 from labs.verify.apache import routes
-from labs.verify.apache.config import ApacheConfig, Directive, _Reader
+from labs.verify.apache.config import ApacheConfig, Directive, tokenize
 from labs.verify.apache.platforms import BUILT_IN
 from labs.verify import records
 from labs.verify.edits import MARK, TextEdits
+from labs.verify.plan import RunPlan, handler_for, reason
 from labs.verify.rewrite import Rewritten
 from proxies.apache.settings import MODULES_DIR
 from server.processes import free_port
 
-NO_TLS = "TLS is off here: the lab speaks plain HTTP to this VirtualHost"
 TARGETS = ("proxypass", "proxypassmatch", "proxypassreverse", "balancermember")
 _URL = re.compile(r"^(?:unix:[^|]*\|)?([a-z0-9+]+)://(\[[^\]]*\]|[^/:]*)(:\d+)?(.*)$", re.I)
 
@@ -63,113 +64,207 @@ def contacted(folder: Path) -> set[str]:
     return records.addresses(UPSTREAM_CONNECTED, records.log_text(folder, "error.log"))
 
 
-def rewrite(config: ApacheConfig, choice: routes.Choice, lab_port: int, folder: Path, *,
-            drop_user: bool = False) -> Rewritten:
-    conf = folder / "conf"
+class _Run:
+    """One rewrite under way: the plan, the edits per file, the ports given out, what it noted."""
 
-    shipped = str(config.platform.folder) + os.sep if config.platform else None
+    def __init__(self, config: ApacheConfig, plan: RunPlan) -> None:
+        self.config, self.plan, self.folder = config, plan, plan.folder
+        self.shipped = str(config.platform.folder) + os.sep if config.platform else None
+        self.edits = {file: _Edits(Path(file).read_text(), terminator="\n") for file in config.files}
+        self.missing = {id(d) for d in config.missing}
+        self.ports: dict[str, int] = {}
+        self.listened: set[str] = set()
+        self.notes: list[str] = []
 
-    def mirror(file: str) -> Path:
-        if shipped and file.startswith(shipped):  # the platform's files sit in the ServerRoot (-d) as
-            return folder / os.path.relpath(file, shipped)  # in /etc/apache2: its relative includes hold
-        return conf / os.path.abspath(file).lstrip("/")
+    def mirror(self, file: str) -> Path:
+        if self.shipped and file.startswith(self.shipped):  # the platform's files sit in the ServerRoot (-d)
+            return self.folder / os.path.relpath(file, self.shipped)  # as in /etc/apache2: its relative includes hold
+        return self.folder / "conf" / os.path.abspath(file).lstrip("/")
 
-    def platform_own(d: Directive) -> bool:
-        found = config.included.get(id(d), [])
-        return bool(shipped) and d.file.startswith(shipped) and not os.path.isabs(d.args[0]) and \
-            all(f.startswith(shipped) for f in found)
+    def platform_own(self, d: Directive) -> bool:
+        found = self.config.included.get(id(d), [])
+        return bool(self.shipped) and d.file.startswith(self.shipped) and not os.path.isabs(d.args[0]) and \
+            all(f.startswith(self.shipped) for f in found)
 
-    edits = {file: _Edits(Path(file).read_text(), terminator="\n") for file in config.files}
-    main_file = config.files[0]
-    result = Rewritten("apache", folder, mirror(main_file), listen_port=0, labels=dict(config.labels),
-                       host_header=choice.host, contacted=lambda: contacted(folder))
-    ports: dict[str, int] = {}
-    listened: set[str] = set()
-    notes: list[str] = []
+    def note(self, text: str) -> None:
+        if text not in self.notes:
+            self.notes.append(text)
 
-    def note(text: str) -> None:
-        if text not in notes:
-            notes.append(text)
+    def port_for(self, port: str) -> int:
+        return self.ports.setdefault(port, free_port())
 
-    def port_for(port: str) -> int:
-        return ports.setdefault(port, free_port())
+    def drop(self, d: Directive, key: str) -> None:
+        self.edits[d.file].drop(d, reason(key))
 
-    missing = {id(d) for d in config.missing}
+    def replace(self, d: Directive, new: str) -> None:
+        self.edits[d.file].replace_directive(d, new)
+
+
+def _include(d: Directive, run: _Run) -> None:
+    if not d.args:
+        return
+    config = run.config
+    if d is config.site_include and d.line == 0:
+        edit = run.edits[d.file]
+        edit.insert_after(len(edit.original.splitlines()), [f"# {MARK}: the site file",
+                                                            f'IncludeOptional "{run.mirror(config.entry)}"'], indent="")
+    elif d is not config.site_include and run.platform_own(d):
+        return
+    elif id(d) in run.missing:
+        run.drop(d, "include-missing")
+    elif not config.included.get(id(d)):
+        run.drop(d, "include-no-match")
+    else:
+        run.replace(d, "\n".join(f'{d.name} "{run.mirror(f)}"' for f in config.included[id(d)]))
+
+
+def _load_module(d: Directive, run: _Run) -> None:
+    if len(d.args) < 2:
+        return
+    here = os.path.join(MODULES_DIR, os.path.basename(d.args[1]))
+    if d.args[0] in BUILT_IN:
+        run.drop(d, "apache-built-in")
+    elif not os.path.isfile(here):
+        run.drop(d, "module-missing")
+        run.note(f"the module {d.args[0]} ({d.where}) is not installed here: directives that need it fail the check")
+    elif here != d.args[1]:
+        run.replace(d, f"{d.name} {d.args[0]} {here}")
+
+
+def _listen_directive(d: Directive, run: _Run) -> None:
+    if not d.args:
+        return
+    port = d.args[0].rsplit(":", 1)[-1]
+    if d.active:
+        run.listened.add(port)
+    run.replace(d, f"{d.name} 127.0.0.1:{run.port_for(port)}")
+    if len(d.args) > 1 and d.args[1].lower() == "https":
+        run.note(reason("apache-tls-off"))
+
+
+def _virtual_host(d: Directive, run: _Run) -> None:
+    if d.block is None:
+        return
+    addrs = []
+    for addr in d.args:
+        found = re.search(r":(\d+)$", addr)
+        addrs.append(f"127.0.0.1:{run.port_for(found[1])}" if found else "127.0.0.1")
+    run.replace(d, f"<{d.name} {' '.join(addrs)}>")
+
+
+def _target(d: Directive, run: _Run) -> None:
+    urls = [i for i, a in enumerate(d.args) if _URL.match(a)]
+    if urls:
+        args = list(d.args)
+        args[urls[0]] = target(args[urls[0]], run.plan.lab_port)
+        run.replace(d, " ".join([d.name, *(_quoted(a) for a in args)]))
+
+
+def _proxy_section(d: Directive, run: _Run) -> None:
+    if d.block is not None and d.args and _URL.match(d.args[0]):
+        run.replace(d, f'<{d.name} "{target(d.args[0], run.plan.lab_port)}">')
+
+
+def _rewrite_rule(d: Directive, run: _Run) -> None:
+    if len(d.args) > 2 and routes._proxy_flag(d):
+        args = [d.args[0], target(d.args[1], run.plan.lab_port), *d.args[2:]]
+        run.replace(d, " ".join([d.name, *(_quoted(a) for a in args)]))
+
+
+def _ssl(d: Directive, run: _Run) -> None:
+    run.drop(d, "apache-tls-off")
+    if d.key == "sslengine":
+        run.note(reason("apache-tls-off"))
+
+
+def _log_level(d: Directive, run: _Run) -> None:
+    # mod_proxy says "AH02824: connection established with host:port (address)" at debug: the
+    # address each backend connection really went to, what loopback-only reads.
+    if d.args:
+        run.replace(d, " ".join([d.name, *d.args, UPSTREAM_LOGLEVEL]))
+
+
+def _custom_log(d: Directive, run: _Run) -> None:
+    if d.args:
+        run.replace(d, " ".join([d.name, str(run.folder / "access.log"), *map(_quoted, d.args[1:])]))
+
+
+def _mutex(d: Directive, run: _Run) -> None:
+    names = [a for a in d.args if ":" not in a and a not in ("default", "file", "none", "sem", "flock",
+                                                             "fcntl", "posixsem", "pthread", "sysvsem")]
+    run.replace(d, f"{d.name} file:{run.folder} {' '.join(names) or 'default'}")
+
+
+def _user(d: Directive, run: _Run) -> None:
+    if not d.args:
+        return
+    if run.plan.in_container:
+        run.drop(d, "user-in-container")
+    elif os.geteuid() != 0:
+        run.drop(d, "user-not-root")
+    elif not _exists(d.key, d.args[0]):
+        run.edits[d.file].drop(d, f"no such {d.key} here")
+
+
+def _in_folder(name: str) -> Callable[[Directive, _Run], None]:
+    """A directive whose one argument is a path of the run: `name` in the run's folder ("" the folder)."""
+    def handle(d: Directive, run: _Run) -> None:
+        run.replace(d, f"{d.name} {run.folder / name if name else run.folder}")
+    return handle
+
+
+def _dropped(key: str) -> Callable[[Directive, _Run], None]:
+    return lambda d, run: run.drop(d, key)
+
+
+# Keyed as httpd reads them, case-blind (Directive.key is lower-case).
+HANDLERS: dict[str, Callable[[Directive, _Run], None]] = {
+    "include": _include, "includeoptional": _include,
+    "serverroot": _dropped("apache-server-root"),
+    "loadmodule": _load_module,
+    "listen": _listen_directive,
+    "virtualhost": _virtual_host,
+    **{key: _target for key in TARGETS},
+    "proxy": _proxy_section,
+    "rewriterule": _rewrite_rule,
+    "ssl*": _ssl,
+    "pidfile": _in_folder("httpd.pid"),
+    "errorlog": _in_folder("error.log"),
+    "loglevel": _log_level,
+    "customlog": _custom_log, "transferlog": _custom_log,
+    "defaultruntimedir": _in_folder(""),
+    "mutex": _mutex,
+    **{key: _dropped("machine-path") for key in ("scoreboardfile", "coredumpdirectory", "proxyremote",
+                                                 "proxyremotematch")},
+    "user": _user, "group": _user,
+}
+# What the rewrite keeps as written: the streaming settings verify judges, and what is harmless
+# here (names, access rules, headers, limits, log formats, sections that only group).
+KEPT = frozenset({
+    "location", "locationmatch", "directory", "directorymatch", "files", "filesmatch", "ifmodule", "ifdefine",
+    "ifversion", "if", "elseif", "else", "proxypassreverse", "proxypreservehost", "proxyrequests", "proxyset",
+    "proxyiobuffersize", "proxytimeout", "timeout", "keepalive", "keepalivetimeout", "maxkeepaliverequests",
+    "requestreadtimeout", "limitrequestbody", "limitrequestfields", "addoutputfilterbytype", "setoutputfilter",
+    "removeoutputfilterbytype", "setenv", "unsetenv", "setenvif", "setenvifnocase", "browsermatch", "header",
+    "requestheader", "require", "allow", "deny", "order", "errordocument", "logformat", "servername", "serveralias",
+    "serveradmin", "serversignature", "servertokens", "rewriteengine", "rewritecond", "maxrequestworkers",
+    "maxclients", "serverlimit", "threadsperchild", "startservers", "minsparethreads", "maxsparethreads",
+    "maxconnectionsperchild", "documentroot", "options", "allowoverride", "directoryindex", "define",
+    "balancermember", "h2direct", "protocols", "hostnamelookups", "usecanonicalname", "addtype", "adddefaultcharset",
+})
+
+
+def rewrite(config: ApacheConfig, served: routes.Served, host: str | None, plan: RunPlan) -> Rewritten:
+    run = _Run(config, plan)
+    folder = plan.folder
+    result = Rewritten("apache", folder, run.mirror(config.files[0]), listen_port=0, labels=dict(config.labels),
+                       host_header=host, contacted=lambda: contacted(folder))
     for d in config.main.walk(every=True):
-        edit, key = edits[d.file], d.key
-        if key in ("include", "includeoptional") and d.args:
-            if d is config.site_include and d.line == 0:
-                edit.insert_after(len(edit.original.splitlines()), [f"# {MARK}: the site file",
-                                                                     f'IncludeOptional "{mirror(config.entry)}"'], indent="")
-            elif d is not config.site_include and platform_own(d):
-                continue
-            elif id(d) in missing:
-                edit.drop(d, "not here: left out (see the notes)")
-            elif not config.included.get(id(d)):
-                edit.drop(d, "no file matches here")
-            else:
-                edit.replace_directive(d, "\n".join(f'{d.name} "{mirror(f)}"' for f in config.included[id(d)]))
-        elif key == "serverroot":
-            edit.drop(d, "the run folder is the ServerRoot (-d)")
-        elif key == "loadmodule" and len(d.args) > 1:
-            here = os.path.join(MODULES_DIR, os.path.basename(d.args[1]))
-            if d.args[0] in BUILT_IN:
-                edit.drop(d, "compiled into this apache2")
-            elif not os.path.isfile(here):
-                edit.drop(d, "this module is not installed here")
-                note(f"the module {d.args[0]} ({d.where}) is not installed here: directives that need it fail the check")
-            elif here != d.args[1]:
-                edit.replace_directive(d, f"{d.name} {d.args[0]} {here}")
-        elif key == "listen" and d.args:
-            port = d.args[0].rsplit(":", 1)[-1]
-            if d.active:
-                listened.add(port)
-            edit.replace_directive(d, f"{d.name} 127.0.0.1:{port_for(port)}")
-            if len(d.args) > 1 and d.args[1].lower() == "https":
-                note(NO_TLS)
-        elif key == "virtualhost" and d.block is not None:
-            addrs = []
-            for addr in d.args:
-                found = re.search(r":(\d+)$", addr)
-                addrs.append(f"127.0.0.1:{port_for(found[1])}" if found else "127.0.0.1")
-            edit.replace_directive(d, f"<{d.name} {' '.join(addrs)}>")
-        elif key in TARGETS and d.args:
-            urls = [i for i, a in enumerate(d.args) if _URL.match(a)]
-            if urls:
-                args = list(d.args)
-                args[urls[0]] = target(args[urls[0]], lab_port)
-                edit.replace_directive(d, " ".join([d.name, *(_quoted(a) for a in args)]))
-        elif key == "proxy" and d.block is not None and d.args and _URL.match(d.args[0]):
-            edit.replace_directive(d, f'<{d.name} "{target(d.args[0], lab_port)}">')
-        elif key == "rewriterule" and len(d.args) > 2 and routes._proxy_flag(d):
-            args = [d.args[0], target(d.args[1], lab_port), *d.args[2:]]
-            edit.replace_directive(d, " ".join([d.name, *(_quoted(a) for a in args)]))
-        elif key.startswith("ssl"):
-            edit.drop(d, "TLS is off here")
-            if key == "sslengine":
-                note(NO_TLS)
-        elif key == "pidfile":
-            edit.replace_directive(d, f"{d.name} {folder / 'httpd.pid'}")
-        elif key == "errorlog":
-            edit.replace_directive(d, f"{d.name} {folder / 'error.log'}")
-        elif key == "loglevel" and d.args:
-            # mod_proxy says "AH02824: connection established with host:port (address)" at debug:
-            # the address each backend connection really went to, what loopback-only reads.
-            edit.replace_directive(d, " ".join([d.name, *d.args, UPSTREAM_LOGLEVEL]))
-        elif key in ("customlog", "transferlog") and d.args:
-            edit.replace_directive(d, " ".join([d.name, str(folder / "access.log"), *map(_quoted, d.args[1:])]))
-        elif key == "defaultruntimedir":
-            edit.replace_directive(d, f"{d.name} {folder}")
-        elif key == "mutex":
-            names = [a for a in d.args if ":" not in a and a not in ("default", "file", "none", "sem", "flock",
-                                                                     "fcntl", "posixsem", "pthread", "sysvsem")]
-            edit.replace_directive(d, f"{d.name} file:{folder} {' '.join(names) or 'default'}")
-        elif key in ("scoreboardfile", "coredumpdirectory", "proxyremote", "proxyremotematch"):
-            edit.drop(d, "names a path or proxy of the machine it was written for")
-        elif key in ("user", "group") and d.args and (drop_user or os.geteuid() != 0 or not _exists(key, d.args[0])):
-            edit.drop(d, "runs as the invoking user in a container" if drop_user else
-                      "not root here" if os.geteuid() != 0 else f"no such {key} here")
-    _listen(config, choice, edits, ports, listened, result, port_for)
+        handler = handler_for(HANDLERS, d.key)
+        if handler is not None:
+            handler(d, run)
+    edits, main_file = run.edits, config.files[0]
+    _listen(config, served, edits, run.ports, run.listened, result, run.port_for)
     defines = config.platform.defines if config.platform else {}
     if defines:
         values = {**defines, "APACHE_PID_FILE": str(folder / "httpd.pid")}
@@ -179,16 +274,16 @@ def rewrite(config: ApacheConfig, choice: routes.Choice, lab_port: int, folder: 
     edits[main_file].insert_after(len(edits[main_file].original.splitlines()), [
         f"# {MARK}: every backend connection logged (loopback-only)", f"LogLevel {UPSTREAM_LOGLEVEL}"], indent="")
     for file in config.files:
-        result.files[file] = (edits[file].original, edits[file].apply(), mirror(file))
-    result.notes += notes
+        result.files[file] = (edits[file].original, edits[file].apply(), run.mirror(file))
+    result.notes += run.notes
     return result
 
 
-def _listen(config: ApacheConfig, choice: routes.Choice, edits: dict, ports: dict[str, int], listened: set[str],
+def _listen(config: ApacheConfig, served: routes.Served, edits: dict, ports: dict[str, int], listened: set[str],
             result: Rewritten, port_for) -> None:
     """The judged server's port: its VirtualHost's (a Listen added when none opens it, as for a
     :443 VirtualHost whose Listen is in `<IfModule ssl_module>`), else the first Listen's."""
-    wanted = routes.vhost_port(choice.vhost)
+    wanted = routes.vhost_port(served.vhost)
     if wanted is None:
         wanted = next(iter(sorted(listened, key=list(ports).index)), None)
     if wanted is not None and wanted in listened:
@@ -196,7 +291,7 @@ def _listen(config: ApacheConfig, choice: routes.Choice, edits: dict, ports: dic
         return
     port = port_for(wanted or "80")
     result.listen_port = port
-    at = choice.vhost if choice.vhost is not None else None
+    at = served.vhost
     lines = [f"# {MARK}: nothing listened on the judged server's port here", f"Listen 127.0.0.1:{port}"]
     if at is not None:
         edits[at.file].insert_after(at.line - 1, lines, indent="")
@@ -204,19 +299,25 @@ def _listen(config: ApacheConfig, choice: routes.Choice, edits: dict, ports: dic
         edits[config.files[0]].insert_after(0, lines, indent="")
 
 
-def addresses(main: Path) -> list[tuple[str, str]]:
-    """(where, host) for every address the written config names (include the inactive blocks)."""
-    config = _Reader(str(main), str(main), None).read()
+def addresses(rewritten: Rewritten) -> list[tuple[str, str]]:
+    """(where, host) for every address the rewritten files name, inactive blocks included."""
     found = []
-    for d in config.main.walk(every=True):
-        if d.key == "listen" and d.args:
-            host = d.args[0].rsplit(":", 1)[0] if ":" in d.args[0] else "0.0.0.0"
-            found.append((d.where, host))
-        elif d.key == "virtualhost":
-            found += [(d.where, a.rsplit(":", 1)[0] if ":" in a else a) for a in d.args]
-        elif d.key in (*TARGETS, "rewriterule", "proxy", "proxyremote", "proxyremotematch"):
-            found += [(d.where, m[2]) for a in d.args if (m := _URL.match(a)) and m[1].lower() != "balancer"]
+    for _, text, path in rewritten.files.values():
+        for d in _walk(tokenize(str(path), text)):
+            if d.key == "listen" and d.args:
+                host = d.args[0].rsplit(":", 1)[0] if ":" in d.args[0] else "0.0.0.0"
+                found.append((d.where, host))
+            elif d.key == "virtualhost":
+                found += [(d.where, a.rsplit(":", 1)[0] if ":" in a else a) for a in d.args]
+            elif d.key in (*TARGETS, "rewriterule", "proxy", "proxyremote", "proxyremotematch"):
+                found += [(d.where, m[2]) for a in d.args if (m := _URL.match(a)) and m[1].lower() != "balancer"]
     return found
+
+
+def _walk(directives: list[Directive]) -> Iterator[Directive]:
+    for d in directives:
+        yield d
+        yield from _walk(d.block or [])
 
 
 def _quoted(arg: str) -> str:

@@ -16,9 +16,8 @@ import fnmatch
 import re
 from dataclasses import dataclass, field
 
-from labs.findings import UnusableInput
 from labs.verify.apache.config import ApacheConfig, Directive
-from labs.verify.model import RouteWanted
+from labs.verify.route import Request, Route
 
 PROXY_SCHEMES = ("http://", "https://", "ws://", "wss://", "h2c://", "h2://", "balancer://", "unix:", "fcgi://",
                  "ajp://", "uwsgi://", "scgi://")
@@ -40,13 +39,11 @@ class Rule:
 
 
 @dataclass
-class Choice:
+class Served:
+    """The server and rule that serve the chosen request: the route's handle for settings and rewrite."""
+
     vhost: Directive | None  # None: the main server
     rule: Rule
-    path: str
-    host: str | None
-    why: str
-    routes: list[str]
     locations: list[Directive]  # the <Location>s that apply to the path, in merge order
 
 
@@ -106,31 +103,33 @@ def proxy_rule(config: ApacheConfig, vhost: Directive | None, path: str) -> Rule
     return None
 
 
-def select_route(config: ApacheConfig, wanted: RouteWanted) -> Choice:
+def match(config: ApacheConfig, request: Request) -> Route | None:
+    """The VirtualHost the Host names (else the first, the default of its address; without a Host,
+    the first that proxies the path) and the rule that proxies the path in it."""
     vhosts = config.vhosts()
     servers: list[Directive | None] = list(vhosts) or [None]
-    routes = _every_route(config, servers)
-    if wanted.host:
-        host = wanted.host.lower()
+    notes = []
+    if request.host:
+        host = request.host.lower()
         named = [v for v in vhosts if any(fnmatch.fnmatchcase(host, n) for n in names(v))]
-        candidates: list[Directive | None] = named or servers[:1]
-        how = (f"--host {wanted.host} names {'its' if named else 'no'} VirtualHost" +
-               ("" if named else ": the first one (the default) serves it"))
-    else:
-        candidates, how = servers, ""
-    for path in wanted.paths:
-        for vhost in candidates:
-            rule = proxy_rule(config, vhost, path)
-            if rule is None:
-                continue
-            asked = f"--path {path}" if wanted.path else f"{path}, the first chat API path it proxies"
-            why = "; ".join(filter(None, [asked, how]))
-            host = wanted.host or _host_needed(vhost, vhosts)
-            return Choice(vhost, rule, path, host, why, routes, locations(config, vhost, path))
-    where = " or ".join(wanted.paths[:3]) + ("..." if len(wanted.paths) > 3 else "")
-    raise UnusableInput(f"no ProxyPass, <Location> ProxyPass or RewriteRule [P] proxies {where}"
-                        + (f" for --host {wanted.host}" if wanted.host else "") + "; pass --path",
-                        file=config.shown(config.entry))
+        servers = named or servers[:1]
+        if not named and vhosts:
+            notes.append(f"Host {request.host} names no VirtualHost: the first one (the default) serves it")
+    for vhost in servers:
+        rule = proxy_rule(config, vhost, request.path)
+        if rule is None:
+            continue
+        served = Served(vhost, rule, locations(config, vhost, request.path))
+        return Route(describe(served), scope(rule), served, host=request.host or _host_needed(vhost, vhosts),
+                     notes=notes)
+    return None
+
+
+def scope(rule: Rule) -> str:
+    """Where a fix for the chosen route goes: its <Location>, else the ProxyPass line itself."""
+    if rule.location is not None:
+        return f"{rule.location.text()} ({rule.location.where})"
+    return f"the {rule.directive.name} at {rule.directive.where}"
 
 
 def vhost_port(vhost: Directive | None) -> str | None:
@@ -142,11 +141,11 @@ def vhost_port(vhost: Directive | None) -> str | None:
     return None
 
 
-def describe(choice: Choice) -> str:
-    if choice.vhost is None:
-        return f"main server > {choice.rule.describe()}"
-    shown = " ".join(names(choice.vhost)[:1]) or "(no ServerName)"
-    return f"{choice.vhost.text()} {shown} ({choice.vhost.where}) > {choice.rule.describe()}"
+def describe(served: Served) -> str:
+    if served.vhost is None:
+        return f"main server > {served.rule.describe()}"
+    shown = " ".join(names(served.vhost)[:1]) or "(no ServerName)"
+    return f"{served.vhost.text()} {shown} ({served.vhost.where}) > {served.rule.describe()}"
 
 
 def _host_needed(vhost: Directive | None, vhosts: list[Directive]) -> str | None:
@@ -159,7 +158,9 @@ def _host_needed(vhost: Directive | None, vhosts: list[Directive]) -> str | None
     return (names(vhost) or [None])[0]
 
 
-def _every_route(config: ApacheConfig, servers: list[Directive | None]) -> list[str]:
+def every_route(config: ApacheConfig) -> list[str]:
+    """Every proxying rule, of every VirtualHost (or the main server)."""
+    servers: list[Directive | None] = list(config.vhosts()) or [None]
     shown = []
     for vhost in servers:
         prefix = f"{vhost.text()} ({vhost.where})" if vhost is not None else "main server"
