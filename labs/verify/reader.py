@@ -34,24 +34,42 @@ class InEffect:
 
 
 class ConfigReader(Protocol):
-    proxy: str
-    """The proxy's name, as the proxies' own table (`proxies.kinds`) and `--proxy` spell it."""
-    example: str
-    """A file name a user recognises (the help's "nginx.conf, haproxy.cfg, envoy.yaml")."""
-    shape: re.Pattern[str]
-    """A line only this proxy's configs have: detection tries the readers in the table's order."""
-    nothing_proxied: str
-    """Said when the config proxies nothing at all: "no location has proxy_pass"."""
-    defaults: DefaultsTable | None
-    """This proxy's defaults by version, where --proxy-version selects them (None: one set)."""
-    departure_at_write: AtNextWrite | None
-    """Set when this proxy notices a departure only at a write, whatever its config."""
-    rules: Sequence[Rule]
-    """What the settings in effect suggest (labs/verify/rules.py): one rule per finding kind at least."""
-    handlers: Mapping[str, Callable[..., Any]]
-    """The rewrite, per directive (labs/verify/plan.py): `name` or `prefix*` -> its handler."""
-    kept: frozenset[str]
-    """The directives the rewrite keeps as written, declared: none is left unlooked-at."""
+    # Read-only members: a reader declares them as plain class attributes (`proxy = "nginx"`).
+    @property
+    def proxy(self) -> str:
+        """The proxy's name, as the proxies' own table (`proxies.kinds`) and `--proxy` spell it."""
+
+    @property
+    def example(self) -> str:
+        """A file name a user recognises (the help's "nginx.conf, haproxy.cfg, envoy.yaml")."""
+
+    @property
+    def shape(self) -> re.Pattern[str]:
+        """A line only this proxy's configs have: detection tries the readers in the table's order."""
+
+    @property
+    def nothing_proxied(self) -> str:
+        """Said when the config proxies nothing at all: "no location has proxy_pass"."""
+
+    @property
+    def defaults(self) -> DefaultsTable | None:
+        """This proxy's defaults by version, where --proxy-version selects them (None: one set)."""
+
+    @property
+    def departure_at_write(self) -> AtNextWrite | None:
+        """Set when this proxy notices a departure only at a write, whatever its config."""
+
+    @property
+    def rules(self) -> Sequence[Rule]:
+        """What the settings in effect suggest (labs/verify/rules.py): one rule per finding kind at least."""
+
+    @property
+    def handlers(self) -> Mapping[str, Callable[..., Any]]:
+        """The rewrite, per directive (labs/verify/plan.py): `name` or `prefix*` -> its handler."""
+
+    @property
+    def kept(self) -> frozenset[str]:
+        """The directives the rewrite keeps as written, declared: none is left unlooked-at."""
 
     def parse(self, path: Path, wanted: RouteWanted) -> Any:
         """The config and every file it reads (UnusableInput with file and line when it cannot be)."""

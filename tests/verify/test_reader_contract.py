@@ -4,6 +4,8 @@ setting its rules name, rewrites to loopback only, and names no directive the re
 handles nor declares kept; every finding kind has a rule on every reader."""
 from __future__ import annotations
 
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -18,7 +20,8 @@ from labs.verify.rewrite import is_loopback
 from labs.verify.rules import fallback
 from proxies.kinds import KINDS as PROXY_KINDS
 
-FIXED = Path(__file__).resolve().parents[2] / "proxies" / "fixed"
+ROOT = Path(__file__).resolve().parents[2]
+FIXED = ROOT / "proxies" / "fixed"
 # The fixed files a reader reads as they are (the Kubernetes manifests are translated first:
 # tests/verify/test_kubernetes.py).
 FILES = sorted(path for path in FIXED.iterdir() if path.is_file())
@@ -66,3 +69,16 @@ def test_a_header_reaches_every_readers_matchers() -> None:
     wanted = RouteWanted(headers=(("X-Team", "a"),))
     request = next(route.requests(wanted))
     assert request.header("x-team") == "a" and request.header("accept") == "text/event-stream"
+
+
+@pytest.mark.slow
+def test_a_type_checker_reads_the_table_against_the_protocol(tmp_path: Path) -> None:
+    """READERS is typed `dict[str, ConfigReader]`: mypy refuses a reader that lacks a stage or
+    answers one with another shape (the other modules' own errors are not this test's)."""
+    mypy = Path(sys.executable).with_name("mypy")
+    if not mypy.exists():
+        pytest.fail(f"{mypy} is missing: `make setup` installs mypy (the test extra)")
+    done = subprocess.run([str(mypy), "--follow-imports=silent", "--ignore-missing-imports", "--no-error-summary",
+                           "--cache-dir", str(tmp_path), "labs/verify/readers.py"],
+                          cwd=ROOT, capture_output=True, text=True, timeout=240)
+    assert done.returncode == 0, done.stdout + done.stderr
