@@ -70,8 +70,8 @@ $(STAMPS)/venv-full: $(STAMPS)/venv
 	$(UV_INSTALL) -e ".[model,test,locust,apps]"
 	@touch $@
 
-$(MODEL_DIR)/config.json: $(STAMPS)/venv server/model_builder.py $(wildcard server/corpus/*.txt)
-	$(PY) -m server.model_builder --out $(MODEL_DIR)
+$(MODEL_DIR)/config.json: $(STAMPS)/venv server/tools/model_builder.py $(wildcard server/corpus/*.txt)
+	$(PY) -m server.tools.model_builder --out $(MODEL_DIR)
 
 # Every test, side by side: TEST_WORKERS pytest-xdist workers (the suite mostly waits on paced
 # streams and silences, so more workers than cores pay off; docs/testing.md). Where a Docker

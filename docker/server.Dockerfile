@@ -14,7 +14,7 @@ COPY server server
 COPY proxies proxies
 COPY labs labs
 # Editable, so the package's root is /app and the model lands where the server looks by default.
-RUN pip install -e . && python -m server.model_builder --out /app/.models/tiny
+RUN pip install -e . && python -m server.tools.model_builder --out /app/.models/tiny
 
 # Not root: the server needs no privilege (host networking, a port above 1024).
 RUN useradd --system --uid 10001 streamlab

@@ -185,7 +185,7 @@ def _model_ready() -> bool:
     its extra installed and the default model built before any server starts (else says why)."""
 
     from server.config import DEFAULT_MODEL
-    from server.model_builder import prepare
+    from server.tools.model_builder import prepare
 
     problem = prepare(os.environ.get("LAB_ENGINE", "transformers"), DEFAULT_MODEL, say_as="labs")
     if problem is not None:

@@ -126,7 +126,7 @@ def parse_args(argv: Sequence[str] | None = None) -> ServerConfig:
 
 def main(argv: Sequence[str] | None = None) -> int:
     config = parse_args(argv)
-    from server.model_builder import prepare
+    from server.tools.model_builder import prepare
 
     # Before any worker starts: the transformers engine's extra, and the default model built.
     problem = prepare(config.engine, config.model)
@@ -146,10 +146,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     import uvicorn
 
     from server import metrics
-    from server.app import create_app, wrap_middleware
+    from server.http.app import create_app, wrap_middleware
     from server.engine import EngineConfig, create_engine, eos_token_ids, load_tokenizer
-    from server.connections import HttpLimits, protocol_class
-    from server.fast_lane import CompletionLane
+    from server.http.connections import HttpLimits, protocol_class
+    from server.http.fast_lane import CompletionLane
     from server.limits import raise_fd_limit
 
     raise_fd_limit(keep=config.keep_fd_limit)
@@ -162,7 +162,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     except (OSError, ValueError) as exc:
         logging.getLogger("server").error(
-            "cannot load the tokenizer of %r: %s (`python -m server.model_builder --out %s` "
+            "cannot load the tokenizer of %r: %s (`python -m server.tools.model_builder --out %s` "
             "builds the default model)", config.model, exc, DEFAULT_MODEL)
         return 2
     engine = create_engine(EngineConfig(
@@ -175,7 +175,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     # otherwise scanned it all and paused the event loop 230-270 ms (gap p99 311 ms; 98 ms frozen).
     gc.collect()
     gc.freeze()
-    # A completion leaves no reference cycle behind (server/cycle_extensions.py `release`,
+    # A completion leaves no reference cycle behind (server/http/cycle_extensions.py `release`,
     # tests/server/test_no_cycles.py): what a stream holds goes by reference counting, so the
     # collector finds no garbage on the hot path and only rescans the live streams' objects.
     # Its pass is due when tracked allocations outnumber deallocations by the threshold (and

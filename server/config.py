@@ -49,7 +49,7 @@ class ServerConfig:
     # keep-alive timeouts (nginx 60 s), so a proxy never reuses a connection the server is
     # closing at that moment (a 502 race); uvicorn's own default is 5 s.
     keep_alive_s: float = 75.0
-    # HTTP limits against slow or huge clients (server/connections.py, server/middleware.py):
+    # HTTP limits against slow or huge clients (server/http/connections.py, server/http/middleware.py):
     # a header block over max_header_bytes or max_headers fields gets 431; headers not complete
     # header_timeout_s after the connection opened (or the request began) get 408, and so does a
     # body not complete body_timeout_s after the headers; a stream whose writes stay blocked on
@@ -66,7 +66,7 @@ class ServerConfig:
     # sends its streaming route, whatever path the proxy forwards, so that route is measured,
     # not a 404.
     chat_any_path: bool = False
-    # The lab extension (server/lab_access.py): off entirely with lab_enabled False; with a token,
+    # The lab extension (server/http/lab_access.py): off entirely with lab_enabled False; with a token,
     # lab fields and /lab/ endpoints need `X-Lab-Token`; beyond loopback they need one.
     lab_enabled: bool = True
     lab_token: str | None = None

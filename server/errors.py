@@ -1,7 +1,7 @@
 """OpenAI-style errors: `{"error": {"message", "type", "param", "code"}}`, never a traceback or HTML.
 
 Before the first byte an error is an HTTP status with this body; after it, the same object travels
-in-band as `data: {"error": {...}}` (server/sse.py). `install_error_handlers` makes every way a
+in-band as `data: {"error": {...}}` (server/stream/sse.py). `install_error_handlers` makes every way a
 request can fail (validation, unknown route, wrong method, a bug) answer in this shape.
 """
 from __future__ import annotations

@@ -2,7 +2,7 @@
 
 A knob is either a per-stream setting (a server-wide `--flag` whose default a request may override
 in `lab`, e.g. `heartbeat_s`) or a request-only lab field (pacing and injected faults, e.g.
-`tokens_per_s`). From each declaration come: the `lab` schema field (server/schema.py), the
+`tokens_per_s`). From each declaration come: the `lab` schema field (server/http/schema.py), the
 `StreamSettings` field (server/config.py), the server flag (server/__main__.py) and the knob
 table in docs/server.md (`python -m server.knobs --write`; a test keeps it in sync).
 

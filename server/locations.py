@@ -8,7 +8,9 @@ From a checkout everything stays where the Makefile puts it (`make setup` builds
 Installed with pip there is no checkout to write into: the model is built on first use into the
 user's cache folder (`python -m server` says so), and reports go under the folder the command
 runs in, as any command-line tool's output would. Files the packages ship (templates, static
-files, the corpus, the tokenizer) lie beside their modules in either case.
+files) lie beside their modules in either case; the server's two, the corpus and the tiny model's
+tokenizer, lie in server/ and are named here, since the text, the engine and the model builder
+all read them.
 """
 from __future__ import annotations
 
@@ -17,6 +19,12 @@ import os
 from pathlib import Path
 
 PACKAGE_ROOT = Path(__file__).resolve().parent.parent  # the checkout, or site-packages
+# The text the tiny model's tokenizer is trained on and the synthetic engine replays: English,
+# Japanese, emoji with skin tones and ZWJ sequences.
+CORPUS_DIR = Path(__file__).resolve().parent / "corpus"
+# The tiny model's own tokenizer (`python -m server.tools.model_builder --tokenizer-only` writes
+# it), so that a base install without transformers has one: server/text/fast_tokenizer.py reads it.
+SHIPPED_TOKENIZER = Path(__file__).resolve().parent / "tokenizer"
 
 
 @functools.lru_cache(maxsize=1)
@@ -38,9 +46,17 @@ def cache_dir() -> Path:
 
 
 def default_model_dir(size: str = "tiny") -> Path:
-    """Where the offline model of this size lives (built by `python -m server.model_builder`)."""
+    """Where the offline model of this size lives (built by `python -m server.tools.model_builder`)."""
     root = checkout()
     return root / ".models" / size if root is not None else cache_dir() / "models" / size
+
+
+def corpus_files(corpus_dir: Path = CORPUS_DIR) -> list[Path]:
+    """The corpus's files in sorted order: a tokenizer trained on them is the same each time."""
+    files = sorted(corpus_dir.glob("*.txt"))
+    if not files:
+        raise FileNotFoundError(f"no corpus files in {corpus_dir}")
+    return files
 
 
 def reports_dir() -> Path:

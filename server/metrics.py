@@ -48,7 +48,7 @@ TIME_TO_FIRST_TOKEN = Histogram(
     "streamlab_time_to_first_token_seconds", "From request arrival to the first content token sent",
     buckets=(0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10), registry=REGISTRY)
 
-# The HTTP layer's own counters (server/sse_writer.py), for the coalescing and heartbeat labs.
+# The stream's own counters (server/stream/sse_writer.py), for the coalescing and heartbeat labs.
 STREAM_WRITES = Counter(
     "streamlab_stream_writes", "Body writes of streaming responses (one send, one write syscall)",
     registry=REGISTRY)

@@ -48,7 +48,7 @@ def model_dir() -> str:
     """The tiny model `make setup` builds; built here (~3 s) when a test run starts without it,
     so a missing build step fails loudly elsewhere instead of skipping tests here."""
     if not (Path(DEFAULT_MODEL_DIR) / "config.json").is_file():
-        from server.model_builder import build
+        from server.tools.model_builder import build
 
         build(Path(DEFAULT_MODEL_DIR))
     return str(DEFAULT_MODEL_DIR)

@@ -29,7 +29,7 @@ from server.processes import free_port, wait_until
 REPO = Path(__file__).resolve().parent.parent
 BASE_COMMANDS = ["labs.__main__", "labs.verify", "labs.verify.cli", "labs.verify.run", "labs.probe",
                  "labs.probe.cli", "labs.load", "labs.pathload.cli", "labs.scenario.listing", "labs.pytest_plugin",
-                 "server.__main__", "server.app", "server.engine", "server.engine.synthetic",
+                 "server.__main__", "server.http.app", "server.engine", "server.engine.synthetic",
                  "server.launcher", "proxies.runtime.local"]
 EXTRA_MODULES = ["torch", "transformers", "safetensors", "locust", "gevent",
                  "playwright", "flask", "gunicorn", "django"]

@@ -18,8 +18,8 @@ quotes), with a progress bar and the time left while it runs. One module per par
     references        the reference servers: plain FastAPI (plain_server) and bare asyncio
     profile           `python -m labs.bench.profile`: py-spy on the server during a burst or
                       many streams, the path's phases (not a part of `make bench`)
-    modules           3 and 4. `python -m server.bench` (framing, the whole server path) and
-                      `python -m server.engine.bench` (tiny model tokens/s), as subprocesses
+    modules           3 and 4. `python -m server.tools.bench` (framing, the whole server path) and
+                      `python -m server.tools.engine_bench` (tiny model tokens/s), as subprocesses
     measuring_client  5. the measuring client's own cost against a bare asyncio SSE server
     tools             6. `labs verify` (--quick and default) of an exported config and a default
                       `labs probe` of one path, as a user runs them: wall time, CPU, the targets

@@ -58,9 +58,9 @@ def parts(args: argparse.Namespace) -> dict[str, Part]:
         Part("server-cpu", lambda progress: bench_server_cpu(SERVER_CPU_DURATION_S, progress),
              2 * START_S + sum(2 * step_s(streams, SERVER_CPU_DURATION_S) for streams, _ in CPU_CASES)
              + (1 + len(REFERENCES)) * step_s(1000, SERVER_CPU_DURATION_S)),
-        # Measured here: server.bench ~12 s, server.engine.bench ~5 s (one model load).
-        Part("server", lambda progress: run_module("server.bench", args.out / "server.json"), 12.0),
-        Part("engine", lambda progress: run_module("server.engine.bench", args.out / "engine.json"), 5.0),
+        # Measured here: server.tools.bench ~12 s, server.tools.engine_bench ~5 s (one model load).
+        Part("server", lambda progress: run_module("server.tools.bench", args.out / "server.json"), 12.0),
+        Part("engine", lambda progress: run_module("server.tools.engine_bench", args.out / "engine.json"), 5.0),
         Part("client", lambda progress: bench_client(progress), 2 * (2.0 + 3.0 + PER_1000_STREAMS_S
                                                                      * CLIENT_STREAMS / 1000)),
         # Both clients at 300 (lab twice), then up to 2,000 streams (measured here: 120-180 s).
@@ -115,7 +115,7 @@ def _run(args: argparse.Namespace, chosen: list[str], command: str) -> int:
                     results[name] = plan[name].run(bar.step)
                 except Exception as exc:  # noqa: BLE001 - one part failing must not lose the others
                     results[name] = {"error": f"{type(exc).__name__}: {exc}"}
-            if "result" not in results[name]:  # server.bench and engine.bench wrote their own
+            if "result" not in results[name]:  # server.tools.bench and engine_bench wrote their own
                 (args.out / f"{name}.json").write_text(json.dumps(results[name], indent=2, default=str) + "\n")
     for name in PARTS:  # the parts not run this time: their last results, if any
         saved = args.out / f"{name}.json"

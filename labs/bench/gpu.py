@@ -4,8 +4,8 @@
     python -m labs.bench.gpu --device cpu --size tiny     # the same steps on CPU (no GPU here)
 
 No CI depends on it. Steps, each written to OUT/gpu.json and OUT/gpu.md:
-1. builds the model of `--size` when `.models/<size>` is missing (server.model_builder);
-2. tokens/s at batch 1, 8, 32 and 64 through the real engine (`python -m server.engine.bench
+1. builds the model of `--size` when `.models/<size>` is missing (server.tools.model_builder);
+2. tokens/s at batch 1, 8, 32 and 64 through the real engine (`python -m server.tools.engine_bench
    --slots N`: batch 1 and batch N);
 3. starts the server (`--device`, 64 slots) and measures TTFT at 1 and at 64 simultaneous
    arrivals (a ~200-token chat prompt, 4 teacher-forced tokens, unpaced: batched prefill);
@@ -46,10 +46,10 @@ def _body(model: str, tokens: int, rate: float | None = None, whole_script: bool
 def engine_runs(size: str, device: str, out: Path) -> list[dict[str, Any]]:
     runs: dict[int, dict[str, Any]] = {}
     for slots in BATCHES:
-        got = run_module("server.engine.bench", out / f"engine-{slots}.json",
+        got = run_module("server.tools.engine_bench", out / f"engine-{slots}.json",
                          ["--size", size, "--device", device, "--slots", str(slots)], timeout_s=900)
         if "result" not in got:
-            raise RuntimeError(f"server.engine.bench --slots {slots}: {got}")
+            raise RuntimeError(f"server.tools.engine_bench --slots {slots}: {got}")
         for run in got["result"]["runs"]:
             runs.setdefault(run["batch"], run)
     return [runs[b] for b in sorted(runs)]
@@ -82,7 +82,7 @@ def run(device: str, size: str, out: Path) -> dict[str, Any]:
     model_dir = REPO_ROOT / ".models" / size
     if not (model_dir / "config.json").is_file():
         print(f"building the {size} model in {model_dir}", file=sys.stderr)
-        from server.model_builder import build
+        from server.tools.model_builder import build
         build(model_dir, size=size)
     result: dict[str, Any] = {"device": device, "size": size, "engine": engine_runs(size, device, out)}
     step_ms = result["engine"][0]["step_ms_median"]

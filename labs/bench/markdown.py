@@ -87,7 +87,7 @@ def markdown(results: Mapping[str, Any], command: str) -> str:
                 lines += [f"Why the target is missed here (measured in this run): {cpu['reason']}", ""]
     server = results.get("server")
     if server is not None:
-        lines += ["## Framing and the whole server path (`python -m server.bench`)", ""]
+        lines += ["## Framing and the whole server path (`python -m server.tools.bench`)", ""]
         if "result" in server:
             res = server["result"]
             framing, path = res.get("framing", {}), res.get("stream_path", {})
@@ -104,7 +104,7 @@ def markdown(results: Mapping[str, Any], command: str) -> str:
         lines.append("")
     engine = results.get("engine")
     if engine is not None:
-        lines += ["## Engine (`python -m server.engine.bench`, tiny model, CPU)", ""]
+        lines += ["## Engine (`python -m server.tools.engine_bench`, tiny model, CPU)", ""]
         if "result" in engine:
             for run in engine["result"].get("runs", []):
                 lines.append(f"- batch {run['batch']}: {run['tokens_per_s']:,.0f} tok/s, step "

@@ -1,5 +1,5 @@
-"""Parts 3 and 4, `server` and `engine`: the server's own benchmarks (`python -m server.bench`,
-framing and the whole path; `python -m server.engine.bench`, tiny-model tokens/s), run as
+"""Parts 3 and 4, `server` and `engine`: the server's own benchmarks (`python -m server.tools.bench`,
+framing and the whole path; `python -m server.tools.engine_bench`, tiny-model tokens/s), run as
 bounded subprocesses; recorded as missing when absent, as an error when they fail."""
 from __future__ import annotations
 

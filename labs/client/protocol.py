@@ -49,7 +49,7 @@ class Options:
     `disconnect_after_events` (stream mode only) closes the socket (FIN) right after that many
     content events have been dispatched; the time is `disconnect_s`.
     `method="GET"` sends the request as EventSource does: no body, the JSON in the `request`
-    query parameter (the server's GET form, server/event_source.py), a URL a cache can key on.
+    query parameter (the server's GET form, server/http/event_source.py), a URL a cache can key on.
 
     The default Accept-Encoding is what httpx (and so the OpenAI Python SDK) sends, so a
     proxy that compresses will compress for this client as it would for a real one.

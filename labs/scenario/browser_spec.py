@@ -9,7 +9,7 @@ from urllib.parse import quote
 
 from labs.client.results import Event, StreamResult
 from labs.scenario.model import Workload
-from server.event_source import QUERY_PARAMETER
+from server.http.event_source import QUERY_PARAMETER
 
 # Measuring-client options (labs.client.Options) and browser-only options, as client.js names them.
 _SECONDS_TO_MS = {"read_timeout_s": "readTimeoutMs", "total_timeout_s": "timeoutMs"}

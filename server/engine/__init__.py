@@ -41,7 +41,7 @@ def load_tokenizer(model: str, engine: str = "transformers") -> Any:
     """The model's tokenizer (a local folder, or a hub id already in the local cache).
 
     A folder of transformers' generic tokenizer class is read with the `tokenizers` library alone
-    (server/fast_tokenizer.py: the same ids, text and chat template, no transformers import, so
+    (server/text/fast_tokenizer.py: the same ids, text and chat template, no transformers import, so
     the synthetic engine needs no [model] extra and the transformers engine starts ~1 s sooner);
     any other tokenizer is transformers' AutoTokenizer. The synthetic engine with the default
     model not built yet (installed, the transformers engine builds it on first use) reads the tiny
@@ -50,14 +50,15 @@ def load_tokenizer(model: str, engine: str = "transformers") -> Any:
     """
     from server import extras
     from server.config import DEFAULT_MODEL
-    from server.fast_tokenizer import SHIPPED, FastTokenizer
+    from server.locations import SHIPPED_TOKENIZER
+    from server.text.fast_tokenizer import FastTokenizer
 
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
     source = model
     if engine == "synthetic":
         if model == DEFAULT_MODEL and not (Path(model) / "tokenizer.json").is_file():
-            source = str(SHIPPED)
+            source = str(SHIPPED_TOKENIZER)
     else:
         extras.require("model", "the transformers engine")
     try:

@@ -94,7 +94,7 @@ class ScheduledGeneration(Generation):
         self.finish_reason: FinishReason | None = None
         self.error: str | None = None  # what went wrong when finish_reason == "error"
         self.seq: Sequence | None = None  # set by Scheduler.submit
-        # A reader that can take a token at once, without being woken (server/streaming.py):
+        # A reader that can take a token at once, without being woken (server/stream/streaming.py):
         # called with the token id; True: taken, False: declined, None: dropped.
         self._taker: Callable[[int], bool | None] | None = None
 

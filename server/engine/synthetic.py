@@ -11,13 +11,12 @@ from typing import Any
 
 from server.engine.backend import Backend
 from server.engine.generation import Sequence
+from server.locations import corpus_files
 
 
 def corpus_token_ids(tokenizer: Any) -> list[int]:
     """The shipped corpus, tokenized: readable text for unscripted synthetic streams."""
-    from server.model_builder import CORPUS_DIR, corpus_files
-
-    text = "\n".join(p.read_text(encoding="utf-8") for p in corpus_files(CORPUS_DIR))
+    text = "\n".join(p.read_text(encoding="utf-8") for p in corpus_files())
     ids = list(tokenizer.encode(text, add_special_tokens=False))
     if not ids:  # a tokenizer that encodes nothing: fall back to any non-special ids
         ids = [i for i in range(min(len(tokenizer), 256)) if i not in set(tokenizer.all_special_ids)]

@@ -4,7 +4,7 @@ Decision: our own batched decode loop, not transformers' continuous batching
 ---------------------------------------------------------------------------
 transformers 5.24 ships `model.init_continuous_batching()` (a ContinuousBatchingManager with paged
 attention and its own generation thread). Measured on the tiny model (hidden 128, 4 layers), CPU,
-one torch thread, 2 shared cores (`python -m server.engine.bench --compare-cb`):
+one torch thread, 2 shared cores (`python -m server.tools.engine_bench --compare-cb`):
 
     200-token prompt, 128 new tokens     ours (this module)        transformers CB
     batch 1: tokens/s, step               955 tok/s, 0.91 ms        835 tok/s, 1.20 ms

@@ -239,7 +239,7 @@ def test_the_profile_puts_each_sample_in_its_innermost_phase_and_scales_to_the_m
     from labs.bench.profile import OTHER, phase_of, read_collapsed, summarize
 
     raw = ["Runner.run (asyncio/runners.py:118);RequestResponseCycle.run_asgi (uvicorn/x.py:1);"
-           "create_app.<locals>.chat_completions (server/app.py:9);Service.parse (server/app.py:5);"
+           "create_app.<locals>.chat_completions (server/http/app.py:9);Service.parse (server/http/app.py:5);"
            "BaseModel.model_validate_json (pydantic/main.py:3) 3",
            "Runner.run (asyncio/runners.py:118);RequestResponseCycle.run_asgi (uvicorn/x.py:1) 1",
            "Runner.run (asyncio/runners.py:118) 4", "", "not a stack line",

@@ -10,7 +10,7 @@ import httpx
 import pytest
 
 from labs.bench.measuring_client import bare_server
-from server.sse import ChunkFramer
+from server.stream.sse import ChunkFramer
 
 
 def _fields(chunk: dict) -> tuple:

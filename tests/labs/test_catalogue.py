@@ -46,8 +46,8 @@ from labs.scenario.browser_spec import BROWSER_ONLY, PageRequest, page_request
 from proxies.apps import is_app
 from proxies.kinds import KINDS
 from proxies.validation import ConfigInvalid, validate
-from server.event_source import body_from_query
-from server.schema import ChatCompletionRequest
+from server.http.event_source import body_from_query
+from server.http.schema import ChatCompletionRequest
 from tests.ids import other_id
 from tests.labs.handmade_runs import HANDMADE, Handmade, Shapes
 

@@ -10,7 +10,7 @@ The exported Caddyfile on free ports (its own timeouts), the server with the sui
 (tests/reliability/proxy_faults.SERVER_ARGS) plus --server-arg. --expect: the upload asks
 `Expect: 100-continue` and waits for the interim answer before its body (as curl does).
 --server-arg=--http --server-arg=h11 or --upload-header X-Request-Id=1 send the chat POST the
-ASGI way (server/fast_lane.py); --server-arg=--max-body-bytes --server-arg=N puts the server's
+ASGI way (server/http/fast_lane.py); --server-arg=--max-body-bytes --server-arg=N puts the server's
 own limit below Caddy's, so the server answers the upload itself. Each run prints the upload's
 answer, the statuses in Caddy's access log, what the server counted,
 each stream, and Caddy's error-level log lines (a 502 names its upstream error there).

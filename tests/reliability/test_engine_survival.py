@@ -12,10 +12,10 @@ from typing import Any
 
 import httpx
 
-from server.app import create_app
 from server.config import ServerConfig
 from server.engine import EngineConfig, GenerationRequest, Pacing, SamplingParams, create_engine
 from server.engine.backend import SequenceFailed
+from server.http.app import create_app
 from server.launcher import REPO_ROOT
 from server.processes import ManagedProcess, free_port
 

@@ -23,7 +23,7 @@ def test_hostile_input_gets_a_clear_answer_and_hurts_nobody(hardened, case) -> N
         assert b"[DONE]" not in seen, seen[:300]
     else:
         # Over the body limit, the server answers on the announced length and closes, dropping
-        # what still arrives (a lingering close, server/lingering.py; a client uploading on is
+        # what still arrives (a lingering close, server/http/lingering.py; a client uploading on is
         # tests/server/test_fast_lane.py's case): here the announcement alone is sent.
         announce = case.expect == 413
         reply = post(hardened, case.body, case.headers, announce_only=announce)

@@ -13,10 +13,10 @@ import pytest
 from fastapi import FastAPI
 
 from server.__main__ import parse_args
-from server.app import create_app, wrap_middleware
 from server.config import ServerConfig
 from server.engine import EngineConfig, create_engine
-from server.lab_access import is_loopback
+from server.http.app import create_app, wrap_middleware
+from server.http.lab_access import is_loopback
 
 GOOD = {"model": "tiny", "max_tokens": 2, "messages": [{"role": "user", "content": "hi"}]}
 WITH_LAB = {**GOOD, "lab": {"tokens_per_s": 1000}}
@@ -120,7 +120,7 @@ def test_the_token_comes_from_the_flag_or_the_environment(monkeypatch) -> None:
 
 
 def test_the_request_records_are_behind_the_same_guard(tokenizer) -> None:
-    """`GET /lab/requests/{id}` (server/records.py) is a lab endpoint like any other."""
+    """`GET /lab/requests/{id}` (server/http/records.py) is a lab endpoint like any other."""
     got = exchange(tokenizer, ServerConfig(host="127.0.0.1", lab_token="s3cret"), [
         lab_get("/lab/requests/abc"), lab_get("/lab/requests/abc", x_lab_token="s3cret")])
     assert codes(got) == [(403, "lab_token_required"), (404, "record_not_found")]

@@ -9,11 +9,11 @@ from typing import Any, AsyncIterator, Callable, Iterator
 
 import uvicorn
 
-from server.app import create_app, wrap_middleware
 from server.config import ServerConfig
-from server.connections import HttpLimits, protocol_class
 from server.engine import EngineConfig, create_engine, load_tokenizer
-from server.fast_lane import CompletionLane
+from server.http.app import create_app, wrap_middleware
+from server.http.connections import HttpLimits, protocol_class
+from server.http.fast_lane import CompletionLane
 
 STARTUP_S = 10.0  # the synthetic engine and the tokenizer load in well under a second
 

@@ -99,7 +99,7 @@ def test_oversized_chunked_body_is_counted_and_rejected(api):
 
 def test_unknown_route_and_wrong_method_are_json(api):
     assert assert_openai_error(api.client.get("/v1/nothing"), 404)["code"] == "not_found"
-    # GET is EventSource's form of the POST (server/event_source.py); PUT is no form of it.
+    # GET is EventSource's form of the POST (server/http/event_source.py); PUT is no form of it.
     assert assert_openai_error(api.client.put("/v1/chat/completions"), 405)["code"] == \
         "method_not_allowed"
 

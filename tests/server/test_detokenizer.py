@@ -5,7 +5,7 @@ import string
 
 import pytest
 
-from server.detokenizer import (
+from server.text.detokenizer import (
     ByteLevelDetokenizer,
     NaiveDetokenizer,
     PrefixOffsetDetokenizer,

@@ -259,11 +259,11 @@ def test_bad_prompt_ends_with_error_and_the_engine_keeps_serving(
 def test_bench_runs_and_writes_json(model_dir: str, tmp_path: Path) -> None:
     import json
 
-    from server.engine import bench
+    from server.tools import engine_bench
 
     out = tmp_path / "engine.json"
-    assert bench.main(["--model", model_dir, "--tokens", "4", "--slots", "2",
-                       "--prompt-tokens", "30", "--json", str(out)]) == 0
+    assert engine_bench.main(["--model", model_dir, "--tokens", "4", "--slots", "2",
+                              "--prompt-tokens", "30", "--json", str(out)]) == 0
     result = json.loads(out.read_text())
     assert [r["batch"] for r in result["runs"]] == [1, 2]
     assert all(r["tokens"] == 4 * r["batch"] and r["tokens_per_s"] > 0 for r in result["runs"])

@@ -1,4 +1,4 @@
-"""The completion lane (server/fast_lane.py) answers exactly as the ASGI route does.
+"""The completion lane (server/http/fast_lane.py) answers exactly as the ASGI route does.
 
 Two in-process servers alike in all but one thing, on one event loop: one serves the chat POST
 through the lane, the other has no lane (every request goes the ASGI way, as when the lane is off:
@@ -28,12 +28,13 @@ import httpx
 import pytest
 import uvicorn
 
-from server import fast_lane, metrics
+from server import metrics
 from server.config import ServerConfig
-from server.connections import lane_hook_missing
-from server.fast_lane import CompletionLane
+from server.http import fast_lane
+from server.http.connections import lane_hook_missing
+from server.http.fast_lane import CompletionLane
+from server.http.lingering import LINGER_BYTES, LINGER_S
 from server.launcher import running_server
-from server.lingering import LINGER_BYTES, LINGER_S
 from server.processes import free_port, wait_until
 from tests.server import raw_http
 from tests.server.in_process import serving, serving_in_thread
@@ -381,7 +382,7 @@ ROWS = [
         _OK_STREAM),
     Row("chunked body over the limit", sent_whole(_chunked_post(_OVER, 16 * 1024)),
         {"status": 413, **_CLOSED}),
-    # The refusal ends with a lingering close (server/lingering.py): the client still sending
+    # The refusal ends with a lingering close (server/http/lingering.py): the client still sending
     # reads the whole 413 and a FIN, not a reset, and the connection ends at a bound.
     Row("chunked body over the limit, the client still sending", sending_on(flood=False),
         {"status": 413, "after the answer": "FIN", "the client sent on after the answer": True,
@@ -466,7 +467,7 @@ def test_the_lane_takes_the_chat_post_and_nothing_else(model_dir: str) -> None:
     assert served == [f"POST {PATH}", f"POST {PATH}"]
 
 
-# -- the lane's hook in uvicorn (server/connections.py `lane_hook_missing`) --------------------
+# -- the lane's hook in uvicorn (server/http/connections.py `lane_hook_missing`) --------------------
 
 class Uvicorn044Shape:
     """uvicorn 0.44's HttpToolsProtocol, where it matters: the task created inline."""
@@ -537,7 +538,7 @@ def test_without_the_hook_the_server_serves_the_asgi_way_and_says_so_once(tmp_pa
 
 
 def test_no_lane_where_a_layer_must_see_every_request() -> None:
-    from server.app import Service  # noqa: F401  (the lane's only dependency on the app)
+    from server.http.app import Service  # noqa: F401  (the lane's only dependency on the app)
 
     assert CompletionLane.for_config(None, ServerConfig(cors_origins=("http://a",))) is None  # type: ignore[arg-type]
     assert CompletionLane.for_config(None, ServerConfig(gzip_middleware=True)) is None  # type: ignore[arg-type]

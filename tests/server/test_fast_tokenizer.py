@@ -1,4 +1,4 @@
-"""The tokenizer read with `tokenizers` alone (server/fast_tokenizer.py): the ids, text and
+"""The tokenizer read with `tokenizers` alone (server/text/fast_tokenizer.py): the ids, text and
 template of transformers' own.
 
 The server reads the lab's model (and server/tokenizer/, for the synthetic engine of a base
@@ -16,9 +16,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from server import model_builder
-from server.fast_tokenizer import SHIPPED, FastTokenizer
-from server.detokenizer import Vocabulary
+from server.locations import SHIPPED_TOKENIZER, corpus_files
+from server.text.detokenizer import Vocabulary
+from server.text.fast_tokenizer import FastTokenizer
+from server.tools import model_builder
 
 # Text the corpus never saw, split across tokens: CJK extension B, skin tones, ZWJ, Greek, digits
 # outside ASCII, whitespace runs and the separators Python's \s takes but Unicode's does not.
@@ -35,18 +36,18 @@ MESSAGES = [{"role": "system", "content": "Be brief."},
 
 @pytest.fixture(scope="module")
 def bpe() -> FastTokenizer:
-    return FastTokenizer.from_folder(SHIPPED)
+    return FastTokenizer.from_folder(SHIPPED_TOKENIZER)
 
 
 @pytest.fixture(scope="module")
 def reference() -> Any:
     """transformers' tokenizer of the same folder (skipped where transformers is not installed)."""
     transformers = pytest.importorskip("transformers")
-    return transformers.AutoTokenizer.from_pretrained(str(SHIPPED))
+    return transformers.AutoTokenizer.from_pretrained(str(SHIPPED_TOKENIZER))
 
 
 def corpus() -> str:
-    return "\n".join(p.read_text(encoding="utf-8") for p in model_builder.corpus_files())
+    return "\n".join(p.read_text(encoding="utf-8") for p in corpus_files())
 
 
 def test_text_round_trips_and_special_tokens_are_single_ids(bpe: FastTokenizer) -> None:
@@ -75,8 +76,8 @@ def test_the_detokenizer_gets_its_byte_table(bpe: FastTokenizer) -> None:
 
 
 def test_a_model_specific_tokenizer_class_is_left_to_transformers(tmp_path: Path) -> None:
-    config = json.loads((SHIPPED / "tokenizer_config.json").read_text(encoding="utf-8"))
-    (tmp_path / "tokenizer.json").write_bytes((SHIPPED / "tokenizer.json").read_bytes())
+    config = json.loads((SHIPPED_TOKENIZER / "tokenizer_config.json").read_text(encoding="utf-8"))
+    (tmp_path / "tokenizer.json").write_bytes((SHIPPED_TOKENIZER / "tokenizer.json").read_bytes())
     (tmp_path / "tokenizer_config.json").write_text(
         json.dumps({**config, "tokenizer_class": "LlamaTokenizer"}), encoding="utf-8")
     with pytest.raises(ValueError, match="LlamaTokenizer tokenizer, or no tokenizer.json: reading it needs transformers"):
@@ -123,12 +124,12 @@ def test_same_vocabulary_and_template_as_transformers(bpe: FastTokenizer, refere
 
 
 def test_the_shipped_tokenizer_is_the_one_the_builder_makes(tmp_path: Path) -> None:
-    """server/tokenizer/ is what `python -m server.model_builder --tokenizer-only` writes (and the
+    """server/tokenizer/ is what `python -m server.tools.model_builder --tokenizer-only` writes (and the
     tiny model's own): after a change to the corpus or the builder, run that to refresh it."""
     pytest.importorskip("tokenizers")
     pytest.importorskip("transformers")
     written = model_builder.write_tokenizer(tmp_path / "tokenizer")
-    names = sorted(p.name for p in SHIPPED.iterdir())
+    names = sorted(p.name for p in SHIPPED_TOKENIZER.iterdir())
     assert names == sorted(p.name for p in written.iterdir())
-    _, mismatch, errors = filecmp.cmpfiles(SHIPPED, written, names, shallow=False)
+    _, mismatch, errors = filecmp.cmpfiles(SHIPPED_TOKENIZER, written, names, shallow=False)
     assert not mismatch and not errors, f"server/tokenizer/ is stale: {mismatch or errors}"

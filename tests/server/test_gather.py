@@ -1,4 +1,4 @@
-"""`gather()` (server/connections.py): a reply's writes made in one instant leave in one socket
+"""`gather()` (server/http/connections.py): a reply's writes made in one instant leave in one socket
 write, on uvicorn's own request cycle; and a stream's departure callback fires on connection loss.
 
 Each write on loopback is a send() and a wake-up of the reader, so the headers with the role frame,
@@ -13,7 +13,7 @@ from typing import Any
 from uvicorn.protocols.http.flow_control import FlowControl
 from uvicorn.protocols.http.httptools_impl import RequestResponseCycle
 
-from server.cycle_extensions import Gather, departure_of
+from server.http.cycle_extensions import Gather, departure_of
 
 
 class RecordingTransport:

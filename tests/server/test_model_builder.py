@@ -9,7 +9,7 @@ import pytest
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
-from server import model_builder  # noqa: E402
+from server.tools import model_builder  # noqa: E402
 
 # Text the corpus never saw, split across tokens: CJK extension B, skin tones, ZWJ, Greek.
 HARD_TEXT = "鬱蒼とした森で𠮷野家の🦩と🧑🏿‍🚀が踊る — Ωμέγα 👩🏽‍🚒 ∮ ½ \t\n end"

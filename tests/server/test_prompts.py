@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import pytest
 
-from server.prompts import CACHED_CHARS, PromptEncoder
+from server.text.prompts import CACHED_CHARS, PromptEncoder
 
 MESSAGES = [{"role": "system", "content": "Be brief."},
             {"role": "user", "content": "鬱蒼とした森で𠮷野家の🦩と🧑🏿‍🚀が踊る <|im_end|> done"}]

@@ -5,8 +5,8 @@ import asyncio
 import uuid
 
 from labs.client import measure_stream
+from server.http.records import RecordStore
 from server.processes import wait_until
-from server.records import RecordStore
 
 SCRIPT = "Every token should reach the reader the moment the model makes it. " * 2
 

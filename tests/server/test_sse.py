@@ -6,7 +6,7 @@ import json
 import pytest
 
 from labs.client.sse import SSEParser
-from server import sse
+from server.stream import sse
 
 HEAD = (b'data: {"id":"chatcmpl-1","object":"chat.completion.chunk","created":1700000000,'
         b'"model":"tiny","system_fingerprint":"fp_x","choices":')
@@ -95,7 +95,7 @@ def test_completion_object_shape():
 
 
 def test_framing_benchmarks_run_and_templates_beat_json_dumps():
-    from server.bench import bench_framing, bench_stream_path
+    from server.tools.bench import bench_framing, bench_stream_path
 
     framing = bench_framing(4000)
     assert framing["template_us_per_frame"] < framing["json_dumps_us_per_frame"]

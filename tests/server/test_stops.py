@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import pytest
 
-from server.stops import NaiveStopMatcher, NoStops, StopMatcher, stop_handler
+from server.text.stops import NaiveStopMatcher, NoStops, StopMatcher, stop_handler
 
 
 def run(matcher, pieces: list[str]) -> tuple[list[str], bool]:

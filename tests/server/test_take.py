@@ -1,7 +1,7 @@
 """A generation's taker (server/engine/generation.py `take_with`): tokens handed over while the
 reader waits go to it first; what it declines wakes the reader, what it drops is never read.
 
-The stream's taker (server/streaming.py `_take`) writes those tokens without waking its task:
+The stream's taker (server/stream/streaming.py `_take`) writes those tokens without waking its task:
 the 1,000-stream benchmark's per-token cost (docs/performance.md). Here the contract itself.
 """
 from __future__ import annotations

@@ -1,6 +1,6 @@
-"""What one admitted request carries into its reply (built by server/app.py `Service.admit`):
+"""What one admitted request carries into its reply (built by server/http/app.py `Service.admit`):
 the generation, the text pipeline (detokenizer, then stop handling), the settings and the lab's
-faults; and the two ways a reply ends early on purpose (server/streaming.py raises them).
+faults; and the two ways a reply ends early on purpose (server/stream/streaming.py raises them).
 """
 from __future__ import annotations
 
@@ -8,9 +8,9 @@ from dataclasses import dataclass
 
 from server import errors
 from server.config import StreamSettings
-from server.detokenizer import Detokenizer
 from server.engine.base import Generation
-from server.stops import StopHandler
+from server.text.detokenizer import Detokenizer
+from server.text.stops import StopHandler
 
 
 class CompletionText:
@@ -41,7 +41,7 @@ class CompletionText:
 
 @dataclass
 class CompletionJob:
-    """Everything one admitted request needs to be answered (built by server/app.py)."""
+    """Everything one admitted request needs to be answered (built by server/http/app.py)."""
 
     generation: Generation
     text: CompletionText

@@ -7,7 +7,7 @@ uvicorn creates one protocol instance per accepted connection, so this is where 
   a header block still incomplete after `header_timeout_s` gets 408 (slowloris). uvicorn's own
   keep-alive timer only covers the idle time between requests;
 * bound the header block's size while it arrives (431): httptools and h11 buffer an incomplete
-  block without limit (hundreds of MB), so counting after parsing (server/middleware.py, which
+  block without limit (hundreds of MB), so counting after parsing (server/http/middleware.py, which
   also counts the fields) is too late for memory;
 * let every request on a pipelined connection see its client leave. httptools keeps only the
   newest request as "the" cycle, so a departure reached the second stream only and the first
@@ -31,12 +31,11 @@ from uvicorn.protocols.http.h11_impl import H11Protocol
 from uvicorn.protocols.http.flow_control import FlowControl
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
-from server.cycle_extensions import (DEPARTURE_EXTENSION, GATHER_EXTENSION, WRITE_NOW_EXTENSION,
-                                     departure_of, Gather, offer_abort, release,
-                                     WriteNow)
 from server.errors import error_body
-from server.lingering import LingeringTransport
+from server.http.cycle_extensions import Gather, WriteNow, departure_of, offer_abort, release
+from server.http.lingering import LingeringTransport
 from server.metrics import HTTP_CONNECTIONS
+from server.stream.extensions import DEPARTURE_EXTENSION, GATHER_EXTENSION, WRITE_NOW_EXTENSION
 
 HttpImpl = Literal["httptools", "h11"]
 
@@ -168,7 +167,7 @@ class _LeanHttpTools(HttpToolsProtocol):
         self.scheme = "https" if transport.get_extra_info("sslcontext") else "http"
 
 
-# The completion lane's hook (server/fast_lane.py): uvicorn's httptools protocol starts every
+# The completion lane's hook (server/http/fast_lane.py): uvicorn's httptools protocol starts every
 # request's task in `_start_asgi_task(cycle, app)`, from on_headers_complete and, for a pipelined
 # request, from on_response_complete. In that shape from uvicorn 0.45.0 (its sources read: 0.30.0,
 # 0.35.0 to 0.55.0); before it, both created the task inline, and an override went uncalled.
@@ -194,7 +193,7 @@ def lane_hook_missing(protocol: type = HttpToolsProtocol) -> str | None:
 
 def _released_after(app: Any, cycle: Any) -> Any:
     """`app` for one request the ASGI way, the cycle released when it returns (as the lane
-    releases its own: server/cycle_extensions.py `release`)."""
+    releases its own: server/http/cycle_extensions.py `release`)."""
     async def run(scope: Any, receive: Any, send: Any) -> None:
         try:
             await app(scope, receive, send)
@@ -204,7 +203,7 @@ def _released_after(app: Any, cycle: Any) -> Any:
 
 
 class LimitedHttpTools(_Limited, _LeanHttpTools):
-    # The chat route below the framework (server/fast_lane.py): set by protocol_class.
+    # The chat route below the framework (server/http/fast_lane.py): set by protocol_class.
     lane: Any = None
 
     def _start_asgi_task(self, cycle: Any, app: Any) -> None:
@@ -228,7 +227,7 @@ class LimitedHttpTools(_Limited, _LeanHttpTools):
         if self.transport.is_closing() or not self._in_headers:
             return
         # A chunk wholly inside one header block counts whole; the chunk a block began in is
-        # bounded by the read size, and server/middleware.py counts the parsed block exactly.
+        # bounded by the read size, and server/http/middleware.py counts the parsed block exactly.
         if was_in_headers and begun == self._begun:
             self._count_header_bytes(len(data))
 

@@ -1,4 +1,4 @@
-"""`stream: true`: the SSE writer. Frames (server/sse.py) leave as they are made, or, with
+"""`stream: true`: the SSE writer. Frames (server/stream/sse.py) leave as they are made, or, with
 `coalesce_ms`, all frames made within one window leave in one write.
 
 With `event_ids`, every data frame carries `id: N` (N counts the stream's data frames), so an
@@ -20,9 +20,10 @@ from typing import Any
 
 from starlette.types import Receive, Scope, Send
 
-from server import metrics, sse
-from server.sse import OpenFrame
-from server.streaming import Completion, CompletionJob, Fault
+from server import metrics
+from server.stream import sse
+from server.stream.sse import OpenFrame
+from server.stream.streaming import Completion, CompletionJob, Fault
 
 log = logging.getLogger("server.streaming")
 

@@ -1,16 +1,16 @@
 """One completion, from engine token ids to the client: the token loop both replies share.
 
-    engine tokens -> detokenizer -> stop handling -> frames (server/sse.py) -> ASGI send
+    engine tokens -> detokenizer -> stop handling -> frames (server/stream/sse.py) -> ASGI send
 
-The two replies subclass `Completion`: the stream (SSECompletion, server/sse_writer.py) and the
-non-streaming reply (JSONCompletion, server/json_reply.py). They are Starlette `Response`
+The two replies subclass `Completion`: the stream (SSECompletion, server/stream/sse_writer.py) and the
+non-streaming reply (JSONCompletion, server/stream/json_reply.py). They are Starlette `Response`
 subclasses that talk ASGI directly, because a stream needs what StreamingResponse hides: the
 client's departure as soon as it happens (~ms after the FIN, even while the stream is silent),
 writes from more than one place (heartbeats), write coalescing, and an abrupt close on purpose.
 
 One task per stream, the request's own (a burst of 1,000 arrivals paid ~50 us per request for a
 watcher, a ticker and a pump task each; docs/performance.md). Around the token loop (`_pump`):
-* the departure: the connection calls back when it is lost (server/cycle_extensions.py), or,
+* the departure: the connection calls back when it is lost (server/stream/extensions.py), or,
   under another ASGI server or a layer that watches `receive()`, a watcher task waiting for
   `http.disconnect`. Either cancels the generation (the engine frees the slot within one decode
   step and counts what it produced after the client had gone) and interrupts the pump; with
@@ -40,10 +40,10 @@ from starlette.responses import Response
 from starlette.types import Receive, Scope, Send
 
 from server import errors, metrics
-from server.completion_job import AbortOnPurpose, CompletionJob, CompletionText, Fault
-from server.cycle_extensions import (ABORT_EXTENSION, BODY_SEND_EXTENSION, DEPARTURE_EXTENSION,
-                                GATHER_EXTENSION, WRITE_NOW_EXTENSION)
 from server.engine.base import EngineStopped
+from server.stream.completion_job import AbortOnPurpose, CompletionJob, CompletionText, Fault
+from server.stream.extensions import (ABORT_EXTENSION, BODY_SEND_EXTENSION, DEPARTURE_EXTENSION,
+                                      GATHER_EXTENSION, WRITE_NOW_EXTENSION)
 
 log = logging.getLogger("server.streaming")
 
@@ -145,7 +145,7 @@ class Completion(Response):
                 self._watchdog.cancel()
             if outcome == "gone" or (outcome == "complete" and self.client_gone):
                 self._count("stalled-client" if self._client_stalled else "disconnect")
-            # A layer around this reply (server/records.py) sends through closures that refer
+            # A layer around this reply (server/http/records.py) sends through closures that refer
             # to it: let go of them, or the reply and everything it holds is a reference cycle.
             self._asgi_send = self.body_send = _after_the_end
 
@@ -175,7 +175,7 @@ class Completion(Response):
         return True
 
     def _can_write_now(self) -> bool:
-        return False  # the stream's writer decides (server/sse_writer.py)
+        return False  # the stream's writer decides (server/stream/sse_writer.py)
 
     def content_now(self, text: str) -> None:
         raise NotImplementedError
@@ -235,7 +235,7 @@ class Completion(Response):
         uvicorn then unblocks the write and the disconnect watcher ends the stream."""
         if self._abort_connection is not None:
             self._abort_connection()
-        else:  # not under server/connections.py: end the stream; the slot is freed
+        else:  # not under server/http/connections.py: end the stream; the slot is freed
             self.client_gone = True
             self._interrupt()
 

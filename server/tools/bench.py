@@ -1,6 +1,6 @@
 """Server CPU per streamed token: framing alone, then the whole request path.
 
-    python -m server.bench [--json PATH] [--tokens N]
+    python -m server.tools.bench [--json PATH] [--tokens N]
 
 1. framing: `ChunkFramer.content` alone, and json.dumps of the same chunk for comparison;
 2. stream path in-process: engine token -> detokenizer -> stop handling -> frame -> ASGI send,
@@ -20,12 +20,12 @@ import time
 from pathlib import Path
 from typing import Any, AsyncIterator
 
-from server import sse
 from server.config import StreamSettings
 from server.engine.base import Generation, TokenEvent
-from server.sse_writer import SSECompletion
-from server.stops import NoStops
-from server.streaming import CompletionJob, CompletionText
+from server.stream import sse
+from server.stream.sse_writer import SSECompletion
+from server.stream.streaming import CompletionJob, CompletionText
+from server.text.stops import NoStops
 
 CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
 
@@ -78,7 +78,7 @@ class _InstantGeneration(Generation):
 
 def bench_stream_path(tokens: int) -> dict[str, float]:
     """engine token -> detokenizer -> stops -> frame -> send (a no-op), per token."""
-    from server.detokenizer import ByteLevelDetokenizer
+    from server.text.detokenizer import ByteLevelDetokenizer
 
     table = [bytes([b]) for b in range(256)] + [b"Hello", b" world", b"\xf0\x9f", b"\xa6\xa9"]
     ids = [256, 257, 258, 259, 32, 97] * (tokens // 6)
@@ -183,7 +183,7 @@ def bench_whole_path(concurrency: int, tokens_per_stream: int,
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m server.bench", description=__doc__,
+    parser = argparse.ArgumentParser(prog="python -m server.tools.bench", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--json", type=Path, help="also write the results here")
     parser.add_argument("--tokens", type=int, default=20_000, help="tokens per measurement")

@@ -9,12 +9,12 @@ read its headers through Starlette's `Headers` (a decode per look-up): ~250 us o
 
     headers (one scan) -> checks (431, 415, 413) -> body -> pydantic -> lab token -> admit -> reply
 
-and runs the reply (server/sse_writer.py, server/json_reply.py) on uvicorn's own `receive` and
-`send`, so the stream itself is byte for byte the one the ASGI route sends. Everything it does
-not take goes the ASGI way, unchanged: other routes and methods, a request carrying an
-`X-Request-Id` (its record is the ASGI layer's, server/records.py), and every request of a server
-with a layer around the app (`--cors-origin`, `--gzip-middleware`), on h11, or on a uvicorn
-without the lane's hook (server/connections.py `lane_hook_missing`; said once at start).
+and runs the reply (server/stream/sse_writer.py, server/stream/json_reply.py) on uvicorn's own
+`receive` and `send`, so the stream itself is byte for byte the one the ASGI route sends. Everything
+it does not take goes the ASGI way, unchanged: other routes and methods, a request carrying an
+`X-Request-Id` (its record is the ASGI layer's, server/http/records.py), and every request of a
+server with a layer around the app (`--cors-origin`, `--gzip-middleware`), on h11, or on a uvicorn
+without the lane's hook (server/http/connections.py `lane_hook_missing`; said once at start).
 tests/server/test_fast_lane.py sends one table of requests to a server with the lane and one
 without, and compares the answers.
 """
@@ -26,14 +26,14 @@ import time
 from typing import Any
 
 from server import errors, metrics
-from server.app import ClientLeft, Service
 from server.config import ServerConfig
-from server.connections import lane_hook_missing
-from server.cycle_extensions import release
 from server.errors import APIError, RequestTooLarge
-from server.json_reply import JSONCompletion
-from server.middleware import RequestChecks, content_type_refusal, send_error
-from server.sse_writer import SSECompletion
+from server.http.app import ClientLeft, Service
+from server.http.connections import lane_hook_missing
+from server.http.cycle_extensions import release
+from server.http.middleware import RequestChecks, content_type_refusal, send_error
+from server.stream.json_reply import JSONCompletion
+from server.stream.sse_writer import SSECompletion
 
 log = logging.getLogger("server.app")
 
@@ -46,7 +46,7 @@ _CONTENT_TYPE = b"content-type"
 
 
 class CompletionLane:
-    """The chat route for uvicorn's httptools protocol (server/connections.py asks `takes`)."""
+    """The chat route for uvicorn's httptools protocol (server/http/connections.py asks `takes`)."""
 
     def __init__(self, service: Service, config: ServerConfig) -> None:
         self.service = service
@@ -104,7 +104,7 @@ class CompletionLane:
         for name, value in headers:
             size += len(name) + len(value) + 4
             if name == _REQUEST_ID:
-                # Its record lives in the ASGI layer (server/records.py): that way, whole.
+                # Its record lives in the ASGI layer (server/http/records.py): that way, whole.
                 await cycle.run_asgi(app)
                 return
             # The first of a repeated field, as Starlette's `Headers.get` reads it.

@@ -1,10 +1,10 @@
 """Engine benchmark: tokens/s and step time of the transformers engine, batch 1 and the slot limit.
 
-    python -m server.engine.bench --json reports/bench/engine.json            # tiny model, CPU
-    python -m server.engine.bench --device cuda --size gpu --json gpu.json    # a CUDA machine
-    python -m server.engine.bench --compare-cb                                # + transformers CB
+    python -m server.tools.engine_bench --json reports/bench/engine.json            # tiny model, CPU
+    python -m server.tools.engine_bench --device cuda --size gpu --json gpu.json    # a CUDA machine
+    python -m server.tools.engine_bench --compare-cb                                # + transformers CB
 
-The model is built with server.model_builder when the folder is missing (`.models/<size>`), so
+The model is built with server.tools.model_builder when the folder is missing (`.models/<size>`), so
 the GPU run needs nothing but this repository. Each figure goes through the real engine (the
 scheduler, its thread, asyncio hand-off), not a bare forward loop; step times are read from the
 scheduler. On CUDA each step ends with a device-to-host copy of the chosen ids (`.tolist()`),
@@ -34,12 +34,11 @@ from server.engine import (  # noqa: E402  (environment first)
     load_tokenizer,
 )
 from server.engine.scheduler import Scheduler  # noqa: E402
+from server.locations import corpus_files  # noqa: E402
 
 
 def _prompt(tokenizer: Any, n_tokens: int) -> list[int]:
     """A chat prompt of about n_tokens tokens, built from the shipped corpus."""
-    from server.model_builder import corpus_files
-
     text = " ".join(p.read_text(encoding="utf-8") for p in corpus_files())
     body = tokenizer.encode(text, add_special_tokens=False)
     while len(body) < n_tokens:
@@ -184,7 +183,7 @@ def _ensure_model(model: str | None, size: str) -> str:
     if not (path / "config.json").is_file():
         if model is not None and not path.exists() and "/" in str(model) and not path.is_absolute():
             return str(model)  # a hub id, already in the local cache
-        from server.model_builder import build
+        from server.tools.model_builder import build
 
         print(f"building the {size} model into {path} ...", file=sys.stderr)
         build(path, size=size)
@@ -213,7 +212,7 @@ def _table(result: dict[str, Any]) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m server.engine.bench", description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(prog="python -m server.tools.engine_bench", description=__doc__.split("\n")[0])
     parser.add_argument("--model", default=None, help="model folder (default .models/<size>)")
     parser.add_argument("--size", choices=["tiny", "gpu"], default="tiny")
     parser.add_argument("--device", choices=["auto", "cpu", "cuda"], default="cpu")

@@ -28,9 +28,8 @@ from starlette.middleware.cors import CORSMiddleware
 from starlette.requests import ClientDisconnect
 from starlette.routing import Route
 
-from server import errors, event_source, metrics, records
+from server import errors, metrics
 from server.config import ServerConfig
-from server.detokenizer import Vocabulary
 from server.engine.base import (
     Engine,
     EngineStopped,
@@ -40,14 +39,16 @@ from server.engine.base import (
     SamplingParams,
 )
 from server.errors import APIError
-from server.json_reply import JSONCompletion
-from server.lab_access import TOKEN_HEADER, LabAccess, LabGuard
-from server.middleware import BodySizeLimit, RequestChecks, gzip_everything
-from server.prompts import PromptEncoder
-from server.schema import ChatCompletionRequest, LabOptions
-from server.sse_writer import SSECompletion
-from server.stops import stop_handler
-from server.completion_job import CompletionJob, CompletionText
+from server.http import event_source, records
+from server.http.lab_access import TOKEN_HEADER, LabAccess, LabGuard
+from server.http.middleware import BodySizeLimit, RequestChecks, gzip_everything
+from server.http.schema import ChatCompletionRequest, LabOptions
+from server.stream.completion_job import CompletionJob, CompletionText
+from server.stream.json_reply import JSONCompletion
+from server.stream.sse_writer import SSECompletion
+from server.text.detokenizer import Vocabulary
+from server.text.prompts import PromptEncoder
+from server.text.stops import stop_handler
 
 log = logging.getLogger("server.app")
 
@@ -308,7 +309,7 @@ def create_app(config: ServerConfig, engine: Engine, tokenizer: Any,
         return await answer(request, parsed, arrived_at)
 
     async def chat_completions_event_source(request: Request) -> Response:
-        """EventSource's form of the POST (server/event_source.py)."""
+        """EventSource's form of the POST (server/http/event_source.py)."""
         arrived_at = time.monotonic()
         parsed = await service.parse(event_source.body_from_query(request, config.cors_origins))
         return await answer(request, parsed, arrived_at)

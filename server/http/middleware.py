@@ -12,15 +12,15 @@ from starlette.middleware.gzip import DEFAULT_EXCLUDED_CONTENT_TYPES, GZipMiddle
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from server import metrics
-from server.cycle_extensions import without_body_send
 from server.errors import APIError, RequestTooLarge
+from server.http.cycle_extensions import without_body_send
 
 # Paths whose POST bodies are JSON (the API and the lab endpoints).
 JSON_PATH_PREFIXES = ("/v1/", "/lab/")
 
 
 class RequestChecks:
-    """Before any route: a parsed header block over the limits gets 431 (server/connections.py
+    """Before any route: a parsed header block over the limits gets 431 (server/http/connections.py
     bounds it while it arrives), and a POST to the API whose Content-Type is not
     application/json gets 415. The second is what keeps a web page from starting generations on
     a server on the user's loopback: a page may send text/plain or a typeless body cross-site

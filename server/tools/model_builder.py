@@ -1,7 +1,7 @@
 """Build the offline default model: a byte-level BPE tokenizer and a small random Llama.
 
-    python -m server.model_builder --out .models/tiny [--size tiny|gpu] [--seed 0]
-    python -m server.model_builder --tokenizer-only --out server/tokenizer   # what ships (no torch)
+    python -m server.tools.model_builder --out .models/tiny [--size tiny|gpu] [--seed 0]
+    python -m server.tools.model_builder --tokenizer-only --out server/tokenizer   # what ships (no torch)
 
 The tokenizer is trained with `tokenizers` on the corpus this package ships (server/corpus/*.txt:
 English, Japanese, emoji with skin tones and ZWJ sequences), wrapped as a transformers fast
@@ -35,10 +35,7 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 from server import extras  # noqa: E402
-from server.locations import default_model_dir  # noqa: E402
-
-CORPUS_DIR = Path(__file__).parent / "corpus"
-SHIPPED_TOKENIZER = Path(__file__).parent / "tokenizer"  # server/fast_tokenizer.py reads it
+from server.locations import CORPUS_DIR, SHIPPED_TOKENIZER, corpus_files, default_model_dir  # noqa: E402
 
 # Special tokens get the first ids, in this order, so their ids never move between builds.
 ENDOFTEXT = "<|endoftext|>"
@@ -81,13 +78,6 @@ SIZES: dict[str, ModelSize] = {
 }
 
 VOCAB_SIZE = 1024
-
-
-def corpus_files(corpus_dir: Path = CORPUS_DIR) -> list[Path]:
-    files = sorted(corpus_dir.glob("*.txt"))
-    if not files:
-        raise FileNotFoundError(f"no corpus files in {corpus_dir}")
-    return files
 
 
 def build_tokenizer(corpus_dir: Path = CORPUS_DIR, vocab_size: int = VOCAB_SIZE):
@@ -225,7 +215,7 @@ def prepare(engine: str, model: str, say_as: str = "server") -> str | None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m server.model_builder", description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(prog="python -m server.tools.model_builder", description=__doc__.split("\n")[0])
     parser.add_argument("--out", type=Path, default=None,
                         help="the folder (default: where the server looks, "
                              f"{default_model_dir()} for tiny)")

@@ -4,8 +4,9 @@ from __future__ import annotations
 import json
 import time
 
-from server import metrics, sse
-from server.streaming import Completion, CompletionJob, Fault
+from server import metrics
+from server.stream import sse
+from server.stream.streaming import Completion, CompletionJob, Fault
 
 
 class JSONCompletion(Completion):

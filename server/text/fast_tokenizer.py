@@ -1,6 +1,6 @@
 """A model's tokenizer read with the `tokenizers` library alone: no transformers, no torch.
 
-    tokenizer = FastTokenizer.from_folder(SHIPPED)        # server/tokenizer/: the tiny model's own
+    tokenizer = FastTokenizer.from_folder(SHIPPED_TOKENIZER)  # server/tokenizer/: the tiny model's own
     tokenizer.encode("Hello 🦩", add_special_tokens=False)  # the ids transformers gives
     tokenizer.apply_chat_template(messages, add_generation_prompt=True, tokenize=False)
 
@@ -23,14 +23,13 @@ import json
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
-SHIPPED = Path(__file__).resolve().parent / "tokenizer"
 GENERIC_CLASSES = ("TokenizersBackend", "PreTrainedTokenizerFast")
 
 
 class FastTokenizer:
     def __init__(self, backend: Any, config: Mapping[str, Any], chat_template: str | None,
                  name_or_path: str = "") -> None:
-        # `backend_tokenizer` is transformers' name for the Rust tokenizer: server/detokenizer.py
+        # `backend_tokenizer` is transformers' name for the Rust tokenizer: server/text/detokenizer.py
         # reads its decoder from there for both kinds.
         self.backend_tokenizer = backend
         self.name_or_path = name_or_path

@@ -12,8 +12,9 @@ back an incomplete tail and emit it once the character is complete:
   difference, holding back while the window ends in U+FFFD.
 * `NaiveDetokenizer`: each token decoded on its own (`server-detokenizer`, broken variant).
 
-`Vocabulary.from_tokenizer` inspects the tokenizer (transformers', or server/fast_tokenizer.py's) once per
-server; each request then gets a fresh, cheap detokenizer from `vocabulary.detokenizer(kind)`.
+`Vocabulary.from_tokenizer` inspects the tokenizer (transformers', or
+server/text/fast_tokenizer.py's) once per server; each request then gets a fresh, cheap detokenizer
+from `vocabulary.detokenizer(kind)`.
 """
 from __future__ import annotations
 
@@ -184,7 +185,8 @@ def _byte_table(tokenizer: Any) -> list[bytes] | None:
 
 def _decoder_type(tokenizer: Any) -> str | None:
     """The tokenizer's decoder, from the Rust tokenizer's JSON (transformers' and
-    server/fast_tokenizer.py's both hold one as `backend_tokenizer`), or as a tokenizer states it."""
+    server/text/fast_tokenizer.py's both hold one as `backend_tokenizer`), or as a tokenizer
+    states it."""
     stated = getattr(tokenizer, "decoder_type", None)
     if isinstance(stated, str):
         return stated

@@ -9,7 +9,7 @@ for every close uvicorn or the server makes while a request is still arriving (a
 a 408 or 431 mid-headers): the answer goes out, then a FIN, then what the client still sends
 is read and dropped until it closes its side, LINGER_S have passed or LINGER_BYTES were read.
 
-One home for both ways: the protocols of server/connections.py hand uvicorn this transport, so
+One home for both ways: the protocols of server/http/connections.py hand uvicorn this transport, so
 the completion lane's close and the ASGI route's (uvicorn's `RequestResponseCycle.send` closes
 `cycle.transport` after a `Connection: close` answer) are the same call.
 """

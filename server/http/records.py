@@ -27,7 +27,7 @@ from starlette.responses import Response
 from starlette.types import Message, Receive, Scope, Send
 
 from server import errors
-from server.cycle_extensions import without_body_send
+from server.http.cycle_extensions import without_body_send
 
 REQUEST_ID_HEADER = "x-request-id"
 MAX_RECORDS = 1024

@@ -2,7 +2,7 @@
 
 EventSource sends only GET, without a body, so the chat-completion request travels as JSON in
 the `request` query parameter (URL-encoded); everything else is the POST route's. On a
-reconnection it sends `Last-Event-ID` (see `event_ids`, server/sse_writer.py).
+reconnection it sends `Last-Event-ID` (see `event_ids`, server/stream/sse_writer.py).
 
 A GET is a request any web page may send cross-site without asking (an `<img>`, a `fetch` in
 no-cors mode), which the POST route refuses by its JSON Content-Type. So a GET from a browser
