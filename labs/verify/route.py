@@ -14,13 +14,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Iterator, Mapping
+from typing import Any, Iterator, Mapping, Protocol
 
 from labs.findings import UnusableInput
 from labs.verify.model import REQUEST_HEADERS, ROUTE_METHOD, RouteWanted, display_path
-
-if TYPE_CHECKING:
-    from labs.verify.reader import ConfigReader
 
 
 @dataclass(frozen=True)
@@ -72,7 +69,18 @@ class Chosen:
     routes: list[str]
 
 
-def choose(reader: "ConfigReader", config: Any, wanted: RouteWanted, file: Path) -> Chosen:
+class Matching(Protocol):
+    """What the search asks of a reader (labs/verify/reader.py's ConfigReader has it all)."""
+
+    @property
+    def nothing_proxied(self) -> str: ...
+
+    def proxied(self, config: Any) -> list[str]: ...
+
+    def match(self, config: Any, request: Request) -> Route | None: ...
+
+
+def choose(reader: Matching, config: Any, wanted: RouteWanted, file: Path) -> Chosen:
     """The route serving the first request some route serves (a route written for the API before
     a catch-all one, unless --path names the path); UnusableInput when none does."""
     routes = reader.proxied(config)
