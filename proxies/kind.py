@@ -218,6 +218,14 @@ class ProxyKind:
     def config_name(self) -> str:
         return self.settings.config_name
 
+    def check_refusal(self, status: int, output: str) -> str | None:
+        """The one reading of the binary's check (validation, the Docker runtime and `labs verify`
+        run it): None when the config passed, else why it was refused, in the binary's own words
+        (its exit status where it printed nothing). `output` is its stderr, then its stdout."""
+        if self.check_passed(status, output):
+            return None
+        return self.check_message(output).strip() or f"exit status {status}"
+
     def variants(self) -> dict[str, SettingsFactory]:
         """The named variants every proxy has: its own defaults and the production settings."""
         named: dict[str, SettingsFactory] = {"defaults": self.settings, "fixed": self.fixed}

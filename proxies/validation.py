@@ -61,8 +61,8 @@ def validate(config: ProxySettings | str, proxy: ProxyName | None = None, series
         result = subprocess.run(check_command(proxy, folder, series), cwd=folder,
                                 env={**os.environ, **kind.env(f"{folder}/")}, capture_output=True,
                                 text=True, timeout=60)
-    if not kind.check_passed(result.returncode, result.stderr + result.stdout):
-        output = kind.check_message(result.stderr + result.stdout)
-        raise ConfigInvalid(proxy, output or f"exit status {result.returncode}", text)
+    refusal = kind.check_refusal(result.returncode, result.stderr + result.stdout)
+    if refusal is not None:
+        raise ConfigInvalid(proxy, refusal, text)
     _valid.add(key)
     return text

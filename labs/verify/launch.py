@@ -74,9 +74,9 @@ def validate(rewritten: Rewritten, runtime: str = "local") -> None:
                                 env={**os.environ, **kind_env(rewritten)}, capture_output=True,
                                 text=True, timeout=CHECK_TIMEOUT_S)
         status, output = result.returncode, result.stderr + result.stdout
-    if not kind.check_passed(status, output):
-        output = kind.check_message(output)
-        message, file, line = rewritten.explain_error(output.strip() or f"exit status {status}")
+    refusal = kind.check_refusal(status, output)
+    if refusal is not None:
+        message, file, line = rewritten.explain_error(refusal)
         raise UnusableInput(f"{rewritten.proxy} rejected the config:\n{message}", file=file, line=line)
 
 

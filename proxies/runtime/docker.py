@@ -93,9 +93,9 @@ def check(text: str, proxy: ProxyName, choice: Choice, files: Iterable[str] = ()
                          *env_args(proxy), "--entrypoint", kind.image.entrypoint, choice.image,
                          *kind.check(config, f"{PREFIX}/")],
                         check=False, timeout=120)
-    if not kind.check_passed(result.returncode, result.stderr + result.stdout):
-        output = kind.check_message(result.stderr + result.stdout)
-        raise ConfigInvalid(proxy, output or f"exit status {result.returncode}", text)
+    refusal = kind.check_refusal(result.returncode, result.stderr + result.stdout)
+    if refusal is not None:
+        raise ConfigInvalid(proxy, refusal, text)
     _checked.add(key)
     return text
 

@@ -91,9 +91,10 @@ def test_fixed_file_validates_as_a_user_would_run_it(name: str, series: str, tmp
     command += KINDS[proxy].release_args(release)
     env = {**os.environ, "HOME": str(tmp_path), "XDG_CONFIG_HOME": str(tmp_path), "XDG_DATA_HOME": str(tmp_path)}
     result = subprocess.run(command, capture_output=True, text=True, timeout=60, env=env, cwd=tmp_path)
-    # Traefik has no check-only mode: its `healthcheck` decodes the file strictly, then asks for ping.
-    passed = KINDS["traefik"].check_passed if proxy == "traefik" else lambda status, _: status == 0
-    assert passed(result.returncode, result.stderr + result.stdout), (result.stderr + result.stdout)[-2000:]
+    # Traefik has no check-only mode: its `healthcheck` decodes the file strictly, then asks for
+    # ping; its kind reads that as passed.
+    refusal = KINDS[proxy].check_refusal(result.returncode, result.stderr + result.stdout)
+    assert refusal is None, refusal[-2000:]
     if proxy in ("apache", "caddy", "traefik"):
         # Relative to the ServerRoot / the working folder: no root paths but the modules'.
         directives = [line.split("#")[0] for line in path.read_text().splitlines()
