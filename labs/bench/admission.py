@@ -32,6 +32,7 @@ import os
 import statistics
 from typing import Any
 
+from labs.client.durations import milliseconds
 from labs.bench import references
 from labs.bench.proxies import PROXIES, Progress, path_to
 from labs.bench.verdicts import at_most
@@ -153,7 +154,7 @@ def reasons(result: dict[str, Any]) -> list[str]:
     refs = result.get("references") or {}
     if refs:
         context += "; in the same rounds " + ", ".join(
-            f"{name} reached p99 {ref['ttft_p99_median_s'] * 1e3:,.0f} ms with "
+            f"{name} reached p99 {milliseconds(ref['ttft_p99_median_s'], grouped=True)} with "
             f"{ref['server_cpu_us_per_request']:.0f} us of CPU per request"
             for name, ref in refs.items() if ref.get("ttft_p99_median_s") is not None)
     out = [context + "."]
@@ -168,7 +169,7 @@ def reasons(result: dict[str, Any]) -> list[str]:
         if row["failed"]:
             line += f"; {row['failed']} of the streams failed"
         if row.get("p99_ratio_to_raw") is not None:
-            line += (f"; its TTFT p99 {row['ttft_p99_median_s'] * 1e3:,.0f} ms is "
+            line += (f"; its TTFT p99 {milliseconds(row['ttft_p99_median_s'], grouped=True)} is "
                      f"{row['p99_ratio_to_raw']:.2f}x the raw ASGI app's (no target)")
         out.append(line + ". Where it goes: `python -m labs.bench.profile` (docs/performance.md).")
     return out

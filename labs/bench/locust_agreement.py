@@ -26,8 +26,10 @@ from __future__ import annotations
 
 import math
 import time
+from functools import partial
 from typing import Any, Callable
 
+from labs.client.durations import milliseconds
 from labs.load.results import StepResult
 
 AGREEMENT_STREAMS = 300
@@ -170,8 +172,8 @@ def bench_locust_agreement(progress: Callable[[str], None]) -> dict[str, Any]:
             "saturated_pct": SATURATED_PCT}
 
 
-def _ms(value: float | None, digits: int = 1) -> str:
-    return "-" if value is None else f"{value * 1e3:,.{digits}f}"
+# A cell of a table whose column header names the unit.
+_ms_cell = partial(milliseconds, digits=1, unit=False, grouped=True)
 
 
 def markdown_lines(result: dict[str, Any]) -> list[str]:
@@ -191,10 +193,10 @@ def markdown_lines(result: dict[str, Any]) -> list[str]:
              "| lab repeat | agree |",
              "| --- | ---: | ---: | ---: | ---: | ---: | --- |"]
     for name, row in result["agreement"].items():
-        runs = " / ".join(_ms(v) for v in row["lab_runs"])
-        lines.append(f"| {name} | {runs} | {_ms(row['lab'])} | {_ms(row['locust'])} | "
-                     f"{_ms(row['tolerance'])} ({_ms(row.get('sampling_s'))}) | "
-                     f"{_ms(row['lab_repeat'])} | {'yes' if row['agree'] else '**no**'} |")
+        runs = " / ".join(_ms_cell(v) for v in row["lab_runs"])
+        lines.append(f"| {name} | {runs} | {_ms_cell(row['lab'])} | {_ms_cell(row['locust'])} | "
+                     f"{_ms_cell(row['tolerance'])} ({_ms_cell(row.get('sampling_s'))}) | "
+                     f"{_ms_cell(row['lab_repeat'])} | {'yes' if row['agree'] else '**no**'} |")
     lines += ["", "| run | client | streams | complete | TTFT p50/p99 (ms) | server's TTFT p50/p99 at most "
               "(ms, /metrics buckets) | gap p50/p99 (ms) | client CPU s (% of one core) | busiest "
               "Locust process (busiest second) | CPU per event (us) | machine |",
@@ -208,9 +210,10 @@ def markdown_lines(result: dict[str, Any]) -> list[str]:
         peak = ("-" if r["client_peak_cpu_pct"] is None else
                 f"{r['client_peak_cpu_pct']:.0f}% ({r['client_peak_process']})")
         lines.append(
-            f"| {stage} | {client} | {r['streams']} | {r['complete']} | {_ms(r['ttft_p50_s'], 0)}/"
-            f"{_ms(r['ttft_p99_s'], 0)} | {_ms(server.get('p50_at_most_s'), 0)}/"
-            f"{_ms(server.get('p99_at_most_s'), 0)} | {_ms(r['gap_p50_s'])}/{_ms(r['gap_p99_s'])} | "
+            f"| {stage} | {client} | {r['streams']} | {r['complete']} | "
+            f"{_ms_cell(r['ttft_p50_s'], digits=0)}/{_ms_cell(r['ttft_p99_s'], digits=0)} | "
+            f"{_ms_cell(server.get('p50_at_most_s'), digits=0)}/{_ms_cell(server.get('p99_at_most_s'), digits=0)} | "
+            f"{_ms_cell(r['gap_p50_s'])}/{_ms_cell(r['gap_p99_s'])} | "
             f"{r['client_cpu_s']:.1f} ({r['client_cpu_pct']:.0f}%) | {peak} | "
             f"{'-' if per_event is None else f'{per_event:.0f}'} | {r['machine_busy_pct']:.0f}% |")
     saturated, departs = result.get("locust_saturated"), result.get("locust_departs")

@@ -1,14 +1,16 @@
 """bench.md: every part's results as the tables docs/benchmarks.md quotes."""
 from __future__ import annotations
 
+from functools import partial
 from typing import Any, Mapping
 
 from labs.bench import admission, prefill
 from labs.bench.proxies import PROXIES
+from labs.client.durations import milliseconds
 
 
-def _ms(v: float | None, digits: int = 2) -> str:
-    return "-" if v is None else f"{v * 1e3:.{digits}f}"
+# A cell of a table whose column header names the unit.
+_ms_cell = partial(milliseconds, digits=2, unit=False)
 
 
 def _x(v: float | None) -> str:
@@ -47,14 +49,16 @@ def markdown(results: Mapping[str, Any], command: str) -> str:
             targets = c.get("targets")
             verdict = "-" if not targets else ", ".join(
                 f"{k}: {_ok(v)}" for k, v in targets.items())
-            added = "-" if name == "direct" else f"{_ms(c.get('one_ttft_added_p50_s'), 3)}"
+            added = "-" if name == "direct" else f"{_ms_cell(c.get('one_ttft_added_p50_s'), digits=3)}"
             lines.append(
-                f"| {name} | {_ms(o['ttft_p50_s'])} | {added} | "
+                f"| {name} | {_ms_cell(o['ttft_p50_s'])} | {added} | "
                 f"{'-' if name == 'direct' else _x(c.get('one_ttft_p99_ratio'))} | "
-                f"{_ms(o['hop_p50_s'])} / {_ms(o['hop_p99_s'])} | {m['completed']:,} | {m['rate_pct']:.0f}% | "
-                f"{_ms(m['ttft_p50_s'], 0)} / {_ms(m['ttft_p99_s'], 0)} | {_ms(m['gap_p99_s'], 1)} "
-                f"({_ms(m.get('steady_gap_p99_s'), 1)}) | "
-                f"{'-' if name == 'direct' else _x(c.get('many_gap_p99_ratio'))} | {_ms(m['hop_p99_s'], 1)} | "
+                f"{_ms_cell(o['hop_p50_s'])} / {_ms_cell(o['hop_p99_s'])} | "
+                f"{m['completed']:,} | {m['rate_pct']:.0f}% | "
+                f"{_ms_cell(m['ttft_p50_s'], digits=0)} / {_ms_cell(m['ttft_p99_s'], digits=0)} | "
+                f"{_ms_cell(m['gap_p99_s'], digits=1)} ({_ms_cell(m.get('steady_gap_p99_s'), digits=1)}) | "
+                f"{'-' if name == 'direct' else _x(c.get('many_gap_p99_ratio'))} | "
+                f"{_ms_cell(m['hop_p99_s'], digits=1)} | "
                 f"{'-' if not m.get('proxy') else str(round(m['proxy']['cpu_pct'])) + '%'} | {verdict} |")
         lines += ["", "CPU at the many-streams step, % of one core (server / proxy / client / whole machine):", ""]
         for name in ("direct", *PROXIES):
@@ -72,7 +76,7 @@ def markdown(results: Mapping[str, Any], command: str) -> str:
             "| streams x tok/s | coalesce | server CPU us/token | writes/token | gap p50/p99 (ms) |",
             [f"| {r['streams']} x {r['tokens_per_s_per_stream']:g} | {r['coalesce_ms']:g} ms | "
              f"{r['server_cpu_us_per_token']:.1f} | {r['writes_per_token']:.2f} | "
-             f"{_ms(r['gap_p50_s'], 1)} / {_ms(r['gap_p99_s'], 1)} |" for r in cpu["rows"]])
+             f"{_ms_cell(r['gap_p50_s'], digits=1)} / {_ms_cell(r['gap_p99_s'], digits=1)} |" for r in cpu["rows"]])
         if cpu.get("many"):
             lines += _table(
                 f"Server CPU per token at 1,000 streams x 20 tok/s, no coalescing, beside the "
@@ -81,7 +85,7 @@ def markdown(results: Mapping[str, Any], command: str) -> str:
                 "| server | tokens | server CPU us/token | / raw ASGI | gap p99 (ms) | failed | target |",
                 [f"| {r['server']} | {r['tokens']:,} | {r['server_cpu_us_per_token']:.1f} | "
                  f"{_x(r.get('ratio_to_raw'))} | "
-                 f"{_ms(r['gap_p99_s'], 1)} | {r['failed']} | {_cpu_verdict(r, cpu['target_ratio'])} |"
+                 f"{_ms_cell(r['gap_p99_s'], digits=1)} | {r['failed']} | {_cpu_verdict(r, cpu['target_ratio'])} |"
                  for r in cpu["many"]])
             if cpu.get("reason"):
                 lines += [f"Why the target is missed here (measured in this run): {cpu['reason']}", ""]
@@ -119,7 +123,7 @@ def markdown(results: Mapping[str, Any], command: str) -> str:
             "| loop | streams | events/s | client CPU us/event | client CPU | hop p50/p99 (ms) |",
             [f"| {r['loop']} | {r['streams']} | {r['events_per_s']:,} | "
              f"{r['client_cpu_us_per_event']:.1f} | {r['client_cpu_pct']:.0f}% | "
-             f"{_ms(r['hop_p50_s'], 3)} / {_ms(r['hop_p99_s'], 3)} |" for r in cl["rows"]])
+             f"{_ms_cell(r['hop_p50_s'], digits=3)} / {_ms_cell(r['hop_p99_s'], digits=3)} |" for r in cl["rows"]])
     # A part that failed has no table: it says so, never a report that reads as complete.
     for name, result in results.items():
         if isinstance(result, Mapping) and "error" in result and name not in ("server", "engine"):

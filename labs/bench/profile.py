@@ -33,6 +33,7 @@ import time
 from pathlib import Path
 from typing import Any, Iterable, Sequence
 
+from labs.client.durations import milliseconds
 from labs.bench.modules import REPO_ROOT
 
 # (phase, function names): a sample belongs to the innermost frame of its stack that is named
@@ -219,8 +220,8 @@ def markdown(result: dict[str, Any]) -> str:
                   f"{unit}: {each}. py-spy shows no frame for it: its samples are in the phases "
                   "below, on whatever frame allocated when a pass began.", ""]
     for row in result["rounds"]:
-        lines.append(f"- TTFT p50 {row['ttft_p50_s'] * 1e3:.0f} ms, p99 {row['ttft_p99_s'] * 1e3:.0f} ms, "
-                     f"client CPU {row['client_cpu_s'] * 1e3:.0f} ms, failed {row['failed']}")
+        lines.append(f"- TTFT p50 {milliseconds(row['ttft_p50_s'])}, p99 {milliseconds(row['ttft_p99_s'])}, "
+                     f"client CPU {milliseconds(row['client_cpu_s'])}, failed {row['failed']}")
     lines += ["", f"| phase | us per {unit} | share |", "| --- | ---: | ---: |"]
     lines += [f"| {name} | {us:.1f} | {pct:.0f}% |" for name, us, pct in result["phases"]]
     lines += ["", f"| function (own time) | us per {unit} | share |", "| --- | ---: | ---: |"]

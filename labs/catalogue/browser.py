@@ -5,9 +5,10 @@ so each guard measures what a page would see.
 """
 from __future__ import annotations
 
+from labs.client.durations import milliseconds
 from labs.scenario import checks
 from labs.catalogue.common import MANY_STREAMS_SERVER
-from labs.scenario.checks.base import STREAM_SLACK_INTERVALS, ms
+from labs.scenario.checks.base import STREAM_SLACK_INTERVALS
 from labs.scenario.model import Check, Run, Scaled, Scenario, Variant, Workload
 from labs.scenario.chromium import chromium_driver
 
@@ -71,7 +72,7 @@ def all_started_together() -> Check:
         starts = [r.start_s for r in run.results]
         spread = max(starts) - min(starts) if starts else None
         limit = run.workload.interval_s
-        return f"requests sent within {ms(spread)} (<= {ms(limit)})", (
+        return f"requests sent within {milliseconds(spread)} (<= {milliseconds(limit)})", (
             len(starts) == run.workload.streams and spread is not None and spread <= limit)
     return Check("all streams were requested at once by the page", measure)
 

@@ -12,6 +12,7 @@ import json
 from typing import Any, Sequence
 
 from labs.client import run_many
+from labs.client.durations import milliseconds
 from labs.client.results import Event
 
 
@@ -69,8 +70,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         console.print(table)
     if args.events:
         for e in first.events:
-            hop = "" if e.hop_s is None else f"  hop {e.hop_s * 1e3:.1f} ms"
-            console.print(f"{e.t * 1e3:9.1f} ms  read {e.read:4d}  {e.kind:8s} {e.text!r}{hop}", markup=False)
+            hop = "" if e.hop_s is None else f"  hop {milliseconds(e.hop_s, digits=1)}"
+            line = f"{milliseconds(e.t, digits=1):>12}  read {e.read:4d}  {e.kind:8s} {e.text!r}{hop}"
+            console.print(line, markup=False)
     console.print(f"text: {first.text!r}", markup=False)
     return 0
 

@@ -14,8 +14,9 @@ stream a lump, late or not, is untold (never a pass).
 """
 from __future__ import annotations
 
+from labs.client.durations import milliseconds
 from labs.client.results import StreamResult
-from labs.findings.evidence import Evidence, Pacing, Verdict, events_per_read, ms, untold
+from labs.findings.evidence import Evidence, Pacing, Verdict, events_per_read, untold
 
 LATE_INTERVALS = 5.0  # TTFT this many token intervals past due: the path held the first token
 # Held events arrive in lumps of at least this many. Verify asked for 3.0 and probe for 4.0 (the
@@ -58,7 +59,8 @@ def held_to_end(stream: StreamResult, pacing: Pacing) -> tuple[bool, str]:
     few = lumps <= max(2, stream.content_events // HELD_READ_SHARE)
     paced = stream.e2e_s >= paced_end(stream, pacing)
     return held and few and paced, (
-        f"TTFT {ms(stream.ttft_s)}, E2E {ms(stream.e2e_s)} (paced: >= {ms(paced_end(stream, pacing))}), "
+        f"TTFT {milliseconds(stream.ttft_s)}, E2E {milliseconds(stream.e2e_s)} "
+        f"(paced: >= {milliseconds(paced_end(stream, pacing))}), "
         f"{stream.content_events} events in {lumps} lumps ({stream.bursts} reads)")
 
 
@@ -66,7 +68,7 @@ def late_in_lumps(stream: StreamResult, pacing: Pacing) -> tuple[bool, str]:
     due = pacing.first_due_s + LATE_INTERVALS * pacing.interval_s
     late = stream.ttft_s is not None and stream.ttft_s >= due
     lumps = events_per_read(stream) >= LUMP_EVENTS_PER_READ
-    return late and lumps, (f"TTFT {ms(stream.ttft_s)} (late from {ms(due)}), "
+    return late and lumps, (f"TTFT {milliseconds(stream.ttft_s)} (late from {milliseconds(due)}), "
                             f"{events_per_read(stream):.1f} events per read "
                             f"(lumps from {LUMP_EVENTS_PER_READ:g})")
 
@@ -96,8 +98,9 @@ def _without_canary(stream: StreamResult, fault: bool, observed: str) -> Verdict
     hop arrives early and whole); a stream that arrived event by event flowed, whatever its pace."""
     lumped = fault or events_per_read(stream) >= LUMP_EVENTS_PER_READ
     if lumped and ((stream.e2e_s or 0.0) < PLAIN_MIN_E2E_S or stream.content_events < PLAIN_MIN_EVENTS):
-        return untold(f"TTFT {ms(stream.ttft_s)}, E2E {ms(stream.e2e_s)}, {stream.content_events} events in "
-                      f"{stream.bursts} reads: in lumps, but too short a stream to tell without a canary (a "
+        return untold(f"TTFT {milliseconds(stream.ttft_s)}, E2E {milliseconds(stream.e2e_s)}, "
+                      f"{stream.content_events} events in {stream.bursts} reads: in lumps, but too short a "
+                      f"stream to tell without a canary (a "
                       f"lump counts in a stream of {PLAIN_MIN_E2E_S:g} s and {PLAIN_MIN_EVENTS} events or more)")
     if fault:
         return Verdict(True, observed, unsure=PLAIN_REASON)

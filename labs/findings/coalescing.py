@@ -9,8 +9,9 @@ groups from an origin that writes in groups: the verdict is untold.
 """
 from __future__ import annotations
 
+from labs.client.durations import milliseconds
 from labs.findings import buffering
-from labs.findings.evidence import Evidence, Verdict, events_per_read, hop_spread_p50, ms, untold
+from labs.findings.evidence import Evidence, Verdict, events_per_read, hop_spread_p50, untold
 
 COALESCED_EVENTS_PER_READ = 1.5
 # Verify compared the events per read with the same request sent straight to the server (0.4
@@ -33,5 +34,5 @@ def judge(evidence: Evidence) -> Verdict:
     grouped = per_read >= COALESCED_EVENTS_PER_READ
     late = spread >= HELD_INTERVALS * pacing.interval_s
     observed = (f"{per_read:.2f} events per read ({stream.bursts} reads for {stream.content_events} "
-                f"events); hop delay p50 {ms(spread)} above the fastest event")
+                f"events); hop delay p50 {milliseconds(spread)} above the fastest event")
     return Verdict(grouped and late, observed)

@@ -10,9 +10,10 @@ even the uncompressed stream is held, compression cannot be told apart: the verd
 """
 from __future__ import annotations
 
+from labs.client.durations import milliseconds
 from labs.client.results import percentile
 from labs.findings import buffering
-from labs.findings.evidence import Evidence, Verdict, ended, ms, untold
+from labs.findings.evidence import Evidence, Verdict, ended, untold
 
 HELD_INTERVALS = 0.5  # each event this many token intervals later than uncompressed
 
@@ -34,10 +35,10 @@ def judge(evidence: Evidence) -> Verdict:
     late = extra is not None and extra >= HELD_INTERVALS * pacing.interval_s
     observed = f"{encoding}-encoded: {shape}"
     if reference is not None:
-        observed += f"; TTFT {ms(stream.ttft_s)} (uncompressed {ms(reference.ttft_s)})"
+        observed += f"; TTFT {milliseconds(stream.ttft_s)} (uncompressed {milliseconds(reference.ttft_s)})"
     if extra is not None:
         against = "than uncompressed" if reference is not None else "on the way"
-        observed += f"; each event {ms(extra)} later {against} (median)"
+        observed += f"; each event {milliseconds(extra)} later {against} (median)"
     verdict = Verdict(lumped or late, observed)
     if verdict.fault and not pacing.known:
         return Verdict(True, observed, unsure=buffering.PLAIN_REASON)

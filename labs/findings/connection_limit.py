@@ -17,9 +17,10 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Mapping, Sequence
 
+from labs.client.durations import milliseconds
 from labs.client.results import StreamResult
 from labs.findings import buffering
-from labs.findings.evidence import Evidence, Pacing, Verdict, events_per_read, ms, untold
+from labs.findings.evidence import Evidence, Pacing, Verdict, events_per_read, untold
 
 # A wave: the last first token waits this share of a stream longer than the first. Verify used
 # half a stream, the probe 0.8 of the median stream, `labs load` 0.9 of the asked duration (its
@@ -98,11 +99,11 @@ def judge_burst(burst: Burst) -> Verdict:
         return untold(f"all {n} streams completed, each held and let go in lumps (a buffering hop): "
                       "when a held stream's first token arrives says nothing about when it started, "
                       "so queueing cannot be told")
-    observed = (f"{n} streams complete; first tokens after {ms(burst.first_wait_s)}.."
-                f"{ms(burst.last_wait_s)} ({burst.basis}), one stream {ms(burst.stream_s)}")
+    observed = (f"{n} streams complete; first tokens after {milliseconds(burst.first_wait_s)}.."
+                f"{milliseconds(burst.last_wait_s)} ({burst.basis}), one stream {milliseconds(burst.stream_s)}")
     if waves(burst):
         return Verdict(True, f"{observed}: the first tokens came in waves, the last "
-                             f"{ms(burst.spread_s)} after the first, about a whole stream: "
+                             f"{milliseconds(burst.spread_s)} after the first, about a whole stream: "
                              f"streams beyond a count are queued")
     return Verdict(False, observed)
 

@@ -90,10 +90,6 @@ def untold(why: str) -> Verdict:
     return Verdict(False, f"not measured: {why}", untold=why)
 
 
-def ms(seconds: float | None) -> str:
-    return "-" if seconds is None else f"{seconds * 1000:.0f} ms"
-
-
 def secs(seconds: float | None) -> str:
     return "-" if seconds is None else f"{seconds:.2f} s"
 

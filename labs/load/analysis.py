@@ -10,6 +10,7 @@ import re
 from dataclasses import asdict, dataclass, field
 from typing import Any, Mapping, Sequence
 
+from labs.client.durations import milliseconds
 from labs.findings import connection_limit
 from labs.load.paths import LoadPath
 from labs.load.results import MAX_GAP_FACTOR, MAX_TTFT_P99_S, MIN_RATE_PCT, Limit, StepResult
@@ -29,7 +30,7 @@ def _symptom(step: StepResult) -> str:
     if (step.ttft_p99_s or 0.0) > MAX_TTFT_P99_S:
         parts.append(f"TTFT p99 {step.ttft_p99_s:.2f} s")
     if (step.gap_p99_s or 0.0) > MAX_GAP_FACTOR / step.tokens_per_s:
-        parts.append(f"gap p99 {1e3 * (step.gap_p99_s or 0):.0f} ms "
+        parts.append(f"gap p99 {milliseconds(step.gap_p99_s or 0)} "
                      f"(the server paces {1e3 / step.tokens_per_s:.0f} ms)")
     return "; ".join(parts) or "healthy"
 
@@ -98,8 +99,8 @@ def diagnose(step: StepResult) -> list[Limit]:
         add("server admission of a burst (CPU per request)", "server",
             f"all {step.concurrency} requests arrive at once and the server admits them one after "
             f"another (parse, validate, chat template, tokenize): TTFT p50 "
-            f"{_ms_text(step.ttft_p50_s)}, p99 {_ms_text(step.ttft_p99_s)} (p99 / N = {per_request:.1f} "
-            f"ms per request ahead); the server's accept queue peaked at "
+            f"{milliseconds(step.ttft_p50_s, grouped=True)}, p99 {milliseconds(step.ttft_p99_s, grouped=True)} "
+            f"(p99 / N = {per_request:.1f} ms per request ahead); the server's accept queue peaked at "
             f"{step.server_accept_queue_peak}, server CPU {step.server.get('cpu_pct', 0):.0f}%")
         if step.healthy_but_ttft:
             return found
@@ -110,12 +111,12 @@ def diagnose(step: StepResult) -> list[Limit]:
         # left the server late; a large hop delay was held up on the way (proxy, kernel, client).
         if hop < (gap - interval) / 2:
             add("the server sends late (a stall inside the server: event loop, GC pauses)", "server",
-                f"gap p99 {gap * 1e3:.0f} ms but hop delay p99 (server stamp -> client) only "
-                f"{hop * 1e3:.0f} ms: the tokens left the server late, the path did not hold them")
+                f"gap p99 {milliseconds(gap)} but hop delay p99 (server stamp -> client) only "
+                f"{milliseconds(hop)}: the tokens left the server late, the path did not hold them")
         else:
             add("delivery late after the server (proxy, kernel or client)", "unknown",
-                f"hop delay p99 (server stamp -> client) {hop * 1e3:.0f} ms of a gap p99 of "
-                f"{gap * 1e3:.0f} ms")
+                f"hop delay p99 (server stamp -> client) {milliseconds(hop)} of a gap p99 of "
+                f"{milliseconds(gap)}")
     # Nothing said "no": whose CPU ran out? (percent of one core; the machine has two)
     cpu = {"client": step.client_cpu_pct}
     if step.server:  # sampled when the lab runs the server (`labs load URL` cannot see it)
@@ -135,10 +136,6 @@ def diagnose(step: StepResult) -> list[Limit]:
     elif not found:
         add("unexplained", "unknown", f"no log line, counter or busy CPU; {where}")
     return found
-
-
-def _ms_text(seconds: float | None) -> str:
-    return "-" if seconds is None else f"{seconds * 1e3:,.0f} ms"
 
 
 def first_limit(steps: Sequence[StepResult]) -> tuple[StepResult, list[Limit]] | None:

@@ -18,6 +18,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 from rich.console import Console  # noqa: E402
 from rich.table import Table  # noqa: E402
 
+from labs.client.durations import milliseconds  # noqa: E402
 from labs.provenance import one_line  # noqa: E402
 from labs.load.analysis import PathResult  # noqa: E402
 from labs.load.results import MAX_GAP_FACTOR, MAX_TTFT_P99_S, MIN_RATE_PCT, StepResult  # noqa: E402
@@ -26,10 +27,11 @@ COLOURS = {"nginx": "#009639", "haproxy": "#1f77b4", "envoy": "#ac3bd3", None: "
 TEACHING_COLOURS = ("#e66101", "#8c510a", "#7f7f7f", "#d01c8b")  # rows that are not a proxy
 
 
-def _ms(seconds: float | None) -> str:
-    if seconds is None:
-        return "-"
-    return f"{seconds * 1e3:,.0f}" if seconds >= 0.01 else f"{seconds * 1e3:.1f}"
+def _ms_cell(seconds: float | None) -> str:
+    """A figure in a column whose header says ms: a decimal below 10 ms, where whole
+    milliseconds would round a fast path's figures together."""
+    digits = 1 if seconds is not None and seconds < 0.01 else 0
+    return milliseconds(seconds, digits=digits, unit=False, grouped=True)
 
 
 def _failed(step: StepResult) -> str:
@@ -53,8 +55,8 @@ STEP_COLUMNS = ("streams", "complete", "failed", "TTFT p50/p99 ms", "gap p50/p99
 def step_row(step: StepResult) -> list[str]:
     return [
         f"{step.concurrency:,}", f"{step.completed:,}", _failed(step),
-        f"{_ms(step.ttft_p50_s)} / {_ms(step.ttft_p99_s)}",
-        f"{_ms(step.gap_p50_s)} / {_ms(step.gap_p99_s)} ({_ms(step.steady_gap_p99_s)})",
+        f"{_ms_cell(step.ttft_p50_s)} / {_ms_cell(step.ttft_p99_s)}",
+        f"{_ms_cell(step.gap_p50_s)} / {_ms_cell(step.gap_p99_s)} ({_ms_cell(step.steady_gap_p99_s)})",
         f"{step.tok_s:,.0f} ({step.rate_pct:.0f}%)",
         f"{_cpu(step.server)} / {_cpu(step.proxy)} / {step.client_cpu_pct:.0f}% "
         f"({step.machine_busy_pct:.0f}%)",

@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Literal, Sequence
 from urllib.parse import urlsplit
 
+from labs.client.durations import milliseconds
 from labs.findings import (EXIT_FAILURE, EXIT_INCONCLUSIVE, EXIT_OK, Finding, UnusableInput,
                            connection_limit)
 from labs.load.analysis import PathResult, diagnose
@@ -130,8 +131,8 @@ def own_limits(step: StepResult, baseline: StepResult | None) -> list[Limit]:
     if verdict.fault:
         before = ""
         if baseline is not None:
-            before = (f"; baseline (1 stream): TTFT p99 {_ms(baseline.ttft_p99_s)}, gap p99 "
-                      f"{_ms(baseline.gap_p99_s)}")
+            before = (f"; baseline (1 stream): TTFT p99 {milliseconds(baseline.ttft_p99_s, grouped=True)}, "
+                      f"gap p99 {milliseconds(baseline.gap_p99_s, grouped=True)}")
         what = [verdict.observed]
         if step.errors:
             what.append("client errors " + "; ".join(f"{k!r} x{v}" for k, v in step.errors.items()))
@@ -301,7 +302,3 @@ def run_load(path: OwnPath, progress: Progress = lambda m: None,
         if not step.healthy and not is_client_limit(step.limits):
             break
     return result
-
-
-def _ms(seconds: float | None) -> str:
-    return "-" if seconds is None else f"{seconds * 1e3:,.0f} ms"

@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from labs import client
+from labs.client.durations import milliseconds
 from labs.client.results import StreamResult
 from labs.findings import (Evidence, FindingKind, Pacing, UnusableInput, Verdict, buffering, coalescing,
                            compression)
@@ -130,7 +131,7 @@ class Buffering(StreamCheck):
         if not _canary(ctx):
             return observed
         return (f"{observed} (the origin sent {h1.content_events} events "
-                f"{_interval() * 1000:.0f} ms apart, one per write)")
+                f"{milliseconds(_interval())} apart, one per write)")
 
 
 class Coalescing(StreamCheck):
@@ -141,7 +142,7 @@ class Coalescing(StreamCheck):
 
     def evidence(self, ctx: Context, observed: str, h1: StreamResult) -> str:
         return (f"{observed}: a hop grouped events the origin wrote one by one "
-                f"{_interval() * 1000:.0f} ms apart")
+                f"{milliseconds(_interval())} apart")
 
     async def observe(self, ctx: Context, hop: int) -> Observation:
         seen = await super().observe(ctx, hop)

@@ -16,6 +16,7 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
+from labs.client.durations import milliseconds
 from labs.findings import CheckOutcome, Finding, PathReport, lab_command
 from labs.findings.ci import Place
 from labs.probe import platforms
@@ -93,15 +94,11 @@ def protocol_table(rows: list[dict[str, Any]]) -> Table:
     for column in ("protocol", "TTFT", "E2E", "events/read", "gap p50 / max", "outcome", *judged):
         table.add_column(column)
     for row in rows:
-        table.add_row(row["protocol"], _ms(row["ttft_s"]), _ms(row["e2e_s"]),
+        table.add_row(row["protocol"], milliseconds(row["ttft_s"]), milliseconds(row["e2e_s"]),
                       f"{row['events_per_read_mean'] or 0:.2f} (max {row['events_per_read_max'] or 0})",
-                      f"{_ms(row['gap_p50_s'])} / {_ms(row['gap_max_s'])}", row["outcome"],
+                      f"{milliseconds(row['gap_p50_s'])} / {milliseconds(row['gap_max_s'])}", row["outcome"],
                       *(row[key] for key in judged))
     return table
-
-
-def _ms(seconds: float | None) -> str:
-    return "-" if seconds is None else f"{seconds * 1000:.0f} ms"
 
 
 def print_report(report: ProbeReport, console: Console) -> None:

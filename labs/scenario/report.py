@@ -16,13 +16,10 @@ from rich.syntax import Syntax
 from rich.table import Table
 
 from labs import provenance
+from labs.client.durations import milliseconds
 from labs.client.results import aggregate
 from labs.scenario.runner import ScenarioOutcome
 from labs.scenario.model import Run, Scenario, VariantName
-
-
-def _ms(seconds: float | None) -> str:
-    return "-" if seconds is None else f"{seconds * 1000:,.0f} ms"
 
 
 def _num(value: Any) -> str:
@@ -46,21 +43,22 @@ def metric_rows(outcome: ScenarioOutcome) -> list[tuple[str, dict[VariantName, s
         row("streams", lambda r: str(len(r.results)))
         row("outcomes", lambda r: ", ".join(f"{k} {v}" for k, v in sorted(r.outcomes().items())))
         row("HTTP statuses", lambda r: ", ".join(f"{k} x{v}" for k, v in sorted(aggregate(r.results)["statuses"].items())))
-        row("TTFT p50", lambda r: _ms(aggregate(r.results)["ttft_p50_s"]))
-        row("TTFT max", lambda r: _ms(aggregate(r.results)["ttft_max_s"]))
-        row("gap p99", lambda r: _ms(aggregate(r.results)["gap_p99_s"]))
+        row("TTFT p50", lambda r: milliseconds(aggregate(r.results)["ttft_p50_s"], grouped=True))
+        row("TTFT max", lambda r: milliseconds(aggregate(r.results)["ttft_max_s"], grouped=True))
+        row("gap p99", lambda r: milliseconds(aggregate(r.results)["gap_p99_s"], grouped=True))
     else:
         row("outcome", lambda r: r.first.outcome)
         row("HTTP status", lambda r: _num(r.first.status))
-        row("TTFB", lambda r: _ms(r.first.ttfb_s))
-        row("TTFT", lambda r: _ms(r.first.ttft_s))
-        row("E2E", lambda r: _ms(r.first.e2e_s))
+        row("TTFB", lambda r: milliseconds(r.first.ttfb_s, grouped=True))
+        row("TTFT", lambda r: milliseconds(r.first.ttft_s, grouped=True))
+        row("E2E", lambda r: milliseconds(r.first.e2e_s, grouped=True))
         row("content events", lambda r: str(r.first.content_events))
         row("reads carrying them (bursts)", lambda r: str(r.first.bursts))
         row("events per read, max", lambda r: _num(r.first.summary()["events_per_read_max"]))
-        row("gap p50 / p99", lambda r: f"{_ms(r.first.summary()['gap_p50_s'])} / {_ms(r.first.summary()['gap_p99_s'])}")
+        row("gap p50 / p99", lambda r: (f"{milliseconds(r.first.summary()['gap_p50_s'], grouped=True)} / "
+                                        f"{milliseconds(r.first.summary()['gap_p99_s'], grouped=True)}"))
         if any(r.first.hop_delays for r in runs.values()):
-            row("hop delay p50", lambda r: _ms(r.first.summary()["hop_p50_s"]))
+            row("hop delay p50", lambda r: milliseconds(r.first.summary()["hop_p50_s"], grouped=True))
         row("Content-Encoding", lambda r: r.first.content_encoding or "none")
         row("heartbeats seen", lambda r: str(r.first.heartbeats))
     for metric in outcome.scenario.server_metrics:
@@ -73,7 +71,7 @@ def metric_rows(outcome: ScenarioOutcome) -> list[tuple[str, dict[VariantName, s
         labels = list(next(iter(runs.values())).hops.keys())
         for index, label in enumerate(labels):
             row(f"TTFT {label.rsplit(':', 1)[0]}", lambda r, i=index: (
-                _ms(list(r.hops.values())[i][0].ttft_s) if i < len(r.hops) else "-"))
+                milliseconds(list(r.hops.values())[i][0].ttft_s, grouped=True) if i < len(r.hops) else "-"))
     return rows
 
 
@@ -112,7 +110,7 @@ def own_defaults_verdict(outcome: ScenarioOutcome) -> str:
 
 def _first_stream(run: Run) -> tuple[str, str]:
     """(TTFT, reads) of the run's first stream."""
-    return (_ms(run.first.ttft_s), str(run.first.bursts)) if run.results else ("-", "-")
+    return (milliseconds(run.first.ttft_s, grouped=True), str(run.first.bursts)) if run.results else ("-", "-")
 
 
 def check_rows(outcome: ScenarioOutcome) -> list[tuple[VariantName, str, str, bool]]:

@@ -21,6 +21,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 from matplotlib.axes import Axes  # noqa: E402
 from matplotlib.lines import Line2D  # noqa: E402
 
+from labs.client.durations import milliseconds  # noqa: E402
 from labs.client.results import StreamResult, percentile  # noqa: E402
 
 STREAMED = "#1f77b4"  # blue: an event that had a read to itself
@@ -54,7 +55,7 @@ def outcome_label(r: StreamResult) -> str:
     elif r.outcome in ("error-in-band", "reset", "timeout") and r.error:
         text += f" ({_short(r.error)})"
     elif r.outcome == "disconnected" and r.disconnect_s is not None:
-        text += f" at {_ms(r.disconnect_s)}"
+        text += f" at {_duration(r.disconnect_s)}"
     return text
 
 
@@ -69,10 +70,9 @@ def _short(text: str, n: int = 40) -> str:
     return text if len(text) <= n else text[: n - 1] + "…"
 
 
-def _ms(s: float | None) -> str:
-    if s is None:
-        return "-"
-    return f"{s * 1e3:.0f} ms" if s < 10 else f"{s:.1f} s"
+def _duration(s: float | None) -> str:
+    """Milliseconds, and seconds from 10 s on, where five digits of ms would crowd a label."""
+    return f"{s:.1f} s" if s is not None and s >= 10 else milliseconds(s)
 
 
 def _end(r: StreamResult) -> float:
@@ -106,7 +106,7 @@ def _single(ax: Axes, r: StreamResult, top: float) -> None:
         ax.plot([_end(r)], [len(content)], marker="X", markersize=9, color=BAD, zorder=4)
         label = _END_MARK[r.outcome]
         if r.end_s is not None and r.e2e_s is not None and r.end_s - r.e2e_s > 0.05:
-            label += f"\nafter {_ms(r.end_s - r.e2e_s)} of silence"
+            label += f"\nafter {_duration(r.end_s - r.e2e_s)} of silence"
         ax.annotate(label, xy=(_end(r), len(content)), xytext=(8, -4),
                     textcoords="offset points", fontsize=8, color=BAD, va="top")
     stamped = [(e.t - e.hop_s, e.t, y) for e, y in zip(content, ys) if e.hop_s is not None]
@@ -121,13 +121,13 @@ def _single(ax: Axes, r: StreamResult, top: float) -> None:
     if beats:
         ax.scatter(beats, [0] * len(beats), marker="|", s=60, color=HEARTBEAT, zorder=2)
     _marks(ax, r, top)
-    lines = [f"TTFB {_ms(r.ttfb_s)}   TTFT {_ms(r.ttft_s)}   E2E {_ms(r.e2e_s)}",
+    lines = [f"TTFB {_duration(r.ttfb_s)}   TTFT {_duration(r.ttft_s)}   E2E {_duration(r.e2e_s)}",
              f"{r.bursts} burst{'s' if r.bursts != 1 else ''} for {len(content)} events"]
     if r.heartbeats:
         lines.append(f"{r.heartbeats} heartbeats (grey ticks)")
     if stamped:
         delays = sorted(t - s for s, t, _ in stamped)
-        lines.append(f"on the way: median {_ms(delays[(len(delays) - 1) // 2])}, max {_ms(delays[-1])}")
+        lines.append(f"on the way: median {_duration(delays[(len(delays) - 1) // 2])}, max {_duration(delays[-1])}")
     ax.text(0.02, 0.97, "\n".join(lines), transform=ax.transAxes, va="top", fontsize=9,
             bbox=dict(boxstyle="round,pad=0.3", facecolor="white", edgecolor="#cccccc"))
     ax.set_ylabel("content events received")
@@ -186,7 +186,7 @@ def _rows_status(results: Sequence[StreamResult]) -> str:
     line = ", ".join(f"{n} {k}" for k, n in counts.most_common())
     ttfts = [r.ttft_s for r in results if r.ttft_s is not None]
     if ttfts:
-        line += f"\nTTFT p50 {_ms(percentile(ttfts, 50))}, max {_ms(max(ttfts))}"
+        line += f"\nTTFT p50 {_duration(percentile(ttfts, 50))}, max {_duration(max(ttfts))}"
     return line
 
 

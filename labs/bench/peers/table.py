@@ -8,9 +8,11 @@ failed, run failed, unparsable output) keeps its column with the reason instead 
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
+from functools import partial
 from typing import Any, Callable, Mapping, Sequence
 
 from labs.bench.peers.figures import Figures
+from labs.client.durations import milliseconds
 
 TOOLS = ("lab", "aiperf", "guidellm")
 TITLES = {"lab": "lab client", "aiperf": "AIPerf 0.13.0", "guidellm": "guidellm 0.8.1"}
@@ -40,8 +42,8 @@ class ToolRun:
         return out
 
 
-def _ms(value: float | None) -> str:
-    return "-" if value is None else f"{value * 1e3:.1f}"
+# A cell of a table whose column header names the unit.
+_ms_cell = partial(milliseconds, digits=1, unit=False)
 
 
 def _per_request(total: int | None, requests: int) -> str:
@@ -57,19 +59,19 @@ def _fig(getter: Callable[[Figures], str]) -> Callable[[ToolRun], str]:
 
 ROWS: tuple[Row, ...] = (
     ("completed / failed", _fig(lambda f: f"{f.requests} / {f.failed}")),
-    ("TTFT mean (ms)", _fig(lambda f: _ms(f.ttft_mean_s))),
-    ("TTFT p50 (ms)", _fig(lambda f: _ms(f.ttft_p50_s))),
-    ("TTFT p99 (ms)", _fig(lambda f: _ms(f.ttft_p99_s))),
-    ("ITL mean (ms, own definition)", _fig(lambda f: _ms(f.itl_mean_s))),
-    ("ITL p50 (ms, own definition)", _fig(lambda f: _ms(f.itl_p50_s))),
-    ("gap p99 (ms)", _fig(lambda f: _ms(f.gap_p99_s))),
-    ("E2E mean (ms)", _fig(lambda f: _ms(f.e2e_mean_s))),
-    ("E2E p50 (ms)", _fig(lambda f: _ms(f.e2e_p50_s))),
-    ("E2E p99 (ms)", _fig(lambda f: _ms(f.e2e_p99_s))),
+    ("TTFT mean (ms)", _fig(lambda f: _ms_cell(f.ttft_mean_s))),
+    ("TTFT p50 (ms)", _fig(lambda f: _ms_cell(f.ttft_p50_s))),
+    ("TTFT p99 (ms)", _fig(lambda f: _ms_cell(f.ttft_p99_s))),
+    ("ITL mean (ms, own definition)", _fig(lambda f: _ms_cell(f.itl_mean_s))),
+    ("ITL p50 (ms, own definition)", _fig(lambda f: _ms_cell(f.itl_p50_s))),
+    ("gap p99 (ms)", _fig(lambda f: _ms_cell(f.gap_p99_s))),
+    ("E2E mean (ms)", _fig(lambda f: _ms_cell(f.e2e_mean_s))),
+    ("E2E p50 (ms)", _fig(lambda f: _ms_cell(f.e2e_p50_s))),
+    ("E2E p99 (ms)", _fig(lambda f: _ms_cell(f.e2e_p99_s))),
     ("output tokens / request (tool's count)", _fig(lambda f: _per_request(f.output_tokens, f.requests))),
     ("usage tokens / request (as the tool read it)", _fig(lambda f: _per_request(f.usage_tokens, f.requests))),
     ("server: tokens / request over the run", lambda r: _server_tokens(r.server)),
-    ("server: TTFT mean (ms) over the run", lambda r: _ms(r.server.get("ttft_mean_s"))),
+    ("server: TTFT mean (ms) over the run", lambda r: _ms_cell(r.server.get("ttft_mean_s"))),
     ("TTFT mean minus the server's (ms)", lambda r: _client_side(r)),
     ("tool CPU s (% of one core)", lambda r: "-" if r.cpu_s is None else f"{r.cpu_s:.2f} ({r.cpu_pct:.0f}%)"),
     ("tool CPU ms / completed request", lambda r: "-" if r.cpu_s is None or not r.figures
@@ -119,11 +121,11 @@ def markdown(result: Mapping[str, Any], runs: Sequence[ToolRun]) -> str:
     lines = [f"# The lab client beside AIPerf and guidellm ({setup['engine']} engine)", "",
              f"Command: `{result['command']}`. One server (`{setup['server_args']}`), the same pacing "
              f"for every tool: the `lab` object (`{setup['lab_shown']}`: first token after "
-             f"{setup['first_token_delay_s'] * 1e3:.0f} ms, {setup['tokens']} tokens at "
+             f"{milliseconds(setup['first_token_delay_s'])}, {setup['tokens']} tokens at "
              f"{setup['tokens_per_s']:g} tok/s, one token per event), max {setup['tokens']} tokens. "
              f"CPU is each tool's whole process tree, start-up included. Ideal: TTFT "
-             f"{setup['ideal_ttft_s'] * 1e3:.0f} ms, gaps {1e3 / setup['tokens_per_s']:.0f} ms, E2E "
-             f"{setup['ideal_e2e_s'] * 1e3:.0f} ms. Each tool's own definitions: docs/metrics.md.", ""]
+             f"{milliseconds(setup['ideal_ttft_s'])}, gaps {1e3 / setup['tokens_per_s']:.0f} ms, E2E "
+             f"{milliseconds(setup['ideal_e2e_s'])}. Each tool's own definitions: docs/metrics.md.", ""]
     for streams in setup["streams"]:
         header, rows = table(runs, streams)
         requests = setup["requests"][str(streams)]

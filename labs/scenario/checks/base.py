@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from typing import Callable
 
+from labs.client.durations import milliseconds
 from labs.client.results import percentile
-from labs.findings.evidence import ms
 from labs.scenario.model import Check, Run
 
 # A streamed first token may be late by this many token intervals (scheduling noise, proxy start).
@@ -41,7 +41,7 @@ def after_due(n: float) -> Bound:
 
 def threshold(label: str, value: Value, bound: Bound, *, at_least: bool,
               shown: Callable[[Run, "float | None"], str] | None = None,
-              fmt: Callable[["float | None"], str] = ms) -> Check:
+              fmt: Callable[["float | None"], str] = milliseconds) -> Check:
     """`value(run) >= bound(run)` (or `<=`); a value that could not be measured fails.
 
     The observed text is `shown(run, value)` (default: the value itself) and the bound.

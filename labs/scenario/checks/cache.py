@@ -2,7 +2,8 @@
 one? Margins are token intervals of the workload, as everywhere."""
 from __future__ import annotations
 
-from labs.scenario.checks.base import ms, threshold
+from labs.client.durations import milliseconds
+from labs.scenario.checks.base import threshold
 from labs.client.results import StreamResult
 from labs.scenario.model import Check, Run
 
@@ -29,7 +30,7 @@ def replayed_from_cache() -> Check:
         passed = (later.outcome == "complete" and later.content_events == first.content_events
                   and span is not None and paced is not None
                   and span <= REPLAY_SHARE * run.interval_s < paced)
-        return (f"first stream's events over {ms(paced)}, the later one's over {ms(span)} in "
+        return (f"first stream's events over {milliseconds(paced)}, the later one's over {milliseconds(span)} in "
                 f"{later.reads} read(s)", passed)
     return Check(f"a later user's whole answer arrived within {REPLAY_SHARE:g} token intervals "
                  "(replayed by the cache)", measure)
@@ -44,7 +45,7 @@ def every_stream_live() -> Check:
         passed = bool(run.results) and all(
             r.outcome == "complete" and s is not None and s >= need
             for r, s, need in zip(run.results, spans, needs))
-        return ", ".join(ms(s) for s in spans) + " of events per stream", passed
+        return ", ".join(milliseconds(s) for s in spans) + " of events per stream", passed
     return Check(f"every stream is live: its events span >= {LIVE_SHARE:.0%} of their pacing", measure)
 
 

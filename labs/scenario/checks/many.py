@@ -3,7 +3,8 @@ from __future__ import annotations
 
 from typing import Callable
 
-from labs.scenario.checks.base import after_due, intervals, ms, pooled_gap, threshold, ttfts
+from labs.client.durations import milliseconds
+from labs.scenario.checks.base import after_due, intervals, pooled_gap, threshold, ttfts
 from labs.client.results import percentile
 from labs.scenario.model import Check, Run
 
@@ -15,7 +16,7 @@ def ttft_spread_at_least(share_of_stream: float) -> Check:
         e2e = min((r.e2e_s for r in run.results if r.e2e_s is not None), default=None)
         if not seen or e2e is None:
             return "no content", False
-        return (f"TTFT min {ms(seen[0])}, max {ms(seen[-1])} (shortest stream {ms(e2e)})",
+        return (f"TTFT min {milliseconds(seen[0])}, max {milliseconds(seen[-1])} (shortest stream {milliseconds(e2e)})",
                 seen[-1] - seen[0] >= share_of_stream * e2e)
     return Check(f"TTFT in waves: the last first token waits >= {share_of_stream:.0%} of a stream", measure)
 
@@ -23,7 +24,7 @@ def ttft_spread_at_least(share_of_stream: float) -> Check:
 def ttft_p99_within(n: float) -> Check:
     return threshold(f"every stream starts promptly: TTFT p99 within {n:g} token intervals",
                      lambda run: percentile(ttfts(run), 99), after_due(n), at_least=False,
-                     shown=lambda run, p99: f"TTFT p99 {ms(p99)}")
+                     shown=lambda run, p99: f"TTFT p99 {milliseconds(p99)}")
 
 
 def ttft_max_at_least(n: float) -> Check:
@@ -33,13 +34,14 @@ def ttft_max_at_least(n: float) -> Check:
         return seen[-1] if seen else None
     return threshold(f"tokens leave late: the latest first token >= {n:g} token intervals after due",
                      latest, after_due(n), at_least=True,
-                     shown=lambda run, last: f"TTFT min {ms((ttfts(run) or [None])[0])}, max {ms(last)}")
+                     shown=lambda run, last: (f"TTFT min {milliseconds((ttfts(run) or [None])[0])}, "
+                                              f"max {milliseconds(last)}"))
 
 
 def gap_p99_at_most(n: float) -> Check:
     return threshold(f"gap p99 over all streams <= {n:g} token intervals",
                      lambda run: pooled_gap(run, 99), intervals(n), at_least=False,
-                     shown=lambda run, p99: f"gap p50 {ms(pooled_gap(run, 50))}, p99 {ms(p99)}")
+                     shown=lambda run, p99: f"gap p50 {milliseconds(pooled_gap(run, 50))}, p99 {milliseconds(p99)}")
 
 
 def _stayers_ttfts(run: Run) -> list[float | None]:
@@ -57,7 +59,7 @@ def _stayers(pick: Callable[[list[float]], float]) -> Callable[[Run], "float | N
 
 
 def _shown_stayers(run: Run, _: float | None) -> str:
-    return "TTFT of the later requests: " + ", ".join(ms(t) for t in _stayers_ttfts(run))
+    return "TTFT of the later requests: " + ", ".join(milliseconds(t) for t in _stayers_ttfts(run))
 
 
 def stayers_ttft_at_least(n: float) -> Check:

@@ -4,7 +4,8 @@ from __future__ import annotations
 import re
 from collections import Counter
 
-from labs.scenario.checks.base import STREAM_SLACK_INTERVALS, after_due, ms
+from labs.client.durations import milliseconds
+from labs.scenario.checks.base import STREAM_SLACK_INTERVALS, after_due
 from labs.scenario.model import Check, Run
 
 
@@ -50,7 +51,7 @@ def culprit_hop(expected: str | None, entry: int | None = None) -> Check:
         culprit = late[-1].split("enter at ", 1)[-1] if late else None
         # Hop names are like "nginx:41234"; compare the proxy part.
         name = culprit.split(":", 1)[0] if culprit else None
-        shown = ", ".join(f"{label}: TTFT {ms(r[0].ttft_s)}" for label, r in run.hops.items())
+        shown = ", ".join(f"{label}: TTFT {milliseconds(r[0].ttft_s)}" for label, r in run.hops.items())
         at = int(late[-1].split(".", 1)[0]) if late else None
         return f"culprit {name or 'none'} ({shown})", name == expected and (entry is None or at == entry)
     where = f" (hop {entry} from the client)" if entry is not None else ""

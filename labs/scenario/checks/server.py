@@ -1,7 +1,8 @@
 """The server's side, from its /metrics: work done for nobody, slots held, writes per token."""
 from __future__ import annotations
 
-from labs.scenario.checks.base import intervals, ms, num, threshold
+from labs.client.durations import milliseconds
+from labs.scenario.checks.base import intervals, num, threshold
 from labs.scenario.model import Check, Run
 
 
@@ -41,7 +42,7 @@ def release_at_least(n: float = 0.0, *, silence_share: float = 0.0) -> Check:
 
     def measure(run: Run) -> tuple[str, bool]:
         limit = bound(run)
-        return f"server busy {ms(run.release_s)} after the client left (>= {ms(limit)})", (
+        return f"server busy {milliseconds(run.release_s)} after the client left (>= {milliseconds(limit)})", (
             run.release_s is None or run.release_s >= limit)
     what = f"{silence_share:.0%} of the silence" if silence_share else f"{n:g} token intervals"
     return Check(f"the server hears of the departure late: busy for >= {what} after it", measure)
@@ -50,7 +51,7 @@ def release_at_least(n: float = 0.0, *, silence_share: float = 0.0) -> Check:
 def release_within(n: float) -> Check:
     return threshold(f"the server frees the slot within {n:g} token intervals of the departure",
                      lambda run: run.release_s, intervals(n), at_least=False,
-                     shown=lambda run, s: f"server idle {ms(s)} after the client left")
+                     shown=lambda run, s: f"server idle {milliseconds(s)} after the client left")
 
 
 def _slot_held_mean(run: Run) -> float | None:
@@ -60,7 +61,7 @@ def _slot_held_mean(run: Run) -> float | None:
 
 def _shown_slot(run: Run, held: float | None) -> str:
     departures = run.metric("streamlab_slot_held_after_disconnect_seconds_count")
-    return f"slot held {ms(held)} on average after {departures:g} departures"
+    return f"slot held {milliseconds(held)} on average after {departures:g} departures"
 
 
 def slot_held_at_least(n: float) -> Check:

@@ -1,11 +1,12 @@
 """The shape of one stream in time: streamed, held, late, coalesced, held back per hop."""
 from __future__ import annotations
 
+from labs.client.durations import milliseconds
 from labs.client.results import StreamResult, percentile
 from labs.findings import Pacing, buffering
 from labs.findings.buffering import HELD_SLACK_INTERVALS
 from labs.findings.evidence import events_per_read
-from labs.scenario.checks.base import (STREAM_SLACK_INTERVALS, STREAMED_READ_SHARE, after_due, intervals, ms,
+from labs.scenario.checks.base import (STREAM_SLACK_INTERVALS, STREAMED_READ_SHARE, after_due, intervals,
                                        threshold)
 from labs.scenario.model import Check, Run
 
@@ -30,8 +31,9 @@ def streamed() -> Check:
         paced = result.e2e_s is not None and result.e2e_s >= paced_end(run, result)
         ok = (result.ttft_s is not None and result.ttft_s <= limit and events > 1
               and bursts >= STREAMED_READ_SHARE * events and paced)
-        return (f"TTFT {ms(result.ttft_s)} (limit {ms(limit)}), {bursts} reads for {events} events, "
-                f"E2E {ms(result.e2e_s)} (paced: >= {ms(paced_end(run, result))})"), ok
+        return (f"TTFT {milliseconds(result.ttft_s)} (limit {milliseconds(limit)}), "
+                f"{bursts} reads for {events} events, E2E {milliseconds(result.e2e_s)} "
+                f"(paced: >= {milliseconds(paced_end(run, result))})"), ok
     return Check(f"streams: TTFT within {STREAM_SLACK_INTERVALS:g} token intervals of the first "
                  f"token, >= {STREAMED_READ_SHARE:.0%} of events in their own read, at the "
                  "workload's pace", measure)
@@ -52,7 +54,7 @@ def ttft_late(n: float = 5.0) -> Check:
     """TTFT far past the first token's due time, without requiring one lump."""
     return threshold(f"TTFT later than {n:g} token intervals after the first token was due",
                      lambda run: run.first.ttft_s, after_due(n), at_least=True,
-                     shown=lambda run, ttft: f"TTFT {ms(ttft)}")
+                     shown=lambda run, ttft: f"TTFT {milliseconds(ttft)}")
 
 
 def coalesced(min_events_per_read: float = 1.5) -> Check:
@@ -88,12 +90,12 @@ def _hop_p50(run: Run) -> float | None:
 def hop_delay_at_least(n: float) -> Check:
     """The median event spent at least `n` token intervals between server and client."""
     return threshold(f"events held: median hop delay >= {n:g} token interval", _hop_p50, intervals(n),
-                     at_least=True, shown=lambda run, hop: f"hop delay p50 {ms(hop)}")
+                     at_least=True, shown=lambda run, hop: f"hop delay p50 {milliseconds(hop)}")
 
 
 def hop_delay_at_most(n: float) -> Check:
     return threshold(f"events pass through: median hop delay <= {n:g} token interval", _hop_p50,
-                     intervals(n), at_least=False, shown=lambda run, hop: f"hop delay p50 {ms(hop)}")
+                     intervals(n), at_least=False, shown=lambda run, hop: f"hop delay p50 {milliseconds(hop)}")
 
 
 def heartbeats_at_least(count: int) -> Check:
@@ -112,16 +114,16 @@ def content_events_at_most(count: int) -> Check:
 
 def headers_at_least(seconds: float, why: str) -> Check:
     """The response headers came no sooner than `seconds` (a hop held them back)."""
-    return threshold(f"the headers arrived no sooner than {ms(seconds)} ({why})",
+    return threshold(f"the headers arrived no sooner than {milliseconds(seconds)} ({why})",
                      lambda run: run.first.headers_s, lambda run: seconds, at_least=True,
-                     shown=lambda run, at: f"headers at {ms(at)}")
+                     shown=lambda run, at: f"headers at {milliseconds(at)}")
 
 
 def headers_prompt() -> Check:
     """The response headers came within the streamed slack of the request (nothing held them)."""
     return threshold(f"the headers arrived within {STREAM_SLACK_INTERVALS:g} token intervals",
                      lambda run: run.first.headers_s, intervals(STREAM_SLACK_INTERVALS), at_least=False,
-                     shown=lambda run, at: f"headers at {ms(at)}")
+                     shown=lambda run, at: f"headers at {milliseconds(at)}")
 
 
 def http_version_is(version: str) -> Check:

@@ -11,9 +11,10 @@ from __future__ import annotations
 
 from typing import Callable
 
+from labs.client.durations import milliseconds
 from labs.client.results import StreamResult
 from labs.findings.idle_timeout import longest_silence
-from labs.scenario.checks.base import ms, threshold
+from labs.scenario.checks.base import threshold
 from labs.scenario.model import Check, Run
 
 # A silence or a stream must beat the timeout it proves by this many token intervals.
@@ -39,7 +40,7 @@ def silence_outlasted(timeout_s: float, what: str) -> Check:
         f"the model's silence outlasts {what} ({timeout_s:g} s) by >= {STRESS_MARGIN_INTERVALS:g} "
         "token intervals", lambda run: _shortest(run, longest_silence),
         lambda run: timeout_s + STRESS_MARGIN_INTERVALS * run.interval_s, at_least=True,
-        shown=lambda run, s: f"longest silence {ms(s)}")
+        shown=lambda run, s: f"longest silence {milliseconds(s)}")
 
 
 def cut_after_silence(timeout_s: float, what: str) -> Check:
@@ -49,7 +50,7 @@ def cut_after_silence(timeout_s: float, what: str) -> Check:
         f"the stream is cut after a long silence: >= {CUT_SHARE:.0%} of {what} ({timeout_s:g} s)",
         lambda run: _shortest(run, longest_silence),
         lambda run: CUT_SHARE * timeout_s, at_least=True,
-        shown=lambda run, s: f"silence before the end {ms(s)}")
+        shown=lambda run, s: f"silence before the end {milliseconds(s)}")
 
 
 def _lasted(result: StreamResult) -> float | None:
@@ -62,7 +63,7 @@ def outlived(timeout_s: float, what: str) -> Check:
         f"every stream outlives {what} ({timeout_s:g} s) by >= {STRESS_MARGIN_INTERVALS:g} token intervals",
         lambda run: _shortest(run, lambda r: r.e2e_s),
         lambda run: timeout_s + STRESS_MARGIN_INTERVALS * run.interval_s, at_least=True,
-        shown=lambda run, e2e: f"shortest E2E {ms(e2e)}")
+        shown=lambda run, e2e: f"shortest E2E {milliseconds(e2e)}")
 
 
 def cut_at_deadline(timeout_s: float, what: str) -> Check:
@@ -71,7 +72,7 @@ def cut_at_deadline(timeout_s: float, what: str) -> Check:
         f"the stream runs until {what} cuts it: >= {CUT_SHARE:.0%} of {timeout_s:g} s",
         lambda run: _shortest(run, _lasted),
         lambda run: CUT_SHARE * timeout_s, at_least=True,
-        shown=lambda run, end: f"stream ended at {ms(end)}")
+        shown=lambda run, end: f"stream ended at {milliseconds(end)}")
 
 
 def sent_together(run: Run) -> int:
@@ -138,13 +139,14 @@ def reloaded_mid_stream() -> Check:
             return f"no reload ({run.reload_error or 'none happened'})", False
         ends = [_lasted(r) for r in run.results]
         passed = bool(ends) and all(end is not None and end > run.reloaded_at_s for end in ends)
-        return f"reloaded at {ms(run.reloaded_at_s)}, streams ended at {', '.join(ms(e) for e in ends)}", passed
+        return (f"reloaded at {milliseconds(run.reloaded_at_s)}, "
+                f"streams ended at {', '.join(milliseconds(e) for e in ends)}"), passed
     return Check("the proxy was reloaded while the streams ran", measure)
 
 
 def first_token_after(silence_s: float, what: str) -> Check:
     """The first token came only after (at least half of) the silence the server applies before
     it: what a variant that must wait for its headers through that silence depends on."""
-    return threshold(f"the first token came after at least half of {what} ({ms(silence_s)})",
+    return threshold(f"the first token came after at least half of {what} ({milliseconds(silence_s)})",
                      lambda run: run.first.ttft_s, lambda run: CUT_SHARE * silence_s,
-                     at_least=True, shown=lambda run, ttft: f"TTFT {ms(ttft)}")
+                     at_least=True, shown=lambda run, ttft: f"TTFT {milliseconds(ttft)}")
