@@ -58,10 +58,10 @@ def test_the_documents_the_code_cites_are_in_the_repository() -> None:
     for path in (REPO / name for name in tracked):
         if path.suffix not in SOURCES or path == Path(__file__).resolve() or not path.is_file():
             continue
-            where = str(path.relative_to(REPO))
-            for name in CITED.findall(path.read_text(errors="replace")):
-                if (where, name) not in NOT_YET and not (name.startswith("docs/") and (REPO / name).exists()):
-                    stray.append(f"{where}: {name}")
+        where = str(path.relative_to(REPO))
+        for name in CITED.findall(path.read_text(errors="replace")):
+            if (where, name) not in NOT_YET and not (name.startswith("docs/") and (REPO / name).exists()):
+                stray.append(f"{where}: {name}")
     assert not stray, f"cited, but not a file in docs/: {stray}"
 
 
