@@ -13,6 +13,7 @@ from labs.verify.detect import detect
 from labs.verify.kinds import KINDS
 from labs.verify.model import RouteWanted
 from labs.verify.output import verdict_line
+from labs.verify.trials import CHECK_NAMES
 from proxies.binaries import binary
 from proxies.export import exports
 from proxies.kinds import KINDS as PROXY_KINDS
@@ -24,8 +25,8 @@ SCALED = {"max_silence_s": 1.5, "max_stream_s": 2.0, "streams": 30}
 # The server's heartbeat interval, scaled as those (10 s in production, server/knobs.py): the
 # disconnect check then keeps a silence of 4.5 s (httpd) or 5.5 s (Varnish), trials.departure_pause_s.
 HEARTBEAT_S = 1.0
-EVERY_CHECK = {"streaming", "gzip", "silence-before-first-token", "silence-mid-stream", "long-stream",
-               "disconnect", "concurrent-streams", "loopback-only"}
+# Every trial runs on a fixed file, and the loopback check; HTTP/2 only where a TLS listener offers it.
+EVERY_CHECK = {*CHECK_NAMES, "loopback-only"} - {"streaming-h2"}
 HEARTBEATS = "streamlab_heartbeats_total"
 # Traefik with Go's proxy (the fixed file's choice, and its CRDs' install default) ends a stream
 # now and then just after its headers when the server answers at once: these runs ask for the

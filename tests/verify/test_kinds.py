@@ -10,6 +10,7 @@ import pytest
 from labs.verify.kind import ConfigKind
 from labs.verify.kinds import KINDS, PROXIES
 from labs.verify.readers import READERS
+from proxies.kinds import KINDS as PROXY_KINDS
 
 VERIFY = Path(__file__).resolve().parents[2] / "labs" / "verify"
 FOLDER_MODULES = ("config.py", "read.py", "rules.py", "rewrite.py", "kind.py")
@@ -39,15 +40,16 @@ def test_every_proxy_has_a_fix_for_every_kind_verify_measures() -> None:
         assert measured <= set(kind.fallback), f"{proxy} lacks a fix for {measured - set(kind.fallback)}"
 
 
-def test_detection_tells_each_proxys_own_fixed_config() -> None:
+def test_verify_reads_every_proxy_the_lab_runs() -> None:
+    assert set(PROXIES) == set(PROXY_KINDS)
+
+
+@pytest.mark.parametrize("proxy", PROXIES)
+def test_detection_tells_each_proxys_own_fixed_config(proxy: str) -> None:
     """The table's order is detection's: each fixed config is recognised as its own proxy's."""
-    fixed = VERIFY.parents[1] / "proxies" / "fixed"
-    files = {"nginx": fixed / "nginx.conf", "haproxy": fixed / "haproxy.cfg", "envoy": fixed / "envoy.yaml",
-             "caddy": fixed / "Caddyfile", "apache": fixed / "apache.conf",
-             "varnish": fixed / "varnish.vcl"}
-    for proxy, path in files.items():
-        claimed = [k.proxy for k in KINDS.values() if k.shape.search(path.read_text())]
-        assert claimed[:1] == [proxy], f"{path.name} is claimed by {claimed}"
+    path = VERIFY.parents[1] / "proxies" / "fixed" / PROXY_KINDS[proxy].config_name
+    claimed = [k.proxy for k in KINDS.values() if k.shape.search(path.read_text())]
+    assert claimed[:1] == [proxy], f"{path.name} is claimed by {claimed}"
 
 
 def _string_literals(path: Path) -> set[str]:

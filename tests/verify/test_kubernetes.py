@@ -286,7 +286,7 @@ def test_an_ingressroute_named_with_proxy_traefik_runs_its_translation(verify_se
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("name", ["ingress-nginx.yaml", "envoy-gateway.yaml", "traefik.yaml"])
+@pytest.mark.parametrize("name", sorted(path.name for path in K8S.iterdir() if path.is_file()))
 def test_the_exported_manifests_stream(verify_server, request, name):
     if name == "traefik.yaml":  # Traefik's CRDs run Go's proxy, the install's (conftest.HEADERS_LATE_S)
         request.getfixturevalue("headers_late")

@@ -9,10 +9,10 @@ from pathlib import Path
 import pytest
 
 from labs.findings.kinds import FINDING_KINDS
+from labs.verify.kinds import PROXIES
 
 WILD = Path(__file__).resolve().parents[1] / "data" / "wild"
 SLUGS = sorted(p.name for p in WILD.iterdir() if p.is_dir())
-PROXIES = {"nginx", "haproxy", "envoy", "caddy", "apache", "traefik", "varnish"}
 # SPDX ids of licences that permit redistribution (the corpus's rule); LicenseRef-* is SPDX's own form.
 SPDX = {"MIT", "Apache-2.0", "BSD-2-Clause", "BSD-3-Clause", "MPL-2.0", "ISC", "Unlicense", "CC0-1.0",
         "GPL-2.0-only", "GPL-2.0-or-later", "GPL-3.0-only", "GPL-3.0-or-later", "AGPL-3.0-only",
