@@ -4,7 +4,7 @@
     python -m labs run nginx-buffering [--variant broken|fixed|both] [--runtime local|docker] [--json]
     python -m labs run-all
     python -m labs render nginx-buffering [--variant broken|fixed] [--proxy PROXY]
-    python -m labs verify nginx.conf [--proxy nginx|haproxy|envoy] [--quick] [--json]
+    python -m labs verify nginx.conf [--proxy nginx|haproxy|envoy|varnish|apache|caddy|traefik] [--quick] [--json]
     python -m labs setup nginx-buffering [NAME ...] | --all [--check]
     python -m labs serve [--host 127.0.0.1] [--port 8765] [--runtime local|docker]
     python -m labs load URL [--streams N[,N...]] [--locust --workers N] [--json]

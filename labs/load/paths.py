@@ -46,7 +46,7 @@ class LoadPath:
     name: str
     role: Role
     limit: str  # the limit this path has, in words (the config line a reader would grep for)
-    proxy: str | None = None  # nginx | haproxy | envoy; None = straight to the server
+    proxy: str | None = None  # a proxy kind's name (proxies/kinds.py); None = straight to the server
     base: str = "fixed"  # the proxy's base settings; `overrides` switch the limit on
     overrides: Mapping[str, Any] = field(default_factory=dict)
     server: ServerSpec = ServerSpec()

@@ -2,7 +2,7 @@
 
 Each kind's rewrite sets `Rewritten.contacted` to a reader of its own records (nginx's upstream
 log, HAProxy's stats socket, Envoy's admin, Apache's and Caddy's debug logs, Varnish's shared
-memory); these are the pieces they share: the run folder's logs, and `host:port` pairs found in
+memory, Traefik's access log); these are the pieces they share: the run folder's logs, and `host:port` pairs found in
 them by a pattern with two groups (an IPv6 address in brackets or not).
 """
 from __future__ import annotations

@@ -31,7 +31,7 @@ class RunningProxy(Protocol):
     def pid(self) -> int: ...
 
     def access_log(self) -> list[str]:
-        """One raw line per finished request (nginx/Envoy key=value, HAProxy httplog)."""
+        """One raw line per finished request, in the kind's own format (its `Logs`)."""
         ...
 
     def wait_access_log(self, count: int, timeout_s: float = 5.0) -> list[str]:

@@ -153,10 +153,10 @@ def test_fixed_config_streams_every_event_at_once(name: ProxyName, runtime: Runt
 
 
 DISCONNECT_INTERVAL_S = 0.5
-# nginx, HAProxy, Envoy and Caddy (without flush_interval -1) watch the client's connection while
-# they stream and close the upstream at once (measured: under 10 ms; Caddy's seen here 21 ms after
-# the client left, where -1 made it the 4th event, 2.0 s). Apache 2.4 and Varnish 7.1 notice the departure only when a write to
-# the client fails, measured here on the 2nd and 3rd event after the client left (1.0 and 1.5 s
+# Every proxy but those in EVENTS_UNTIL_NOTICED (Caddy without flush_interval -1) watches the
+# client's connection while it streams and closes the upstream at once (measured: under 10 ms;
+# Caddy's seen here 21 ms after the client left, where -1 made it the 4th event, 2.0 s). Apache 2.4
+# and Varnish 7.1 notice the departure only when a write to the client fails, measured here on the 2nd and 3rd event after the client left (1.0 and 1.5 s
 # at 2 events/s): through a model's silence the upstream keeps generating until the next few
 # tokens are written to nobody.
 EVENTS_UNTIL_NOTICED = {"apache": 2, "varnish": 3}

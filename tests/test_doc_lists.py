@@ -1,0 +1,143 @@
+"""The lists the documents write out, read against the tables they repeat: the proxy kinds and
+their releases (proxies/kinds.py), the finding kinds (labs/findings/kinds.py), verify's checks and
+proxies (labs/verify/trials.py, labs/verify/kinds.py). A new row fails here until every list
+that claims them all names it. The lists stay prose a reader can follow; where one moves, its
+opening words below move with it."""
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from labs.findings.kinds import FINDING_KINDS
+from labs.verify.kinds import PROXIES as VERIFIED
+from labs.verify.trials import CHECK_NAMES
+from proxies.kind import ProxyKind
+from proxies.kinds import KINDS
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+def passage(path: str, opening: str) -> str:
+    """From `opening` to the end of its paragraph or list item, its lines joined (a list broken
+    over two lines reads whole)."""
+    text = (REPO / path).read_text(encoding="utf-8")
+    assert opening in text, f"{path} no longer says {opening!r}: point this test at the list's new words"
+    rest = text[text.index(opening):]
+    ends = [at for at in (rest.find("\n\n"), rest.find("\n- "), rest.find("\n|")) if at >= 0]
+    return " ".join(rest[:min(ends, default=len(rest))].split())
+
+
+def word(kind: ProxyKind) -> str:
+    """How prose names the proxy: its makers' name, first word ("Apache" for "Apache httpd")."""
+    return kind.binary.title.split()[0]
+
+
+def named(kind: ProxyKind, text: str) -> bool:
+    return re.search(rf"\b{re.escape(word(kind))}\b", text) is not None
+
+
+TWO_RELEASES = [kind for kind in KINDS.values() if len(kind.releases) > 1]
+
+# Passages that name every proxy the lab runs.
+EVERY_PROXY = [
+    pytest.param("README.md", "runs behind nginx", id="readme-what-it-is"),
+    pytest.param("README.md", "`make setup` and `make test` install everything", id="readme-setup"),
+    pytest.param("README.md", "**operators**", id="readme-operators"),
+    pytest.param("README.md", "[docs/verify.md](docs/verify.md): nginx", id="readme-verify"),
+    pytest.param("docs/proxies.md", "`proxies/fixed/` holds production configs", id="proxies-page"),
+    pytest.param("docs/verify.md", "takes a proxy config exactly as you wrote it", id="verify-reads"),
+]
+
+
+@pytest.mark.parametrize(("path", "opening"), EVERY_PROXY)
+def test_a_list_of_the_proxies_names_every_kind(path: str, opening: str) -> None:
+    text = passage(path, opening)
+    assert [word(kind) for kind in KINDS.values() if not named(kind, text)] == [], text
+
+
+def test_the_hop_names_are_the_kinds_names() -> None:
+    text = passage("docs/contract.md", "A scenario's path names its hops from the client inwards: proxies")
+    listed = re.findall(r"`([a-z]+)`", text[:text.index(") and apps")])
+    assert listed == list(KINDS)
+
+
+def test_every_proxy_choice_offered_is_verifys_table() -> None:
+    """`--proxy a|b|c` in a document or a usage line offers each proxy verify reads."""
+    sources = [REPO / "README.md", *sorted((REPO / "docs").glob("*.md")), REPO / "labs" / "__main__.py"]
+    offered = {f"{path.relative_to(REPO)}: {found}" for path in sources
+               for found in re.findall(r"--proxy ([a-z]+(?:\|[a-z]+)+)", path.read_text(encoding="utf-8"))}
+    assert offered, "no --proxy choice found: the pattern no longer reads the documents"
+    assert [line for line in offered if set(line.split(": ")[1].split("|")) != set(VERIFIED)] == []
+
+
+@pytest.mark.parametrize(("path", "opening"), [
+    pytest.param("README.md", "The proxies run in the releases users run today", id="readme"),
+])
+def test_a_list_of_the_releases_names_every_release(path: str, opening: str) -> None:
+    text = passage(path, opening)
+    missing = [f"{word(kind)} {release.series}" for kind in KINDS.values() for release in kind.releases
+               if f"{word(kind)} {release.series}" not in text]
+    assert missing == [], text
+
+
+def test_verify_names_each_current_release_and_the_series_to_choose() -> None:
+    current = passage("docs/verify.md", "**No flag**: each proxy's current release")
+    assert [f"{word(k)} {k.current.series}" for k in KINDS.values()
+            if f"{word(k)} {k.current.series}" not in current] == [], current
+    chosen = passage("docs/verify.md", "**`--proxy-version X.Y[.Z]`** of a series the lab has")
+    pairs = [f"{word(kind)} {'/'.join(r.series for r in kind.releases)}" for kind in TWO_RELEASES]
+    assert [pair for pair in pairs if pair not in chosen] == [], chosen
+
+
+def test_the_testing_page_names_the_proxies_with_two_releases() -> None:
+    both = passage("docs/testing.md", "A proxy with two releases")
+    both = both[:both.index(";")]
+    assert [kind.name for kind in KINDS.values() if named(kind, both)] == [kind.name for kind in TWO_RELEASES]
+    assert all(" and ".join(r.series for r in kind.releases) in both for kind in TWO_RELEASES), both
+    local = passage("docs/testing.md", "The local guards run each proxy's current release")
+    assert all(f"{word(kind)} {kind.current.series}" in local for kind in TWO_RELEASES), local
+
+
+def test_the_minimum_versions_are_the_binaries() -> None:
+    text = passage("docs/environment.md", "checks every binary and its minimum version")
+    missing = [f"{word(k)} {'.'.join(map(str, k.binary.minimum))}" for k in KINDS.values()
+               if f"{word(k)} {'.'.join(map(str, k.binary.minimum))}" not in text]
+    assert missing == [], text
+
+
+@pytest.mark.parametrize(("path", "opening"), [
+    pytest.param("docs/proxies.md", "`proxies/fixed/nginx.conf`, `haproxy.cfg`", id="proxies-page"),
+    pytest.param("docs/contract.md", "`proxies/fixed/nginx.conf`, `haproxy.cfg`", id="contract"),
+])
+def test_a_list_of_the_fixed_files_names_every_kinds_file(path: str, opening: str) -> None:
+    text = passage(path, opening)
+    assert [k.config_name for k in KINDS.values() if not re.search(rf"[`/]{re.escape(k.config_name)}`", text)] == []
+
+
+def test_the_front_page_lists_the_finding_kinds_in_order() -> None:
+    text = passage("README.md", "Every finding has a `kind` from one fixed list")
+    assert re.findall(r"`([^`]+)`", text[text.index("(") + 1:text.index(")")]) == list(FINDING_KINDS)
+
+
+def _first_column(path: str, header: str) -> list[str]:
+    text = (REPO / path).read_text(encoding="utf-8")
+    assert header in text, f"{path} lacks the table {header!r}"
+    table = text[text.index(header):].split("\n\n")[0]
+    return re.findall(r"^\| `([^`]+)` \|", table, flags=re.MULTILINE)
+
+
+def test_the_contract_tables_the_finding_kinds_in_order() -> None:
+    assert _first_column("docs/contract.md", "| kind | means |") == list(FINDING_KINDS)
+
+
+def test_the_verify_page_tables_every_check_in_order() -> None:
+    header = "| check | what it sends | finding kind when it fails |"
+    assert _first_column("docs/verify.md", header) == list(CHECK_NAMES)
+
+
+def test_a_stale_list_is_caught() -> None:
+    """The reading above sees a list that lacks a kind: Traefik taken out of the front page's."""
+    text = passage("README.md", "runs behind nginx").replace("Traefik", "")
+    assert not named(KINDS["traefik"], text) and named(KINDS["caddy"], text)
