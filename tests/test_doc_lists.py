@@ -13,6 +13,7 @@ import pytest
 from labs.findings.kinds import FINDING_KINDS
 from labs.verify.kinds import PROXIES as VERIFIED
 from labs.verify.trials import CHECK_NAMES
+from proxies.export import exports
 from proxies.kind import ProxyKind
 from proxies.kinds import KINDS
 
@@ -36,6 +37,20 @@ def word(kind: ProxyKind) -> str:
 
 def named(kind: ProxyKind, text: str) -> bool:
     return re.search(rf"\b{re.escape(word(kind))}\b", text) is not None
+
+
+def unsaid(phrases: list[str], text: str) -> list[str]:
+    return [phrase for phrase in phrases if phrase not in text]
+
+
+def rows(path: str, header: str) -> list[str]:
+    text = (REPO / path).read_text(encoding="utf-8")
+    assert header in text, f"{path} lacks the table {header!r}"
+    return text[text.index(header):].split("\n\n")[0].splitlines()[2:]
+
+
+def first_column(path: str, header: str) -> list[str]:
+    return [found[1] for row in rows(path, header) if (found := re.match(r"\| `([^`]+)` \|", row))]
 
 
 TWO_RELEASES = [kind for kind in KINDS.values() if len(kind.releases) > 1]
@@ -77,34 +92,37 @@ def test_every_proxy_choice_offered_is_verifys_table() -> None:
 ])
 def test_a_list_of_the_releases_names_every_release(path: str, opening: str) -> None:
     text = passage(path, opening)
-    missing = [f"{word(kind)} {release.series}" for kind in KINDS.values() for release in kind.releases
-               if f"{word(kind)} {release.series}" not in text]
-    assert missing == [], text
+    assert unsaid([f"{word(kind)} {release.series}" for kind in KINDS.values() for release in kind.releases],
+                  text) == [], text
 
 
 def test_verify_names_each_current_release_and_the_series_to_choose() -> None:
     current = passage("docs/verify.md", "**No flag**: each proxy's current release")
-    assert [f"{word(k)} {k.current.series}" for k in KINDS.values()
-            if f"{word(k)} {k.current.series}" not in current] == [], current
+    assert unsaid([f"{word(kind)} {kind.current.series}" for kind in KINDS.values()], current) == [], current
     chosen = passage("docs/verify.md", "**`--proxy-version X.Y[.Z]`** of a series the lab has")
     pairs = [f"{word(kind)} {'/'.join(r.series for r in kind.releases)}" for kind in TWO_RELEASES]
-    assert [pair for pair in pairs if pair not in chosen] == [], chosen
+    assert unsaid(pairs, chosen) == [], chosen
 
 
 def test_the_testing_page_names_the_proxies_with_two_releases() -> None:
     both = passage("docs/testing.md", "A proxy with two releases")
     both = both[:both.index(";")]
     assert [kind.name for kind in KINDS.values() if named(kind, both)] == [kind.name for kind in TWO_RELEASES]
-    assert all(" and ".join(r.series for r in kind.releases) in both for kind in TWO_RELEASES), both
+    assert unsaid([" and ".join(r.series for r in kind.releases) for kind in TWO_RELEASES], both) == [], both
     local = passage("docs/testing.md", "The local guards run each proxy's current release")
-    assert all(f"{word(kind)} {kind.current.series}" in local for kind in TWO_RELEASES), local
+    assert unsaid([f"{word(kind)} {kind.current.series}" for kind in TWO_RELEASES], local) == [], local
+
+
+def test_the_reload_signals_are_the_kinds_that_have_one() -> None:
+    text = passage("docs/contract.md", "`RunningProxy.reload()`:")
+    assert [k.name for k in KINDS.values() if named(k, text)] == [
+        k.name for k in KINDS.values() if k.reload_signal is not None], text
 
 
 def test_the_minimum_versions_are_the_binaries() -> None:
     text = passage("docs/environment.md", "checks every binary and its minimum version")
-    missing = [f"{word(k)} {'.'.join(map(str, k.binary.minimum))}" for k in KINDS.values()
-               if f"{word(k)} {'.'.join(map(str, k.binary.minimum))}" not in text]
-    assert missing == [], text
+    minimums = [f"{word(kind)} {'.'.join(map(str, kind.binary.minimum))}" for kind in KINDS.values()]
+    assert unsaid(minimums, text) == [], text
 
 
 @pytest.mark.parametrize(("path", "opening"), [
@@ -116,25 +134,29 @@ def test_a_list_of_the_fixed_files_names_every_kinds_file(path: str, opening: st
     assert [k.config_name for k in KINDS.values() if not re.search(rf"[`/]{re.escape(k.config_name)}`", text)] == []
 
 
+def test_the_proven_on_table_names_every_file_and_release() -> None:
+    """docs/proxies.md's table: each fixed file, and the releases a file is proven on."""
+    table = rows("docs/proxies.md", "| proxy | file | proven on |")
+    for export in exports().values():
+        row = next((row for row in table if f"`{export.file}`" in row), None)
+        assert row is not None, f"{export.file} is not in the table"
+        labels = [release.label if len(KINDS[export.proxy].releases) > 1 else release.series
+                  for release in export.releases]
+        assert unsaid(labels, row) == [], row
+
+
 def test_the_front_page_lists_the_finding_kinds_in_order() -> None:
     text = passage("README.md", "Every finding has a `kind` from one fixed list")
     assert re.findall(r"`([^`]+)`", text[text.index("(") + 1:text.index(")")]) == list(FINDING_KINDS)
 
 
-def _first_column(path: str, header: str) -> list[str]:
-    text = (REPO / path).read_text(encoding="utf-8")
-    assert header in text, f"{path} lacks the table {header!r}"
-    table = text[text.index(header):].split("\n\n")[0]
-    return re.findall(r"^\| `([^`]+)` \|", table, flags=re.MULTILINE)
-
-
 def test_the_contract_tables_the_finding_kinds_in_order() -> None:
-    assert _first_column("docs/contract.md", "| kind | means |") == list(FINDING_KINDS)
+    assert first_column("docs/contract.md", "| kind | means |") == list(FINDING_KINDS)
 
 
 def test_the_verify_page_tables_every_check_in_order() -> None:
     header = "| check | what it sends | finding kind when it fails |"
-    assert _first_column("docs/verify.md", header) == list(CHECK_NAMES)
+    assert first_column("docs/verify.md", header) == list(CHECK_NAMES)
 
 
 def test_a_stale_list_is_caught() -> None:

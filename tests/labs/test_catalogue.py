@@ -6,8 +6,8 @@
   streams are recorded as the page would send them (a POST body, or EventSource's GET with the
   body in `?request=`, read back by the server's own GET parsing), and its options are the
   measuring client's or the browser client's own.
-- Every hop's settings render and pass the proxy's own check (`nginx -t`, `haproxy -c`,
-  `envoy --mode validate`), and no variant configures a proxy that is not on its path.
+- Every hop's settings render and pass the proxy's own check (its kind's `check`: `nginx -t`,
+  `haproxy -c`, ...), and no variant configures a proxy that is not on its path.
 - Both variants run the server with the same HTTP protocol (`--http`): a fix's server flags
   replace the broken variant's, and one that drops `--http h11` would measure another framing.
 - Each scenario's checks accept a hand-made run of its symptom and reject a hand-made cured run
