@@ -16,6 +16,7 @@ from labs.verify.trials import CHECK_NAMES
 from proxies.export import exports
 from proxies.kind import ProxyKind
 from proxies.kinds import KINDS
+from proxies.runtime.images import official_image, offline_image, override_variable
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -143,6 +144,20 @@ def test_the_proven_on_table_names_every_file_and_release() -> None:
         labels = [release.label if len(KINDS[export.proxy].releases) > 1 else release.series
                   for release in export.releases]
         assert unsaid(labels, row) == [], row
+
+
+def image_rows() -> list[str]:
+    """docker/README.md's image table, one row per proxy release, as the runtime chooses them."""
+    return [f"| {kind.binary.title} | {release.label}{', current' if release is kind.current else ''} | "
+            f"`{official_image(name, release)}` | `{offline_image(name, release)}` | "
+            f"`{override_variable(name)}` |"
+            for name, kind in KINDS.items() for release in kind.releases]
+
+
+def test_the_image_table_has_each_release_as_the_runtime_chooses_it() -> None:
+    table = rows("docker/README.md", "| service | release | default: official image, pinned |")
+    proxies = [row for row in table if not row.startswith(("| server |", "| apps"))]
+    assert proxies == image_rows(), "docker/README.md's proxy rows should read:\n" + "\n".join(image_rows())
 
 
 def test_the_front_page_lists_the_finding_kinds_in_order() -> None:
