@@ -1,8 +1,9 @@
-"""The lists the documents write out, read against the tables they repeat: the proxy kinds and
-their releases (proxies/kinds.py), the finding kinds (labs/findings/kinds.py), verify's checks and
-proxies (labs/verify/trials.py, labs/verify/kinds.py). A new row fails here until every list
-that claims them all names it. The lists stay prose a reader can follow; where one moves, its
-opening words below move with it."""
+"""The lists the documents write out, read against the tables they repeat: the proxy kinds, their
+releases, files and images (proxies/kinds.py), the finding kinds (labs/findings/kinds.py),
+verify's checks and proxies (labs/verify/trials.py, labs/verify/kinds.py). A new row fails here
+until every list that claims them all names it. The lists stay prose a reader can follow (the
+docker image table is the one whose rows the test writes out); where one moves, its opening words
+below move with it."""
 from __future__ import annotations
 
 import re
@@ -144,6 +145,25 @@ def test_the_proven_on_table_names_every_file_and_release() -> None:
         labels = [release.label if len(KINDS[export.proxy].releases) > 1 else release.series
                   for release in export.releases]
         assert unsaid(labels, row) == [], row
+
+
+def test_the_proxies_package_tables_each_kind() -> None:
+    """proxies/README.md: each kind's releases, settings, template and exported files in one row."""
+    table = rows("proxies/README.md", "| proxy | settings | template | exported |")
+    for kind in KINDS.values():
+        opening = f"| {kind.binary.title} {', '.join(r.series for r in kind.releases)} | "
+        row = next((row for row in table if row.startswith(opening)), None)
+        assert row is not None, f"no row opens with {opening!r}"
+        files = [f"`fixed/{export.file}`" for export in exports().values() if export.proxy == kind.name]
+        assert unsaid([f"`proxies.{kind.settings.__name__}`", f"`{kind.settings.template}`", *files], row) == [], row
+
+
+@pytest.mark.parametrize(("path", "header"), [
+    pytest.param("docs/environment.md", "| proxy | Debian 12 (this machine's package) |", id="environment"),
+])
+def test_a_table_of_the_proxies_names_every_kind(path: str, header: str) -> None:
+    table = "\n".join(rows(path, header))
+    assert [word(kind) for kind in KINDS.values() if not named(kind, table)] == [], table
 
 
 def image_rows() -> list[str]:
