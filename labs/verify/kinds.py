@@ -11,7 +11,7 @@ looks like an HAProxy section header, while `vcl 4.1;` (or a backend with `.host
 from __future__ import annotations
 
 from labs.verify.apache.reader import READER as APACHE
-from labs.verify.caddy.kind import KIND as CADDY
+from labs.verify.caddy.reader import READER as CADDY
 from labs.verify.envoy.kind import KIND as ENVOY
 from labs.verify.haproxy.kind import KIND as HAPROXY
 from labs.verify.kind import ConfigKind

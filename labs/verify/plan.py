@@ -59,6 +59,10 @@ REASONS: dict[str, str] = {
     "apache-built-in": "compiled into this apache2",
     "apache-server-root": "the run folder is the ServerRoot (-d)",
     "apache-tls-off": "TLS is off here: the lab speaks plain HTTP to this VirtualHost",
+    # caddy
+    "caddy-apps": "only the http app is measured",
+    "caddy-plain-http": "automatic HTTPS is off here and every server listens on plain HTTP on 127.0.0.1",
+    "caddy-no-certificate": "the lab has no certificate for the config's names",
 }
 
 

@@ -7,8 +7,9 @@ from labs.verify.model import Options, Reading, Suspicion
 from labs.verify.reader import ConfigReader
 from labs.verify import rules
 from labs.verify.apache.reader import READER as APACHE
+from labs.verify.caddy.reader import READER as CADDY
 
-READERS: dict[str, ConfigReader] = {reader.proxy: reader for reader in (APACHE,)}
+READERS: dict[str, ConfigReader] = {reader.proxy: reader for reader in (APACHE, CADDY)}
 
 
 def suspicions(reader: ConfigReader, reading: Reading, options: Options) -> list[Suspicion]:

@@ -133,7 +133,7 @@ def test_rewrite_is_loopback_only_and_caddy_validates_it(tmp_path):
     folder.mkdir()
     rewritten = rewrite_config(path, reading, 8000, folder)
     data = json.loads(rewritten.main.read_text())
-    assert {host for _, host in rewrite.addresses(data)} == {"127.0.0.1"}
+    assert {host for _, host in rewrite.addresses(rewritten)} == {"127.0.0.1"}
     assert data["admin"] == {"disabled": True} and set(data["apps"]) == {"http"}
     assert all(s["automatic_https"] == {"disable": True} for s in data["apps"]["http"]["servers"].values())
     assert "as Caddy's JSON" in rewritten.diff and "127.0.0.1:8000" in rewritten.diff
@@ -152,8 +152,36 @@ def test_what_caddy_cannot_adapt_is_unusable_at_its_line(tmp_path, text, line):
 def test_missing_file_and_a_config_that_proxies_nothing(tmp_path):
     with pytest.raises(UnusableInput, match="no such file"):
         read_config(tmp_path / "Caddyfile", proxy="caddy")
-    with pytest.raises(UnusableInput, match="no server proxies anything"):
+    with pytest.raises(UnusableInput, match="nothing is proxied: no server has a reverse_proxy$"):
         read_config(_write(tmp_path, "garbage here\n"), proxy="caddy")
+
+
+def test_a_path_no_route_proxies_gets_the_shared_error(tmp_path):
+    """The one search's error (labs/verify/route.py): the path asked, every proxied route, the flags."""
+    text = ":80 {\n\thandle /api/* {\n\t\treverse_proxy 10.0.0.5:8000\n\t}\n\trespond 404\n}\n"
+    with pytest.raises(UnusableInput) as raised:
+        read_config(_write(tmp_path, text), wanted=RouteWanted(path="/v1/chat/completions"))
+    assert str(raised.value).endswith("no route proxies POST /v1/chat/completions; the proxied routes are: "
+                                      "server srv0: reverse_proxy 10.0.0.5:8000 (choose one with --path and --host)")
+
+
+def test_a_header_given_with_header_picks_the_route_its_matcher_names(tmp_path):
+    """--header reaches Caddy's `header` and `header_regexp` matchers, as it reaches the proxy when
+    verify measures: without it the route for everyone else serves."""
+    text = """:80 {
+\t@team_a header X-Team a
+\treverse_proxy @team_a 10.0.0.5:8000
+\t@team_b header_regexp X-Team ^b[0-9]+$
+\treverse_proxy @team_b 10.0.0.6:8000
+\treverse_proxy 10.0.0.7:8000
+}
+"""
+    path = _write(tmp_path, text)
+    chosen = {team: read_config(path, wanted=RouteWanted(headers=(("X-Team", team),) if team else ())).route
+              for team in ("a", "b12", "c", None)}
+    assert "10.0.0.5:8000" in chosen["a"] and "10.0.0.6:8000" in chosen["b12"]
+    assert "10.0.0.7:8000" in chosen["c"] and "10.0.0.7:8000" in chosen[None]
+    assert "--header X-Team" in read_config(path, wanted=RouteWanted(headers=(("X-Team", "a"),))).why
 
 
 def _for_26(text: str) -> str:

@@ -10,8 +10,9 @@ chain after it. Middleware (`encode`, `headers`, `rewrite` ...) runs and hands o
 
 Matchers read: `path` (Caddy's globs: exact, `/prefix*`, `*suffix`, `*sub*`, else path.Match),
 `path_regexp`, `host` (exact or `*.` one label, case-insensitive), `method`, `header` and
-`header_regexp` (the request verify sends: `Accept: text/event-stream`, `Content-Type:
-application/json`, a Content-Length of a few hundred bytes), `not`.
+`header_regexp` (the request verify sends, labs/verify/route.py: `Accept: text/event-stream`,
+`Content-Type: application/json`, a Content-Length of a few hundred bytes, and what --header adds),
+`not`.
 Others (`remote_ip`, `query`, `expression`, ...) are taken as matching, and said.
 """
 from __future__ import annotations
@@ -21,19 +22,11 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from labs.findings import UnusableInput
 from labs.verify.caddy.config import CaddyConfig
-from labs.verify.model import REQUEST_HEADERS, ROUTE_METHOD, RouteWanted
+from labs.verify.route import Request, Route
 
 RESPONDERS = {"reverse_proxy", "file_server", "static_response", "error", "acme_server", "copy_response",
               "metrics", "templates_terminal", "abort"}
-
-
-@dataclass
-class Request:
-    path: str
-    host: str | None
-    method: str = ROUTE_METHOD
 
 
 @dataclass
@@ -46,41 +39,54 @@ class Found:
     before: list[dict[str, Any]]  # middleware handlers that ran before it, in order
     hosts: list[str]  # the host matchers on the way (the Host header a request needs)
     unknown: list[str] = field(default_factory=list)  # matchers taken as matching
+    site: int | None = None  # the line of its site block (Caddyfile) or server (JSON)
+    proxy_line: int | None = None  # the line of its reverse_proxy
 
 
-def select_route(config: CaddyConfig, wanted: RouteWanted = RouteWanted()) -> tuple[Found, str, str]:
-    """The route serving POST on the first of `wanted.paths` any server proxies: (found, path, why)."""
-    servers = config.servers
-    proxied = [f"{name}: {describe_handler(h)}" for name, server in servers.items()
-               for h in _handlers(server.get("routes") or []) if h.get("handler") == "reverse_proxy"]
-    if not proxied:
-        raise UnusableInput("no server proxies anything (no reverse_proxy)", file=str(config.file))
-    for path in wanted.paths:
-        for name, server in servers.items():
-            found = walk(server.get("routes") or [], Request(path, wanted.host), name)
-            if found is not None and found.handler.get("handler") == "reverse_proxy":
-                why = (f"asked for with --path {wanted.path}" if wanted.path else
-                       f"it proxies POST {path}, the first of the API's usual paths a route serves")
-                if wanted.host:
-                    why += f"; host matchers judged for Host {wanted.host}"
-                return found, path, why
-    asked = " or ".join(wanted.paths)
-    raise UnusableInput(f"no route proxies POST {asked}" + (f" for Host {wanted.host}" if wanted.host else "")
-                        + "; the proxied routes are: " + "; ".join(proxied) + " (choose one with --path"
-                        + (" and --host" if len(servers) > 1 else "") + ")", file=str(config.file))
+@dataclass
+class _Seen:
+    """The request as the routes see it on the way: `path` as the rewrites before left it."""
+
+    request: Request
+    path: str
 
 
-def walk(routes: list[dict[str, Any]], request: Request, server: str) -> Found | None:
-    found = _walk(routes, request, Found(server, {}, [], [], []), set())
-    return found if found is not None and found.handler else None
+def proxied(config: CaddyConfig) -> list[str]:
+    """Every reverse_proxy of every server, described."""
+    return [f"server {name}: {describe_handler(h)}" for name, server in config.servers.items()
+            for h in _handlers(server.get("routes") or []) if h.get("handler") == "reverse_proxy"]
 
 
-def _walk(routes: list[dict[str, Any]], request: Request, state: Found, groups: set[str]) -> Found | None:
+def match(config: CaddyConfig, request: Request) -> Route | None:
+    """The reverse_proxy serving `request`: the first server whose routes end at one."""
+    for name, server in config.servers.items():
+        found = _walk(server.get("routes") or [], _Seen(request, request.path), Found(name, {}, [], [], []), set())
+        if found is not None and found.handler.get("handler") == "reverse_proxy":
+            return _route(config, found, request)
+    return None
+
+
+def _route(config: CaddyConfig, found: Found, request: Request) -> Route:
+    found.site = site_line(config, found)
+    found.proxy_line = _proxy_line(config, found)
+    host = request.host or next((_concrete(h) for h in found.hosts), None)
+    # A route no path matcher limits serves every path: chosen only when none is written for the API.
+    catch_all = not any(_names_path(s) for kind, part in found.chain if kind == "route" for s in part.get("match") or [])
+    return Route(describe(config, found), f"the reverse_proxy at {config.where(found.proxy_line)}", found,
+                 host=host, catch_all=catch_all, unknown=sorted(set(found.unknown)))
+
+
+def _names_path(matcher_set: dict[str, Any]) -> bool:
+    return any(name in ("path", "path_regexp") or (name == "not" and any(_names_path(s) for s in value))
+               for name, value in matcher_set.items())
+
+
+def _walk(routes: list[dict[str, Any]], seen: _Seen, state: Found, groups: set[str]) -> Found | None:
     """None: the chain goes on past these routes; a Found: it ended (its handler, or {} when a
     terminal route ended it with nothing responding)."""
     for route in routes:
         sets = route.get("match")
-        if sets and not any(_matches(s, request, state) for s in sets):
+        if sets and not any(_matches(s, seen, state) for s in sets):
             continue
         group = route.get("group")
         if group:
@@ -94,7 +100,7 @@ def _walk(routes: list[dict[str, Any]], request: Request, state: Found, groups: 
             kind = handler.get("handler")
             if kind == "subroute":
                 state.chain.append(("subroute", handler))
-                ended = _walk(handler.get("routes") or [], request, state, groups)
+                ended = _walk(handler.get("routes") or [], seen, state, groups)
                 if ended is not None:
                     return ended
                 state.chain.pop()
@@ -103,7 +109,7 @@ def _walk(routes: list[dict[str, Any]], request: Request, state: Found, groups: 
                 return state
             else:
                 if kind == "rewrite":
-                    request.path = _rewritten(handler, request.path)
+                    seen.path = _rewritten(handler, seen.path)
                 state.before.append(handler)
         if route.get("terminal"):
             return state  # the chain ends here, nothing responded
@@ -126,22 +132,23 @@ def _rewritten(handler: dict[str, Any], path: str) -> str:
     return path
 
 
-def _matches(matcher_set: dict[str, Any], request: Request, state: Found) -> bool:
+def _matches(matcher_set: dict[str, Any], seen: _Seen, state: Found) -> bool:
     for name, value in matcher_set.items():
         if name == "path":
-            ok = any(path_matches(p, request.path) for p in value)
+            ok = any(path_matches(p, seen.path) for p in value)
         elif name == "path_regexp":
-            ok = re.search(value.get("pattern", ""), request.path) is not None
+            ok = re.search(value.get("pattern", ""), seen.path) is not None
         elif name == "host":
-            ok = request.host is None or any(host_matches(h, request.host) for h in value)
+            host = seen.request.host
+            ok = host is None or any(host_matches(h, host) for h in value)
         elif name == "method":
-            ok = request.method.upper() in (m.upper() for m in value)
+            ok = seen.request.method.upper() in (m.upper() for m in value)
         elif name == "header":
-            ok = all(_header_matches(k, v) for k, v in value.items())
+            ok = all(_header_matches(seen.request.header(k), v) for k, v in value.items())
         elif name == "header_regexp":
-            ok = all(_header_regexp_matches(k, v) for k, v in value.items())
+            ok = all(_header_regexp_matches(seen.request.header(k), v) for k, v in value.items())
         elif name == "not":
-            ok = not any(_matches(s, request, state) for s in value)
+            ok = not any(_matches(s, seen, state) for s in value)
         elif name == "protocol":
             ok = value in ("http", "http/1.1", "http/1")
         else:
@@ -174,13 +181,11 @@ def host_matches(pattern: str, host: str) -> bool:
     return fnmatch.fnmatchcase(host, pattern) if "*" in pattern else pattern == host
 
 
-def _header_regexp_matches(name: str, matcher: dict[str, Any]) -> bool:
-    sent = REQUEST_HEADERS.get(name.lower())
+def _header_regexp_matches(sent: str | None, matcher: dict[str, Any]) -> bool:
     return sent is not None and re.search(matcher.get("pattern", ""), sent) is not None
 
 
-def _header_matches(name: str, values: list[str] | None) -> bool:
-    sent = REQUEST_HEADERS.get(name.lower())
+def _header_matches(sent: str | None, values: list[str] | None) -> bool:
     if sent is None:
         return False
     if not values:
@@ -214,3 +219,41 @@ def describe_matcher(route: dict[str, Any]) -> str:
             else:
                 parts.append(name)
     return ", ".join(parts)
+
+
+def site_line(config: CaddyConfig, found: Found) -> int | None:
+    server = config.servers[found.server]
+    if config.caddyfile:
+        return config.site_line(found.hosts, server.get("listen") or [])
+    return config.line_of(found.server)
+
+
+def _proxy_line(config: CaddyConfig, found: Found) -> int | None:
+    """The reverse_proxy's line: its directive naming its first upstream's host (Caddyfile), its
+    handler key (JSON); else the site's."""
+    line = config.line_of("reverse_proxy" if config.caddyfile else "handler", found.site,
+                          contains=None if not config.caddyfile else _dial_host(found.handler))
+    if line is None and not config.caddyfile:
+        line = config.line_of("handler", found.site, contains="reverse_proxy")
+    return line or found.site
+
+
+def _dial_host(handler: dict[str, Any]) -> str | None:
+    dials = [u.get("dial") for u in handler.get("upstreams") or [] if u.get("dial")]
+    return dials[0].rsplit(":", 1)[0].strip("[]") if dials else None
+
+
+def _concrete(host: str) -> str:
+    return "verify." + host[2:] if host.startswith("*.") else host
+
+
+def describe(config: CaddyConfig, found: Found) -> str:
+    server = config.servers[found.server]
+    shown = f"server {found.server} listen {' '.join(server.get('listen') or [])}"
+    if found.site:
+        shown += f" ({config.where(found.site)})"
+    for kind, part in found.chain:
+        matcher = describe_matcher(part) if kind == "route" else ""
+        if matcher:
+            shown += f" > {matcher}"
+    return shown + f" > {describe_handler(found.handler)} ({config.where(found.proxy_line)})"
