@@ -63,6 +63,9 @@ REASONS: dict[str, str] = {
     "caddy-apps": "only the http app is measured",
     "caddy-plain-http": "automatic HTTPS is off here and every server listens on plain HTTP on 127.0.0.1",
     "caddy-no-certificate": "the lab has no certificate for the config's names",
+    # varnish
+    "varnish-listen": "the listen address is varnishd's -a flag: 127.0.0.1 on a free port here",
+    "unix-socket": "its unix socket is the lab's server here",
 }
 
 

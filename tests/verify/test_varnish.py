@@ -14,6 +14,7 @@ from labs.verify.detect import detect
 from labs.verify.kinds import KINDS, suspicions
 from labs.verify.launch import validate
 from labs.verify.model import Options, RouteWanted
+from labs.verify.plan import reason
 from labs.verify.run import rewrite_config
 from labs.verify.varnish import rewrite
 
@@ -95,8 +96,11 @@ def test_the_backend_is_the_branch_of_vcl_recv_the_request_takes(tmp_path):
 
 
 def test_without_the_header_the_host_or_the_default_branch(tmp_path):
+    """--header reaches `req.http.X-Team` as it reaches Varnish when verify measures: without it the
+    request takes the default branch."""
     path = _write(tmp_path, SITE)
     assert read_config(path).value("backend") == "web"
+    assert "--header X-Team" in read_config(path, wanted=RouteWanted(headers=(("X-Team", "a"),))).why
     reading = read_config(path, wanted=RouteWanted(host="chat.example.com"))
     assert reading.value("backend") == "llm2" and reading.value("vcl_recv") == "pass"
     assert "built-in" in reading.get("vcl_recv").text  # no return: the built-in VCL passes a POST
@@ -132,7 +136,7 @@ def test_include_is_followed_and_rewrite_is_loopback_checked_by_varnishd(tmp_pat
     folder = tmp_path / "run"
     folder.mkdir()
     rewritten = rewrite_config(path, reading, 8000, folder)
-    assert {host for _, host in rewrite.addresses(rewritten.main)} == {"127.0.0.1"}
+    assert {host for _, host in rewrite.addresses(rewritten)} == {"127.0.0.1"}
     assert '.port = "8000"' in rewritten.diff and "backends.vcl" in rewritten.diff
     validate(rewritten)
 
@@ -144,7 +148,8 @@ def test_probes_are_dropped_and_lines_kept(tmp_path):
     folder.mkdir()
     rewritten = rewrite_config(path, reading, 8000, folder)
     text = rewritten.main.read_text()
-    assert "health check off" in text and len(text.splitlines()) == len(SITE.splitlines())
+    assert text.count(reason("health-check")) == 1 and len(text.splitlines()) == len(SITE.splitlines())
+    assert reason("health-check") in rewritten.notes
     assert 'std.log("api")' in text and "import directors;" in text
     validate(rewritten)
 
@@ -156,6 +161,17 @@ def test_what_varnishd_rejects_is_unusable_at_its_line(tmp_path, text, line):
         read_config(_write(tmp_path, text), proxy="varnish")
     assert raised.value.line == line and str(raised.value.file).endswith("default.vcl")
     assert "varnish rejected" in str(raised.value)
+
+
+def test_a_path_vcl_recv_answers_itself_gets_the_shared_error(tmp_path):
+    """A request vcl_recv answers with synth is not proxied: the one search's error
+    (labs/verify/route.py) names the path asked, every backend and the flags."""
+    text = 'vcl 4.1;\nbackend b { .host = "api"; }\nsub vcl_recv {\n  if (req.url ~ "^/v1/") { return (synth(404)); }\n}\n'
+    with pytest.raises(UnusableInput) as raised:
+        read_config(_write(tmp_path, text), wanted=RouteWanted(path="/v1/chat/completions"))
+    assert str(raised.value).endswith("no route proxies POST /v1/chat/completions; the proxied routes are: "
+                                      f"backend b api:80 ({tmp_path / 'default.vcl'}:2) (choose one with --path "
+                                      "and --host)")
 
 
 def test_garbage_missing_include_and_no_backend(tmp_path):

@@ -106,14 +106,14 @@ def parse(path: Path) -> Vcl:
     return vcl
 
 
+def backends_in(path: Path, text: str) -> dict[str, Backend]:
+    """The backends one file's text declares, its includes not followed (a rewritten file's)."""
+    vcl = Vcl(path, [VclFile(path, text)])
+    _declarations(vcl, _lex(path, text))
+    return vcl.backends
 
 
-def _tokens(path: Path, entry: Path, files: list[VclFile], stack: list[Path]) -> list[Token]:
-    if path.resolve() in stack:
-        raise UnusableInput("include loop: " + " -> ".join(map(display_path, [*stack, path])), file=str(path))
-    text = read_text(path)
-    here = VclFile(path, text)
-    files.append(here)
+def _lex(path: Path, text: str) -> list[Token]:
     raw: list[Token] = []
     offset, line = 0, 1
     while offset < len(text):
@@ -125,6 +125,16 @@ def _tokens(path: Path, entry: Path, files: list[VclFile], stack: list[Path]) ->
             raw.append(Token(match.group(), kind, path, line, offset))
         line += match.group().count("\n")
         offset = match.end()
+    return raw
+
+
+def _tokens(path: Path, entry: Path, files: list[VclFile], stack: list[Path]) -> list[Token]:
+    if path.resolve() in stack:
+        raise UnusableInput("include loop: " + " -> ".join(map(display_path, [*stack, path])), file=str(path))
+    text = read_text(path)
+    here = VclFile(path, text)
+    files.append(here)
+    raw = _lex(path, text)
     out: list[Token] = []
     index = 0
     while index < len(raw):

@@ -1,20 +1,17 @@
 """What is in effect for verify's request through a VCL config (labs/verify/varnish/vcl.py runs its
-subs): the backend `vcl_recv` (then `vcl_backend_fetch`) picks, `req.backend_hint` unset: the
-first backend declared; a director (`import directors`, `new d = directors.round_robin()` in
-vcl_init): its first member is judged, all are named. What `vcl_recv` returns (no return: the
-built-in VCL passes a POST), and for a fetch what `vcl_backend_response` sets. Where nothing sets
+subs): the backend routes.py found it reaches, what `vcl_recv` returns (no return: the built-in
+VCL passes a POST), and for a fetch what `vcl_backend_response` sets. Where nothing sets
 a value, Varnish 7.1's default (its runtime parameters, DOCS) applies.
 """
 from __future__ import annotations
 
 import re
-from pathlib import Path
 
-from labs.findings import UnusableInput
-from labs.verify.model import Reading, RouteWanted, Setting
+from labs.verify.model import Setting
+from labs.verify.reader import InEffect
 from labs.verify.varnish import vcl as run_vcl
-from labs.verify.varnish.config import Backend, Token, Vcl, parse
-from labs.verify.varnish.rewrite import checked
+from labs.verify.varnish.config import Backend, Vcl
+from labs.verify.varnish.routes import Found, address
 
 DOCS = {
     "backend": "https://varnish-cache.org/docs/7.1/reference/vcl-backend.html",
@@ -34,106 +31,59 @@ def seconds(text: str) -> float | None:
     return float(match[1]) * UNITS[match[2]] if match else None
 
 
-def read(path: Path, wanted: RouteWanted = RouteWanted()) -> Reading:
-    vcl = parse(path)
-    checked(vcl, wanted.series)
-    headers = dict(wanted.headers)
-    for request_path in wanted.paths:
-        env = run_vcl.env_for(request_path, wanted.host, headers)
-        recv = run_vcl.run(vcl, "vcl_recv", env)
-        action = recv.action[0] if recv.action else "pass"
-        if action not in ("synth", "vcl", "purge"):
-            break
-    else:
-        raise UnusableInput(f"vcl_recv answers POST {' or '.join(wanted.paths)} itself ({action}): nothing "
-                            "is proxied there (choose a route with --path)", file=str(path))
-    fetch = run_vcl.Outcome()
-    if action != "pipe":
-        fetch = run_vcl.run(vcl, "vcl_backend_fetch", env)
-    backends, picked_at, scope = _backend(vcl, recv, fetch)
-    backend = backends[0]
-    why = (f"asked for with --path {wanted.path}" if wanted.path else
-           f"vcl_recv sends POST {request_path} to it (the first of the API's usual paths)")
-    if wanted.host:
-        why += f"; conditions judged for Host {wanted.host}"
-    route = f"{scope} > backend {backend.name} {_address(backend)} ({backend.token.where()})"
-    reading = Reading(proxy="varnish", file=path, route=route, path=request_path, host=wanted.host, why=why,
-                      routes=[f"backend {b.name} {_address(b)} ({b.token.where()})" for b in vcl.backends.values()],
-                      scope=scope if picked_at else f"backend {backend.name} ({backend.token.where()})")
-    settings = reading.settings
-    settings["backend"] = Setting("backend", backend.name, f"backend {backend.name} {_address(backend)}",
-                                  picked_at.where() if picked_at else backend.token.where())
+def settings(vcl: Vcl, found: Found) -> InEffect:
+    """Every streaming setting in effect for the request `found` follows (routes.follow's)."""
+    recv, fetch, action, backend, picked_at = found.recv, found.fetch, found.action, found.backend, found.picked_at
+    in_effect: dict[str, Setting] = {}
+    notes: list[str] = []
+    in_effect["backend"] = Setting("backend", backend.name, f"backend {backend.name} {address(backend)}",
+                                   picked_at.where() if picked_at else backend.token.where())
     if action != "pass" or recv.action:
         word, token = recv.action if recv.action else ("pass", None)
-        settings["vcl_recv"] = Setting("vcl_recv", word, f"return ({word})", token.where() if token else "default")
+        in_effect["vcl_recv"] = Setting("vcl_recv", word, f"return ({word})", token.where() if token else "default")
     else:
-        settings["vcl_recv"] = Setting("vcl_recv", "pass", "return (pass) (built-in vcl_recv: a POST is passed)")
+        in_effect["vcl_recv"] = Setting("vcl_recv", "pass", "return (pass) (built-in vcl_recv: a POST is passed)")
     for name, default in BACKEND_TIMEOUTS:
-        settings[name] = _timeout(backend, fetch, name, default)
+        in_effect[name] = _timeout(backend, fetch, name, default)
     limit = backend.attrs.get("max_connections")
-    settings["max_connections"] = (
+    in_effect["max_connections"] = (
         Setting("max_connections", int(limit[0][0].text), f".max_connections = {limit[0][0].text}",
                 limit[1].where()) if limit and limit[0] and limit[0][0].text.isdigit()
         else Setting("max_connections", None, ".max_connections (unset: no limit)"))
     for name, default in SESSION:
-        settings[name] = _set(recv, f"sess.{name}", name, default, "s", seconds)
-    settings["pipe_timeout"] = Setting("pipe_timeout", 60.0, "pipe_timeout 60s (parameter default)")
-    settings["thread_pool_max"] = Setting("thread_pool_max", 5000, "thread_pool_max 5000 x thread_pools 2 "
-                                          "(parameter defaults; a streamed pass holds two threads)")
+        in_effect[name] = _set(recv, f"sess.{name}", name, default, "s", seconds)
+    in_effect["pipe_timeout"] = Setting("pipe_timeout", 60.0, "pipe_timeout 60s (parameter default)")
+    in_effect["thread_pool_max"] = Setting("thread_pool_max", 5000, "thread_pool_max 5000 x thread_pools 2 "
+                                           "(parameter defaults; a streamed pass holds two threads)")
     response = run_vcl.Outcome()
     if action == "pipe":
-        reading.notes.append("vcl_recv pipes the request: bytes are copied both ways as they come; "
-                             "vcl_backend_response does not run, pipe_timeout bounds each silence")
+        notes.append("vcl_recv pipes the request: bytes are copied both ways as they come; "
+                     "vcl_backend_response does not run, pipe_timeout bounds each silence")
     else:
-        response = run_vcl.run(vcl, "vcl_backend_response", env)
+        response = run_vcl.run(vcl, "vcl_backend_response", found.env)
     flags = lambda text: text == "true"  # noqa: E731
-    settings["do_stream"] = _set(response, "beresp.do_stream", "do_stream", True, "", flags, word=True)
-    settings["do_gzip"] = _set(response, "beresp.do_gzip", "do_gzip", False, "", flags, word=True)
-    settings["uncacheable"] = _set(response, "beresp.uncacheable", "uncacheable", action == "pass", "", flags,
-                                   word=True)
+    in_effect["do_stream"] = _set(response, "beresp.do_stream", "do_stream", True, "", flags, word=True)
+    in_effect["do_gzip"] = _set(response, "beresp.do_gzip", "do_gzip", False, "", flags, word=True)
+    in_effect["uncacheable"] = _set(response, "beresp.uncacheable", "uncacheable", action == "pass", "", flags,
+                                    word=True)
     if "beresp.ttl" in response.sets:
-        settings["ttl"] = _set(response, "beresp.ttl", "ttl", None, "", seconds)
+        in_effect["ttl"] = _set(response, "beresp.ttl", "ttl", None, "", seconds)
     if action == "hash":
-        reading.notes.append("vcl_recv returns (hash) for a POST: it is looked up in the cache, the backend "
-                             "request is a GET without its body unless the VCL keeps it (std.cache_req_body), "
-                             "and requests for the same URL wait on one fetch")
-    if len(backends) > 1:
-        reading.notes.append(f"a director spreads the route over {', '.join(b.name for b in backends)}: the "
-                             f"first ({backend.name}) is judged")
+        notes.append("vcl_recv returns (hash) for a POST: it is looked up in the cache, the backend "
+                     "request is a GET without its body unless the VCL keeps it (std.cache_req_body), "
+                     "and requests for the same URL wait on one fetch")
+    if len(found.backends) > 1:
+        notes.append(f"a director spreads the route over {', '.join(b.name for b in found.backends)}: the "
+                     f"first ({backend.name}) is judged")
     taken = recv.taken + fetch.taken + response.taken
     if taken:
-        reading.notes.append("conditions not evaluated here, taken as holding: " + "; ".join(dict.fromkeys(taken)))
+        notes.append("conditions not evaluated here, taken as holding: " + "; ".join(dict.fromkeys(taken)))
     skipped = recv.skipped + fetch.skipped + response.skipped
     if skipped:
-        reading.notes.append("conditions not evaluated here, taken as not holding (their branch answers "
-                             "itself with synth): " + "; ".join(dict.fromkeys(skipped)))
-    reading.notes.append("Varnish 7.1's defaults: " + ", ".join(DOCS.values()))
-    return reading
-
-
-def _address(backend: Backend) -> str:
-    if backend.attr("path"):
-        return backend.attr("path") or ""
-    return f"{backend.attr('host')}:{backend.attr('port') or '80'}"
-
-
-def _backend(vcl: Vcl, recv: run_vcl.Outcome, fetch: run_vcl.Outcome) -> tuple[list[Backend], Token | None, str]:
-    """The backends the request goes to (a director's members), where that was set, its scope."""
-    chosen = fetch.sets.get("bereq.backend") or recv.sets.get("req.backend_hint")
-    if chosen is None:
-        first = next(iter(vcl.backends.values()))
-        return [first], None, "sub vcl_recv (no backend_hint: the first backend declared)"
-    value, token, scope = chosen
-    name = value[0].text if value else ""
-    if name in vcl.backends:
-        return [vcl.backends[name]], token, f"{scope} ({token.where()})"
-    director = vcl.directors.get(name.rsplit(".", 1)[0])
-    if director is not None:
-        members = [vcl.backends[m] for m in director.members if m in vcl.backends]
-        if members:
-            return members, token, f"{scope} > directors.{director.kind} {director.name} ({token.where()})"
-    raise UnusableInput(f"the backend set at {token.where()} ({run_vcl.text(value)}) is not one verify can "
-                        "follow (a backend or a director built in vcl_init)", file=str(token.file), line=token.line)
+        notes.append("conditions not evaluated here, taken as not holding (their branch answers "
+                     "itself with synth): " + "; ".join(dict.fromkeys(skipped)))
+    notes.append("Varnish 7.1's defaults: " + ", ".join(DOCS.values()))
+    return InEffect(in_effect, notes)
 
 
 def _timeout(backend: Backend, fetch: run_vcl.Outcome, name: str, default: float) -> Setting:

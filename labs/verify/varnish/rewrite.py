@@ -4,6 +4,8 @@ Edits on the user's own text (labs/verify/edits.py): every backend's `.host` bec
 its `.port` the lab's (a unix-socket `.path` backend becomes that too); health checks go (`.probe`
 attributes and `probe` declarations, inside `/* */` so every line keeps its number); every
 `include` names its copy in the run folder. `import`s, `std.log` and every sub stay as written.
+The edits are a table (labs/verify/plan.py): `HANDLERS` per directive (`backend.host`, `probe`,
+`include`), what is kept as written declared in `KEPT`; built in memory, written by the pipeline.
 The listen address is not in VCL: it is varnishd's `-a` flag (proxies/varnish/kind.py), a free
 loopback port. For `loopback-only` the run's shared-memory log (`-n` in the run folder) is read
 while it runs: `varnishlog -d -g raw -i BackendOpen` prints the address of each backend connection.
@@ -13,12 +15,15 @@ from __future__ import annotations
 import re
 import subprocess
 import tempfile
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Callable, Iterator
 
 from labs.findings import UnusableInput
 from labs.verify.edits import MARK, TextEdits
+from labs.verify.plan import RunPlan, handler_for, reason
 from labs.verify.rewrite import Rewritten
-from labs.verify.varnish.config import Backend, Vcl, VclFile, parse
+from labs.verify.varnish.config import Backend, Token, Vcl, VclFile, backends_in
 from proxies.binaries import find_binary
 from proxies.kind import find_executable
 from proxies.varnish.kind import KIND as VARNISH, WORK_FOLDER, check, compiler_message
@@ -29,31 +34,57 @@ CHECK_TIMEOUT_S = 60
 COMPILER_WHERE = re.compile(r"\('([^']+)' Line (\d+) Pos (\d+)\)")
 
 
-def rewrite(vcl: Vcl, lab_port: int, folder: Path, listen_port: int | None = None) -> Rewritten:
-    written = {file.path: _target(vcl, file, folder) for file in vcl.files}
-    files: dict[str, tuple[str, str, Path]] = {}
-    notes: list[str] = []
-    for file in vcl.files:
-        edits = TextEdits(file.text)
-        for backend in vcl.backends.values():
-            if backend.token.file == file.path:
-                _backend(edits, backend, lab_port, notes)
-        for probe in vcl.probes:
-            if probe.file == file.path:
-                end = _block_end(file.text, probe.at)
-                _comment_out(edits, file.text, _keyword_start(file.text, probe.at, "probe"), end,
-                             "health checks off (they would probe the lab's server)")
-        for line, name, target in file.includes:
-            edits.replace(line, "include", f'include "{written[target]}"')
-        files[str(file.path)] = (file.text, edits.apply(), written[file.path])
-    if vcl.probes or any(".probe" in b.attrs for b in vcl.backends.values()):
-        notes.append("health checks (probes) off: the lab's server is the only backend")
-    notes.append("the listen address is varnishd's -a flag: 127.0.0.1 on a free port here")
-    rewritten = Rewritten("varnish", folder, written[vcl.entry], listen_port=listen_port or free_port(),
+@dataclass(frozen=True)
+class Directive:
+    """One directive of the config, named as HANDLERS and KEPT spell it (`backend.host`, `probe`)."""
+
+    name: str
+    file: Path | None  # the file it is in (None: the whole config's: `vcl`, `import`)
+    backend: Backend | None = None  # a backend's, and its attributes'
+    at: Token | None = None  # a probe's or a sub's name
+    include: tuple[int, str, Path] | None = None  # (line, as written, the file it reads)
+
+
+@dataclass
+class _Run:
+    """What the rewrite needs on its walk and what it noticed."""
+
+    plan: RunPlan
+    written: dict[Path, Path]  # each file -> its copy in the run folder
+    notes: list[str] = field(default_factory=list)
+    probes: bool = False
+
+
+def rewrite(vcl: Vcl, plan: RunPlan, listen_port: int | None = None) -> Rewritten:
+    """The config as it runs here, in memory: each file's copy with its directives' handlers applied."""
+    run = _Run(plan, {file.path: _target(vcl, file, plan.folder) for file in vcl.files})
+    edits = {file.path: TextEdits(file.text) for file in vcl.files}
+    for directive in entries(vcl):
+        handler = handler_for(HANDLERS, directive.name)
+        if handler is not None and directive.file is not None:
+            handler(edits[directive.file], directive, run)
+    files = {str(file.path): (file.text, edits[file.path].apply(), run.written[file.path]) for file in vcl.files}
+    notes = [*run.notes, *([reason("health-check")] if run.probes else []), reason("varnish-listen")]
+    rewritten = Rewritten("varnish", plan.folder, run.written[vcl.entry], listen_port=listen_port or free_port(),
                           files=files, notes=list(dict.fromkeys(notes)))
     # Read when it runs, by the release that runs it (its series is chosen after the rewrite).
-    rewritten.contacted = lambda: contacted(folder / WORK_FOLDER, rewritten.series)
+    rewritten.contacted = lambda: contacted(plan.folder / WORK_FOLDER, rewritten.series)
     return rewritten
+
+
+def entries(vcl: Vcl) -> Iterator[Directive]:
+    """Every directive of the config, file by file."""
+    if vcl.version:
+        yield Directive("vcl", None)
+    yield from (Directive("import", None) for _ in vcl.imports)
+    for file in vcl.files:
+        for backend in vcl.backends.values():
+            if backend.token.file == file.path:
+                yield Directive("backend", file.path, backend)
+                yield from (Directive(f"backend.{attr}", file.path, backend) for attr in backend.attrs)
+        yield from (Directive("probe", file.path, at=probe) for probe in vcl.probes if probe.file == file.path)
+        yield from (Directive("include", file.path, include=include) for include in file.includes)
+    yield from (Directive("sub", name.file, at=name) for names in vcl.sub_tokens.values() for name in names)
 
 
 def _target(vcl: Vcl, file: VclFile, folder: Path) -> Path:
@@ -65,30 +96,65 @@ def _target(vcl: Vcl, file: VclFile, folder: Path) -> Path:
         return folder / "included" / file.path.name
 
 
-def _backend(edits: TextEdits, backend: Backend, lab_port: int, notes: list[str]) -> None:
-    attrs = backend.attrs
-    if "host" not in attrs and "path" not in attrs:
-        return
-    if "path" in attrs:
-        value, attr = attrs["path"]
-        edits.replace(attr.line, ".path", f'.host = "{LOOPBACK}"; .port = "{lab_port}"')
-        notes.append(f"backend {backend.name}: its unix socket ({backend.attr('path')}) is the lab's server here")
-    for name, new in (("host", f'"{LOOPBACK}"'), ("port", f'"{lab_port}"')):
-        if name in attrs:
-            _, attr = attrs[name]
-            edits.replace(attr.line, f".{name}", f".{name} = {new}")
-        elif "path" not in attrs:
-            edits.insert_in_block(backend.token.line, backend.name, [f".{name} = {new};  # {MARK}"])
-    if "probe" in attrs:
-        value, attr = attrs["probe"]
-        text = edits.original
-        start = text.rindex(".", 0, attr.at + 1)
-        end = value[-1].at + len(value[-1].text) if value else attr.at
-        if value and value[0].text == "{":
-            end = _block_end(text, value[0].at)
-        semicolon = re.match(r"\s*;", text[end:])
-        _comment_out(edits, text, start, end + (semicolon.end() if semicolon else 0),
-                     "health check off (it would probe the lab's server)")
+def _port_added(edits: TextEdits, directive: Directive, run: _Run) -> None:
+    """A backend by host name without a port (80) gets the lab's."""
+    backend = directive.backend
+    assert backend is not None
+    if "host" in backend.attrs and "port" not in backend.attrs:
+        edits.insert_in_block(backend.token.line, backend.name, [f'.port = "{run.plan.lab_port}";  # {MARK}'])
+
+
+def _host(edits: TextEdits, directive: Directive, run: _Run) -> None:
+    _, attr = directive.backend.attrs["host"]  # type: ignore[union-attr]
+    edits.replace(attr.line, ".host", f'.host = "{LOOPBACK}"')
+
+
+def _port(edits: TextEdits, directive: Directive, run: _Run) -> None:
+    _, attr = directive.backend.attrs["port"]  # type: ignore[union-attr]
+    edits.replace(attr.line, ".port", f'.port = "{run.plan.lab_port}"')
+
+
+def _unix_socket(edits: TextEdits, directive: Directive, run: _Run) -> None:
+    backend = directive.backend
+    assert backend is not None
+    _, attr = backend.attrs["path"]
+    edits.replace(attr.line, ".path", f'.host = "{LOOPBACK}"; .port = "{run.plan.lab_port}"')
+    run.notes.append(f"backend {backend.name} ({backend.attr('path')}): {reason('unix-socket')}")
+
+
+def _backend_probe(edits: TextEdits, directive: Directive, run: _Run) -> None:
+    value, attr = directive.backend.attrs["probe"]  # type: ignore[union-attr]
+    text = edits.original
+    start = text.rindex(".", 0, attr.at + 1)
+    end = value[-1].at + len(value[-1].text) if value else attr.at
+    if value and value[0].text == "{":
+        end = _block_end(text, value[0].at)
+    semicolon = re.match(r"\s*;", text[end:])
+    _comment_out(edits, text, start, end + (semicolon.end() if semicolon else 0), reason("health-check"))
+    run.probes = True
+
+
+def _probe(edits: TextEdits, directive: Directive, run: _Run) -> None:
+    text, at = edits.original, directive.at.at  # type: ignore[union-attr]
+    _comment_out(edits, text, _keyword_start(text, at, "probe"), _block_end(text, at), reason("health-check"))
+    run.probes = True
+
+
+def _include(edits: TextEdits, directive: Directive, run: _Run) -> None:
+    line, _, target = directive.include  # type: ignore[misc]
+    edits.replace(line, "include", f'include "{run.written[target]}"')
+
+
+Handler = Callable[[TextEdits, Directive, _Run], None]
+HANDLERS: dict[str, Handler] = {
+    "backend": _port_added, "backend.host": _host, "backend.port": _port, "backend.path": _unix_socket,
+    "backend.probe": _backend_probe, "probe": _probe, "include": _include,
+}
+# Kept as written: the subs verify runs (labs/verify/varnish/vcl.py), the vmods they import, and
+# the backend attributes it judges or that run the same here.
+KEPT = frozenset({"vcl", "import", "sub", *(f"backend.{attr}" for attr in (
+    "connect_timeout", "first_byte_timeout", "between_bytes_timeout", "max_connections", "host_header",
+    "proxy_header", "preamble", "authority", "via"))})
 
 
 def _keyword_start(text: str, at: int, keyword: str) -> int:
@@ -125,11 +191,10 @@ def _comment_out(edits: TextEdits, text: str, start: int, end: int, why: str) ->
         edits.replace_span(start, end, "\n".join(f"# {line}" for line in old.split("\n")))
 
 
-def addresses(main: Path) -> list[tuple[str, str]]:
-    """(where, host) for every backend address the rewritten VCL names."""
-    vcl = parse(main)
+def addresses(rewritten: Rewritten) -> list[tuple[str, str]]:
+    """(where, host) for every backend address the rewritten VCL names, read from its text."""
     return [(f"backend {b.name} ({b.token.where()})", b.attr("host") or b.attr("path") or "")
-            for b in vcl.backends.values()]
+            for _, new, path in rewritten.files.values() for b in backends_in(path, new).values()]
 
 
 def contacted(workdir: Path, series: str | None = None) -> set[str]:
@@ -157,7 +222,7 @@ def checked(vcl: Vcl, series: str | None = None) -> None:
         raise UnusableInput(f"varnishd is needed to read VCL ({VARNISH.binary.install_hint})", file=str(vcl.entry))
     with tempfile.TemporaryDirectory(prefix="streamlab-vcl-") as scratch:
         folder = Path(scratch)
-        rewritten = rewrite(vcl, 8000, folder, listen_port=1)
+        rewritten = rewrite(vcl, RunPlan(8000, folder), listen_port=1)
         rewritten.write()
         try:
             result = subprocess.run([binary, *check(str(rewritten.main), f"{folder}/"),

@@ -1,12 +1,13 @@
 """The statements of a VCL `sub`, run for verify's request: which `if` branches it takes, what it
 `set`s, where it `return`s.
 
-verify's request: `POST` on the route's path (`req.url`), `Host` from --host, the --header values,
-`Accept: text/event-stream`, `Content-Type: application/json`, `Accept-Encoding: gzip, deflate`;
-the answer (`beresp`, `resp`): 200, `Content-Type: text/event-stream`. A header nothing sets is
-absent. A condition on anything else (`client.ip`, a vmod function, `std.integer(...)`) cannot be
-evaluated here: it is noted and taken as holding, unless its branch answers itself
-(`return (synth(...))`: a size limit, a redirect), which is not the proxied route. `call` runs the named sub in place.
+verify's request (labs/verify/route.py): `POST` on the route's path (`req.url`), `Host` from
+--host, the --header values, `Accept: text/event-stream`, `Content-Type: application/json`,
+`Accept-Encoding: gzip, deflate`; the answer (`beresp`, `resp`): 200, `Content-Type:
+text/event-stream`. A header nothing sets is absent. A condition on anything else (`client.ip`,
+a vmod function, `std.integer(...)`) cannot be evaluated here: it is noted and taken as holding,
+unless its branch answers itself (`return (synth(...))`: a size limit, a redirect), which is not
+the proxied route. `call` runs the named sub in place.
 """
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from labs.verify.model import REQUEST_HEADERS
+from labs.verify.route import Request
 from labs.verify.varnish.config import Token, Vcl, block
 
 UNKNOWN = object()
@@ -93,12 +94,12 @@ class Outcome:
     scope: str = ""  # the innermost `if` branch the return (or the last set) happened in
 
 
-def env_for(path: str, host: str | None, headers: dict[str, str]) -> dict[str, Any]:
-    env: dict[str, Any] = {"req.method": "POST", "req.url": path, "req.proto": "HTTP/1.1",
+def env_for(request: Request) -> dict[str, Any]:
+    env: dict[str, Any] = {"req.method": request.method, "req.url": request.path, "req.proto": "HTTP/1.1",
                            "beresp.status": 200, "resp.status": 200, "obj.status": 200}
-    sent = {**REQUEST_HEADERS, **{k.lower(): v for k, v in headers.items()}}
-    if host:
-        sent["host"] = host
+    sent = dict(request.headers)
+    if request.host:
+        sent["host"] = request.host
     for name, value in sent.items():
         env[f"req.http.{name}"] = value
     for name, value in RESPONSE_HEADERS.items():
@@ -107,7 +108,7 @@ def env_for(path: str, host: str | None, headers: dict[str, str]) -> dict[str, A
     for name in list(env):
         if name.startswith("req."):
             env["be" + name] = env[name]
-    env["bereq.method"] = "POST"
+    env["bereq.method"] = request.method
     return env
 
 
