@@ -16,7 +16,7 @@ from typing import Callable, Sequence
 
 from labs.findings import FindingKind
 from labs.verify.kind import AtNextWrite
-from labs.verify.model import Options, Reading, Suspicion
+from labs.verify.model import Options, Reading, Setting, Suspicion
 
 SSE = "text/event-stream"
 DEPARTURE = "disconnect-not-propagated"
@@ -87,3 +87,14 @@ def fallback(rules: Sequence[Rule], kind: FindingKind) -> tuple[str, str]:
     if rule is None:
         raise KeyError(f"no rule of kind {kind!r}: every reader has one per finding kind")
     return rule.setting, rule.general
+
+
+def connection_cap(setting: Setting, o: Options, toward: str, fix: str, then: str = "") -> Suspect | None:
+    """A cap on the connections to the server below --streams, which opens one per stream: `toward`
+    names the server as the proxy calls it, `fix` the directive that lifts the cap, `then` what the
+    proxy answers past it."""
+    if not setting.value or setting.value >= o.streams:
+        return None
+    return Suspect(f"{setting.text}: at most {setting.value} connections to {toward}, one per stream (--streams "
+                   f"is {o.streams}){then}", f"{fix} (or remove it). Cost: more streams reach the model server at "
+                   "once; its own concurrency limit must then bound them")

@@ -15,7 +15,7 @@ from typing import Callable
 
 from labs import catalogue
 from labs.verify.model import Options, Reading
-from labs.verify.rules import SSE, Rule, Suspect, timeout_fix
+from labs.verify.rules import SSE, Rule, Suspect, connection_cap, timeout_fix
 from proxies.caddy.kind import KIND as CADDY
 
 SILENCES = ("silence-before-first-token", "silence-mid-stream")
@@ -101,13 +101,8 @@ def _deadline(name: str, word: str) -> Callable[[Reading, Options], Suspect | No
 
 
 def _conns(r: Reading, o: Options) -> Suspect | None:
-    conns = r.get("max_conns_per_host")
-    if not conns.value or conns.value >= o.streams:
-        return None
-    return Suspect(f"{conns.text}: at most {conns.value} connections to the server, one per stream "
-                   f"(--streams is {o.streams})",
-                   f"in {r.scope}: transport http {{ max_conns_per_host {2 * o.streams} }} (or remove it). Cost: "
-                   "more streams reach the model server at once; its own concurrency limit must then bound them")
+    return connection_cap(r.get("max_conns_per_host"), o, "the server",
+                          f"in {r.scope}: transport http {{ max_conns_per_host {2 * o.streams} }}")
 
 
 # The first rule of each kind is where a measured fault no setting explains is placed.

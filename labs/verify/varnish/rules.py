@@ -13,7 +13,7 @@ from __future__ import annotations
 from typing import Callable
 
 from labs.verify.model import Options, Reading
-from labs.verify.rules import SSE, Rule, Suspect, timeout_fix
+from labs.verify.rules import SSE, Rule, Suspect, connection_cap, timeout_fix
 
 SILENCES = ("silence-before-first-token", "silence-mid-stream")
 
@@ -77,13 +77,8 @@ def _send(r: Reading, o: Options) -> Suspect | None:
 
 
 def _connections(r: Reading, o: Options) -> Suspect | None:
-    limit = r.get("max_connections")
-    if not limit.value or limit.value >= o.streams:
-        return None
-    return Suspect(f"{limit.text}: at most {limit.value} connections to the backend, one per stream (--streams "
-                   f"is {o.streams}); the next get a 503",
-                   f".max_connections = {2 * o.streams}; in backend {r.value('backend')} (or remove it). Cost: "
-                   "more streams reach the model server at once; its own concurrency limit must then bound them")
+    return connection_cap(r.get("max_connections"), o, "the backend",
+                          f".max_connections = {2 * o.streams}; in backend {r.value('backend')}", "; the next get a 503")
 
 
 # The first rule of each kind is where a measured fault no setting explains is placed.
