@@ -52,12 +52,10 @@ def collect(runtime: str, proxies: Sequence[str], server_commands: Mapping[str, 
 def proxy_origin(runtime: str, proxy: str, series: str | None = None) -> dict[str, Any]:
     """Where the proxy that ran came from: its release's binary (local) or the image (docker); for
     an app hop, its components' versions (and in docker the apps image)."""
-    from proxies.apps import is_app
+    from proxies.apps import APP_KINDS
 
-    if is_app(proxy):
-        from proxies.apps.versions import versions
-
-        found = versions(proxy)
+    if proxy in APP_KINDS:
+        found = APP_KINDS[proxy].versions()
         # In docker the image is the record (the versions are the mounted checkout's, as here).
         return image_origin("apps") if runtime == "docker" else found
     if runtime == "docker":

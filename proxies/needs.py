@@ -19,7 +19,11 @@ from typing import Callable, Iterable, Sequence
 
 from proxies import install as binaries
 from proxies.apps import install as apps
-from proxies.apps.launch import LITELLM_VENV, NEXT_BUILD, NEXT_SITE, NODE_DIR, NODE_MODULES, PRIVOXY_ETC
+from proxies.apps.kinds import APP_KINDS
+from proxies.apps.litellm.kind import LITELLM_VENV
+from proxies.apps.nextjs.build import NEXT_BUILD, NEXT_SITE
+from proxies.apps.nodejs import NODE_DIR, NODE_MODULES
+from proxies.apps.privoxy.kind import PRIVOXY_ETC
 from proxies.kind import ProxyKind
 from proxies.kinds import KINDS
 from proxies.releases import Release
@@ -147,11 +151,8 @@ HOP_NEEDS: dict[str, tuple[str, ...]] = {
     # an unpacked one needs Debian's mmdebstrap and patchelf first (one apt-get call with the rest).
     **{name: (name, *((*UNPACK_TOOLS, *(release_need(r) for r in UNPACKED if r.proxy == name))
                       if any(r.proxy == name for r in UNPACKED) else ())) for name in KINDS},
-    "express": ("node-modules",), "nextjs": ("node-modules", "next-build"), "webpack": ("node-modules",),
-    "gunicorn": ("python-apps",), "django": ("python-apps",), "jupyter": ("python-apps",),
-    "litellm": ("litellm",),
-    "privoxy": ("privoxy",),
-    "relay": (),  # proxies/apps/relay.py: the standard library only
+    # An app hop needs what its kind names (proxies/apps/<hop>/kind.py).
+    **{name: kind.needs for name, kind in APP_KINDS.items()},
 }
 
 

@@ -6,7 +6,7 @@ from labs.scenario import checks
 from labs.catalogue.nginx import DOCS as NGINX_DOCS
 from labs.catalogue.server import LONG_ANSWER
 from labs.scenario.model import Scaled, Scenario, Variant, Workload
-from proxies.apps.launch import LITELLM_KEY
+from proxies.apps.litellm.kind import LITELLM_KEY
 
 COMPRESSION = "https://github.com/expressjs/compression#filter-1"
 COMPRESSIBLE = "https://github.com/jshttp/compressible"

@@ -26,7 +26,8 @@ from labs.scenario.manifest_hop import prepared, translated
 from labs.scenario.runner import hop_settings
 from labs.scenario.model import VariantName, hop_kind
 from proxies.apps import AppSettings, is_app
-from proxies.apps.launch import AppMissing, launch
+from proxies.apps.kinds import launch
+from proxies.apps.launch import AppMissing
 from proxies.binaries import BinaryProblem
 from proxies.kinds import choose_releases
 from proxies.releases import CHOICE_VARIABLE

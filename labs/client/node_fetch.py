@@ -15,7 +15,7 @@ import time
 from typing import Any, Mapping
 
 from labs.client.sse import SSEParser
-from proxies.apps.launch import NODE_DIR, node_binary
+from proxies.apps.nodejs import NODE_DIR, node_binary
 
 SCRIPT = NODE_DIR / "fetch-client.mjs"
 # Past this, the Node process is killed: no lab stream lasts this long.

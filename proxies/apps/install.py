@@ -21,8 +21,10 @@ import time
 from pathlib import Path
 from typing import Sequence
 
-from proxies.apps.launch import (LITELLM_VENV, NEXT_BUILD, NEXT_PLACEHOLDER, NEXT_SITE, NODE_DIR,
-                                 NODE_MODULES, AppMissing, node_binary)
+from proxies.apps.launch import AppMissing
+from proxies.apps.litellm.kind import LITELLM_VENV
+from proxies.apps.nextjs.build import NEXT_BIN, NEXT_BUILD, NEXT_PLACEHOLDER, NEXT_SITE
+from proxies.apps.nodejs import NODE_DIR, NODE_MODULES, node_binary
 
 NODE_MIN = (20, 9)  # Next.js 16's floor
 LITELLM_PIN = "litellm[proxy]==1.108.7"
@@ -60,8 +62,8 @@ def install_node() -> None:
 def install_next() -> None:
     if not (NODE_MODULES / "next").is_dir():
         raise SystemExit("Next.js is not installed: run `python -m proxies.apps.install node` first")
-    # The rewrite destination is a placeholder each start replaces (proxies.apps.launch.next_dist).
-    _run([node_binary(), str(NODE_MODULES / "next" / "dist" / "bin" / "next"), "build", str(NEXT_SITE)],
+    # The rewrite destination is a placeholder each start replaces (proxies.apps.nextjs.build.next_dist).
+    _run([node_binary(), str(NEXT_BIN), "build", str(NEXT_SITE)],
          NODE_DIR, env={"NEXT_TELEMETRY_DISABLED": "1", "STREAMLAB_UPSTREAM": NEXT_PLACEHOLDER,
                         "STREAMLAB_NEXT_DIST": os.path.relpath(NEXT_BUILD, NEXT_SITE)})
     print(f"next build: {_size(NEXT_BUILD)}")

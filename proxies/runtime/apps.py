@@ -1,8 +1,8 @@
-"""Run an app hop (Express, Next.js, gunicorn, LiteLLM, the relay) as a host process or in a
-container, like the proxies: its own work folder, readiness polled on a real request through the
+"""Run an app hop (any row of proxies.apps.kinds.APP_KINDS) as a host process or in a container,
+like the proxies: its own work folder, readiness polled on a real request through the
 app (`GET /v1/models`), stopped by PID (or container id) even when the body raises.
 
-    with run_app(ExpressSettings(listen_port=free_port(), upstream_port=server.port)) as app:
+    with run_app(app_settings("express").with_(listen_port=free_port(), upstream_port=server.port)) as app:
         httpx.post(app.url + "/v1/chat/completions", ...)
 """
 from __future__ import annotations
@@ -11,6 +11,7 @@ import contextlib
 import json
 import os
 import shutil
+import sys
 import tempfile
 import urllib.error
 import urllib.request
@@ -18,8 +19,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterator
 
-from proxies.apps.launch import NEXT_RUNS, READY_PATH, Launch, launch, next_dist
-from proxies.apps.settings import AppSettings, NextjsSettings
+from proxies.apps.kinds import app_kind
+from proxies.apps.launch import READY_PATH, Launch
+from proxies.apps.settings import AppSettings
 from proxies.logs import PROCESS_LOG
 from server.processes import ManagedProcess, managed
 
@@ -37,6 +39,8 @@ class RunningApp:
     process: ManagedProcess | None = None
     container_pid: int = 0
     warm: bool = False
+    # The folder it writes outside its work folder, if its kind makes one (AppKind.side_folder).
+    side_folder: Path | None = None
 
     @property
     def name(self) -> str:
@@ -107,22 +111,24 @@ class RunningApp:
 
 @contextlib.contextmanager
 def prepared(settings: AppSettings, workdir: Path | None, kind: str) -> Iterator[RunningApp]:
-    """The app's work folder (its files written, a Next.js dist folder made), removed on exit."""
+    """The app's work folder (its files written) and its kind's side folder, removed on exit."""
     with contextlib.ExitStack() as stack:
         if workdir is None:
             workdir = Path(stack.enter_context(
                 tempfile.TemporaryDirectory(prefix=f"streamlab-{settings.app}-{kind}-")))
         workdir.mkdir(parents=True, exist_ok=True)
         os.chmod(workdir, 0o755)  # a container's user reads its files
-        launched = launch(settings, workdir)
+        hop = app_kind(settings.app)
+        launched = hop.launch(settings, workdir, sys.executable)
         for name, text in launched.files.items():
             (workdir / name).write_text(text)
             (workdir / name).chmod(0o644)
-        if isinstance(settings, NextjsSettings):
-            dist = next_dist(NEXT_RUNS / workdir.name, settings.upstream)
-            stack.callback(shutil.rmtree, dist, True)
+        side_folder = None
+        if hop.side_folder is not None:
+            side_folder = hop.side_folder(settings, workdir)
+            stack.callback(shutil.rmtree, side_folder, True)
         yield RunningApp(settings=settings, config_text=launched.shown(), workdir=workdir,
-                         launched=launched)
+                         launched=launched, side_folder=side_folder)
 
 
 @contextlib.contextmanager

@@ -3,7 +3,7 @@
 The apps image (`make images-offline`: the server's stand-in plus the host's `node`) mounts the
 interpreter prefix and the repository read-only at their host paths, like the server's, so the
 container runs the working tree's programs with the installed node_modules, .venv and LiteLLM's
-venv; the app's work folder (and a Next.js run's dist folder) are mounted writable.
+venv; the app's work folder (and its kind's side folder: a Next.js run's dist) are mounted writable.
 """
 from __future__ import annotations
 
@@ -11,8 +11,7 @@ import contextlib
 from pathlib import Path
 from typing import Iterator
 
-from proxies.apps.launch import NEXT_RUNS
-from proxies.apps.settings import AppSettings, NextjsSettings
+from proxies.apps.settings import AppSettings
 from proxies.runtime.apps import READY_TIMEOUT_S, RunningApp, prepared
 from proxies.runtime.containers import base_run_args, bind, container, container_name, env_options
 from proxies.runtime.dockercli import require_engine
@@ -30,9 +29,8 @@ def app_run_args(app: RunningApp, image: str, name: str) -> list[str]:
         if folder:
             run += bind(folder, folder)
     run += bind(app.workdir, str(app.workdir), readonly=False)
-    if isinstance(app.settings, NextjsSettings):
-        dist = NEXT_RUNS / app.workdir.name
-        run += bind(dist, str(dist), readonly=False)  # Next writes its cache there
+    if app.side_folder is not None:
+        run += bind(app.side_folder, str(app.side_folder), readonly=False)  # written while it runs
     return [*run, "--workdir", str(launched.cwd), "--entrypoint", launched.argv[0], image, *launched.argv[1:]]
 
 

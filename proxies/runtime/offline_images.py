@@ -228,27 +228,26 @@ def server_rootfs(root: Path, extra: Sequence[str] = ()) -> tuple[RootFs, dict[s
 
 
 def apps_rootfs(root: Path) -> tuple[RootFs, dict[str, str]]:
-    """The server's image plus what the app hops need: the host's `node` and `privoxy` (copied when
-    the mounts do not bring them) and the libraries of LiteLLM's own venv. Their programs and packages
+    """The server's image plus what each app hop's kind says it takes from this machine
+    (AppKind.image: programs such as `node`, copied when the mounts do not bring them, the files
+    they read, the libraries of folders such as LiteLLM's venv). Their programs and packages
     (proxies/apps, node_modules, .venv, .venvs) come with the mounted repository."""
-    from proxies.apps.launch import LITELLM_VENV, PRIVOXY_ETC, PRIVOXY_SHIPPED, AppMissing, node_binary
+    from proxies.apps.kinds import APP_KINDS
+    from proxies.apps.launch import AppMissing
 
+    images = [kind.image for kind in APP_KINDS.values()]
     try:
-        node = node_binary()
+        programs = list(dict.fromkeys(program for image in images for program in image.programs()))
     except AppMissing as exc:
         raise SystemExit(f"apps: {exc}") from None
-    # Privoxy (a Debian package, not in the mounts) with the files its launch reads, when installed.
-    privoxy = shutil.which("privoxy")
-    programs = [node, *([os.path.realpath(privoxy)] if privoxy else [])]
-    extra = [*programs, *(_shared_objects(str(LITELLM_VENV)) if LITELLM_VENV.is_dir() else [])]
-    fs, labels = server_rootfs(root, extra)
+    libraries = [found for image in images for folder in image.library_folders() for found in _shared_objects(folder)]
+    fs, labels = server_rootfs(root, [*programs, *libraries])
     for program in programs:
         if not any(program.startswith(folder + "/") for folder in server_mounts()):
             fs.add_file(program, program, 0o755)
-    if privoxy:
-        for name in PRIVOXY_SHIPPED:
-            fs.add_file(PRIVOXY_ETC / name, str(PRIVOXY_ETC / name))
-    return fs, {**labels, "streamlab.node": node}
+    for file in dict.fromkeys(file for image in images for file in image.files()):
+        fs.add_file(file, file)
+    return fs, {**labels, "streamlab.programs": ":".join(programs)}
 
 
 def build(service: Service, series: str | None = None, quiet: bool = False) -> str:

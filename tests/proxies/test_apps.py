@@ -13,9 +13,13 @@ from pydantic import ValidationError
 
 from labs.client import measure_stream
 from proxies.apps import APP_NAMES, app_settings
-from proxies.apps.launch import LITELLM_KEY, NEXT_PLACEHOLDER, NEXT_RUNS, launch
-from proxies.apps.relay import downgrade
-from proxies.apps.settings import GunicornSettings, LitellmSettings, RelaySettings
+from proxies.apps.gunicorn.settings import GunicornSettings
+from proxies.apps.kinds import launch
+from proxies.apps.litellm.kind import LITELLM_KEY
+from proxies.apps.litellm.settings import LitellmSettings
+from proxies.apps.nextjs.build import NEXT_PLACEHOLDER, NEXT_RUNS
+from proxies.apps.relay.settings import RelaySettings
+from proxies.apps.relay.tcp_relay import downgrade
 from proxies.runtime import get_runtime
 from proxies.runtime.apps import RunningApp
 from proxies.runtime.base import Runtime
@@ -94,13 +98,13 @@ def test_each_app_streams_a_real_answer_and_stops(runtime: Runtime, server: Serv
         assert result.outcome == "complete" and result.text == "Every token counts.", result.error
         started = running.process
         pid = running.pid
-        dist = NEXT_RUNS / running.workdir.name  # a Next.js site's own build output, if it made one
+        side_folder = running.side_folder  # a Next.js site's own build output, if its kind made one
     assert started is not None and started.process is not None and started.process.poll() is not None
     if runtime.name == "local":
         assert group_members(pid) == []  # gunicorn's workers, Next's children: all gone
     assert not port_accepts(settings.listen_port)
     # This run's folder only: another worker's Next.js site may be running beside it.
-    assert not dist.exists()
+    assert side_folder is None or not side_folder.exists()
 
 
 def test_the_relay_resplits_without_changing_a_byte(runtime: Runtime) -> None:
@@ -130,7 +134,8 @@ def test_the_relay_resplits_without_changing_a_byte(runtime: Runtime) -> None:
 def test_the_next_site_gets_the_run_upstream_not_the_placeholder(runtime: Runtime, server: ServerHandle) -> None:
     settings = app_settings("nextjs").with_(listen_port=free_port(), upstream_port=server.port)
     with runtime.run_app(settings) as running:
-        manifests = list((NEXT_RUNS / running.workdir.name).glob("*.json"))
+        assert running.side_folder == NEXT_RUNS / running.workdir.name
+        manifests = list(running.side_folder.glob("*.json"))
         texts = "".join(path.read_text() for path in manifests)
         assert NEXT_PLACEHOLDER not in texts and settings.upstream in texts
 
@@ -180,11 +185,3 @@ def test_the_hook_that_skips_event_streams_still_hooks_every_other_answer(server
     # The readiness probe asks for /v1/models too: every hooked answer is one of those.
     assert hooked and all("GET /v1/models 200" in line for line in hooked), log[-400:]
 
-
-@pytest.mark.parametrize("app", APP_NAMES)
-def test_each_app_names_the_versions_that_ran(app: str) -> None:
-    """A report's provenance names each app's own component: never another app's, never empty."""
-    from proxies.apps.versions import versions
-    found = versions(app)
-    assert found and all(found.values()), found
-    assert ("relay" in found) == (app == "relay"), found  # the fallback belongs to the relay alone

@@ -1,7 +1,7 @@
 """A WSGI app as Python backends commonly stream an LLM answer: Flask forwards the request with
 `requests` and returns a generator over the upstream's body, so each chunk is written when it
-arrives. gunicorn runs it (`gunicorn proxies.apps.wsgi_app:app`); the worker class, workers,
-threads and timeout are the variants (proxies/apps/settings.py GunicornSettings).
+arrives. gunicorn runs it (`gunicorn proxies.apps.gunicorn.wsgi_app:app`); the worker class, workers,
+threads and timeout are the variants (proxies/apps/gunicorn/settings.py).
 
     STREAMLAB_UPSTREAM=http://127.0.0.1:8000   where it forwards
 """

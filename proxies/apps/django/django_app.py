@@ -1,9 +1,9 @@
 """A Django view that streams an LLM answer, as Django backends commonly write it: the view
 forwards the request and returns a `StreamingHttpResponse` over the upstream's body, read with
 `requests` in a generator (a synchronous iterator) or with httpx's AsyncClient in an async
-generator (an asynchronous iterator). uvicorn serves it under ASGI (`proxies.apps.django_app:asgi`),
-gunicorn's gthread workers under WSGI (`proxies.apps.django_app:wsgi`); the iterator and the
-server are the variants (proxies/apps/settings.py DjangoSettings).
+generator (an asynchronous iterator). uvicorn serves it under ASGI (`proxies.apps.django.django_app:asgi`),
+gunicorn's gthread workers under WSGI (`proxies.apps.django.django_app:wsgi`); the iterator and the
+server are the variants (proxies/apps/django/settings.py).
 
 Django serves an iterator of the other kind by consuming it whole first, with a warning in its
 log (django/http/response.py, StreamingHttpResponse.__aiter__ and __iter__).

@@ -1,6 +1,6 @@
 """A TCP relay that changes how the bytes travel, never what they are: a hop that re-splits.
 
-    python -m proxies.apps.relay --listen 127.0.0.1:9000 --upstream 127.0.0.1:8000 --split 1-40 --seed 7
+    python -m proxies.apps.relay.tcp_relay --listen 127.0.0.1:9000 --upstream 127.0.0.1:8000 --split 1-40 --seed 7
 
 Networks, proxies and TLS terminators cut a byte stream wherever they like; a client that treats
 one socket read as one event (or decodes each read on its own) breaks only when the cuts fall

@@ -1,0 +1,1 @@
+"""django: a Django view returning a StreamingHttpResponse (`django_app.py`), under uvicorn or gunicorn."""

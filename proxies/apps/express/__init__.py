@@ -1,0 +1,1 @@
+"""express: Express 5 forwarding with `fetch` or http-proxy-middleware (`proxies/apps/node/express-app.mjs`)."""

@@ -1,0 +1,1 @@
+"""jupyter: Jupyter Server with jupyter-server-proxy, the upstream reached as /proxy/PORT/..."""
