@@ -4,6 +4,7 @@ read, and no shared module names a hop (a new one touches none of them)."""
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
 
 import pytest
@@ -109,3 +110,11 @@ def test_no_shared_module_names_a_hop() -> None:
     assert len(SHARED) > 100, "the shared modules were not found"
     named = [hit for path in SHARED for hit in _hop_names_in(path)]
     assert not named, "shared modules naming a hop (declare it in its kind instead):\n" + "\n".join(named)
+
+
+def test_the_contract_lists_the_table() -> None:
+    """docs/contract.md names the hops a scenario's path may hold: exactly the table's rows."""
+    text = (REPO / "docs/contract.md").read_text(encoding="utf-8")
+    listed = re.search(r"and apps \(([^;]*); the rows of `proxies/apps/kinds.py`\)", text)
+    assert listed, "docs/contract.md no longer lists the app hops where this test reads them"
+    assert re.findall(r"`([\w-]+)`", listed.group(1)) == list(APP_NAMES)
