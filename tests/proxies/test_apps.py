@@ -21,7 +21,8 @@ from proxies.apps.nextjs.build import NEXT_PLACEHOLDER, NEXT_RUNS
 from proxies.apps.relay.settings import RelaySettings
 from proxies.apps.relay.tcp_relay import downgrade
 from proxies.runtime import get_runtime
-from proxies.runtime.apps import RunningApp
+from proxies.runtime import docker_apps
+from proxies.runtime.apps import RunningApp, prepared
 from proxies.runtime.base import Runtime
 from server.launcher import ServerHandle
 from server.processes import free_port, port_accepts
@@ -75,6 +76,19 @@ def test_litellm_pings_only_when_asked(tmp_path) -> None:
     assert quiet.env["LITELLM_LOCAL_MODEL_COST_MAP"] == "True"  # no cost map from the network
     pinging = json.loads(launch(LitellmSettings(keepalive_ping_s=1.0), tmp_path).files["litellm.yaml"])
     assert pinging["litellm_settings"] == {"sse_keepalive_ping_interval_seconds": 1.0}
+
+
+def test_a_container_mounts_the_side_folder_its_kind_made() -> None:
+    """The folder a kind writes outside its work folder (Next.js's dist) is made before the start,
+    mounted writable in the container, and removed after."""
+    settings = app_settings("nextjs").with_(listen_port=4001, upstream_port=4002)
+    with prepared(settings, None, "docker") as app, \
+            mock.patch.object(docker_apps, "offline_server_built_here", lambda image: True), \
+            mock.patch.object(docker_apps, "offline_server_labels", lambda image: {}):
+        assert app.side_folder is not None and app.side_folder.is_dir()
+        args = docker_apps.app_run_args(app, "streamlab-apps", "streamlab-nextjs")
+    assert f"type=bind,source={app.side_folder},target={app.side_folder}" in args
+    assert not app.side_folder.exists()
 
 
 def test_the_relay_downgrades_only_the_request_line() -> None:
