@@ -17,7 +17,7 @@ from labs.verify.haproxy.kind import KIND as HAPROXY
 from labs.verify.kind import ConfigKind
 from labs.verify.reader import ConfigReader
 from labs.verify.model import Options, Reading, Suspicion
-from labs.verify.nginx.kind import KIND as NGINX
+from labs.verify.nginx.reader import READER as NGINX
 from labs.verify import readers
 from labs.verify.readers import READERS
 from labs.verify.rules import DEPARTURE, departure_at_write

@@ -66,6 +66,17 @@ REASONS: dict[str, str] = {
     # varnish
     "varnish-listen": "the listen address is varnishd's -a flag: 127.0.0.1 on a free port here",
     "unix-socket": "its unix socket is the lab's server here",
+    # nginx
+    "quic-settings": "QUIC is not measured",
+    "http2-listen-param": "nginx 1.22 takes http2 as a parameter of the ssl listens (added there)",
+    "tls-file": "a file of your machine's: not here",
+    "ocsp-stapling": "OCSP stapling would contact the CA's responders: nothing but loopback is contacted",
+    "ocsp-stapling-off": "OCSP stapling is off here",
+    "ocsp": "OCSP would contact the CA's responders",
+    "ocsp-off": "OCSP is off here",
+    "client-certificate": "the lab's client presents no certificate",
+    "client-certificate-unchecked": "no client certificate is checked here",
+    "certificate-one-pair": "the run's certificate is one file pair",
 }
 
 

@@ -38,6 +38,9 @@ class Rewritten:
     # proxy's own records, read by its kind (labs/verify/records.py): the loopback-only check.
     contacted: Callable[[], set[str]] | None = None
     series: str | None = None  # the proxy's release that runs it (proxies.releases); None: the current one
+    # What the run needs beside its files (folders, the run's certificate, permissions): made by
+    # write(), so a rewrite builds everything in memory and nothing exists before the loopback check.
+    on_write: list[Callable[[], object]] = field(default_factory=list)
 
     def shown(self, name: str) -> str:
         return self.labels.get(name) or display_path(name)
@@ -46,6 +49,8 @@ class Rewritten:
         for _, new, path in self.files.values():
             path.parent.mkdir(parents=True, exist_ok=True)
             path.write_text(new)
+        for make in self.on_write:
+            make()
 
     @property
     def diff(self) -> str:

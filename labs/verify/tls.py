@@ -9,12 +9,17 @@ from pathlib import Path
 from proxies.tls import self_signed
 
 
+def pair_in(folder: Path) -> tuple[Path, Path]:
+    """Where the run's certificate and key are in its folder (a rewrite names them before
+    `run_pair` makes them, when the rewritten config is written)."""
+    return folder / "tls" / "cert.pem", folder / "tls" / "key.pem"
+
+
 def run_pair(folder: Path) -> tuple[Path, Path]:
     """The run's own certificate and key (self-signed for 127.0.0.1), copied into its folder."""
     cert, key = self_signed()
-    where = folder / "tls"
-    where.mkdir(parents=True, exist_ok=True)
-    pair = (where / "cert.pem", where / "key.pem")
+    pair = pair_in(folder)
+    pair[0].parent.mkdir(parents=True, exist_ok=True)
     shutil.copyfile(cert, pair[0])
     shutil.copyfile(key, pair[1])
     pair[1].chmod(0o644)  # a throwaway key for loopback: workers running as another user read it

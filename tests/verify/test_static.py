@@ -88,7 +88,7 @@ http {
 """)
     assert "server b listen 443" in read_config(path).route
     path = write(tmp_path, "nginx.conf", "events {} http { server { location / { root /x; } } }\n")
-    with pytest.raises(UnusableInput, match="no server block proxies anything"):
+    with pytest.raises(UnusableInput, match="nothing is proxied: no location has proxy_pass"):
         read_config(path)
 
 

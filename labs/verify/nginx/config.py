@@ -23,6 +23,8 @@ from labs.verify.nginx.platforms import DEFAULT_PLATFORM, Platform, platform as 
 
 # What only a main config has at its top level; a site file's top level is http-context only.
 MAIN_ONLY = ("http", "events", "stream", "mail", "worker_processes", "user", "pid", "load_module")
+# Blocks whose lines are a table's entries (a MIME type, a map's value), not directives.
+TABLES = ("types", "map", "geo", "split_clients", "charset_map")
 
 
 @dataclass
@@ -75,6 +77,18 @@ class NginxConfig:
 
     def shown(self, file: str) -> str:
         return self.labels.get(file) or display_path(file)
+
+    def directive_names(self) -> set[str]:
+        """The name of every directive of every file read, a table's entries left out."""
+        names: set[str] = set()
+        blocks = [self.main]
+        while blocks:
+            block = blocks.pop()
+            for d in block.block or []:
+                names.add(d.name)
+                if d.name not in TABLES:
+                    blocks.append(d)
+        return names
 
 
 def parse(path: Path, main: str | None = None) -> NginxConfig:

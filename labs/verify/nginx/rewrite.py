@@ -1,263 +1,285 @@
 """Rewrite a user's nginx config to run here, in front of the lab's server (see labs.verify.rewrite).
 
-Every file the config reads is copied under the run's folder (absolute includes re-pointed to the
-copies; an include of a file that is not here is left out and said), listen sockets move to free
-loopback ports (the chat route's server gets its own), every upstream server and *_pass target
-becomes the lab's server (labs/verify/nginx/targets.py), TLS is dropped (the lab speaks plain
-HTTP to the same server block), pid/log/temp/cache paths move into the folder, dynamic modules
-are loaded from where this machine has them, `user` goes when not root, `resolver` and `mirror`
-go (no name is resolved, no request is duplicated).
+A table of handlers, one per directive (`HANDLERS`); what it does not name is kept as written, and
+`KEPT` declares which of those verify looked at. Every file the config reads is copied under the
+run's folder (absolute includes re-pointed to the copies; an include of a file that is not here
+is left out and said), listen sockets move to free loopback ports (the chat route's server gets
+its own), every upstream server and *_pass target becomes the lab's server
+(labs/verify/nginx/targets.py), TLS listeners keep TLS with the run's certificate while TLS to the
+upstream goes (the lab speaks plain HTTP), pid/log/temp/cache paths move into the folder, dynamic
+modules are loaded from where this machine has them, `user` goes when not root, `resolver` and
+`mirror` go (no name is resolved, no request is duplicated). What the rewrite adds besides is
+labs/verify/nginx/additions.py's. Everything is built in memory: the run's folder is filled by
+`Rewritten.write()`, after the loopback check.
 """
 from __future__ import annotations
 
 import os
-import pwd
 import re
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Callable
 
-from labs.verify import records
 from labs.verify.edits import MARK, TextEdits
 from labs.verify.nginx import tls, versions
+from labs.verify.nginx.additions import (TEMP_PATHS, UPSTREAM_ACCESS_LOG, add_defaults, certify, contacted,
+                                         intended_defaults, let_workers_in, user_exists)
 from labs.verify.nginx.config import Directive, NginxConfig
+from labs.verify.nginx.settings import READ
 from labs.verify.nginx.targets import PASS_DIRECTIVES, module_here, pass_target
+from labs.verify.plan import RunPlan, handler_for, reason
 from labs.verify.rewrite import Rewritten
-from labs.verify.tls import run_pair
+from labs.verify.tls import pair_in, run_pair
+from proxies.binaries import find_binary
 from server.processes import free_port
 
-TEMP_PATHS = ("client_body_temp_path", "proxy_temp_path", "fastcgi_temp_path", "uwsgi_temp_path",
-              "scgi_temp_path")
 DROPPED_LISTEN_PARAMS = ("proxy_protocol", "spdy")
 KEPT_UPSTREAM_PARAMS = ("weight=", "max_fails=", "fail_timeout=", "backup", "down", "max_conns=",
                         "slow_start=")
-TLS_KEPT = ("TLS is kept: the TLS listeners serve a certificate made for the run (self-signed, for "
-            "127.0.0.1), and verify measures them over TLS")
-# Every upstream address nginx contacts, one per request, for the loopback-only check.
-UPSTREAM_LOG = "upstreams.log"
-UPSTREAM_FORMAT = "streamlab_upstream"
-UPSTREAM_ACCESS_LOG = "access_log {folder}/" + UPSTREAM_LOG + " " + UPSTREAM_FORMAT
 
 
-def contacted(folder: Path) -> set[str]:
-    """Every address in the upstream log ($upstream_addr: `a:1, b:2 : c:3` when nginx tried
-    several), and every `connect() to` of the error log (a failed try logs no upstream line)."""
-    seen = {a.strip() for line in records.log_text(folder, UPSTREAM_LOG).splitlines()
-            for a in re.split(r"[,:]\s+|\s*,\s*", line) if a.strip() and a.strip() != "-"}
-    return seen | records.addresses(r"connect\(\) to " + records.ADDRESS, records.log_text(folder, "error.log"))
+@dataclass
+class _Run:
+    """One rewrite in progress: what every handler reads and edits."""
+
+    config: NginxConfig
+    server: Directive  # the chosen route's server: its listen is the one verify measures
+    plan: RunPlan
+    result: Rewritten
+    edits: dict[str, TextEdits]
+    binary: str | None  # the nginx that runs it (relative load_module paths mean its prefix)
+    formats: set[str]  # the log formats defined here
+    ports: dict[str, int] = field(default_factory=dict)  # a listen socket -> its loopback port
+    pair_used: bool = False  # the run's certificate is named: made at write
+
+    @property
+    def folder(self) -> Path:
+        return self.plan.folder
+
+    def mirror(self, file: str) -> Path:
+        return _mirrored(self.folder, file)
+
+    def pair(self) -> tuple[Path, Path]:
+        self.pair_used = True
+        return pair_in(self.folder)
+
+    def note(self, text: str) -> None:
+        if text not in self.result.notes:
+            self.result.notes.append(text)
+
+    def replace(self, d: Directive, new: str) -> None:
+        self.edits[d.file].replace(d.line, d.name, new, d.nth)
+
+    def remove(self, d: Directive, why: str) -> None:
+        self.edits[d.file].remove(d.line, d.name, why, d.nth)
 
 
-def rewrite(config: NginxConfig, server: Directive, lab_port: int, folder: Path, *,
-            drop_user: bool = False, binary: str | None = None, version: str | None = None) -> Rewritten:
-    conf = folder / "conf"
-
-    def mirror(file: str) -> Path:
-        return conf / os.path.abspath(file).lstrip("/")
-
-    edits = {file: TextEdits(Path(file).read_text()) for file in config.files}
-    main_file = config.files[0]
-    result = Rewritten("nginx", folder, mirror(main_file), listen_port=0, labels=dict(config.labels),
-                       contacted=lambda: contacted(folder))
-    missing = {id(d) for d in config.missing}
-    made: list[tuple[Path, Path]] = []
-
-    def pair() -> tuple[Path, Path]:
-        if not made:
-            made.append(run_pair(folder))
-        return made[0]
+def rewrite(config: NginxConfig, server: Directive, plan: RunPlan) -> Rewritten:
+    """`config` as it runs here, in memory; `server`: the one that serves the chosen route."""
+    folder = plan.folder
+    binary = find_binary("nginx", plan.series)
+    result = Rewritten("nginx", folder, _mirrored(folder, config.files[0]), listen_port=0,
+                       labels=dict(config.labels), contacted=lambda: contacted(folder))
     formats = {"combined"} | {d.args[0] for d in config.main.walk() if d.name == "log_format" and d.args}
-    ports: dict[str, int] = {}
-    seen_notes: set[str] = set()
-
-    def note(text: str) -> None:
-        if text not in seen_notes:
-            seen_notes.add(text)
-            result.notes.append(text)
-
+    run = _Run(config, server, plan, result, {file: TextEdits(Path(file).read_text()) for file in config.files},
+               binary, formats)
     for d in config.main.walk():
-        edit = _At(edits[d.file], d)
-        context = d.parent.name if d.parent else "main"
-        if d.name == "include" and d.args:
-            if d is config.site_include and d.nth < 0:  # the user's main had no site include
-                edits[d.file].insert_at_block_end(d.line, "http", [f"include {mirror(config.entry)};  # {MARK}: "
-                                                                   "the site file"], indent="    ")
-            elif id(d) in missing:
-                edit.remove("include", "not here: left out (see the notes)")
-            elif not config.included.get(id(d)):
-                edit.remove("include", "no file matches here")
-            else:
-                edit.replace("include", "; ".join(f"include {mirror(f)}" for f in config.included[id(d)]))
-        elif d.name == "load_module" and d.args:
-            found = module_here(d.args[0], binary)
-            if found is None:
-                edit.remove("load_module", "this module is not installed here")
-                note(f"the dynamic module {d.args[0]} ({d.where}) is not installed here: directives "
-                     "that need it fail the check")
-            elif found != d.args[0]:
-                edit.replace("load_module", f"load_module {found}")
-        elif d.name == "user" and (drop_user or os.geteuid() != 0 or not _user_exists(d.args[0])):
-            edit.remove("user", "runs as the invoking user in a container" if drop_user else
-                        "not root here" if os.geteuid() != 0 else "no such user here")
-        elif d.name == "pid":
-            edit.replace("pid", f"pid {folder / 'nginx.pid'}")
-        elif d.name == "daemon":
-            edit.replace("daemon", "daemon off")
-        elif d.name == "error_log":
-            level = [a for a in d.args[1:] if not a.startswith("syslog:")]
-            edit.replace("error_log", " ".join(["error_log", str(folder / "error.log"), *level]))
-        elif d.name == "access_log" and d.args and d.args[0] == "off":
-            # `off` cancels every access_log of its level: the upstream log replaces it there.
-            edit.replace("access_log", UPSTREAM_ACCESS_LOG.format(folder=folder))
-        elif d.name == "access_log" and d.args:
-            # A level with its own access_log inherits none: the upstream log goes beside it.
-            params = d.args[1:]
-            if params and params[0] not in formats and "=" not in params[0]:
-                # A site file's format comes from the main config it was written for.
-                note(f"log format {params[0]!r} ({d.where}) is defined by no file here (the main config "
-                     "it was written for?): logged in nginx's combined format instead")
-                params = params[1:]
-            edit.replace("access_log", " ".join(["access_log", str(folder / "access.log"), *params])
-                         + "; " + UPSTREAM_ACCESS_LOG.format(folder=folder))
-        elif d.name in TEMP_PATHS:
-            edit.replace(d.name, " ".join([d.name, str(folder / d.name), *d.args[1:]]))
-        elif d.name == "proxy_cache_path":
-            edit.replace(d.name, " ".join([d.name, str(folder / f"cache-{d.line}"), *d.args[1:]]))
-        elif d.name == "listen":
-            key = ("own", id(server), d.args[0]) if d.parent is server else ("shared", context, _socket(d.args[0]))
-            if "quic" in d.args:
-                edit.remove("listen", "QUIC (UDP) is not measured; the TCP listener is")
-                continue
-            port = ports.setdefault(repr(key), free_port())
-            secure = tls.is_tls_listen(d.args)
-            if d.parent is server and (not result.listen_port or (secure and not result.tls)):
-                # Deployed clients reach the chat route over TLS when the server offers it.
-                result.listen_port, result.tls = port, secure
-            params = [a for a in d.args[1:] if a not in DROPPED_LISTEN_PARAMS and not a.startswith("ipv6only")]
-            if secure and d.parent is not None and _http2_on(d.parent) and "http2" not in params:
-                params.append("http2")  # `http2 on;` (1.25.1) is a listen parameter for nginx 1.22
-            if secure:
-                note(TLS_KEPT)
-            edit.replace("listen", " ".join(["listen", f"127.0.0.1:{port}", *params]))
-        elif d.name == "server" and context == "upstream" and d.args:
-            params = [a for a in d.args[1:] if a.startswith(KEPT_UPSTREAM_PARAMS)]
-            edit.replace("server", " ".join(["server", f"127.0.0.1:{lab_port}", *params]))
-        elif d.name == "server" and context in ("http", "stream") and d.block is not None and not d.children("listen"):
-            # nginx would listen on *:80 (or *:8000 unprivileged): give it a loopback port instead.
-            port = free_port()
-            if d is server:
-                result.listen_port = port
-            edits[d.file].insert_in_block(d.line, "server", [f"listen 127.0.0.1:{port};  # {MARK}: no listen given"],
-                                 indent="        ")
-        elif d.name in PASS_DIRECTIVES and d.args:
-            target = pass_target(d.name, d.args[0], lab_port, _upstream_names(config),
-                                 stream=context == "server" and _in_stream(d))
-            if target != d.args[0]:
-                edit.replace(d.name, " ".join([d.name, target, *d.args[1:]]))
-        elif d.name.startswith(("proxy_ssl_", "grpc_ssl_", "uwsgi_ssl_")):
-            edit.remove(d.name, "the lab's server speaks plain HTTP")
-        elif d.name in ("resolver", "mirror", "proxy_bind") or d.name.startswith(("quic_", "http3")):
-            edit.remove(d.name, {"resolver": "no name is resolved: every upstream is the lab's server",
-                                         "mirror": "a mirror would send every request twice",
-                                         "proxy_bind": "binds to an address of the user's machine"}.get(
-                                             d.name, "QUIC is not measured"))
-        elif d.name in tls.PAIR and d.args:
-            edit.replace(d.name, tls.replacement(d.name, pair()))
-        elif d.name in tls.REMOVED:
-            edit.remove(d.name, tls.REMOVED[d.name])
-        elif d.name == "http2" and d.args[:1] == ["on"]:
-            edit.remove("http2", "nginx 1.22 takes http2 as a parameter of the ssl listens (added there)")
-    _add_defaults(config, edits, folder)
-    _certify(config, edits, pair)
-    if version is not None:
-        _intended_defaults(config, edits, versions.TABLE.parse(version), versions.TABLE.binary_version(binary), note)
-    for file, edit in edits.items():
-        result.files[file] = (edit.original, edit.apply(), mirror(file))
-    (folder / "logs").mkdir(parents=True, exist_ok=True)  # nginx's default logs/access.log
+        handler = handler_for(HANDLERS, d.name)
+        if handler is not None:
+            handler(run, d)
+    add_defaults(config, run.edits, folder)
+    certify(config, run.edits, run.pair)
+    if plan.version is not None:
+        intended_defaults(config, run.edits, versions.TABLE.parse(plan.version),
+                          versions.TABLE.binary_version(binary), run.note)
+    for file, edit in run.edits.items():
+        result.files[file] = (edit.original, edit.apply(), run.mirror(file))
+    if run.pair_used:
+        result.on_write.append(lambda: run_pair(folder))
+    result.on_write.append(lambda: (folder / "logs").mkdir(parents=True, exist_ok=True))  # nginx's default logs/access.log
+    if not plan.in_container:
+        result.on_write.append(lambda: let_workers_in(config, folder))
     return result
 
 
-def _add_defaults(config: NginxConfig, edits: dict[str, TextEdits], folder: Path) -> None:
-    """What nginx would otherwise take from its compiled-in paths (outside the run's folder)."""
-    main = edits[config.files[0]]
-    top = []
-    if config.main.first("daemon") is None:
-        top.append("daemon off;")
-    if config.main.first("pid") is None:
-        top.append(f"pid {folder / 'nginx.pid'};")
-    if config.main.first("error_log") is None:
-        top.append(f"error_log {folder / 'error.log'} warn;")
-    if top:
-        main.insert_after(0, [f"# {MARK}: foreground, pid and log in the run's folder", *top], indent="")
-    http = config.main.first("http")
-    if http is None:
+Handler = Callable[[_Run, Directive], None]
+
+
+def _include(run: _Run, d: Directive) -> None:
+    config = run.config
+    if not d.args:
         return
-    missing = [f"{name} {folder / name};" for name in TEMP_PATHS if http.first(name) is None]
-    # In the file the http block is written in (it may be an included one), first in the block:
-    # the format must be known before any access_log names it.
-    edits[http.file].insert_in_block(http.line, "http", [
-        f"# {MARK}: temp files in the run's folder; every upstream address contacted, logged",
-        *missing, f"log_format {UPSTREAM_FORMAT} '$upstream_addr';",
-        UPSTREAM_ACCESS_LOG.format(folder=folder) + ";"])
+    if d is config.site_include and d.nth < 0:  # the user's main had no site include
+        run.edits[d.file].insert_at_block_end(d.line, "http", [f"include {run.mirror(config.entry)};  # {MARK}: "
+                                                               "the site file"], indent="    ")
+    elif any(missing is d for missing in config.missing):
+        run.remove(d, reason("include-missing"))
+    elif not config.included.get(id(d)):
+        run.remove(d, reason("include-no-match"))
+    else:
+        run.replace(d, "; ".join(f"include {run.mirror(f)}" for f in config.included[id(d)]))
 
 
-def _intended_defaults(config: NginxConfig, edits: dict[str, TextEdits], intended: versions.Version,
-                       here: versions.Version | None, note) -> None:
-    """The defaults of the nginx the config is written for, where the nginx here has others:
-    written explicitly where nginx would apply the default, so the run behaves as that version."""
-    if here is None or here == intended:
+def _load_module(run: _Run, d: Directive) -> None:
+    if not d.args:
         return
-    http = config.main.first("http")
-    differ = {name: new for name, _, new, _ in versions.TABLE.changes_between(here, intended)}
-    if http is None or not differ:
+    found = module_here(d.args[0], run.binary)
+    if found is None:
+        run.remove(d, reason("module-missing"))
+        run.note(f"the dynamic module {d.args[0]} ({d.where}) is not installed here: directives "
+                 "that need it fail the check")
+    elif found != d.args[0]:
+        run.replace(d, f"load_module {found}")
+
+
+def _user(run: _Run, d: Directive) -> None:
+    if run.plan.in_container:
+        run.remove(d, reason("user-in-container"))
+    elif os.geteuid() != 0:
+        run.remove(d, reason("user-not-root"))
+    elif not user_exists(d.args[0]):
+        run.remove(d, reason("user-missing"))
+
+
+def _pid(run: _Run, d: Directive) -> None:
+    run.replace(d, f"pid {run.folder / 'nginx.pid'}")
+
+
+def _daemon(run: _Run, d: Directive) -> None:
+    run.replace(d, "daemon off")
+
+
+def _error_log(run: _Run, d: Directive) -> None:
+    level = [a for a in d.args[1:] if not a.startswith("syslog:")]
+    run.replace(d, " ".join(["error_log", str(run.folder / "error.log"), *level]))
+
+
+def _access_log(run: _Run, d: Directive) -> None:
+    if not d.args:
         return
-    added: list[str] = []
-    if "proxy_http_version" in differ and http.first("proxy_http_version") is None:
-        added.append(f"proxy_http_version {differ['proxy_http_version']};")
-    if "proxy_set_header Connection" in differ:
-        value = differ["proxy_set_header Connection"]
-        header = f'proxy_set_header Connection "{value}";'
-        blocks = [b for b in config.main.walk() if b.name in ("server", "location") and b.block is not None
-                  and b.parent is not None and b.parent.name in ("http", "server", "location")]
-        for block in blocks:  # a level with headers of its own inherits none: it gets the default too
-            headers = block.children("proxy_set_header")
-            if headers and not any(h.args and h.args[0].lower() == "connection" for h in headers):
-                edits[block.file].insert_in_block(block.line, block.name, [f"{header}  # {MARK}: nginx "
-                                                                          f"{versions.shown(intended)}'s default"])
-        if not http.children("proxy_set_header"):
-            added.append(header)
-    if "keepalive" in differ:
-        count = differ["keepalive"].split()[0] if differ["keepalive"] else "0"
-        for upstream in config.blocks("upstream"):
-            if upstream.first("keepalive") is None and count != "0":
-                edits[upstream.file].insert_in_block(upstream.line, "upstream", [
-                    f"keepalive {count};  # {MARK}: nginx {versions.shown(intended)}'s default"])
-    if added:
-        edits[http.file].insert_in_block(http.line, "http", [
-            f"# {MARK}: nginx {versions.shown(intended)}'s defaults, which nginx {versions.shown(here)} "
-            "here does not have", *added])
-    note(f"nginx {versions.shown(intended)}'s defaults are written into the run ({', '.join(differ)}): the "
-         f"nginx here is {versions.shown(here)}")
-
-
-def let_workers_in(config: NginxConfig, folder: Path) -> None:
-    """Started as root, nginx runs its workers as another user (the config's `user`, else nobody):
-    they must reach the cache and temp folders nginx makes in the run's folder, which a temporary
-    folder (0700) keeps from them. Only that user's group is let through (0710), not everyone."""
-    if os.geteuid() != 0:
+    upstream_log = UPSTREAM_ACCESS_LOG.format(folder=run.folder)
+    if d.args[0] == "off":
+        # `off` cancels every access_log of its level: the upstream log replaces it there.
+        run.replace(d, upstream_log)
         return
-    import grp
-    user = config.main.first("user")
-    names = (user.args + user.args[:1])[:2] if user is not None and user.args else []
-    if not names or not _user_exists(names[0]):
-        names = ["nobody", "nogroup"]  # no user, or one the rewrite dropped: nginx's default
-    try:
-        gid = grp.getgrnam(names[1]).gr_gid
-    except KeyError:
-        gid = pwd.getpwnam(names[0]).pw_gid
-    os.chown(folder, -1, gid)
-    os.chmod(folder, 0o710)
+    # A level with its own access_log inherits none: the upstream log goes beside it.
+    params = d.args[1:]
+    if params and params[0] not in run.formats and "=" not in params[0]:
+        # A site file's format comes from the main config it was written for.
+        run.note(f"log format {params[0]!r} ({d.where}) is defined by no file here (the main config "
+                 "it was written for?): logged in nginx's combined format instead")
+        params = params[1:]
+    run.replace(d, " ".join(["access_log", str(run.folder / "access.log"), *params]) + "; " + upstream_log)
 
 
-def _upstream_names(config: NginxConfig) -> set[str]:
-    return {u.args[0] for u in config.blocks("upstream") if u.args}
+def _temp_path(run: _Run, d: Directive) -> None:
+    run.replace(d, " ".join([d.name, str(run.folder / d.name), *d.args[1:]]))
+
+
+def _cache_path(run: _Run, d: Directive) -> None:
+    run.replace(d, " ".join([d.name, str(run.folder / f"cache-{d.line}"), *d.args[1:]]))
+
+
+def _listen(run: _Run, d: Directive) -> None:
+    if "quic" in d.args:
+        run.remove(d, reason("quic"))
+        return
+    result, own = run.result, d.parent is run.server
+    key = ("own", id(run.server), d.args[0]) if own else ("shared", _context(d), _socket(d.args[0]))
+    port = run.ports.setdefault(repr(key), free_port())
+    secure = tls.is_tls_listen(d.args)
+    if own and (not result.listen_port or (secure and not result.tls)):
+        # Deployed clients reach the chat route over TLS when the server offers it.
+        result.listen_port, result.tls = port, secure
+    params = [a for a in d.args[1:] if a not in DROPPED_LISTEN_PARAMS and not a.startswith("ipv6only")]
+    if secure and d.parent is not None and _http2_on(d.parent) and "http2" not in params:
+        params.append("http2")  # `http2 on;` (1.25.1) is a listen parameter for nginx 1.22
+    if secure:
+        run.note(reason("tls-kept"))
+    run.replace(d, " ".join(["listen", f"127.0.0.1:{port}", *params]))
+
+
+def _server(run: _Run, d: Directive) -> None:
+    """An upstream's `server` becomes the lab's; a virtual server without a listen gets one."""
+    context = _context(d)
+    if context == "upstream" and d.args:
+        params = [a for a in d.args[1:] if a.startswith(KEPT_UPSTREAM_PARAMS)]
+        run.replace(d, " ".join(["server", f"127.0.0.1:{run.plan.lab_port}", *params]))
+    elif context in ("http", "stream") and d.block is not None and not d.children("listen"):
+        # nginx would listen on *:80 (or *:8000 unprivileged): give it a loopback port instead.
+        port = free_port()
+        if d is run.server:
+            run.result.listen_port = port
+        run.edits[d.file].insert_in_block(d.line, "server", [f"listen 127.0.0.1:{port};  # {MARK}: no listen given"],
+                                          indent="        ")
+
+
+def _pass(run: _Run, d: Directive) -> None:
+    if not d.args:
+        return
+    upstreams = {u.args[0] for u in run.config.blocks("upstream") if u.args}
+    target = pass_target(d.name, d.args[0], run.plan.lab_port, upstreams,
+                         stream=_context(d) == "server" and _in_stream(d))
+    if target != d.args[0]:
+        run.replace(d, " ".join([d.name, target, *d.args[1:]]))
+
+
+def _certificate(run: _Run, d: Directive) -> None:
+    if d.args:
+        run.replace(d, tls.replacement(d.name, run.pair()))
+
+
+def _http2(run: _Run, d: Directive) -> None:
+    if d.args[:1] == ["on"]:
+        run.remove(d, reason("http2-listen-param"))
+
+
+def _removed(key: str) -> Handler:
+    """A directive that cannot work here, commented out with the reason `key`."""
+    return lambda run, d: run.remove(d, reason(key))
+
+
+HANDLERS: dict[str, Handler] = {
+    "include": _include, "load_module": _load_module, "user": _user, "pid": _pid, "daemon": _daemon,
+    "error_log": _error_log, "access_log": _access_log, "proxy_cache_path": _cache_path,
+    **{name: _temp_path for name in TEMP_PATHS},
+    "listen": _listen, "server": _server, "http2": _http2,
+    **{name: _pass for name in PASS_DIRECTIVES},
+    **{f"{upstream}_ssl_*": _removed("upstream-tls") for upstream in ("proxy", "grpc", "uwsgi")},
+    "resolver": _removed("resolver"), "mirror": _removed("mirror"), "proxy_bind": _removed("bind-address"),
+    "quic_*": _removed("quic-settings"), "http3*": _removed("quic-settings"),
+    **{name: _certificate for name in tls.PAIR},
+    **{name: _removed(key) for name, key in tls.REMOVED.items()},
+}
+# Kept as the user wrote them: what the reading reads (labs/verify/nginx/settings.py) and the other
+# settings a stream passes through, since measuring them as written is the point of verify; the
+# blocks and matchers that choose the route; what changes nothing on this machine.
+KEPT: frozenset[str] = READ | frozenset({
+    "proxy_busy_buffers_size", "proxy_max_temp_file_size", "proxy_next_upstream", "proxy_next_upstream_tries",
+    "proxy_next_upstream_timeout", "proxy_hide_header", "proxy_pass_header", "proxy_redirect", "proxy_cache_bypass", "proxy_no_cache", "proxy_cache_valid", "proxy_cache_key",
+    "keepalive_timeout", "keepalive_requests", "send_timeout", "client_body_timeout",
+    "client_header_timeout", "client_max_body_size", "client_body_buffer_size", "http2_max_concurrent_streams",
+    "limit_conn_zone", "limit_conn_status", "limit_req", "limit_req_zone", "limit_req_status",
+    "gzip_min_length", "gzip_comp_level", "gzip_vary", "gzip_buffers", "gzip_disable", "postpone_output",
+    "sendfile", "tcp_nopush", "tcp_nodelay", "add_header",
+    # The blocks and matchers that choose the route (labs/verify/nginx/routes.py).
+    "http", "events", "stream", "location", "upstream", "server_name", "if", "map", "types", "try_files",
+    "return", "rewrite", "error_page", "internal", "set", "default_type", "root", "index", "alias",
+    "allow", "deny", "auth_basic", "auth_basic_user_file", "auth_request",
+    # Nothing of this machine's: formats, sizes and the TLS protocol the listener keeps.
+    "log_format", "server_tokens", "types_hash_max_size", "server_names_hash_bucket_size", "charset",
+    "multi_accept", "use", "ssl_protocols", "ssl_ciphers", "ssl_prefer_server_ciphers", "ssl_session_cache",
+    "ssl_session_timeout", "ssl_session_tickets", "ssl_buffer_size",
+})
+
+
+def _mirrored(folder: Path, file: str) -> Path:
+    """Where a file of the user's config is copied in the run's folder (its absolute path under conf/)."""
+    return folder / "conf" / os.path.abspath(file).lstrip("/")
+
+
+def _context(d: Directive) -> str:
+    return d.parent.name if d.parent else "main"
 
 
 def _in_stream(d: Directive) -> bool:
@@ -282,39 +304,3 @@ def _socket(arg: str) -> str:
 def _http2_on(server: Directive) -> bool:
     found = server.first("http2") or (server.parent.first("http2") if server.parent else None)
     return found is not None and found.args[:1] == ["on"]
-
-
-def _certify(config: NginxConfig, edits: dict[str, TextEdits], pair) -> None:
-    """A TLS server whose certificate came from a file that is not here (a missing include, a
-    main config elsewhere) gets the run's pair, so nginx starts it."""
-    for server in config.blocks("server"):
-        if server.parent is None or server.parent.name != "http":
-            continue
-        if not any(tls.is_tls_listen(l.args) for l in server.children("listen")):
-            continue
-        if server.first("ssl_certificate") or server.parent.first("ssl_certificate"):
-            continue
-        cert, key = pair()
-        edits[server.file].insert_in_block(server.line, "server", [
-            f"ssl_certificate {cert};  # {MARK}: the run's certificate", f"ssl_certificate_key {key};"])
-
-
-def _user_exists(name: str) -> bool:
-    try:
-        pwd.getpwnam(name)
-        return True
-    except KeyError:
-        return False
-
-
-class _At:
-    """Edits of one directive's own statement: its line and its place among the same name there."""
-
-    def __init__(self, edits: TextEdits, directive: Directive) -> None:
-        self.edits, self.directive = edits, directive
-
-    def replace(self, name: str, new: str) -> None:
-        self.edits.replace(self.directive.line, name, new, self.directive.nth)
-
-    def remove(self, name: str, why: str) -> None:
-        self.edits.remove(self.directive.line, name, why, self.directive.nth)

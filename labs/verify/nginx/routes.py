@@ -8,62 +8,68 @@ longest prefix is remembered and its nested locations searched the same way; unl
 the regexes of the level are then tried in order, the first that matches wins (and its nested
 locations are searched); else the longest prefix (or the nested prefix inside it) serves.
 
-Without --path, verify looks for the route of an OpenAI-style API: the usual API paths in order
-(model.API_PATHS), preferring a location written for them over a catch-all `location /`.
+The paths tried, their order and the error when none is served are the pipeline's
+(labs/verify/route.py `choose`); this module answers one request at a time.
 """
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from typing import NamedTuple
 
-from labs.findings import UnusableInput
 from labs.verify import regex as foreign
-from labs.verify.model import RouteWanted
-from labs.verify.nginx.config import Directive, NginxConfig
+from labs.verify.nginx.config import Directive, NginxConfig, context_chain
 from labs.verify.nginx.targets import PASS_DIRECTIVES
+from labs.verify.route import Request, Route
 
 CATCH_ALL = ("/",)
 
 
-@dataclass
-class RouteChoice:
+class Served(NamedTuple):
+    """The server and the location that serve the judged request (a `route.Route`'s handle)."""
+
     server: Directive
     location: Directive
-    path: str
-    host: str | None  # the Host the request carries (the one asked for, else the server's name)
-    why: str
-    routes: list[str] = field(default_factory=list)  # every proxied location, for the output
 
 
-def select_route(config: NginxConfig, wanted: RouteWanted = RouteWanted()) -> RouteChoice:
-    servers = [s for s in config.blocks("server") if s.parent is not None and s.parent.name == "http"]
-    routes = [describe(server, location) for server in servers for location in proxied_locations(server)]
-    if not routes:
-        raise UnusableInput("no server block proxies anything (no location with proxy_pass)",
-                            file=config.shown(config.entry))
-    pool = [s for s in servers if not _redirects_everything(s)]
-    chosen_servers = _by_host(pool, wanted.host) if wanted.host else _usual_order(pool)
-    for accept_catch_all in (False, True):
-        for path in wanted.paths:
-            for server in chosen_servers:
-                location = _served_by(server, match_location(server, path))
-                if location is None or not _proxies(location):
-                    continue
-                if not accept_catch_all and not wanted.path and _is_catch_all(location):
-                    continue
-                host = wanted.host or _name_of(server)
-                why = (f"asked for with --path {wanted.path}" if wanted.path else
-                       f"it proxies POST {path}" + (", the first of the API's usual paths a location is "
-                                                    "written for" if not _is_catch_all(location) else
-                                                    " (a catch-all location: no location is written for "
-                                                    "the API's usual paths)"))
-                if wanted.host:
-                    why += f"; server chosen by server_name for Host {wanted.host}"
-                return RouteChoice(server, location, path, host, why, routes)
-    asked = " or ".join(wanted.paths)
-    raise UnusableInput(f"no location proxies POST {asked}" + (f" for Host {wanted.host}" if wanted.host else "")
-                        + "; the proxied routes are: " + "; ".join(routes) + " (choose one with --path"
-                        + (" and --host" if len(servers) > 1 else "") + ")", file=config.shown(config.entry))
+def proxied(config: NginxConfig) -> list[str]:
+    """Every proxied location of every server, described for the output."""
+    return [describe(server, location) for server in _servers(config) for location in proxied_locations(server)]
+
+
+def match(config: NginxConfig, request: Request) -> Route | None:
+    """The location that serves `request`, if it proxies it. With a Host, the one server nginx
+    picks for it; without one, verify looks across the servers (a default_server first, then the
+    file's order), preferring a location written for the path over a catch-all `location /`, and
+    measures with the chosen server's name as the Host. nginx's location search looks at the URI
+    only: no header reaches it (an `if ($http_x_...)` inside a location is not evaluated, said in
+    the reading's notes)."""
+    pool = [s for s in _servers(config) if not _redirects_everything(s)]
+    servers = _by_host(pool, request.host) if request.host else _usual_order(pool)
+    found = [Served(server, location) for server in servers
+             for location in [_served_by(server, match_location(server, request.path))]
+             if location is not None and _proxies(location)]
+    if not found:
+        return None
+    served = next((s for s in found if not _is_catch_all(s.location)), found[0])
+    server, location = served
+    return Route(describe_route(server, location), f"location {' '.join(location.args)} ({location.where})",
+                 served, host=request.host or _name_of(server), catch_all=_is_catch_all(location))
+
+
+def describe_route(server: Directive, location: Directive) -> str:
+    """The judged route as the output shows it: the server with its listens, each location down
+    to the one that serves."""
+    names = next((s.args for s in server.children("server_name")), [])
+    listen = " ".join(listen.args[0] for listen in server.children("listen") if listen.args) or "80"
+    shown = f"server {' '.join(names) or '(no server_name)'} listen {listen} ({server.where})"
+    chain = [d for d in context_chain(location) if d.name == "location"]
+    for loc in chain:
+        shown += f" > location {' '.join(loc.args)} ({loc.where})"
+    return shown
+
+
+def _servers(config: NginxConfig) -> list[Directive]:
+    return [s for s in config.blocks("server") if s.parent is not None and s.parent.name == "http"]
 
 
 def proxied_locations(block: Directive) -> list[Directive]:

@@ -11,11 +11,16 @@ upstream (`https://...`: the lab's server speaks plain HTTP, so the scheme becom
 from __future__ import annotations
 
 import functools
+import io
 import os
 import re
 import subprocess
+from dataclasses import dataclass
+from typing import Iterator
 
-import crossplane
+from crossplane.lexer import _lex_file_object  # the lexer of a text, not a file: crossplane<0.6 (pyproject)
+
+from labs.verify.rewrite import Rewritten
 
 PASS_DIRECTIVES = ("proxy_pass", "grpc_pass", "fastcgi_pass", "uwsgi_pass", "scgi_pass", "memcached_pass")
 URL_PASSES = ("proxy_pass", "grpc_pass")  # the others take host:port or unix:/path, no scheme
@@ -78,34 +83,53 @@ def module_here(arg: str, binary: str | None) -> str | None:
     return next((c for c in candidates if os.path.isfile(c)), None)
 
 
-def addresses(main: str) -> list[tuple[str, str]]:
-    """Every address the rewritten config names (parsed again): listens, upstreams, passes, logs."""
-    payload = crossplane.parse(main, comments=False, catch_errors=True)
-    upstreams = {d.get("args", [""])[0] for d, _, _ in _all(payload) if d["directive"] == "upstream"}
+def addresses(rewritten: Rewritten) -> list[tuple[str, str]]:
+    """Every address the rewritten config names, read from its text: listens, upstream servers,
+    passes, resolvers, binds, syslog targets; `where` is the user's file and line."""
+    statements = [(path, s) for _, new, path in rewritten.files.values() for s in _statements(new)]
+    upstreams = {s.args[0] for _, s in statements if s.name == "upstream" and s.opens and s.args}
     found: list[tuple[str, str]] = []
-    for d, context, file in _all(payload):
-        where = f"{file}:{d['line']}"
-        args, name = d.get("args", []), d["directive"]
-        if not args:
+    for path, s in statements:
+        if not s.args:
             continue
-        if name == "listen" or (name == "server" and context == "upstream"):
-            found.append((where, host_of(args[0])))
-        elif name in PASS_DIRECTIVES and names_upstream(args[0], upstreams) is None:
-            found.append((where, host_of(args[0])))
-        elif name in ("resolver", "proxy_bind"):
-            found.extend((where, a) for a in args if not a.startswith(("valid=", "ipv6=", "status_zone=")))
-        elif name in ("error_log", "access_log") and args[0].startswith("syslog:"):
-            found.append((where, host_of(args[0].split("server=", 1)[-1].split(",")[0])))
+        file, line = rewritten.user_location(str(path), s.line)
+        where = f"{file}:{line}"
+        # A `server` that opens no block is an upstream's, also in a file the upstream includes.
+        if s.name == "listen" or (s.name == "server" and not s.opens):
+            found.append((where, host_of(s.args[0])))
+        elif s.name in PASS_DIRECTIVES and names_upstream(s.args[0], upstreams) is None:
+            found.append((where, host_of(s.args[0])))
+        elif s.name in ("resolver", "proxy_bind"):
+            found.extend((where, a) for a in s.args if not a.startswith(("valid=", "ipv6=", "status_zone=")))
+        elif s.name in ("error_log", "access_log") and s.args[0].startswith("syslog:"):
+            found.append((where, host_of(s.args[0].split("server=", 1)[-1].split(",")[0])))
     return found
 
 
-def _all(payload: dict):
-    for entry in payload["config"]:
-        stack = [(d, "main") for d in entry["parsed"]]
-        while stack:
-            d, context = stack.pop()
-            yield d, context, entry["file"]
-            stack.extend((child, d["directive"]) for child in d.get("block", []))
+@dataclass(frozen=True)
+class _Statement:
+    name: str
+    args: list[str]
+    line: int
+    opens: bool  # it opens a block (`server {`), not ends with `;`
+
+
+def _statements(text: str) -> Iterator[_Statement]:
+    """Each statement of one file's text, blocks' own included. crossplane's lexer reads the text
+    in memory (its parser opens files, and nothing is written before the loopback check)."""
+    words: list[str] = []
+    line = 0
+    for token, at, quoted in _lex_file_object(io.StringIO(text)):
+        if not quoted and token.startswith("#"):
+            continue
+        if not quoted and token in (";", "{", "}"):
+            if words and token != "}":
+                yield _Statement(words[0], words[1:], line, token == "{")
+            words = []
+            continue
+        if not words:
+            line = at
+        words.append(token)
 
 
 def host_of(arg: str) -> str:

@@ -11,23 +11,17 @@ from pathlib import Path
 PAIR = ("ssl_certificate", "ssl_certificate_key")
 FILES_GONE = ("ssl_trusted_certificate", "ssl_client_certificate", "ssl_dhparam", "ssl_crl",
               "ssl_password_file", "ssl_stapling_file", "ssl_session_ticket_key", "ssl_ecdh_curve_file")
-REMOVED = {**{name: "a file of your machine's: not here" for name in FILES_GONE},
-           "ssl_stapling": "OCSP stapling would contact the CA's responders: nothing but loopback is contacted",
-           "ssl_stapling_verify": "OCSP stapling is off here",
-           "ssl_verify_client": "the lab's client presents no certificate",
-           "ssl_verify_depth": "no client certificate is checked here",
-           "ssl_ocsp": "OCSP would contact the CA's responders", "ssl_ocsp_responder": "OCSP is off here",
-           "ssl_ocsp_cache": "OCSP is off here",
-           "ssl_certificate_cache": "the run's certificate is one file pair"}
+# directive -> the reason it is removed (labs/verify/plan.py REASONS)
+REMOVED = {**{name: "tls-file" for name in FILES_GONE},
+           "ssl_stapling": "ocsp-stapling", "ssl_stapling_verify": "ocsp-stapling-off",
+           "ssl_verify_client": "client-certificate", "ssl_verify_depth": "client-certificate-unchecked",
+           "ssl_ocsp": "ocsp", "ssl_ocsp_responder": "ocsp-off", "ssl_ocsp_cache": "ocsp-off",
+           "ssl_certificate_cache": "certificate-one-pair"}
 
 
-def replacement(name: str, pair: tuple[Path, Path]) -> str | None:
-    """The statement that replaces `name ...` (the run's pair), else None."""
-    if name == "ssl_certificate":
-        return f"ssl_certificate {pair[0]}"
-    if name == "ssl_certificate_key":
-        return f"ssl_certificate_key {pair[1]}"
-    return None
+def replacement(name: str, pair: tuple[Path, Path]) -> str:
+    """The statement that replaces `ssl_certificate ...` or `ssl_certificate_key ...`: the run's pair."""
+    return f"{name} {pair[0] if name == 'ssl_certificate' else pair[1]}"
 
 
 def is_tls_listen(args: list[str]) -> bool:

@@ -1,27 +1,30 @@
-"""What is in effect on the nginx location that serves the chat route (labs/verify/nginx/routes.py
+"""What is in effect on the nginx location that serves the chosen route (labs/verify/nginx/routes.py
 finds it).
 
 Settings are inherited main -> http -> server -> location (nested locations too): the innermost
 level that sets a directive wins; array directives (`proxy_set_header`) are inherited only by a
-level that sets none of its own. Where nothing sets a directive, nginx 1.22's default applies.
+level that sets none of its own. Where nothing sets a directive, the default of the nginx version
+asked for (--proxy-version), else of the release that runs it, applies (labs/verify/nginx/versions.py).
 """
 from __future__ import annotations
 
 import re
-from pathlib import Path
 
 from labs.findings import UnusableInput
-from labs.verify.model import DEFAULT, Reading, RouteWanted, Setting
-from labs.verify.nginx.config import Directive, NginxConfig, context_chain, parse
-from labs.verify.nginx.routes import regex_unreadable, select_route
+from labs.verify.model import DEFAULT, RouteWanted, Setting
+from labs.verify.nginx.config import Directive, NginxConfig, context_chain
+from labs.verify.nginx.routes import Served, regex_unreadable
 from labs.verify.nginx import versions
 from labs.verify.nginx.targets import PASS_DIRECTIVES, names_upstream
+from labs.verify.reader import InEffect
 from proxies.binaries import find_binary
 
 # What the reading judges: every default of labs/verify/nginx/versions.py but the two read apart.
 DEFAULTS = [name for name in versions.BASE if name not in ("proxy_set_header Connection", "keepalive")]
 MAIN_DEFAULTS = {"worker_processes": "1", "worker_rlimit_nofile": ""}
 EVENTS_DEFAULTS = {"worker_connections": "512"}
+# The directives the reading reads: the rewrite keeps each as the user wrote it (that is what is measured).
+READ = frozenset(name.split()[0] for name in [*versions.BASE, *MAIN_DEFAULTS, *EVENTS_DEFAULTS])
 _UNITS = {"ms": 0.001, "s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800, "M": 2592000, "y": 31536000}
 
 
@@ -37,49 +40,43 @@ def parse_time(text: str) -> float:
     return total
 
 
-def read(path: Path, wanted: RouteWanted = RouteWanted()) -> Reading:
-    config = parse(path, wanted.main)
-    choice = select_route(config, wanted)
-    location = choice.location
+def in_effect(config: NginxConfig, served: Served, wanted: RouteWanted) -> InEffect:
+    """Every streaming setting in effect on the served location, with the defaults of the
+    version asked for or of the release that runs it, and what the reading noticed."""
+    location = served.location
     chain = context_chain(location)
-    reading = Reading(proxy="nginx", file=path, route=describe_route(choice.server, location),
-                      path=choice.path, host=choice.host, why=choice.why, routes=choice.routes,
-                      main=wanted.main)
-    reading.scope = f"location {' '.join(location.args)} ({location.where})"
     version, said = versions.TABLE.chosen(wanted.version, find_binary("nginx", wanted.series))
-    reading.version = versions.shown(version)
-    reading.notes.append(said)
     table = versions.TABLE.defaults(version)
-    for name in DEFAULTS:
-        reading.settings[name] = _inherited(chain, name, table[name])
-    reading.settings["proxy_set_header Connection"] = _connection_header(chain, table["proxy_set_header Connection"])
+    settings = {name: _inherited(chain, name, table[name]) for name in DEFAULTS}
+    settings["proxy_set_header Connection"] = _connection_header(chain, table["proxy_set_header Connection"])
     main_block = config.main
     for name, default in MAIN_DEFAULTS.items():
-        reading.settings[name] = _one(main_block, name, default)
+        settings[name] = _one(main_block, name, default)
     events = main_block.first("events")
     for name, default in EVENTS_DEFAULTS.items():
-        reading.settings[name] = _one(events, name, default) if events else _default(name, default)
+        settings[name] = _one(events, name, default) if events else _default(name, default)
     upstream = upstream_block(config, location)
     if upstream is not None:
         keepalive = upstream.first("keepalive")
-        reading.settings["keepalive"] = (
+        settings["keepalive"] = (
             Setting("keepalive", keepalive.args[0], keepalive.text(), keepalive.where)
             if keepalive else _default("keepalive", table["keepalive"]))
-    _check_values(reading)
+    _check_values(settings)
+    notes = [said]
     if any(d.name == "if" for d in location.walk()):
-        reading.notes.append("the location has `if` blocks; they are not evaluated (settings read outside them)")
+        notes.append("the location has `if` blocks; they are not evaluated (settings read outside them)")
     if config.platform is not None:
-        reading.notes.append(f"a site file: judged inside {config.platform.about} (--main "
-                             f"{config.platform.name}); the http settings it inherits from there are assumed")
-    reading.notes += [f"{problem}: taken as not matching" for problem in regex_unreadable(config)]
-    reading.notes += _missing_includes(config, chain, reading)
-    return reading
+        notes.append(f"a site file: judged inside {config.platform.about} (--main "
+                     f"{config.platform.name}); the http settings it inherits from there are assumed")
+    notes += [f"{problem}: taken as not matching" for problem in regex_unreadable(config)]
+    notes += _missing_includes(config, chain, settings)
+    return InEffect(settings, notes, versions.shown(version))
 
 
-def _check_values(reading: Reading) -> None:
+def _check_values(settings: dict[str, Setting]) -> None:
     """A value nginx itself would refuse (`proxy_read_timeout 10x`): the user's error, with its line,
     before any rule reads it as a number."""
-    for setting in reading.settings.values():
+    for setting in settings.values():
         if setting.is_default:
             continue
         name, value = setting.name, str(setting.value)
@@ -100,7 +97,7 @@ def _is_time(text: str) -> bool:
         return False
 
 
-def _missing_includes(config: NginxConfig, chain: list[Directive], reading: Reading) -> list[str]:
+def _missing_includes(config: NginxConfig, chain: list[Directive], settings: dict[str, Setting]) -> list[str]:
     """Each include that is not here, and which settings of the route it could have changed: those
     in effect from its block or above (or defaults), when the include sits on the route's chain."""
     notes = []
@@ -112,7 +109,7 @@ def _missing_includes(config: NginxConfig, chain: list[Directive], reading: Read
             continue
         depth = chain.index(block)
         levels = {id(b): i for i, b in enumerate(chain)}
-        could = [s.name for s in reading.settings.values()
+        could = [s.name for s in settings.values()
                  if s.is_default or _level_of(s, chain, levels) <= depth]
         notes.append(f"include {include.args[0]} ({include.where}) is not here: left out of the run; it "
                      f"could set {', '.join(could) or 'nothing judged'} for this route, judged as if it sets "
@@ -136,16 +133,6 @@ def upstream_block(config: NginxConfig, location: Directive) -> Directive | None
     names = {u.args[0]: u for u in config.blocks("upstream") if u.args}
     name = names_upstream(passing.args[0], set(names))
     return names.get(name) if name else None
-
-
-def describe_route(server: Directive, location: Directive) -> str:
-    names = next((s.args for s in server.children("server_name")), [])
-    listen = " ".join(listen.args[0] for listen in server.children("listen") if listen.args) or "80"
-    shown = f"server {' '.join(names) or '(no server_name)'} listen {listen} ({server.where})"
-    chain = [d for d in context_chain(location) if d.name == "location"]
-    for loc in chain:
-        shown += f" > location {' '.join(loc.args)} ({loc.where})"
-    return shown
 
 
 def _inherited(chain: list[Directive], name: str, default: str) -> Setting:
