@@ -2,7 +2,7 @@
 (labs/verify/versions.py says how they are used).
 
 When the intended version's defaults differ from the binary's, the rewrite writes the intended
-version's values into the run explicitly (labs/verify/nginx/rewrite.py).
+version's values into the run explicitly (labs/verify/nginx/additions.py).
 """
 from __future__ import annotations
 
