@@ -33,23 +33,23 @@ class NginxReader:
     def parse(self, path: Path, wanted: RouteWanted) -> NginxConfig:
         return config.parse(path, wanted.main)
 
-    def proxied(self, config: NginxConfig) -> list[str]:
-        return routes.proxied(config)
+    def proxied(self, parsed: NginxConfig) -> list[str]:
+        return routes.proxied(parsed)
 
-    def match(self, config: NginxConfig, request: Request) -> Route | None:
-        return routes.match(config, request)
+    def match(self, parsed: NginxConfig, request: Request) -> Route | None:
+        return routes.match(parsed, request)
 
-    def settings(self, config: NginxConfig, chosen: Chosen, wanted: RouteWanted) -> InEffect:
-        return settings.in_effect(config, chosen.route.handle, wanted)
+    def settings(self, parsed: NginxConfig, chosen: Chosen, wanted: RouteWanted) -> InEffect:
+        return settings.in_effect(parsed, chosen.route.handle, wanted)
 
-    def rewrite(self, config: NginxConfig, chosen: Chosen, plan: RunPlan) -> Rewritten:
-        return rewrite.rewrite(config, chosen.route.handle.server, plan)
+    def rewrite(self, parsed: NginxConfig, chosen: Chosen, plan: RunPlan) -> Rewritten:
+        return rewrite.rewrite(parsed, chosen.route.handle.server, plan)
 
     def addresses(self, rewritten: Rewritten) -> list[tuple[str, str]]:
         return targets.addresses(rewritten)
 
-    def directives(self, config: NginxConfig) -> Iterable[str]:
-        return config.directive_names()
+    def directives(self, parsed: NginxConfig) -> Iterable[str]:
+        return parsed.directive_names()
 
 
 READER = NginxReader()
