@@ -43,8 +43,9 @@ def match(config: NginxConfig, request: Request) -> Route | None:
     measures with the chosen server's name as the Host. nginx's location search looks at the URI
     only: no header reaches it (an `if ($http_x_...)` inside a location is not evaluated, said in
     the reading's notes)."""
+    host = request.header("host")
     pool = [s for s in _servers(config) if not _redirects_everything(s)]
-    servers = _by_host(pool, request.host) if request.host else _usual_order(pool)
+    servers = _by_host(pool, host) if host else _usual_order(pool)
     found = [Served(server, location) for server in servers
              for location in [_served_by(server, match_location(server, request.path))]
              if location is not None and _proxies(location)]
@@ -53,7 +54,7 @@ def match(config: NginxConfig, request: Request) -> Route | None:
     served = next((s for s in found if not _is_catch_all(s.location)), found[0])
     server, location = served
     return Route(describe_route(server, location), f"location {' '.join(location.args)} ({location.where})",
-                 served, host=request.host or _name_of(server), catch_all=_is_catch_all(location))
+                 served, host=host or _name_of(server), catch_all=_is_catch_all(location))
 
 
 def describe_route(server: Directive, location: Directive) -> str:
@@ -83,13 +84,10 @@ def proxied_locations(block: Directive) -> list[Directive]:
 
 def describe(server: Directive, location: Directive) -> str:
     names = " ".join(next((s.args for s in server.children("server_name")), [])) or "(no server_name)"
-    chain, node = [], location
-    while node is not None and node.name == "location":
-        chain.append(f"location {' '.join(node.args)} ({node.where})")
-        node = node.parent
-    target = next((f"{p} {location.first(p).args[0]}" for p in PASS_DIRECTIVES
-                   if location.first(p) is not None and location.first(p).args), "")
-    return f"server {names} ({server.where}) > " + " > ".join(reversed(chain)) + (f" -> {target}" if target else "")
+    chain = [f"location {' '.join(d.args)} ({d.where})" for d in context_chain(location) if d.name == "location"]
+    passing = [d for d in map(location.first, PASS_DIRECTIVES) if d is not None and d.args]
+    target = f"{passing[0].name} {passing[0].args[0]}" if passing else ""
+    return f"server {names} ({server.where}) > " + " > ".join(chain) + (f" -> {target}" if target else "")
 
 
 def match_location(block: Directive, uri: str) -> Directive | None:
@@ -126,7 +124,7 @@ def match_location(block: Directive, uri: str) -> Directive | None:
 
 def _found_by_exact_or_regex(parent: Directive, nested: Directive, uri: str) -> bool:
     """Whether the nested search ended with a definite match (nginx's NGX_OK), not just a prefix."""
-    node = nested
+    node: Directive | None = nested
     while node is not None and node is not parent:
         modifier, _ = _modifier(node)
         if modifier in ("=", "~", "~*"):  # a nested ^~ does not stop the outer regexes
