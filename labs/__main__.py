@@ -162,7 +162,7 @@ def _release_problem(args: argparse.Namespace, catalogue) -> str | None:  # type
     """Why the chosen releases cannot run here (a release no proxy on the scenario's path has, or
     none the lab has at all), None when they can."""
     from proxies.kinds import KINDS, choose_releases
-    from labs.scenario.model import hop_kind
+    from labs.lab.hops import hop_kind
 
     choice = os.environ.get(CHOICE_VARIABLE)
     if not choice:

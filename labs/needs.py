@@ -16,7 +16,8 @@ import sys
 import time
 from typing import Iterable, Sequence
 
-from labs.scenario.model import Scenario, hop_kind
+from labs.scenario.model import Scenario
+from labs.lab.hops import hop_kind
 from labs.scenario.chromium import NEEDS as BROWSER_DRIVER_NEEDS
 from proxies.kinds import KINDS
 from proxies.needs import (HOP_NEEDS, REQUIREMENTS, CannotInstall, Requirement, hop_needs,

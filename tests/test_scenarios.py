@@ -21,7 +21,8 @@ import pytest
 
 from labs import catalogue
 from labs.scenario.runner import Lab
-from labs.scenario.model import VARIANTS, Scenario, VariantName, hop_kind
+from labs.scenario.model import VARIANTS, Scenario, VariantName
+from labs.lab.hops import hop_kind
 from proxies.apps import is_app
 from proxies.kinds import choose_releases
 from tests.runtimes import require_images

@@ -75,7 +75,7 @@ async def server_checks(url: str, model: str, step_ms: float) -> dict[str, Any]:
 
 
 def run(device: str, size: str, out: Path) -> dict[str, Any]:
-    from labs.scenario.runner import served_model
+    from labs.lab.server import served_model
     from server.launcher import running_server
 
     out.mkdir(parents=True, exist_ok=True)

@@ -41,7 +41,7 @@ def _body(model: str, prompt: str = PROMPT_TEXT) -> bytes:
 
 def bench_prefill(progress: Progress, counts: tuple[int, ...] = COUNTS,
                   rounds: int = ROUNDS) -> dict[str, Any]:
-    from labs.scenario.runner import served_model
+    from labs.lab.server import served_model
     from server.launcher import running_server
 
     results: dict[str, dict[str, dict[str, list[dict[str, Any]]]]] = {

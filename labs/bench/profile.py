@@ -147,7 +147,7 @@ def run(arrivals: int, rounds: int, streams: int, out: Path, rate_hz: int) -> di
     from labs.load.streams import _lean_many, _no_gc_pauses, _runner
     from labs.client.results import percentile
     from labs.client.resources import raise_own_fd_limit
-    from labs.scenario.runner import served_model
+    from labs.lab.server import served_model
     from server.launcher import running_server
 
     py_spy = find_py_spy()

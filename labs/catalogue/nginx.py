@@ -2,7 +2,7 @@
 connections (nginx towards its upstream: labs/catalogue/nginx_upstream.py)."""
 from __future__ import annotations
 
-from labs.scenario.exposing import CLOSE_DELIMITED
+from labs.lab.exposing import CLOSE_DELIMITED
 from labs.scenario import checks
 from labs.catalogue.common import MANY_STREAMS_SERVER
 from labs.scenario.model import Scaled, Scenario, Since, Variant, Workload

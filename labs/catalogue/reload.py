@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from labs.scenario import checks
 from labs.catalogue.nginx import STREAMING_UPSTREAM
-from labs.scenario.model import DEFAULT_SCRIPT, Scaled, Scenario, Variant, Workload
+from labs.lab.server import DEFAULT_SCRIPT
+from labs.scenario.model import Scaled, Scenario, Variant, Workload
 
 NGINX_CORE = "https://nginx.org/en/docs/ngx_core_module.html"
 HAPROXY_DOCS = "https://docs.haproxy.org/2.6/configuration.html"

@@ -23,8 +23,8 @@ from pathlib import Path
 from labs import catalogue
 from labs.findings import UnusableInput
 from labs.scenario.manifest_hop import prepared, translated
-from labs.scenario.runner import hop_settings
-from labs.scenario.model import VariantName, hop_kind
+from labs.lab.hops import hop_kind, hop_settings
+from labs.scenario.model import VariantName
 from proxies.apps import AppSettings, is_app
 from proxies.apps.kinds import launch
 from proxies.apps.launch import AppMissing

@@ -48,7 +48,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     from rich.console import Console
 
     from labs.load import report
-    from labs.scenario.runner import runtime_named
+    from labs.lab.hops import runtime_named
 
     paths = [get_path(n.strip()) for n in args.paths.split(",") if n.strip()] or list(PATHS)
     steps = [int(s) for s in args.steps.split(",") if s.strip()] or None

@@ -15,8 +15,9 @@ from labs.load.streams import _httpx_many, _lean_many, _no_gc_pauses, _runner
 from labs.load.summary import summarize
 from labs.client.resources import Sampler, raise_own_fd_limit
 
-# labs.scenario.runner, server.launcher and proxies are imported where they are used: `labs.load` (the
-# analysis, the report, their tests) must import on a checkout without a built server.
+# labs.lab (the hops and the server), server.launcher and proxies are imported where they are
+# used: `labs.load` (the analysis, the report, their tests) must import on a checkout without a
+# built server.
 
 PROMPT = [{"role": "user", "content": "Tell me something, one token at a time."}]
 Progress = Callable[[str], None]
@@ -50,7 +51,7 @@ class LoadLab:
 
     def __post_init__(self) -> None:
         if self.runtime is None:
-            from labs.scenario.runner import runtime_named
+            from labs.lab.hops import runtime_named
             self.runtime = runtime_named(None)
         self._server_spec: ServerSpec | None = None
         self._server_stack = contextlib.ExitStack()
@@ -75,7 +76,7 @@ class LoadLab:
 
     def server(self, spec: ServerSpec) -> Any:
         if spec != self._server_spec:
-            from labs.scenario.runner import served_model
+            from labs.lab.server import served_model
             from server.launcher import running_server
 
             self.close()
@@ -110,7 +111,7 @@ class LoadLab:
         if path.proxy is None:
             yield None
             return
-        from labs.scenario.runner import hop_settings
+        from labs.lab.hops import hop_settings
         from proxies.kinds import has_admin
         from server.processes import free_port
 
@@ -132,7 +133,7 @@ class LoadLab:
                  extra_lab: Mapping[str, Any] | None = None) -> StepResult:
         """N streams at once through `proxy` (or straight to `server`); `extra_lab` adds `lab`
         request fields (the benchmark's coalesce_ms)."""
-        from labs.scenario.runner import wait_idle
+        from labs.lab.server import wait_idle
 
         duration = path.duration_s or self.duration_s
         tokens = max(2, round(duration * self.tokens_per_s))

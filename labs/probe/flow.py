@@ -56,13 +56,8 @@ async def over_h2(ctx: Context, hop: int) -> StreamResult | None:
 
 
 def pacing(canary: bool) -> Pacing:
-    """The canary's workload is the baseline; another origin's pace is only assumed to be it."""
-    w = knobs.STREAM_WORKLOAD
-    return Pacing(w.first_due_s(), w.interval_s, known=canary)
-
-
-def _interval() -> float:
-    return knobs.STREAM_WORKLOAD.interval_s
+    """The canary's pace is the baseline; another origin's pace is only assumed to be it."""
+    return Pacing(0.0, knobs.STREAM_INTERVAL_S, known=canary)
 
 
 def judge_buffering(result: StreamResult, canary: bool) -> Verdict:
@@ -131,7 +126,7 @@ class Buffering(StreamCheck):
         if not _canary(ctx):
             return observed
         return (f"{observed} (the origin sent {h1.content_events} events "
-                f"{milliseconds(_interval())} apart, one per write)")
+                f"{milliseconds(knobs.STREAM_INTERVAL_S)} apart, one per write)")
 
 
 class Coalescing(StreamCheck):
@@ -142,7 +137,7 @@ class Coalescing(StreamCheck):
 
     def evidence(self, ctx: Context, observed: str, h1: StreamResult) -> str:
         return (f"{observed}: a hop grouped events the origin wrote one by one "
-                f"{milliseconds(_interval())} apart")
+                f"{milliseconds(knobs.STREAM_INTERVAL_S)} apart")
 
     async def observe(self, ctx: Context, hop: int) -> Observation:
         seen = await super().observe(ctx, hop)

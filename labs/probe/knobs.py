@@ -2,7 +2,7 @@
 
 With a canary origin (the lab's server) every body carries `lab` knobs (docs/contract.md): an exact
 script, a token rate, a silence at a chosen place, a stamp on each event. The server is asked to
-behave the way that exposes faults (labs.scenario.exposing, as verify asks it): no
+behave the way that exposes faults (labs.lab.exposing, as verify asks it): no
 `X-Accel-Buffering: no` header and no heartbeats unless a check needs them.
 
 Against any other origin the body is an ordinary chat completion with `max_tokens`.
@@ -12,17 +12,20 @@ from __future__ import annotations
 import math
 from typing import Any, Mapping
 
-from labs.scenario import exposing
-from labs.scenario.model import DEFAULT_SCRIPT, Workload
+from labs.lab import exposing
+from labs.lab.server import DEFAULT_SCRIPT, DEFAULT_TOKENS_PER_S
 
 PROMPT = [{"role": "user", "content": "Tell me something, one token at a time."}]
 # An ordinary request for an origin the probe cannot steer: long enough to see how it streams.
 PLAIN_PROMPT = [{"role": "user", "content": "Count from 1 to 60 in words, separated by spaces."}]
 PLAIN_MAX_TOKENS = 96
 
-# The stream the buffering, coalescing and compression checks judge: the catalogue's own
-# workload (one event per token, 10 per second), stamped with the server's send time.
-STREAM_WORKLOAD = Workload(lab={"stamp": True})
+# The stream the buffering, coalescing and compression checks judge: the lab's default script
+# and pace (one event per token, 10 per second, as the catalogue's workloads), stamped with the
+# server's send time. It asks for no silence before its first token.
+STREAM_KNOBS: dict[str, Any] = {"script": DEFAULT_SCRIPT, "tokens_per_s": DEFAULT_TOKENS_PER_S,
+                                "stamp": True}
+STREAM_INTERVAL_S = 1.0 / DEFAULT_TOKENS_PER_S
 
 # Silences: a few tokens around the silence, fast, so a try costs little more than the silence.
 SILENCE_TOKENS_PER_S = 20.0
@@ -59,8 +62,7 @@ def plain_body(model: str) -> dict[str, Any]:
 
 
 def stream_body(model: str) -> dict[str, Any]:
-    w = STREAM_WORKLOAD
-    return canary_body(model, {"script": w.script, "tokens_per_s": w.tokens_per_s, **w.lab})
+    return canary_body(model, STREAM_KNOBS)
 
 
 def silence_body(model: str, position: str, silence_s: float) -> dict[str, Any]:

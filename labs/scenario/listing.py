@@ -18,7 +18,8 @@ from rich.console import Console
 from rich.table import Table
 
 from labs.findings import lab_command
-from labs.scenario.model import Scenario, hop_kind
+from labs.scenario.model import Scenario
+from labs.lab.hops import hop_kind
 from proxies.kinds import KINDS, choose_releases
 from proxies.releases import CHOICE_VARIABLE
 

@@ -13,20 +13,11 @@ from typing import Any, Awaitable, Callable, Literal, Mapping, Sequence
 
 from labs.findings import FindingKind
 from labs.client.results import StreamResult
+from labs.lab.server import DEFAULT_SCRIPT, DEFAULT_TOKENS_PER_S
 
 Layer = Literal["proxy", "chain", "gateway", "app", "server", "client", "load"]
 VariantName = Literal["broken", "fixed"]
 VARIANTS: tuple[VariantName, ...] = ("broken", "fixed")
-
-# An English script made of short ASCII words: with the lab's byte-level BPE every token decodes to
-# text on its own, so one token is one SSE event and the event count is known in advance.
-DEFAULT_SCRIPT = "Every token should reach the reader the moment the model makes it."
-
-
-def hop_kind(hop: str) -> str:
-    """The proxy or app a path entry runs: a path may hold two hops of one kind, the second
-    named with a suffix after a colon (`("nginx", "nginx:inner")`), each with its own settings."""
-    return hop.split(":", 1)[0]
 
 
 @dataclass(frozen=True)
@@ -82,7 +73,7 @@ class Workload:
     """
 
     script: str = DEFAULT_SCRIPT
-    tokens_per_s: float = 10.0
+    tokens_per_s: float = DEFAULT_TOKENS_PER_S
     lab: Mapping[str, Any] = field(default_factory=dict)
     streams: int = 1
     concurrency: int = 1

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from labs.scenario.model import Scenario, Variant, hop_kind
+from labs.scenario.model import Scenario, Variant
+from labs.lab.hops import hop_kind
 from proxies.kinds import KINDS
 
 

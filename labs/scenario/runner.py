@@ -10,11 +10,9 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import os
 import shlex
 import time
-import urllib.request
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterator, Mapping, Sequence
 
@@ -25,27 +23,18 @@ from labs.client.peaks import GaugePeaks
 from labs.scenario.manifest_hop import manifest_hop
 from labs.scenario.reloads import ReloadAt
 from labs.scenario.releases import older_releases, own_defaults
-from labs.scenario.model import (VARIANTS, CheckResult, Run, Scenario, Variant, VariantName, Workload,
-                                 hop_kind)
-from proxies.apps import AppSettings, app_settings, is_app
-from proxies.base import ProxySettings
+from labs.scenario.model import VARIANTS, CheckResult, Run, Scenario, Variant, VariantName, Workload
+from labs.lab.hops import hop_kind, hop_settings, runtime_named
+from labs.lab.server import served_model, wait_idle
+from proxies.apps import is_app
 from proxies.kinds import choose_releases, has_admin
 from proxies.releases import CHOICE_VARIABLE
-from proxies.runtime import get_runtime
 from proxies.runtime.base import RunningProxy, Runtime
-from proxies.variants import variant as named_settings
 from server.launcher import ServerHandle
-from server.processes import free_port, wait_until
+from server.processes import free_port
 
 PROMPT = [{"role": "user", "content": "Tell me something, one token at a time."}]
-# Gauges that say the server still works on something (a generation for a client that left).
-BUSY_GAUGES = ("streamlab_active_streams", "streamlab_slots_in_use", "streamlab_queued_requests")
 Progress = Callable[[str], None]
-
-
-def runtime_named(name: str | None = None) -> Runtime:
-    """Where the server and proxies run: `local` host processes (default) or `docker` containers."""
-    return get_runtime(name or os.environ.get("LAB_RUNTIME", "local"))
 
 
 @dataclass
@@ -295,16 +284,6 @@ def _sample_interval(workload: Workload) -> float:
     return min(0.1, max(0.02, workload.interval_s / 2))
 
 
-def hop_settings(proxy: str, overrides: Mapping[str, Any], base: str = "defaults",
-                 **addressing: Any) -> ProxySettings | AppSettings:
-    """The base settings (the proxy's defaults or the fixed ones; an app's own defaults), then
-    the variant's overrides, then where the hop listens and forwards."""
-    kind = hop_kind(proxy)  # `nginx:inner` is an nginx
-    if is_app(kind):
-        return app_settings(kind).with_(**overrides, **addressing)
-    return named_settings(kind, base).with_(**overrides, **addressing)  # type: ignore[arg-type]
-
-
 async def drive(url: str, body: dict[str, Any], workload: Workload,
                 options: Mapping[str, Any]) -> list[StreamResult]:
     """Run the workload: one stream, several in sequence, or several at once. The client option
@@ -323,29 +302,6 @@ async def drive(url: str, body: dict[str, Any], workload: Workload,
     if workload.sequential:
         return [await client.measure_stream(url, body, **opts) for _ in range(workload.streams)]
     return await client.measure_many(url, [body] * workload.streams, workload.concurrency, **opts)
-
-
-def served_model(url: str) -> str:
-    with urllib.request.urlopen(url + "/v1/models", timeout=5) as response:
-        return json.load(response)["data"][0]["id"]
-
-
-def wait_idle(server: ServerHandle, timeout_s: float) -> float | None:
-    """Poll until the server has finished everything, including work for clients that left.
-
-    Returns the seconds it took (None if it was still busy after `timeout_s`): right after a
-    client disconnects on purpose, this is how long the server kept generating for nobody.
-    """
-    started = time.monotonic()
-
-    def idle() -> bool:
-        metrics = server.metrics()
-        return all(metrics.get(name, 0.0) == 0.0 for name in BUSY_GAUGES)
-    try:
-        wait_until(idle, timeout_s, interval_s=0.01, describe="the server to go idle")
-    except TimeoutError:
-        return None
-    return time.monotonic() - started
 
 
 def _counter_delta(before: Mapping[str, float], after: Mapping[str, float]) -> dict[str, float]:

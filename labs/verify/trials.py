@@ -1,7 +1,7 @@
 """The trials: what verify sends through the user's path, in front of the lab's server, and whose
 judge reads each answer (`labs.findings`: verify decides no fault itself).
 
-The server behaves the way that exposes faults: every request asks it for labs.scenario.exposing
+The server behaves the way that exposes faults: every request asks it for labs.lab.exposing
 (no `X-Accel-Buffering: no`, no heartbeats), and it answers HTTP/1.0 close-delimited. The
 baseline of the streaming trials is the same request sent straight to the server, and every trial
 hands its judge what it depends on (the silence kept, the stream's asked length, the pause after
@@ -21,8 +21,8 @@ from labs.client.results import StreamResult
 from labs.findings import (Evidence, FindingKind, Pacing, UnusableInput, Verdict, buffering, coalescing,
                            compression, connection_limit, departure, idle_timeout, total_timeout)
 from labs.findings.evidence import ended
-from labs.scenario import exposing
-from labs.scenario.model import DEFAULT_SCRIPT
+from labs.lab import exposing
+from labs.lab.server import DEFAULT_SCRIPT
 from labs.verify.early_cut import Retried, early_cut, reported
 from labs.verify.measured import Measured, measured, not_run
 from labs.verify.model import ROUTE_PATH, Options
@@ -238,7 +238,7 @@ def judge_departure(result: StreamResult, release_s: float | None, heartbeat_s: 
 async def disconnect(target: Target) -> Measured:
     """The client leaves after 3 events; the model is silent 2 s (with --heartbeat: heartbeats at
     that interval through a longer silence), then goes on. Who notices?"""
-    from labs.scenario.runner import wait_idle
+    from labs.lab.server import wait_idle
     server = target.server
     heartbeat, heartbeats = target.options.heartbeat_s, target.heartbeats_to_notice
     pause = departure_pause_s(heartbeat, heartbeats)

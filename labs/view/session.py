@@ -20,7 +20,8 @@ from labs import catalogue, provenance
 from labs.scenario import report
 from labs.client.results import StreamResult
 from labs.scenario.runner import Lab, ScenarioOutcome
-from labs.scenario.model import VARIANTS, Scenario, VariantName, hop_kind
+from labs.scenario.model import VARIANTS, Scenario, VariantName
+from labs.lab.hops import hop_kind
 from labs.scenario.browser_spec import browser_spec, from_browser, skipped_options
 from proxies.runtime.base import RunningProxy
 

@@ -39,8 +39,9 @@ from labs.client.libraries import UnknownLibrary, check_library
 from labs.client.results import StreamResult
 from labs.findings import UnusableInput
 from labs.scenario.manifest_hop import ManifestMismatch, prepared
-from labs.scenario.runner import drive, hop_settings, request_body
-from labs.scenario.model import VARIANTS, Check, Run, Scenario, Since, Variant, VariantName, hop_kind
+from labs.scenario.runner import drive, request_body
+from labs.lab.hops import hop_kind, hop_settings
+from labs.scenario.model import VARIANTS, Check, Run, Scenario, Since, Variant, VariantName
 from labs.scenario import chromium
 from labs.scenario.browser_spec import BROWSER_ONLY, PageRequest, page_request
 from proxies.apps import is_app

@@ -4,7 +4,7 @@ The load lab starts its server with flags (labs/load/paths.py ServerSpec: uvicor
 httptools, no exposing settings) and judges a step by its connections (labs/load/analysis.py,
 the connection-limit kind's waves). nginx with `worker_connections 64` (the catalogue's
 nginx-worker-connections) is loaded with 60 streams three ways: as the load lab runs; with the
-exposing settings (labs.scenario.exposing) in every request; and with them as the server's own
+exposing settings (labs.lab.exposing) in every request; and with them as the server's own
 flags on a close-delimited server. Each way must name nginx's worker_connections: neither the
 framing nor the exposing settings decide a connection limit.
 """
@@ -17,7 +17,7 @@ import httpx
 import pytest
 
 from labs.load import SYNTHETIC, LoadLab, LoadPath, ServerSpec, diagnose
-from labs.scenario import exposing
+from labs.lab import exposing
 
 pytestmark = pytest.mark.slow
 STREAMS = 60  # each holds two of nginx's 64 connections: about half are refused

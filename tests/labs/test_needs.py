@@ -10,7 +10,7 @@ import pytest
 
 from labs import catalogue
 from labs.client.libraries import LIBRARIES
-from labs.scenario.model import hop_kind
+from labs.lab.hops import hop_kind
 from labs.needs import ALL, LIBRARY_NEEDS, everything, main, needs_of, scenario_needs, view_needs
 from proxies.kinds import KINDS
 from proxies.needs import HOP_NEEDS, CannotInstall, Requirement, install_missing

@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from labs.fakes.upstream import FakeUpstream, fake_upstream
-from labs.scenario.runner import runtime_named
+from labs.lab.hops import runtime_named
 from proxies import ConfigInvalid, NginxSettings, variant
 from proxies.base import ProxyName
 from proxies.runtime import get_runtime

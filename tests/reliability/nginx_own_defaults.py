@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any, Iterator
 
 from labs.client.http1 import measure_stream
-from labs.scenario.model import DEFAULT_SCRIPT
+from labs.lab.server import DEFAULT_SCRIPT
 from proxies.binaries import binary
 from proxies.kinds import KINDS
 from server.launcher import ServerHandle, running_server

@@ -19,7 +19,7 @@ import time
 import yaml
 
 from labs.client.http1 import measure_stream
-from labs.scenario.runner import served_model
+from labs.lab.server import served_model
 from labs.verify.early_cut import early_cut
 from labs.verify.run import server_args
 from server.launcher import running_server

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from labs import catalogue
-from labs.scenario.model import hop_kind
+from labs.lab.hops import hop_kind
 from labs.verify import verify_config
 from labs.catalogue.render import rendered
 from labs.verify.judge import checks_for

@@ -1,7 +1,7 @@
 """The way verify sets its server up cannot hide a fault (issue 40, item 7).
 
 verify (and the probe's canary) start the lab's server with flags and ask it, per request, for
-the settings that expose faults (labs.scenario.exposing: no `X-Accel-Buffering`, no heartbeats).
+the settings that expose faults (labs.lab.exposing: no `X-Accel-Buffering`, no heartbeats).
 For every finding kind, the catalogue's broken config of that kind is measured by verify's own
 trial two ways: as verify runs (its server, the settings as `lab` knobs), and with the settings
 made the server's own by its flags and left out of every request. Both must report the kind: a
@@ -17,7 +17,7 @@ import pytest
 
 from labs import catalogue
 from labs.catalogue.render import rendered
-from labs.scenario import exposing
+from labs.lab import exposing
 from labs.findings.kinds import KINDS
 from labs.verify import verify_config
 from labs.verify.judge import checks_for

@@ -130,7 +130,7 @@ def run_tool(tool: str, streams: int, requests: int, server: Any, model: str, ou
 
 def measure(streams: Sequence[int], requests: Sequence[int], tools: Sequence[str], out: Path,
             missing: Mapping[str, str], progress: Callable[[str], None]) -> list[ToolRun]:
-    from labs.scenario.runner import served_model
+    from labs.lab.server import served_model
     from server.launcher import running_server
 
     runs = []

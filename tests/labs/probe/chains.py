@@ -13,8 +13,8 @@ import contextlib
 from typing import Any, Iterator, Mapping, Sequence
 
 from labs import catalogue
-from labs.scenario.exposing import CLOSE_DELIMITED
-from labs.scenario.runner import hop_settings
+from labs.lab.exposing import CLOSE_DELIMITED
+from labs.lab.hops import hop_settings
 from proxies.base import ProxySettings
 from proxies.export import with_lab_certificate
 from proxies.runtime import get_runtime

@@ -44,7 +44,7 @@ def test_buffering_is_named_at_the_inner_hop(origin, capsys):
     # What it depends on: the origin paced its events (the stream lasted its script), and they
     # still came in a couple of reads; coalescing is not reported on top of it.
     stream = document["measurements"]["buffering"]["identity"]
-    interval = knobs.STREAM_WORKLOAD.interval_s
+    interval = knobs.STREAM_INTERVAL_S
     assert stream["e2e_s"] >= 0.8 * (stream["content_events"] - 1) * interval
     assert stream["events_per_read_max"] >= 4
     assert next(c for c in document["checks"] if c["name"] == "coalescing")["passed"]

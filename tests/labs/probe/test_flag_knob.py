@@ -1,7 +1,7 @@
 """The probe's canary set up by flags shows every fault its knobs show (issue 40, item 7).
 
 The probe asks the canary, per request, for the settings that expose faults
-(labs.scenario.exposing). For every finding kind, one faulty hop of the kind (the hops
+(labs.lab.exposing). For every finding kind, one faulty hop of the kind (the hops
 tests/labs/probe/test_chains.py names, alone here) is probed two ways: the canary as docs/probe.md
 runs it with those settings in every request, and a canary given them as its own flags with none
 in the requests. Both must name the kind at the hop.
@@ -12,7 +12,7 @@ import pytest
 
 from labs.findings.kinds import KINDS
 from labs.probe import knobs
-from labs.scenario import exposing
+from labs.lab import exposing
 from tests.labs.probe.chains import canary, chain, urls
 from tests.labs.probe.conftest import probe
 

@@ -19,7 +19,7 @@ from labs.probe import cli, flow, knobs, protocols, run
 from tests.labs.probe.chains import chain, urls
 from tests.labs.probe.test_skipped import context, reported
 
-INTERVAL_S = knobs.STREAM_WORKLOAD.interval_s
+INTERVAL_S = knobs.STREAM_INTERVAL_S
 STREAMING = ["--check", "buffering", "--check", "coalescing"]
 
 
