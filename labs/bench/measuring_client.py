@@ -11,7 +11,7 @@ from typing import Any, Iterator
 
 from labs import client
 from labs.bench.proxies import Progress
-from labs.load import _no_gc_pauses
+from labs.client.driver import no_gc_pauses
 from labs.client.results import percentile
 
 CLIENT_STREAMS = 300  # the many-streams case: 20 events/s each for 3 s
@@ -81,7 +81,7 @@ def _client_case(url: str, streams: int, n: int, interval: float, loop: str) -> 
     if loop == "uvloop":
         import uvloop
         factory = uvloop.new_event_loop
-    with asyncio.Runner(loop_factory=factory) as runner, _no_gc_pauses():
+    with asyncio.Runner(loop_factory=factory) as runner, no_gc_pauses():
         batch = runner.run(client.run_many(url, [body] * streams, streams, 60.0))
     hops = [h for r in batch.results for h in r.hop_delays]
     events = sum(len(r.events) for r in batch.results)

@@ -22,7 +22,8 @@ from typing import Any
 
 from labs import client
 from labs.bench.proxies import Progress
-from labs.load import _no_gc_pauses, _runner, script
+from labs.client.driver import no_gc_pauses, uvloop_runner
+from labs.load import script
 from labs.client.results import percentile
 
 COUNTS = (8, 32, 64)
@@ -53,7 +54,7 @@ def bench_prefill(progress: Progress, counts: tuple[int, ...] = COUNTS,
             server = stack.enter_context(running_server([*SERVER_ARGS, *flags]))
             urls[mode] = server.url + "/v1/chat/completions"
         model = served_model(server.url)
-        with _runner() as runner, _no_gc_pauses():
+        with uvloop_runner() as runner, no_gc_pauses():
             for url in urls.values():
                 runner.run(client.measure_stream(url, _body(model)))  # warm: first-request code
             for round_, (prompt, text), n in itertools.product(range(rounds), PROMPTS.items(), counts):

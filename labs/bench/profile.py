@@ -144,7 +144,7 @@ def run(arrivals: int, rounds: int, streams: int, out: Path, rate_hz: int) -> di
     from labs.load import SYNTHETIC
     from labs.load.paths import script
     from labs.load.lab import PROMPT
-    from labs.load.streams import _lean_many, _no_gc_pauses, _runner
+    from labs.client.driver import no_gc_pauses, streams_at_once, uvloop_runner
     from labs.client.results import percentile
     from labs.client.resources import raise_own_fd_limit
     from labs.lab.server import served_model
@@ -157,12 +157,12 @@ def run(arrivals: int, rounds: int, streams: int, out: Path, rate_hz: int) -> di
     out.mkdir(parents=True, exist_ok=True)
     collapsed = out / f"profile-{case}.txt"
     rows = []
-    with running_server(SYNTHETIC.args()) as server, _runner() as runner:
+    with running_server(SYNTHETIC.args()) as server, uvloop_runner() as runner:
         url = server.url + "/v1/chat/completions"
         body = {"model": served_model(server.url), "messages": PROMPT, "stream": True,
                 "max_tokens": tokens, "lab": {"tokens_per_s": 20.0, "stamp": True,
                                               "script": script(tokens)}}
-        runner.run(_lean_many(url, {**body, "max_tokens": 3}, 50, 30.0))  # warm-up
+        runner.run(streams_at_once(url, {**body, "max_tokens": 3}, 50, 30.0))  # warm-up
         spy = subprocess.Popen([py_spy, "record", "--pid", str(server.process.pid), "--rate",
                                 str(rate_hz), "--gil", "--nonblocking", "--format", "raw",
                                 "--output", str(collapsed)],
@@ -172,8 +172,8 @@ def run(arrivals: int, rounds: int, streams: int, out: Path, rate_hz: int) -> di
         user0, system0 = _cpu_s(server.process.pid)
         try:
             for _ in range(rounds if not streams else 1):
-                with _no_gc_pauses():
-                    batch = runner.run(_lean_many(url, body, streams or arrivals, 60.0))
+                with no_gc_pauses():
+                    batch = runner.run(streams_at_once(url, body, streams or arrivals, 60.0))
                 ttfts = [r.ttft_s for r in batch.results if r.ttft_s is not None]
                 rows.append({"ttft_p50_s": percentile(ttfts, 50), "ttft_p99_s": percentile(ttfts, 99),
                              "client_cpu_s": batch.client_cpu_s,

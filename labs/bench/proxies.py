@@ -13,7 +13,8 @@ import json
 from typing import Any, Callable, Mapping
 
 from labs import client
-from labs.load import SYNTHETIC, LoadLab, LoadPath, StepResult, _no_gc_pauses, _runner, script
+from labs.client.driver import no_gc_pauses, uvloop_runner
+from labs.load import SYNTHETIC, LoadLab, LoadPath, StepResult, script
 from labs.client.results import percentile
 
 PROXIES = ("nginx", "haproxy", "envoy")
@@ -70,7 +71,7 @@ def bench_proxies(streams: int, duration_s: float, rounds: int, progress: Progre
         urls = {"direct": server.url + "/v1/chat/completions",
                 **{p: proxy.url + "/v1/chat/completions" for p, proxy in proxies.items()}}
         progress(f"one stream at a time, {rounds} rounds over {len(urls)} paths")
-        with _runner() as runner, _no_gc_pauses():
+        with uvloop_runner() as runner, no_gc_pauses():
             result["one_stream"] = runner.run(_single(urls, lab.model, rounds))
         steps: dict[str, StepResult] = {}
         for name in ("direct", *PROXIES):

@@ -23,7 +23,7 @@ from typing import Any, Iterator, Mapping
 from urllib.parse import urlsplit
 
 from labs.bench.measuring_client import bare_server_process
-from labs.load.streams import _lean_many, _no_gc_pauses, _runner
+from labs.client.driver import no_gc_pauses, streams_at_once, uvloop_runner
 from labs.client.results import percentile
 from labs.client.resources import Sampler
 
@@ -70,8 +70,9 @@ def measure(url: str, pid: int, body: Mapping[str, Any], streams: int, deadline_
     # Sampled as LoadLab.run_step samples the lab's server, its listening port included: reading
     # /proc/net/tcp (thousands of TIME_WAIT lines after a few bursts) every 0.25 s costs the
     # client's process enough to move a burst's p99 by ~80 ms (measured), so both sides pay it.
-    with Sampler({"server": pid}, ports=[urlsplit(url).port or 80]) as sampler, _runner() as runner, _no_gc_pauses():
-        batch = runner.run(_lean_many(url, body, streams, deadline_s))
+    with (Sampler({"server": pid}, ports=[urlsplit(url).port or 80]) as sampler,
+          uvloop_runner() as runner, no_gc_pauses()):
+        batch = runner.run(streams_at_once(url, body, streams, deadline_s))
     ttfts = [r.ttft_s for r in batch.results if r.ttft_s is not None]
     gaps = [g for r in batch.results for g in r.gaps]
     events = sum(r.content_events for r in batch.results)

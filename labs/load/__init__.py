@@ -23,12 +23,13 @@ One module per job:
     results   StepResult, Limit, and the thresholds of "healthy"
     analysis  diagnose, first_limit: which limit an unhealthy step hit; PathResult
     evidence  what a step left in logs and counters (server, proxy, Envoy, the kernel's TCP)
-    streams   the client side of a step: N streams at once, lean client or httpx defaults
     summary   a step's streams in numbers: percentiles, the steady rate, the TTFT histogram
     lab       LoadLab: servers, proxies and steps, with their resources sampled
     cli       `python -m labs.load` (and `python -m labs run load`), --reanalyse
     report    tables, report.json, report.md and the picture (imported on use: matplotlib)
     locustfile  the Locust user (also for `locust --master` / `--worker` across machines)
+
+A step's streams are the measuring client's stream driver (labs/client/driver.py).
 
 The same steps against a deployed path given by its URL (`python -m labs load URL`) are
 labs/pathload/.
@@ -41,13 +42,11 @@ from labs.load.evidence import tcp_counters
 from labs.load.paths import PATHS, SYNTHETIC, LoadPath, ServerSpec, get_path, script
 from labs.load.results import MAX_GAP_FACTOR, MAX_TTFT_P99_S, MIN_RATE_PCT, Limit, StepResult
 from labs.load.lab import LoadLab
-# The benchmarks (labs.bench) drive their own streams with the lab's event loop and GC policy.
-from labs.load.streams import _no_gc_pauses, _runner
 from labs.load.summary import steady_gaps, steady_rate, steady_window, summarize, ttft_histogram
 
 __all__ = [
     "MAX_GAP_FACTOR", "MAX_TTFT_P99_S", "MIN_RATE_PCT", "PATHS", "SYNTHETIC", "Limit", "LoadLab",
-    "LoadPath", "PathResult", "ServerSpec", "StepResult", "_no_gc_pauses", "_runner", "diagnose",
-    "first_limit", "get_path", "main", "reanalyse", "script", "steady_gaps", "steady_rate",
-    "steady_window", "summarize", "tcp_counters", "ttft_histogram",
+    "LoadPath", "PathResult", "ServerSpec", "StepResult", "diagnose", "first_limit", "get_path",
+    "main", "reanalyse", "script", "steady_gaps", "steady_rate", "steady_window", "summarize",
+    "tcp_counters", "ttft_histogram",
 ]

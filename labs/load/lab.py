@@ -11,7 +11,7 @@ from labs.load.analysis import PathResult, diagnose
 from labs.load.evidence import _Marks
 from labs.load.paths import LoadPath, ServerSpec, script
 from labs.load.results import StepResult
-from labs.load.streams import _httpx_many, _lean_many, _no_gc_pauses, _runner
+from labs.client.driver import httpx_defaults_at_once, no_gc_pauses, streams_at_once, uvloop_runner
 from labs.load.summary import summarize
 from labs.client.resources import Sampler, raise_own_fd_limit
 
@@ -148,11 +148,11 @@ class LoadLab:
         entry_port = int(entry.rsplit(":", 1)[1])
         marks = _Marks(server, proxy)
         ports = sorted({entry_port, server.port})
-        with Sampler(pids, ports=ports) as sampler, _runner() as runner, _no_gc_pauses():
+        with Sampler(pids, ports=ports) as sampler, uvloop_runner() as runner, no_gc_pauses():
             if path.client == "httpx-default":
-                batch = runner.run(_httpx_many(url, body, n, deadline))
+                batch = runner.run(httpx_defaults_at_once(url, body, n, deadline))
             else:
-                batch = runner.run(_lean_many(url, body, n, deadline))
+                batch = runner.run(streams_at_once(url, body, n, deadline))
         wait_idle(server, timeout_s=15.0)  # every stream finished (or aborted) before the next step
         step = summarize(path.name, batch, tokens, self.tokens_per_s, duration)
         step.server = sampler.usage["server"].to_dict()

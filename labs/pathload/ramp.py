@@ -29,7 +29,7 @@ from labs.load.analysis import PathResult, diagnose
 from labs.load.evidence import tcp_counters
 from labs.load.paths import LoadPath, script
 from labs.load.results import Limit, StepResult
-from labs.load.streams import _lean_many, _no_gc_pauses, _runner
+from labs.client.driver import no_gc_pauses, streams_at_once, uvloop_runner
 from labs.load.summary import summarize
 from labs.probe.path import Path as ProbePath
 from labs.client.resources import Sampler, raise_own_fd_limit
@@ -248,8 +248,8 @@ def run_step(path: OwnPath, n: int, tokens_per_s: float, baseline: StepResult | 
     deadline = 3 * duration + path.settings.ramp_s + 15.0  # bounded, a queued stream still fits
     port = path.entry_port()
     tcp0 = tcp_counters()
-    with Sampler({}, ports=[port] if port else []) as sampler, _runner() as runner, _no_gc_pauses():
-        batch = runner.run(_lean_many(path.completions, path.body(), n, deadline,
+    with Sampler({}, ports=[port] if port else []) as sampler, uvloop_runner() as runner, no_gc_pauses():
+        batch = runner.run(streams_at_once(path.completions, path.body(), n, deadline,
                                       headers=path.headers(), ramp_s=path.settings.ramp_s))
     step = summarize(path.host, batch, path.tokens(), tokens_per_s, duration)
     finish_step(step, sampler, port, tcp0)

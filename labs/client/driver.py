@@ -1,5 +1,10 @@
-"""The client side of a step: N streams at once, through the lab's lean client or httpx's
-defaults, on uvloop and without GC pauses."""
+"""The stream driver: N streams at once from one process, through the lab's lean client or httpx's
+defaults, on uvloop and without GC pauses. The load lab's steps, the user's-path load and the
+benchmarks all measure with it:
+
+    with uvloop_runner() as runner, no_gc_pauses():
+        batch = runner.run(streams_at_once(url, body, n=100, deadline_s=30.0))
+"""
 from __future__ import annotations
 
 import asyncio
@@ -9,11 +14,12 @@ import json
 import time
 from typing import Any, Iterator, Mapping
 
-from labs import client
+from labs.client.http1 import Batch, measure_stream
 from labs.client.results import Event, StreamResult
 from labs.client.sse import SSEParser, classify
 
-def _runner() -> asyncio.Runner:
+
+def uvloop_runner() -> asyncio.Runner:
     """uvloop for the client: ~19 us of client CPU per event at 1,000 streams, against ~34 us on
     the default loop (measured by the client's author), so the client stays out of the way."""
     try:
@@ -23,10 +29,10 @@ def _runner() -> asyncio.Runner:
     return asyncio.Runner(loop_factory=uvloop.new_event_loop)
 
 
-async def _lean_many(url: str, body: Mapping[str, Any], n: int, deadline_s: float,
-                     headers: Mapping[str, str] | None = None, ramp_s: float = 0.0) -> client.Batch:
-    """`client.run_many` for a load step, except that one stream's exception cannot sink the
-    batch: under uvloop, writing the request on a connection the server already closed (a
+async def streams_at_once(url: str, body: Mapping[str, Any], n: int, deadline_s: float,
+                          headers: Mapping[str, str] | None = None, ramp_s: float = 0.0) -> Batch:
+    """`run_many` (labs.client.http1) for a load step, except that one stream's exception cannot
+    sink the batch: under uvloop, writing the request on a connection the server already closed (a
     server out of fds accepts and drops) raises RuntimeError out of `measure_stream`.
     `ramp_s` spreads the starts evenly over that many seconds (0: all at once)."""
     started, cpu0 = time.perf_counter(), time.process_time()
@@ -38,7 +44,7 @@ async def _lean_many(url: str, body: Mapping[str, Any], n: int, deadline_s: floa
             await asyncio.sleep(ramp_s * i / n)
         called = time.perf_counter()
         try:
-            r = await client.measure_stream(url, payload, read_timeout_s=30.0,
+            r = await measure_stream(url, payload, read_timeout_s=30.0,
                                             total_timeout_s=deadline_s, headers=extra)
         except (RuntimeError, OSError) as exc:
             r = StreamResult(url=url, outcome="reset", error=f"{type(exc).__name__}: {exc}")
@@ -47,10 +53,10 @@ async def _lean_many(url: str, body: Mapping[str, Any], n: int, deadline_s: floa
         return r
 
     results = await asyncio.gather(*(one(i) for i in range(n)))
-    return client.Batch(list(results), n, time.perf_counter() - started, time.process_time() - cpu0)
+    return Batch(list(results), n, time.perf_counter() - started, time.process_time() - cpu0)
 
 
-async def _httpx_many(url: str, body: Mapping[str, Any], n: int, deadline_s: float) -> client.Batch:
+async def httpx_defaults_at_once(url: str, body: Mapping[str, Any], n: int, deadline_s: float) -> Batch:
     """What many load scripts do: one `httpx.AsyncClient()` with its defaults, N streams at once.
 
     httpx's default pool holds 100 connections and waits 5 s (its default timeout) for a free
@@ -91,11 +97,11 @@ async def _httpx_many(url: str, body: Mapping[str, Any], n: int, deadline_s: flo
 
     async with httpx.AsyncClient() as http:  # the defaults are the point of this row
         results = await asyncio.wait_for(asyncio.gather(*(one(http) for _ in range(n))), deadline_s)
-    return client.Batch(list(results), n, time.perf_counter() - started, time.process_time() - cpu0)
+    return Batch(list(results), n, time.perf_counter() - started, time.process_time() - cpu0)
 
 
 @contextlib.contextmanager
-def _no_gc_pauses() -> Iterator[None]:
+def no_gc_pauses() -> Iterator[None]:
     """No cyclic GC in the client while it measures. This process holds matplotlib, rich,
     pydantic and the proxies' models, and a step adds 100,000s of Event objects: a full
     collection then stops the event loop for tens of ms, and every stream's next read looks
