@@ -1,6 +1,7 @@
 """The shape of the code: the layers run one way, and no module grows past the size one reads whole."""
 from __future__ import annotations
 
+import ast
 import subprocess
 import sys
 from pathlib import Path
@@ -13,7 +14,8 @@ MAX_LINES = 400
 
 
 def test_layers_run_one_way() -> None:
-    """labs -> proxies -> server, each importing only those below it (the contract in pyproject.toml)."""
+    """labs -> proxies -> server, each importing only those below it, and inside server/ and labs/
+    their own floors (the contracts in pyproject.toml)."""
     lint_imports = Path(sys.executable).with_name("lint-imports")
     if not lint_imports.is_file():
         pytest.fail(f"{lint_imports} is missing: `make setup` installs import-linter (the test extra)")
@@ -24,6 +26,57 @@ def test_layers_run_one_way() -> None:
     # Inside the server, by job (server/__init__.py): a contract dropped from pyproject.toml fails here.
     assert "server: tools -> http -> stream -> engine -> text KEPT" in done.stdout, done.stdout
     assert "server's top modules import no job of the server KEPT" in done.stdout, done.stdout
+    assert "labs: entry points -> products -> catalogue -> client KEPT" in done.stdout, done.stdout
+
+
+def _private_names_from_other_packages(source: str, own: str) -> list[str]:
+    """The `labs.X` imports in `source` (a module of the package or top-level module `own` of
+    labs/) that name a `_private` module or name of another package: its insides, not its API."""
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.ImportFrom) and not node.level and node.module:
+            imported = [(node.module, alias.name) for alias in node.names]
+        elif isinstance(node, ast.Import):
+            imported = [(alias.name, "") for alias in node.names]
+        else:
+            continue
+        for module, name in imported:
+            parts = module.split(".")
+            dotted = [*parts[1:], name] if name else parts[1:]
+            if parts[0] != "labs" or not dotted or dotted[0] == own:
+                continue
+            if any(part.startswith("_") and not part.startswith("__") for part in dotted):
+                found.append(f"line {node.lineno}: {module}" + (f" import {name}" if name else ""))
+    return found
+
+
+def test_no_package_of_labs_imports_another_ones_private_names() -> None:
+    """A product borrows no other package's `_name`: what several need is made public where it
+    belongs (the stream driver in labs/client/driver.py, the lab's server and hops in labs/lab/)."""
+    labs_root = REPO_ROOT / "labs"
+    modules = sorted(labs_root.rglob("*.py"))
+    assert len(modules) > 100, "labs/ was not found"
+    borrowed = {}
+    for path in modules:
+        own = path.relative_to(labs_root).parts[0].removesuffix(".py")  # `bench`, `needs`
+        if found := _private_names_from_other_packages(path.read_text(encoding="utf-8"), own):
+            borrowed[str(path.relative_to(REPO_ROOT))] = found
+    assert borrowed == {}
+
+
+def test_private_names_from_other_packages_are_found() -> None:
+    """The finder itself: another package's private name or module is found, in either import
+    form; a package's own private names, dunders and public names are not."""
+    source = ("from labs.load.streams import _runner, uvloop\n"
+              "import labs.load._streams\n"
+              "from labs.load import _no_gc_pauses\n"
+              "def f():\n    from labs.client._driver import run\n"
+              "from labs.bench._peers import x\n"
+              "from labs.load.__main__ import main\n"
+              "from labs import provenance\n")
+    assert _private_names_from_other_packages(source, own="bench") == [
+        "line 1: labs.load.streams import _runner", "line 2: labs.load._streams",
+        "line 3: labs.load import _no_gc_pauses", "line 5: labs.client._driver import run"]
 
 
 def test_no_module_is_over_the_line_limit() -> None:
