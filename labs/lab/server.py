@@ -5,9 +5,12 @@ from __future__ import annotations
 import json
 import time
 import urllib.request
+from typing import TYPE_CHECKING
 
-from server.launcher import ServerHandle
 from server.processes import wait_until
+
+if TYPE_CHECKING:  # the scenario's model and the probe read the defaults: no launcher for them
+    from server.launcher import ServerHandle
 
 # An English script made of short ASCII words: with the lab's byte-level BPE every token decodes to
 # text on its own, so one token is one SSE event and the event count is known in advance.
