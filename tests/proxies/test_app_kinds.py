@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from labs import catalogue
-from labs.scenario.model import hop_kind
+from labs.lab.hops import hop_kind
 from proxies.apps.kind import AppKind
 from proxies.apps.kinds import APP_KINDS, APP_NAMES, launch
 from proxies.apps.launch import AppMissing, Launch
