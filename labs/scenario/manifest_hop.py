@@ -15,11 +15,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterator
 
-from labs.verify.kubernetes import translate
-from labs.verify.launch import RunningConfig, running, validate
-from labs.verify.model import RouteWanted
+from labs.verify.launch import RunningConfig, running
 from labs.verify.rewrite import Rewritten
-from labs.verify.run import read_config, rewrite_config
+from labs.verify.run import prepare, translated as translation_of
 from proxies.kinds import KINDS as PROXY_KINDS
 from proxies.logs import PROCESS_LOG, read_text
 from server.processes import wait_until
@@ -100,10 +98,10 @@ def translated(manifest: str, folder: Path) -> tuple[str, Path]:
     config as the controller would write it, its Service names and ports before any rewrite."""
     source = folder / MANIFEST_FILE
     source.write_text(manifest)
-    translation = translate(source)
-    if translation is None:
+    found = translation_of(source)
+    if found is None:
         raise ManifestMismatch("the variant's manifest holds no Kubernetes object verify translates")
-    return translation.proxy, translation.path
+    return found
 
 
 def prepared(proxy: str, manifest: str, upstream_port: int, runtime: str, folder: Path,
@@ -113,12 +111,9 @@ def prepared(proxy: str, manifest: str, upstream_port: int, runtime: str, folder
     made, config = translated(manifest, folder)
     if made != proxy:
         raise ManifestMismatch(f"the manifest translates into {made}'s config, but the path runs {proxy}")
-    reading = read_config(config, proxy, RouteWanted(series=series))
     run_folder = folder / "run"
     run_folder.mkdir()
-    rewritten = rewrite_config(config, reading, upstream_port, run_folder, in_container=runtime == "docker")
-    validate(rewritten, runtime)
-    return rewritten
+    return prepare(config, upstream_port, run_folder, proxy=proxy, runtime=runtime, series=series)
 
 
 @contextlib.contextmanager

@@ -116,6 +116,24 @@ def rewrite_config(path: Path, reading: Reading, lab_port: int, folder: Path, *,
     return rewritten
 
 
+def translated(path: Path) -> tuple[str, Path] | None:
+    """(the proxy, its config) that Kubernetes manifests translate into, as their controller would
+    write it (labs/verify/kubernetes/); None: no object verify translates."""
+    translation = translate(Path(path))
+    return (translation.proxy, translation.path) if translation is not None else None
+
+
+def prepare(path: Path, lab_port: int, folder: Path, *, proxy: str | None = None, runtime: str = "local",
+            series: str | None = None) -> Rewritten:
+    """A config read, rewritten in front of `lab_port` into `folder`, and passed by the own check of
+    the proxy's release `series` (UnusableInput carries its message): what verify starts, and
+    what a scenario's manifest hop runs (labs/scenario/manifest_hop.py)."""
+    reading = read_config(path, proxy, RouteWanted(series=series))
+    rewritten = rewrite_config(path, reading, lab_port, folder, in_container=runtime == "docker")
+    validate(rewritten, runtime)
+    return rewritten
+
+
 def verify_config(path: Path, *, proxy: str | None = None, max_silence_s: float = Options.max_silence_s,
                   max_stream_s: float = Options.max_stream_s, streams: int = Options.streams,
                   heartbeat_s: float | None = None, runtime: str = "local", quick: bool = False,
