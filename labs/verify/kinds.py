@@ -13,7 +13,7 @@ from __future__ import annotations
 from labs.verify.apache.reader import READER as APACHE
 from labs.verify.caddy.reader import READER as CADDY
 from labs.verify.envoy.kind import KIND as ENVOY
-from labs.verify.haproxy.kind import KIND as HAPROXY
+from labs.verify.haproxy.reader import READER as HAPROXY
 from labs.verify.kind import ConfigKind
 from labs.verify.reader import ConfigReader
 from labs.verify.model import Options, Reading, Suspicion

@@ -77,6 +77,18 @@ REASONS: dict[str, str] = {
     "client-certificate": "the lab's client presents no certificate",
     "client-certificate-unchecked": "no client certificate is checked here",
     "certificate-one-pair": "the run's certificate is one file pair",
+    # haproxy: sections naming other hosts, what refers to them, files of the user's machine
+    "haproxy-resolvers": "names DNS servers of the user's network",
+    "haproxy-peers": "names peer hosts",
+    "haproxy-mailers": "names mail servers",
+    "haproxy-do-resolve": "it uses a resolvers section, commented out here",
+    "haproxy-errorfile-missing": "the file is not beside the config (HAProxy's own page is used)",
+    "haproxy-dh-params": "a file of your machine's: not here (HAProxy's own DH parameters)",
+    "haproxy-issuers-chain": "a folder of your machine's: not here",
+    "haproxy-ssl-engine": "a hardware engine of your machine's: not here",
+    "haproxy-ssl-async": "asynchronous engines are not used here",
+    "haproxy-ca-base": "a folder of your machine's: no CA file is read here",
+    "haproxy-crt-base": "a folder of your machine's: the run's certificate is named by its full path",
 }
 
 

@@ -8,10 +8,11 @@ from labs.verify.reader import ConfigReader
 from labs.verify import rules
 from labs.verify.apache.reader import READER as APACHE
 from labs.verify.caddy.reader import READER as CADDY
+from labs.verify.haproxy.reader import READER as HAPROXY
 from labs.verify.nginx.reader import READER as NGINX
 from labs.verify.varnish.reader import READER as VARNISH
 
-READERS: dict[str, ConfigReader] = {reader.proxy: reader for reader in (NGINX, APACHE, CADDY, VARNISH)}
+READERS: dict[str, ConfigReader] = {reader.proxy: reader for reader in (NGINX, APACHE, CADDY, HAPROXY, VARNISH)}
 
 
 def suspicions(reader: ConfigReader, reading: Reading, options: Options) -> list[Suspicion]:

@@ -26,11 +26,17 @@ def run_pair(folder: Path) -> tuple[Path, Path]:
     return pair
 
 
+def bundle_at(folder: Path) -> Path:
+    """Where `run_bundle` puts the bundle in the run's folder (a rewrite names it before
+    `run_bundle` makes it, when the rewritten config is written)."""
+    return pair_in(folder)[0].with_name("bundle.pem")
+
+
 def run_bundle(folder: Path) -> Path:
     """The run's certificate and key in one PEM file (certificate first), for a proxy that reads
     both from a single file."""
     cert, key = run_pair(folder)
-    bundle = cert.parent / "bundle.pem"
+    bundle = bundle_at(folder)
     bundle.write_text(cert.read_text() + key.read_text())
     bundle.chmod(0o644)
     return bundle

@@ -167,14 +167,11 @@ def test_loopback_only_fails_when_the_proxy_reaches_anything_but_the_lab(verify_
     from labs.verify.haproxy import rewrite as haproxy_rewrite
     from labs.verify.nginx import rewrite as nginx_rewrite
     with lab_server(streams=4) as sentinel:
-        if proxy == "nginx":  # on the pipeline: the lab's port comes in the run's plan
-            real_nginx = nginx_rewrite.rewrite
-            monkeypatch.setattr(nginx_rewrite, "rewrite", lambda config, server, plan:
-                                real_nginx(config, server, replace(plan, lab_port=sentinel.port)))
-        else:
-            real = haproxy_rewrite.rewrite
-            monkeypatch.setattr(haproxy_rewrite, "rewrite", lambda config, front, lab_port, *rest, **kw:
-                                real(config, front, sentinel.port, *rest, **kw))
+        # On the pipeline: the lab's port comes in the run's plan.
+        module = nginx_rewrite if proxy == "nginx" else haproxy_rewrite
+        real = module.rewrite
+        monkeypatch.setattr(module, "rewrite", lambda config, route, plan:
+                            real(config, route, replace(plan, lab_port=sentinel.port)))
         name, template = SENTINEL_CONFIGS[proxy]
         path = tmp_path / name
         path.write_text(template.format(port=9))

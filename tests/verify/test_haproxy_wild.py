@@ -9,7 +9,8 @@ from labs.findings import UnusableInput
 from labs.verify import read_config, verify_config
 from labs.verify.kinds import suspicions
 from labs.verify.launch import running, validate
-from labs.verify.model import Options, RouteWanted
+from labs.verify.model import Options, RouteWanted, display_path
+from labs.verify.plan import RunPlan
 from labs.verify.run import rewrite_config
 from tests.verify.test_static import write
 
@@ -62,10 +63,14 @@ def test_a_map_chooses_the_backend_or_its_default_is_judged(tmp_path):
     write(tmp_path, "paths.map", "/static/ web\n/v1/ api\n")
     path = write(tmp_path, "haproxy.cfg", frontend(rule))
     reading, _, text = run_here(path, tmp_path)
-    assert "backend api" in reading.route and "api" in reading.why and "/etc/haproxy/paths.map" not in text
+    assert "backend api" in reading.route and "/etc/haproxy/paths.map" not in text
+    assert "backend chosen: use_backend %[path,map_beg(/etc/haproxy/paths.map,web)] gives api for " \
+        "/v1/chat/completions" in reading.notes
     missing = write(tmp_path, "b/haproxy.cfg", frontend(rule.replace(",web)", ")")))
     reading, _, _ = run_here(missing, tmp_path / "b")
-    assert "backend web" in reading.route and "default_backend" in reading.why
+    assert "backend web" in reading.route
+    assert any(n.startswith("backend chosen: no value from use_backend") and "the default_backend web is judged" in n
+               for n in reading.notes), reading.notes
     assert any("paths.map" in n and "not beside the config" in n for n in reading.notes)
 
 
@@ -78,6 +83,44 @@ def test_a_host_acl_is_compared_with_the_host_asked_for(tmp_path):
     assert "backend web" in read_config(path, "haproxy", RouteWanted(host="other.org")).route
     unasked = read_config(path, "haproxy")  # no --host: the Host the first ACL names is sent
     assert "backend api" in unasked.route and unasked.host == "chat.example.com"
+
+
+def test_a_header_acl_picks_the_backend_by_what_header_sends(tmp_path):
+    """`hdr()`/`req.hdr()` ACLs read the request verify measures: its own headers (it asks for
+    text/event-stream) and --header's; a header it lacks does not match, and the note says how to
+    send it. The values (credentials) are never in the reading."""
+    rules = ("    acl team_a req.hdr(x-team) -m str a\n    acl keyed hdr(authorization) -m found\n"
+             "    acl streaming hdr_sub(accept) text/event-stream\n"
+             "    use_backend api if team_a\n    use_backend other if keyed\n    use_backend sse if streaming")
+    path = write(tmp_path, "haproxy.cfg", frontend(rules, backends="backend other\n    server o 10.0.0.3:80\n"
+                                                               "backend sse\n    server s 10.0.0.4:80\n"))
+    unasked = read_config(path, "haproxy")
+    assert "backend sse" in unasked.route
+    assert any("ACL team_a" in n and "no such header" in n and "--header" in n for n in unasked.notes), unasked.notes
+    team = run_here(path, tmp_path, RouteWanted(headers=(("X-Team", "a"),)))[0]
+    assert "backend api" in team.route and "--header X-Team" in team.why
+    keyed = read_config(path, "haproxy", RouteWanted(headers=(("Authorization", "Bearer s3cret"),)))
+    assert "backend other" in keyed.route and "s3cret" not in repr(keyed) + " ".join(keyed.notes)
+    assert "backend sse" in read_config(path, "haproxy", RouteWanted(headers=(("X-Team", "b"),))).route
+
+
+def test_no_route_for_the_api_is_the_pipelines_one_error(tmp_path):
+    """The error names what is proxied and how to choose (labs/verify/route.py, the same for every
+    proxy); --path then picks the route."""
+    path = write(tmp_path, "haproxy.cfg", f"{TOP}frontend fe\n    bind :80\n    use_backend api if "
+                 "{ path_beg /admin/ }\nbackend api\n    server a 10.0.0.1:8000\n")
+    with pytest.raises(UnusableInput) as caught:
+        read_config(path, "haproxy")
+    shown = display_path(path)
+    assert str(caught.value) == (
+        f"{shown}: no route proxies POST /v1/chat/completions or /api/chat/completions or "
+        "/api/v1/chat/completions or /openai/v1/chat/completions or /openai/chat/completions or "
+        "/chat/completions; the proxied routes are: frontend fe > use_backend api if { path_beg /admin/ } "
+        f"({shown}:8) (choose one with --path and --host)")
+    assert "backend api" in read_config(path, "haproxy", RouteWanted(path="/admin/chat")).route
+    bare = write(tmp_path, "bare.cfg", f"{TOP}frontend fe\n    bind :80\nbackend api\n    server a 10.0.0.1:8000\n")
+    with pytest.raises(UnusableInput, match="nothing is proxied: no frontend or listen section has a use_backend"):
+        read_config(bare, "haproxy")
 
 
 @pytest.mark.parametrize("line, where", [
@@ -156,6 +199,18 @@ backend api
         assert any(said in n for n in rewritten.notes), said
 
 
+def test_the_runs_certificate_is_made_only_when_the_rewrite_is_written(tmp_path):
+    """The rewrite names the run's certificate in memory; `write()`, after the loopback check,
+    makes it."""
+    path = write(tmp_path, "haproxy.cfg", frontend("").replace("bind :80", "bind :443 ssl crt /etc/site.pem"))
+    parsed = read_config(path, "haproxy").parsed
+    rewritten = parsed.reader.rewrite(parsed.config, parsed.chosen, RunPlan(LAB, tmp_path / "run"))
+    assert rewritten.tls and not (tmp_path / "run").exists()
+    rewritten.write()
+    bundle = (tmp_path / "run" / "tls" / "bundle.pem").read_text()
+    assert "BEGIN CERTIFICATE" in bundle and "PRIVATE KEY" in bundle
+
+
 def test_a_frontend_with_only_a_plain_bind_is_measured_over_plain_http(tmp_path):
     path = write(tmp_path, "haproxy.cfg", frontend("") + "frontend tls\n    bind :443 ssl crt /x.pem\n"
                  "    default_backend web\n")
@@ -228,9 +283,9 @@ def test_a_rule_that_refuses_past_a_counter_is_read_with_its_limit(tmp_path, fro
     path = write(tmp_path, "haproxy.cfg", frontend(frontend_rules + CHAT, extra=api_rules))
     reading, _, _ = run_here(path, tmp_path)
     assert "backend api" in reading.route
-    counter = reading.settings.get("counter limit")
+    counter = reading.get("counter limit")
     if limit is None:
-        assert counter is None, counter
+        assert counter.value is None and counter.where == "default", counter
         return
     assert counter.text.endswith(f"({limit})"), counter.text
     assert counter.where.endswith(f"haproxy.cfg:{refusing_line(path)}"), counter.where

@@ -235,10 +235,11 @@ frontend fe
 backend llm
     server m 10.0.0.2:8000
 """)
-    from labs.verify.haproxy.config import parse
-    from labs.verify.haproxy.read import host_from_notes, select_route
-    _, backend, notes, _ = select_route(parse(path))
-    assert backend.name == "llm" and host_from_notes(notes) == "api.example.com"
+    from labs.verify.haproxy.reader import READER
+    from labs.verify.route import Request
+    found = READER.match(READER.parse(path, RouteWanted()), Request("/v1/chat/completions"))
+    assert found.handle.backend.name == "llm" and found.host == "api.example.com"
+    assert found.handle.request.host == "api.example.com"  # what the rewrite and the counters judge
 
 
 @pytest.mark.parametrize("types, suspected", [(("application/json", "text/event-stream"), True),

@@ -1,29 +1,31 @@
 """HAProxy conditions and `%[...]` samples, evaluated for the request verify judges.
 
 An ACL is `FETCH [flags] [--] VALUE...`: the fetch gives a sample of the request (its path, its
-Host, its method), the match method (`-m str|beg|end|sub|reg|dir|dom|len|found`, or the one a
-suffixed fetch such as `path_beg` implies) compares it with each value; `-i` ignores case, `-f FILE`
-adds the values of a pattern file and `-M` reads that file as a map (its keys). Pattern and map
-files are looked up beside the config (their deployed path under /etc/haproxy, or their name).
+Host or another header, its method), the match method (`-m str|beg|end|sub|reg|dir|dom|len|found`,
+or the one a suffixed fetch such as `path_beg` implies) compares it with each value; `-i` ignores
+case, `-f FILE` adds the values of a pattern file and `-M` reads that file as a map (its keys).
+Pattern and map files are looked up beside the config (their deployed path under /etc/haproxy, or
+their name). The request is the pipeline's (`route.Request`): a `hdr(x-team)` ACL reads the headers
+verify's measured requests carry, --header's among them, and a header they lack does not match.
 A condition on something verify cannot know is unknown: taken as true, and said in a note.
 """
 from __future__ import annotations
 
 import re
-
-from labs.verify import regex as foreign
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from labs.findings import UnusableInput
+from labs.verify import regex as foreign
 from labs.verify.haproxy.config import Section
-from labs.verify.model import ROUTE_METHOD, display_path
+from labs.verify.model import display_path
+from labs.verify.route import Request
 
 METHODS = ("str", "beg", "end", "sub", "reg", "dir", "dom", "len", "found", "int", "bool")
 FLAGS_WITH_VALUE = ("-m", "-f", "-u")
 _PATH_FETCH = re.compile(r"(?P<base>path|url|base|method)(?:_(?P<m>beg|end|sub|reg|dir|dom|len|str))?", re.I)
-_HOST_FETCH = re.compile(r"(?:req\.)?f?hdr(?:_(?P<m>beg|end|sub|reg|dir|dom|len|str))?\(\s*host\s*(?:,[^)]*)?\)",
-                         re.I)
+_HEADER_FETCH = re.compile(
+    r"(?:req\.)?f?hdr(?:_(?P<m>beg|end|sub|reg|dir|dom|len|str))?\(\s*(?P<name>[^,)\s]+)\s*(?:,[^)]*)?\)", re.I)
 _MAP = re.compile(r"map(?:_(str|beg|end|sub|reg|dir|dom))?$")
 BUILTINS = {"TRUE": True, "FALSE": False, "METH_POST": True, "HTTP": True, "METH_GET": False,
             "HTTP_1.1": True, "HTTP_1.0": False, "HTTP_2.0": False, "HTTP_CONTENT": True, "LOCALHOST": True}
@@ -31,13 +33,15 @@ UNKNOWN = None
 
 
 @dataclass
-class Request:
-    """What the judged request carries, and where the config's own files are."""
+class Evaluation:
+    """One request judged against a config's conditions: what it carries, where the config's own
+    files are, what the evaluation noticed, and the Host the first host ACL met asks for when
+    the request names none (verify's requests then carry that one)."""
 
-    path: str
-    host: str | None = None
-    folder: Path = Path(".")
+    request: Request
+    folder: Path
     notes: list[str] = field(default_factory=list)
+    host_needed: str | None = None
 
     def note(self, text: str) -> None:
         if text not in self.notes:
@@ -74,11 +78,12 @@ def map_entries(path: Path) -> list[tuple[str, str]]:
 def sample(fetch: str, request: Request) -> tuple[str, str | None, str] | None:
     """(what it is, its value for the judged request or None when absent, its implied match
     method); None when verify does not evaluate this fetch."""
-    if (found := _HOST_FETCH.fullmatch(fetch)) is not None:
-        return "host", request.host, found["m"] or "str"
+    if (found := _HEADER_FETCH.fullmatch(fetch)) is not None:
+        name = found["name"].lower()
+        return "host" if name == "host" else "header", request.header(name), found["m"] or "str"
     if (found := _PATH_FETCH.fullmatch(fetch)) is not None:
         base = found["base"].lower()
-        value = {"method": ROUTE_METHOD, "base": f"{request.host}{request.path}" if request.host else None
+        value = {"method": request.method, "base": f"{request.host}{request.path}" if request.host else None
                  }.get(base, request.path)
         if base == "base" and request.host is None:
             return None
@@ -140,7 +145,7 @@ def _int_matches(number: int, patterns: list[str]) -> bool:
     return False
 
 
-def criterion(words: list[str], request: Request, name: str = "") -> bool | None:
+def criterion(words: list[str], judged: Evaluation, name: str = "") -> bool | None:
     """One ACL line (`FETCH [flags] VALUE...`) for the judged request; None: verify cannot tell."""
     if not words:
         return UNKNOWN
@@ -153,7 +158,7 @@ def criterion(words: list[str], request: Request, name: str = "") -> bool | None
             break
         if flag in FLAGS_WITH_VALUE:
             if index + 1 >= len(rest):
-                request.note(f"ACL {name or fetch}: {flag} needs a value; the ACL is unknown, taken as true")
+                judged.note(f"ACL {name or fetch}: {flag} needs a value; the ACL is unknown, taken as true")
                 return UNKNOWN
             if flag == "-m":
                 method = rest[index + 1]
@@ -171,29 +176,33 @@ def criterion(words: list[str], request: Request, name: str = "") -> bool | None
     patterns = rest[index:]
     unknown_file = False
     for file in files:
-        found = pattern_file(file, request.folder)
+        found = pattern_file(file, judged.folder)
         if found is None:
-            request.note(f"ACL {name or fetch}: its pattern file {file} is not beside the config, so verify "
-                         "cannot tell whether it matches; taken as true")
+            judged.note(f"ACL {name or fetch}: its pattern file {file} is not beside the config, so verify "
+                        "cannot tell whether it matches; taken as true")
             unknown_file = True
         else:
             patterns += [key for key, _ in map_entries(found)] if as_map else file_lines(found)
-    taken = sample(fetch, request)
+    taken = sample(fetch, judged.request)
     if taken is None:
-        request.note(f"ACL on {fetch} is not evaluated; taken as true (the chat route is assumed to match)")
+        judged.note(f"ACL on {fetch} is not evaluated; taken as true (the chat route is assumed to match)")
         return UNKNOWN
     kind, value, implied = taken
     method = method or implied
     if method not in METHODS:
-        request.note(f"ACL {name or fetch}: match method -m {method} is not evaluated; taken as true")
+        judged.note(f"ACL {name or fetch}: match method -m {method} is not evaluated; taken as true")
         return UNKNOWN
-    if kind == "host" and request.host is None:
+    if kind == "host" and judged.request.host is None:
         if patterns and method in ("str", "dom") and not unknown_file:
             # The chat route is reached with the Host the rule names: verify's requests carry it.
-            request.note(f"the route needs Host {patterns[0]!r} ({fetch}): verify's requests carry it")
+            judged.note(f"the route needs Host {patterns[0]!r} ({fetch}): verify's requests carry it")
+            judged.host_needed = judged.host_needed or patterns[0]
         else:
-            request.note(f"ACL on {fetch} asks for a Host verify was not given (--host); taken as true")
+            judged.note(f"ACL on {fetch} asks for a Host verify was not given (--host); taken as true")
         return UNKNOWN
+    if kind == "header" and value is None and method != "found":
+        judged.note(f"ACL {name or fetch}: verify's request has no such header (--header 'NAME: VALUE' sends "
+                    "one), so it does not match")
     if matches(method, value, patterns, insensitive):
         return True
     return UNKNOWN if unknown_file else False
@@ -210,7 +219,7 @@ def acls_of(section: Section, path: Path) -> dict[str, list[list[str]]]:
     return acls
 
 
-def condition(words: list[str], acls: dict[str, list[list[str]]], request: Request) -> bool:
+def condition(words: list[str], acls: dict[str, list[list[str]]], judged: Evaluation) -> bool:
     """`if|unless TERMS` (ACL names, `!`, `||`/`or`, `{ anonymous ACL }`); unknown terms count as true."""
     if not words:
         return True
@@ -223,18 +232,18 @@ def condition(words: list[str], acls: dict[str, list[list[str]]], request: Reque
             result, current = result or current, True
         elif term.lstrip("!") == "{" or term == "{":
             end = terms.index("}", index) if "}" in terms[index:] else len(terms)
-            holds = criterion(terms[index + 1:end], request)
+            holds = criterion(terms[index + 1:end], judged)
             current = current and ((True if holds is None else holds) != term.startswith("!"))
             index = end
         else:
             negate = term.startswith("!")
             name = term.lstrip("!")
             if name in acls:
-                values = [criterion(c, request, name) for c in acls[name]]
+                values = [criterion(c, judged, name) for c in acls[name]]
                 holds = True if True in values or None in values else False
             else:
                 if name not in BUILTINS:
-                    request.note(f"condition {name!r} is not known to verify; taken as true")
+                    judged.note(f"condition {name!r} is not known to verify; taken as true")
                 holds = BUILTINS.get(name, True)
             current = current and (holds != negate)
         index += 1
@@ -255,12 +264,12 @@ def _split_args(text: str) -> list[str]:
     return [*parts, word]
 
 
-def expression(expr: str, request: Request) -> str | None:
+def expression(expr: str, judged: Evaluation) -> str | None:
     """One `%[fetch,converter,...]` for the judged request; None: no value (or verify cannot tell)."""
     fetch, *converters = [part.strip() for part in _split_args(expr)]
-    taken = sample(fetch, request)
+    taken = sample(fetch, judged.request)
     if taken is None or taken[1] is None:
-        request.note(f"%[{expr}]: verify cannot tell its value (it depends on {fetch})")
+        judged.note(f"%[{expr}]: verify cannot tell its value (it depends on {fetch})")
         return None
     value = taken[1]
     for converter in converters:
@@ -270,36 +279,36 @@ def expression(expr: str, request: Request) -> str | None:
             value = value.lower() if conv == "lower" else value.upper()
         elif (kind := _MAP.match(conv)) is not None and args:
             value = _lookup(kind[1] or "str", args[0].strip(), args[1].strip() if len(args) > 1 else None,
-                            value, request, expr)
+                            value, judged, expr)
             if value is None:
                 return None
         else:
-            request.note(f"%[{expr}]: converter {conv} is not evaluated by verify")
+            judged.note(f"%[{expr}]: converter {conv} is not evaluated by verify")
             return None
     return value
 
 
-def _lookup(method: str, file: str, default: str | None, value: str, request: Request, expr: str) -> str | None:
-    found = pattern_file(file, request.folder)
+def _lookup(method: str, file: str, default: str | None, value: str, judged: Evaluation, expr: str) -> str | None:
+    found = pattern_file(file, judged.folder)
     if found is None:
-        request.note(f"the map {file} (%[{expr}]) is not beside the config, so verify cannot look "
-                     f"{value} up in it; " + (f"its default {default!r} is judged" if default else
-                                               "the frontend's default_backend is judged"))
+        judged.note(f"the map {file} (%[{expr}]) is not beside the config, so verify cannot look "
+                    f"{value} up in it; " + (f"its default {default!r} is judged" if default else
+                                              "the frontend's default_backend is judged"))
         return default
     for key, result in map_entries(found):
         if matches(method, value, [key], False):
-            request.note(f"{value} is found in the map {file} (map_{method}) under {key}: {result}")
+            judged.note(f"{value} is found in the map {file} (map_{method}) under {key}: {result}")
             return result
-    request.note(f"{value} is not in the map {file}; " + (f"its default {default!r} is judged" if default
-                                                        else "the frontend's default_backend is judged"))
+    judged.note(f"{value} is not in the map {file}; " + (f"its default {default!r} is judged" if default
+                                                       else "the frontend's default_backend is judged"))
     return default
 
 
-def log_format(text: str, request: Request) -> str | None:
+def log_format(text: str, judged: Evaluation) -> str | None:
     """A backend name written as a log-format string (`be_%[path,map_beg(FILE,default)]`)."""
     out, index = "", 0
     for found in re.finditer(r"%\[([^\]]*)\]", text):
-        value = expression(found[1], request)
+        value = expression(found[1], judged)
         if value is None:
             return None
         out += text[index:found.start()] + value

@@ -2,15 +2,19 @@
 
 A small parser is enough (HAProxy's grammar is line-based): each section keeps its keyword, name,
 line and its statements as word lists with line numbers; `words_of` splits a line the way HAProxy
-does (quotes, backslash escapes, `#` comments).
+does (quotes, backslash escapes, `#` comments). Every `timeout NAME VALUE` is read as a time while
+parsing, so a value HAProxy would refuse is named at its line before anything else is read.
 """
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from labs.findings import UnusableInput
+from labs.verify.model import display_path
 
+_UNITS = {"us": 1e-6, "ms": 0.001, "s": 1, "m": 60, "h": 3600, "d": 86400}
 SECTIONS = ("global", "defaults", "frontend", "backend", "listen", "peers", "resolvers", "userlist",
             "mailers", "program", "cache", "ring", "http-errors", "crt-store", "traces")
 
@@ -116,4 +120,31 @@ def parse(path: Path) -> HaproxyConfig:
             sections[-1].statements.append(Statement(words, number))
     if not sections:
         raise UnusableInput("no HAProxy sections (global, defaults, frontend, backend, listen)", file=str(path))
-    return HaproxyConfig(path, text, sections)
+    config = HaproxyConfig(path, text, sections)
+    _check_timeouts(config)
+    return config
+
+
+def parse_time(text: str) -> float:
+    """An HAProxy time ("30s", "1m", "500", in ms when bare) in seconds."""
+    match = re.fullmatch(r"(\d+(?:\.\d+)?)(us|ms|s|m|h|d)?", text.strip())
+    if match is None:
+        raise ValueError(f"not an HAProxy time: {text!r}")
+    return float(match[1]) * _UNITS[match[2] or "ms"]
+
+
+def time_at(statement: Statement, path: Path) -> float:
+    """The time of `timeout NAME VALUE`, else UnusableInput naming the line."""
+    try:
+        return parse_time(statement.words[2] if len(statement.words) > 2 else "")
+    except ValueError as exc:
+        raise UnusableInput(str(exc), file=display_path(path), line=statement.line) from None
+
+
+def _check_timeouts(config: HaproxyConfig) -> None:
+    for section in config.sections:
+        for statement in section.find("timeout"):
+            if len(statement.words) < 2:
+                raise UnusableInput("timeout needs a name and a time (timeout server 30s)",
+                                    file=display_path(config.file), line=statement.line)
+            time_at(statement, config.file)

@@ -16,8 +16,9 @@ import re
 from dataclasses import dataclass
 
 from labs.verify.haproxy import acl
-from labs.verify.haproxy.acl import Request
+from labs.verify.haproxy.acl import Evaluation
 from labs.verify.haproxy.config import HaproxyConfig, Section, Statement
+from labs.verify.route import Request
 
 # The one table: a fetch's counter (the stick-table data name, or the proxy-wide fetch) -> what it
 # counts; "{period}" is the stick-table's period (store http_req_rate(60s)), "{key}" what is tracked.
@@ -60,21 +61,20 @@ class CounterLimit:
         return f"{self.allowed} {self.counts}, then {self.refusal}"
 
 
-def limits(config: HaproxyConfig, sections: list[Section], route_path: str, host: str | None
-           ) -> list[tuple[CounterLimit, Statement]]:
+def limits(config: HaproxyConfig, sections: list[Section], request: Request) -> list[tuple[CounterLimit, Statement]]:
     """Every refusing rule of the chat route's frontend and backend whose condition is a counter's
     limit and whose other terms hold for the chat request, the lowest limit first."""
     found = []
     for section in sections:
         for statement in section.statements:
-            limit = _limit(config, sections, section, statement, route_path, host)
+            limit = _limit(config, sections, section, statement, request)
             if limit is not None:
                 found.append((limit, statement))
     return sorted(found, key=lambda pair: pair[0].allowed)
 
 
 def _limit(config: HaproxyConfig, sections: list[Section], section: Section, statement: Statement,
-           route_path: str, host: str | None) -> CounterLimit | None:
+           request: Request) -> CounterLimit | None:
     words = statement.words
     start = next((i for i, w in enumerate(words) if w in ("if", "unless")), None)
     refusal = _refusal(words[:start]) if start else None
@@ -116,9 +116,9 @@ def _limit(config: HaproxyConfig, sections: list[Section], section: Section, sta
         index += 1
     if not counted:
         return None
-    request = Request(route_path, host, config.file.parent)
-    holds = acl.condition([w for w in past_terms if w], acls, request)
-    always = acl.condition([w for w in small_terms if w], acls, request)
+    judged = Evaluation(request, config.file.parent)
+    holds = acl.condition([w for w in past_terms if w], acls, judged)
+    always = acl.condition([w for w in small_terms if w], acls, judged)
     if not holds or always:  # never refuses the chat request, or refuses it whatever the count
         return None
     allowed, _, counts = min(counted)

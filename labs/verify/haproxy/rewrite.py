@@ -1,17 +1,19 @@
 """Rewrite a user's HAProxy config to run here, in front of the lab's server (see labs.verify.rewrite).
 
-`bind` lines move to free loopback ports (the chat frontend's first), every `server` (and
+One handler per directive (`HANDLERS`, looked up by labs/verify/plan.py `handler_for`): `bind`
+lines move to free loopback ports (the chat frontend's first), every `server` (and
 `server-template`) points at the lab's server with TLS, DNS and health-check parameters dropped,
 logs go to stdout, pid and stats sockets into the run's folder, `user`/`group`/`chroot`/`daemon`
 go, and `resolvers`, `peers` and `mailers` sections are commented out (they name other hosts),
 with what refers to them (`stick-table ... peers X`, a server's `resolvers X`, `do-resolve`).
-Pattern and map files (`-f FILE`, `map_beg(FILE,...)`) and the files of a `return` rule (`file`,
-`lf-file`, `errorfile`) or an `errorfile` are copied into the run when found beside the config, as
-includes are; else a stand-in says what the reading assumed (an `errorfile` not found is dropped). `ssl` binds keep TLS with a certificate
-made for the run (tls.py), and the chat frontend is measured on its TLS bind when it has one, so a
-`redirect scheme https unless { ssl_fc }` is kept and holds as deployed. When the config is written
-for another HAProxy version than the one here, that version's defaults are written in where they
-differ (labs/verify/haproxy/versions.py).
+A directive with no handler is kept as written (`KEPT` names those the fixed configs and the
+streaming settings use), the files it names excepted: pattern and map files and the files of a
+`return` rule or an `errorfile` are the run's copies (labs/verify/haproxy/files.py). `ssl` binds
+keep TLS with a certificate made for the run (tls.py), and the chat frontend is measured on its
+TLS bind when it has one, so a `redirect scheme https unless { ssl_fc }` is kept and holds as
+deployed. When the config is written for another HAProxy version than the one here, that
+version's defaults are written in where they differ (labs/verify/haproxy/versions.py).
+Nothing is written here: the pipeline writes the result after its loopback check.
 """
 from __future__ import annotations
 
@@ -19,15 +21,21 @@ import csv
 import os
 import re
 import socket
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Callable
 
 from labs.findings import UnusableInput
 from labs.verify.edits import MARK, TextEdits
 from labs.verify.haproxy import acl, tls, versions
 from labs.verify.haproxy.config import HaproxyConfig, Section, Statement, words_of
-from labs.verify.model import ROUTE_PATH, display_path
+from labs.verify.haproxy.files import FILE_REF, REPLY_FILES, RunFiles
+from labs.verify.haproxy.routes import Served
+from labs.verify.model import display_path
+from labs.verify.plan import RunPlan, handler_for, reason
 from labs.verify.rewrite import Rewritten
-from labs.verify.tls import run_bundle
+from labs.verify.tls import bundle_at, run_bundle
+from proxies.binaries import find_binary
 from server.processes import free_port
 
 BIND_KEPT = ("maxconn", "backlog", "name")
@@ -37,108 +45,219 @@ SERVER_DROPPED_WITH_VALUE = {"verify", "ca-file", "crt", "sni", "resolvers", "in
                              "resolve-net",
                              "alpn", "check-sni", "addr", "port", "inter", "fall", "rise", "resolve-opts",
                              "check-alpn", "ciphers", "verifyhost", "agent-check", "agent-port", "agent-inter"}
-REMOVED_SECTIONS = {"resolvers": "names DNS servers of the user's network", "peers": "names peer hosts",
-                    "mailers": "names mail servers"}
+SERVER_DNS = ("resolvers", "init-addr", "resolve-prefer", "resolve-opts")
+# A section naming other hosts, commented out whole: the reason for it (plan.REASONS).
+REMOVED_SECTIONS = {"resolvers": "haproxy-resolvers", "peers": "haproxy-peers", "mailers": "haproxy-mailers"}
 STDOUT_LOG = "log stdout format raw local0 info"
 VERIFY_SOCKET = "verify-stats.sock"
 
 
-_FILE_REF = re.compile(r"\b((?:map(?:_\w+)?|set-map|del-map|add-acl|del-acl)\()([^,)\s]+)")
-# The `return` action's payload files (docs.haproxy.org/2.6/configuration.html#4.2-http-request%20return).
-REPLY_FILES = ("file", "lf-file", "errorfile")
-REPLY_RULES = ("http-request", "http-response", "http-after-response")
+@dataclass
+class _Run:
+    """One rewrite under way: the parse, the chosen frontend and request, the plan, the edits."""
+
+    config: HaproxyConfig
+    served: Served
+    plan: RunPlan
+    edit: TextEdits
+    files: RunFiles
+    result: Rewritten
+    not_root: bool
+    lines: list[str] = field(default_factory=list)  # the config's, as written
+    bind_defaults: dict[int, list[str]] = field(default_factory=dict)  # the intended version's, by bind line
+    made_bundle: bool = False
+
+    def note(self, text: str) -> None:
+        if text not in self.result.notes:
+            self.result.notes.append(text)
+
+    def bundle(self) -> Path:
+        """The run's certificate and key in one file, made by `write()`, once."""
+        if not self.made_bundle:
+            self.made_bundle = True
+            self.result.on_write.append(lambda: run_bundle(self.plan.folder))
+        return bundle_at(self.plan.folder)
+
+    def line(self, statement: Statement) -> str:
+        return self.lines[statement.line - 1]
 
 
-def rewrite(config: HaproxyConfig, frontend: Section, lab_port: int, folder: Path, *,
-            drop_user: bool = False, route_path: str = ROUTE_PATH, host: str | None = None,
-            binary: str | None = None, version: str | None = None) -> Rewritten:
+def rewrite(config: HaproxyConfig, served: Served, plan: RunPlan) -> Rewritten:
+    """The config as it runs here, in memory: the chat frontend `served.frontend` reachable on
+    `listen_port`, every server the lab's."""
+    folder = plan.folder
     edit = TextEdits(config.text, terminator="\n")
-    lines = config.text.splitlines()
-    files = _Files(config, folder, route_path, host)
-    result = Rewritten("haproxy", folder, folder / "conf" / "haproxy.cfg", listen_port=0)
-    not_root = drop_user or os.geteuid() != 0
-    made: list[Path] = []
-
-    def bundle() -> Path:
-        if not made:
-            made.append(run_bundle(folder))
-        return made[0]
-
-    def note(text: str) -> None:
-        if text not in result.notes:
-            result.notes.append(text)
-
-    bind_defaults = {} if version is None else versions.intended_defaults(
-        config, edit, versions.TABLE.parse(version), versions.TABLE.binary_version(binary), note)
+    result = Rewritten("haproxy", folder, folder / "conf" / "haproxy.cfg", listen_port=0,
+                       host_header=served.request.host)  # the Host the route's ACLs ask for
+    run = _Run(config, served, plan, edit, RunFiles(config, folder, served.request), result,
+               not_root=plan.in_container or os.geteuid() != 0, lines=config.text.splitlines())
+    if plan.version is not None:
+        binary = find_binary("haproxy", plan.series)
+        run.bind_defaults = versions.intended_defaults(config, edit, versions.TABLE.parse(plan.version),
+                                                       versions.TABLE.binary_version(binary), run.note)
     for section in config.sections:
         if section.kind in REMOVED_SECTIONS:
-            edit.remove(section.line, section.kind, REMOVED_SECTIONS[section.kind])
+            why = reason(REMOVED_SECTIONS[section.kind])
+            edit.remove(section.line, section.kind, why)
             for statement in section.statements:
-                edit.remove(statement.line, statement.keyword, REMOVED_SECTIONS[section.kind])
+                edit.remove(statement.line, statement.keyword, why)
             continue
         for statement in section.statements:
-            words, line, key = statement.words, statement.line, statement.keyword
-            if key in ("user", "group", "uid", "gid") and section.kind == "global":
-                if not_root:
-                    edit.remove(line, key, "runs as the invoking user in a container" if drop_user else "not root here")
-            elif key in tls.GLOBALS_DROPPED and section.kind == "global":
-                edit.remove(line, key, tls.GLOBALS_DROPPED[key])
-            elif key in ("chroot", "daemon", "master-worker"):
-                edit.remove(line, key, "the run stays in its own folder, in the foreground")
-            elif key == "maxconn" and section.kind == "global" and words[1:2] and words[1].isdigit() \
-                    and int(words[1]) > _fd_allowed():
-                edit.replace(line, key, f"maxconn {_fd_allowed()}")
-                note(f"global maxconn {words[1]} needs about {2 * int(words[1])} open files; this machine "
-                     f"allows {_fd_hard_limit()}, so it runs with maxconn {_fd_allowed()} here")
-            elif key == "pidfile":
-                edit.replace(line, key, f"pidfile {folder / 'haproxy.pid'}")
-            elif key == "log" and words[1:2] != ["global"] and not words[1:2] == ["stdout"]:
-                edit.replace(line, key, STDOUT_LOG)
-            elif key == "stats" and words[1:2] == ["socket"]:
-                edit.replace(line, key, " ".join(["stats socket", str(folder / "stats.sock"),
-                                                  *_keep_socket_params(words[3:])]))
-            elif key == "bind":
-                port, secure = free_port(), tls.is_tls_bind(words)
-                if section is frontend and (not result.listen_port or (secure and not result.tls)):
-                    # Deployed clients reach the chat route over TLS when the frontend offers it.
-                    result.listen_port, result.tls = port, secure
-                params = _keep(words[2:], BIND_KEPT) + [w for w in words[2:] if w in BIND_FLAGS_KEPT]
-                if secure:
-                    params += tls.bind_params(words, bundle(), note) + bind_defaults.get(line, [])
-                    note(tls.TLS_KEPT)
-                elif any(w in ("crt", "crt-list") for w in words):
-                    note("a bind with crt but no ssl speaks plain HTTP (as HAProxy runs it): its files are dropped")
-                edit.replace(line, key, " ".join(["bind", f"127.0.0.1:{port}", *params]))
-            elif key in ("server", "default-server", "server-template"):
-                edit.replace(line, key, _server(statement, lab_port, config))
-                if "check" in words:
-                    note("health checks are off: they would probe the lab's server instead of yours")
-                if any(w in ("resolvers", "init-addr", "resolve-prefer", "resolve-opts") for w in words):
-                    note("DNS resolution of servers is off (resolvers, init-addr): every server is the lab's")
-            elif key == "stick-table" and "peers" in words[:-1]:
-                at = words.index("peers")
-                edit.replace(line, key, " ".join(words[:at] + words[at + 2:]))
-                note(f"stick-table without peers {words[at + 1]}: the peers section names other hosts")
-            elif any("do-resolve(" in w for w in words):
-                edit.remove(line, key, "it uses a resolvers section, commented out here")
-            elif (replies := key in REPLY_RULES and words[1:2] == ["return"]
-                  and any(w in REPLY_FILES for w in words[:-1])) or "-f" in words[:-1] \
-                    or any(_FILE_REF.search(w) for w in words):
-                text = files.relocate(lines[line - 1], key, statement, note)
-                edit.replace(line, key, files.reply(text, words, note) if replies else text)
-            elif key == "errorfile" and len(words) > 2:
-                found = acl.pattern_file(words[2], config.file.parent)
-                if found is not None:
-                    edit.replace(line, key, f"errorfile {words[1]} {files.copy(words[2], found)}")
-                else:
-                    edit.remove(line, key, "the file is not beside the config (HAProxy's own page is used)")
-            elif key == "http-check" or words[:2] == ["option", "httpchk"]:
-                edit.remove(line, key if key == "http-check" else "option", "health checks are off")
+            handler = handler_for(HANDLERS, statement.keyword) or _references
+            handler(run, section, statement)
     _add_stats_socket(config, edit, folder, result)
-    rewritten = edit.apply()
-    result.files[str(config.file)] = (config.text, rewritten, result.main)
-    result.files.update(files.written)
+    result.files[str(config.file)] = (config.text, edit.apply(), result.main)
+    result.files.update(run.files.written)
     return result
+
+
+def directives(config: HaproxyConfig) -> list[str]:
+    """Every directive the rewrite walks (a removed section's are commented out with it)."""
+    return [statement.keyword for section in config.sections if section.kind not in REMOVED_SECTIONS
+            for statement in section.statements]
+
+
+# The handlers, one per directive: (the run, the section, the statement) -> the edit, if any.
+Handler = Callable[[_Run, Section, Statement], None]
+
+
+def _user(run: _Run, section: Section, statement: Statement) -> None:
+    if section.kind == "global" and run.not_root:
+        run.edit.remove(statement.line, statement.keyword,
+                        reason("user-in-container" if run.plan.in_container else "user-not-root"))
+
+
+def _tls_global(run: _Run, section: Section, statement: Statement) -> None:
+    if section.kind == "global":
+        run.edit.remove(statement.line, statement.keyword, reason(tls.GLOBALS_DROPPED[statement.keyword]))
+
+
+def _foreground(run: _Run, section: Section, statement: Statement) -> None:
+    run.edit.remove(statement.line, statement.keyword, reason("foreground"))
+
+
+def _maxconn(run: _Run, section: Section, statement: Statement) -> None:
+    words = statement.words
+    if section.kind == "global" and words[1:2] and words[1].isdigit() and int(words[1]) > _fd_allowed():
+        run.edit.replace(statement.line, "maxconn", f"maxconn {_fd_allowed()}")
+        run.note(f"global maxconn {words[1]} needs about {2 * int(words[1])} open files; this machine "
+                 f"allows {_fd_hard_limit()}, so it runs with maxconn {_fd_allowed()} here")
+
+
+def _pidfile(run: _Run, section: Section, statement: Statement) -> None:
+    run.edit.replace(statement.line, "pidfile", f"pidfile {run.plan.folder / 'haproxy.pid'}")
+
+
+def _log(run: _Run, section: Section, statement: Statement) -> None:
+    if statement.words[1:2] not in (["global"], ["stdout"]):
+        run.edit.replace(statement.line, "log", STDOUT_LOG)
+
+
+def _stats(run: _Run, section: Section, statement: Statement) -> None:
+    words = statement.words
+    if words[1:2] == ["socket"]:
+        run.edit.replace(statement.line, "stats", " ".join(["stats socket", str(run.plan.folder / "stats.sock"),
+                                                             *_keep(words[3:], ("mode", "level", "expose-fd"))]))
+
+
+def _bind(run: _Run, section: Section, statement: Statement) -> None:
+    words, result = statement.words, run.result
+    port, secure = free_port(), tls.is_tls_bind(words)
+    if section is run.served.frontend and (not result.listen_port or (secure and not result.tls)):
+        # Deployed clients reach the chat route over TLS when the frontend offers it.
+        result.listen_port, result.tls = port, secure
+    params = _keep(words[2:], BIND_KEPT) + [w for w in words[2:] if w in BIND_FLAGS_KEPT]
+    if secure:
+        params += tls.bind_params(words, run.bundle(), run.note) + run.bind_defaults.get(statement.line, [])
+        run.note(reason("tls-kept"))
+    elif any(w in ("crt", "crt-list") for w in words):
+        run.note("a bind with crt but no ssl speaks plain HTTP (as HAProxy runs it): its files are dropped")
+    run.edit.replace(statement.line, "bind", " ".join(["bind", f"127.0.0.1:{port}", *params]))
+
+
+def _server(run: _Run, section: Section, statement: Statement) -> None:
+    words = statement.words
+    run.edit.replace(statement.line, statement.keyword, _server_line(statement, run.plan.lab_port, run.config))
+    if "check" in words:
+        run.note(reason("health-check"))
+    if any(w in SERVER_DNS for w in words):
+        run.note(reason("dns-off"))
+
+
+def _stick_table(run: _Run, section: Section, statement: Statement) -> None:
+    words = statement.words
+    if "peers" in words[:-1]:
+        at = words.index("peers")
+        run.edit.replace(statement.line, "stick-table", " ".join(words[:at] + words[at + 2:]))
+        run.note(f"stick-table without peers {words[at + 1]}: the peers section names other hosts")
+
+
+def _reply_rule(run: _Run, section: Section, statement: Statement) -> None:
+    """`http-request return ... file F`: the reply's file is the run's copy (or an empty stand-in)."""
+    words = statement.words
+    if words[1:2] == ["return"] and any(w in REPLY_FILES for w in words[:-1]) and not _resolves(words):
+        text = run.files.relocate(run.line(statement), statement.keyword, statement, run.note)
+        run.edit.replace(statement.line, statement.keyword, run.files.reply(text, words, run.note))
+    else:
+        _references(run, section, statement)
+
+
+def _errorfile(run: _Run, section: Section, statement: Statement) -> None:
+    words = statement.words
+    if len(words) <= 2:
+        return
+    found = acl.pattern_file(words[2], run.config.file.parent)
+    if found is not None:
+        run.edit.replace(statement.line, "errorfile", f"errorfile {words[1]} {run.files.copy(words[2], found)}")
+    else:
+        run.edit.remove(statement.line, "errorfile", reason("haproxy-errorfile-missing"))
+
+
+def _health_check(run: _Run, section: Section, statement: Statement) -> None:
+    run.edit.remove(statement.line, "http-check", reason("health-check"))
+
+
+def _option(run: _Run, section: Section, statement: Statement) -> None:
+    if statement.words[1:2] == ["httpchk"]:
+        run.edit.remove(statement.line, "option", reason("health-check"))
+
+
+def _references(run: _Run, section: Section, statement: Statement) -> None:
+    """A directive kept as written, but for what it names of the user's machine: a pattern file or
+    a map is the run's copy (or a stand-in), and a `do-resolve` goes with its resolvers section."""
+    words = statement.words
+    if _resolves(words):
+        run.edit.remove(statement.line, statement.keyword, reason("haproxy-do-resolve"))
+    elif "-f" in words[:-1] or any(FILE_REF.search(w) for w in words):
+        run.edit.replace(statement.line, statement.keyword,
+                         run.files.relocate(run.line(statement), statement.keyword, statement, run.note))
+
+
+def _resolves(words: list[str]) -> bool:
+    return any("do-resolve(" in w for w in words)
+
+
+HANDLERS: dict[str, Handler] = {
+    **dict.fromkeys(("user", "group", "uid", "gid"), _user),
+    **dict.fromkeys(tls.GLOBALS_DROPPED, _tls_global),
+    **dict.fromkeys(("chroot", "daemon", "master-worker"), _foreground),
+    "maxconn": _maxconn, "pidfile": _pidfile, "log": _log, "stats": _stats, "bind": _bind,
+    **dict.fromkeys(("server", "default-server", "server-template"), _server),
+    "stick-table": _stick_table,
+    **dict.fromkeys(("http-request", "http-response", "http-after-response"), _reply_rule),
+    "errorfile": _errorfile, "http-check": _health_check, "option": _option,
+}
+# Kept as written (the files they name excepted, see `_references`): how requests are routed and
+# answered, and the streaming settings the user wrote, which are what verify measures.
+KEPT = frozenset({
+    "mode", "timeout", "compression", "balance", "hash-type", "http-reuse", "retries", "retry-on",
+    "acl", "use_backend", "default_backend", "use-server", "redirect", "tcp-request", "tcp-response",
+    "http-error", "errorloc", "errorloc302", "errorloc303", "capture", "cookie", "stick", "fullconn",
+    "description", "unique-id-format", "unique-id-header", "log-format", "monitor-uri", "nbthread",
+    "tune.bufsize", "tune.maxrewrite", "tune.h2.initial-window-size", "tune.ssl.default-dh-param",
+    "ssl-default-bind-ciphers", "ssl-default-bind-ciphersuites", "ssl-default-bind-options",
+    "ssl-default-server-ciphers", "ssl-default-server-ciphersuites", "ssl-default-server-options",
+})
 
 
 def _add_stats_socket(config: HaproxyConfig, edit: TextEdits, folder: Path, result: Rewritten) -> None:
@@ -154,81 +273,6 @@ def _add_stats_socket(config: HaproxyConfig, edit: TextEdits, folder: Path, resu
         edit.insert_after(0, [f"global  # {MARK}", f"    {line}"], indent="")
 
 
-class _Files:
-    """Pattern and map files the config names, as they run here (copied, or a stand-in)."""
-
-    def __init__(self, config: HaproxyConfig, folder: Path, route_path: str, host: str | None) -> None:
-        self.config, self.folder, self.route_path, self.host = config, folder, route_path, host
-        self.written: dict[str, tuple[str, str, Path]] = {}
-        self.placed: dict[tuple[str, str], Path] = {}
-
-    def relocate(self, raw: str, key: str, statement: Statement, note) -> str:
-        text = raw[raw.index(key):] if key in raw else " ".join(statement.words)
-        words = statement.words
-        for index, word in enumerate(words[:-1]):
-            if word == "-f":
-                braces = [at for at, w in enumerate(words[:index]) if w.lstrip("!") == "{"]
-                fetch = words[braces[-1] + 1] if braces else words[2] if words[0] == "acl" else ""
-                method = words[words.index("-m") + 1] if "-m" in words[:-1] else None
-                text = text.replace(words[index + 1], str(self.place(words[index + 1], "acl", fetch, method,
-                                                                      "-M" in words, note)), 1)
-        for found in _FILE_REF.finditer(" ".join(words)):
-            text = text.replace(found[2], str(self.place(found[2], "map", "", None, True, note)), 1)
-        return text
-
-    def reply(self, text: str, words: list[str], note) -> str:
-        """A `return` rule's payload file, found beside the config; else an empty payload (for
-        `errorfile`, a bare response of the rule's status) stands in, and a note says so."""
-        for index, word in enumerate(words[:-1]):
-            if word not in REPLY_FILES:
-                continue
-            name = words[index + 1]
-            found = acl.pattern_file(name, self.config.file.parent)
-            if found is not None:
-                placed = self.copy(name, found)
-            else:
-                status = words[words.index("status") + 1] if "status" in words[:-1] else "200"
-                placed = self.copy(name, None, f"HTTP/1.0 {status} \r\ncontent-length: 0\r\n\r\n"
-                                   if word == "errorfile" else "")
-                note(f"{name} is not beside the config: an empty reply stands in for it (the rule is "
-                     "kept: HAProxy still answers what it answers)")
-            text = text.replace(name, str(placed), 1)
-        return text
-
-    def copy(self, name: str, found: Path | None, stand_in: str = "", kind: str = "file") -> Path:
-        """`found` (or, when it is None, the stand-in) as a file of the run, once per name and kind."""
-        if (name, kind) not in self.placed:
-            target = self.folder / "conf" / "files" / f"{len(self.placed)}-{Path(name).name}"
-            if found is not None:
-                content = found.read_text(errors="replace")
-                self.written[str(found)] = (content, content, target)
-            else:
-                self.written[f"{name} (not here: a stand-in)"] = ("", stand_in, target)
-            self.placed[(name, kind)] = target
-        return self.placed[(name, kind)]
-
-    def place(self, name: str, kind: str, fetch: str, method: str | None, as_map: bool, note) -> Path:
-        if (name, kind) in self.placed:
-            return self.placed[(name, kind)]
-        found = acl.pattern_file(name, self.config.file.parent)
-        if found is None:
-            note(f"{name} is not beside the config: " + (
-                "an empty map stands in for it (its default is used, as the reading judged)" if kind == "map"
-                else "a stand-in that matches the judged request is used (the reading took the ACL as true)"))
-        return self.copy(name, found, "" if found else self._stand_in(kind, fetch, method, as_map), kind)
-
-    def _stand_in(self, kind: str, fetch: str, method: str | None, as_map: bool) -> str:
-        if kind == "map":
-            return ""
-        request = acl.Request(self.route_path, self.host, self.config.file.parent)
-        taken = acl.sample(fetch, request)
-        if taken is None or taken[1] is None:
-            return ""
-        value, method = taken[1], method or taken[2]
-        line = {"reg": re.escape(value), "len": str(len(value))}.get(method, value)
-        return f"{line} x\n" if as_map else f"{line}\n"
-
-
 def _fd_hard_limit() -> int:
     import resource
     hard = resource.getrlimit(resource.RLIMIT_NOFILE)[1]
@@ -240,7 +284,7 @@ def _fd_allowed() -> int:
     return max(256, (_fd_hard_limit() - 200) // 2)
 
 
-def _server(statement: Statement, lab_port: int, config: HaproxyConfig) -> str:
+def _server_line(statement: Statement, lab_port: int, config: HaproxyConfig) -> str:
     words = statement.words
     if words[0] == "default-server":
         return " ".join(["default-server", *_drop_server_params(words[1:])])
@@ -276,15 +320,12 @@ def _keep(params: list[str], allowed: tuple[str, ...]) -> list[str]:
     return kept
 
 
-def _keep_socket_params(params: list[str]) -> list[str]:
-    return _keep(params, ("mode", "level", "expose-fd"))
-
-
 _ADDRESS = re.compile(r"^(?:ipv4@|ipv6@)?(\[[^\]]+\]|[^:]*):?(\d*)$")
 
 
-def addresses(text: str) -> list[tuple[str, str]]:
+def addresses(rewritten: Rewritten) -> list[tuple[str, str]]:
     """Every network address the rewritten config names (bind, server, log, nameserver, peer)."""
+    text = next(new for _, new, path in rewritten.files.values() if path == rewritten.main)
     found = []
     for number, raw in enumerate(text.splitlines(), start=1):
         words = words_of(raw)

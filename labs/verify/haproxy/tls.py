@@ -8,8 +8,6 @@ from __future__ import annotations
 
 from pathlib import Path
 
-TLS_KEPT = ("TLS is kept: the `ssl` binds serve a certificate made for the run (self-signed, for "
-            "127.0.0.1), and verify measures the chat frontend over TLS")
 FLAGS_KEPT = {"no-sslv3", "no-tlsv10", "no-tlsv11", "no-tlsv12", "no-tlsv13", "force-sslv3", "force-tlsv10",
               "force-tlsv11", "force-tlsv12", "force-tlsv13", "prefer-client-ciphers", "no-tls-tickets",
               "allow-0rtt", "no-ca-names"}
@@ -26,12 +24,10 @@ VALUES_DROPPED = {"crt-list": "a list of certificate files of your machine: the 
                   "ca-sign-pass": "a CA of your machine: the run's certificate serves"}
 FLAGS_DROPPED = {"strict-sni": "the lab's client connects to 127.0.0.1 and sends no SNI",
                  "generate-certificates": "a CA of your machine: the run's certificate serves"}
-GLOBALS_DROPPED = {"ssl-dh-param-file": "a file of your machine's: not here (HAProxy's own DH parameters)",
-                   "issuers-chain-path": "a folder of your machine's: not here",
-                   "ssl-engine": "a hardware engine of your machine's: not here",
-                   "ssl-mode-async": "asynchronous engines are not used here",
-                   "ca-base": "a folder of your machine's: no CA file is read here",
-                   "crt-base": "a folder of your machine's: the run's certificate is named by its full path"}
+# A global naming a file, folder or engine of the user's machine -> the reason it goes (plan.REASONS).
+GLOBALS_DROPPED = {"ssl-dh-param-file": "haproxy-dh-params", "issuers-chain-path": "haproxy-issuers-chain",
+                   "ssl-engine": "haproxy-ssl-engine", "ssl-mode-async": "haproxy-ssl-async",
+                   "ca-base": "haproxy-ca-base", "crt-base": "haproxy-crt-base"}
 
 
 def is_tls_bind(words: list[str]) -> bool:
