@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from labs.verify.apache.reader import READER as APACHE
 from labs.verify.caddy.reader import READER as CADDY
-from labs.verify.envoy.kind import KIND as ENVOY
+from labs.verify.envoy.reader import READER as ENVOY
 from labs.verify.haproxy.reader import READER as HAPROXY
 from labs.verify.kind import ConfigKind
 from labs.verify.reader import ConfigReader

@@ -89,6 +89,15 @@ REASONS: dict[str, str] = {
     "haproxy-ssl-async": "asynchronous engines are not used here",
     "haproxy-ca-base": "a folder of your machine's: no CA file is read here",
     "haproxy-crt-base": "a folder of your machine's: the run's certificate is named by its full path",
+    # envoy
+    "xds": "xDS servers are other hosts",
+    "stats-sinks": "stats sinks are other hosts",
+    "tracers": "tracers are other hosts",
+    "load-reports": "load reports go to other hosts",
+    "admin-paths": "this run reads /clusters on its own loopback admin",
+    "no-sni": "the lab's client connects to 127.0.0.1 (no SNI), so each chain serves every connection",
+    "upstream-http1": "the lab's server speaks HTTP/1.1",
+    "judged-statically": "its settings are still judged statically",
 }
 
 

@@ -3,6 +3,7 @@ each (`labs/verify/<proxy>/reader.py`), and what the pipeline asks of the table.
 from __future__ import annotations
 
 from labs.findings import FindingKind
+from labs.verify.envoy.reader import READER as ENVOY
 from labs.verify.model import Options, Reading, Suspicion
 from labs.verify.reader import ConfigReader
 from labs.verify import rules
@@ -12,7 +13,7 @@ from labs.verify.haproxy.reader import READER as HAPROXY
 from labs.verify.nginx.reader import READER as NGINX
 from labs.verify.varnish.reader import READER as VARNISH
 
-READERS: dict[str, ConfigReader] = {reader.proxy: reader for reader in (NGINX, APACHE, CADDY, HAPROXY, VARNISH)}
+READERS: dict[str, ConfigReader] = {reader.proxy: reader for reader in (ENVOY, NGINX, APACHE, CADDY, HAPROXY, VARNISH)}
 
 
 def suspicions(reader: ConfigReader, reading: Reading, options: Options) -> list[Suspicion]:

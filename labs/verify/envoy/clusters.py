@@ -1,5 +1,5 @@
-"""Every cluster of a user's Envoy bootstrap pointed at the lab's server, and the HTTP filters whose
-outside services do not run here left out of the run (rewrite.py calls both).
+"""Every cluster of a user's Envoy bootstrap pointed at the lab's server, one handler per cluster
+key (rewrite.py's table), and the filters whose outside services do not run here left out.
 
 A cluster of any discovery type becomes STATIC with its endpoints at the lab: STRICT_DNS and
 LOGICAL_DNS lose their DNS settings; ORIGINAL_DST, EDS without a static load_assignment and
@@ -12,89 +12,115 @@ out of the run, and their settings are still judged statically (rules.py reads t
 from __future__ import annotations
 
 import json
-from pathlib import Path
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any
 
 from labs.verify.envoy.config import YamlMap, typed
-from labs.verify.envoy.read import HCM_TYPE
-from labs.verify.yamledit import Edits, set_address, walk
+from labs.verify.plan import reason
+from labs.verify.yamledit import set_address, walk
+
+if TYPE_CHECKING:
+    from labs.verify.envoy.rewrite import Run
 
 DNS_KEYS = ("dns_lookup_family", "dns_resolvers", "typed_dns_resolver_config", "dns_refresh_rate",
             "respect_dns_ttl", "dns_resolution_config", "use_tcp_for_dns_lookups", "dns_failure_refresh_rate",
             "dns_jitter")
 # Settings that belong to the cluster's former discovery type and that STATIC rejects or ignores.
 TYPE_KEYS = ("eds_cluster_config", "original_dst_lb_config")
+DISCOVERED = ("STRICT_DNS", "LOGICAL_DNS", "ORIGINAL_DST", "EDS")
 OUTSIDE_FILTERS = ("ext_authz", "ext_proc")
 DFP = "dynamic_forward_proxy"
-Note = Callable[[str], None]
 
 
-def _load_assignment(name: Any, lab_port: int) -> str:
-    return (f"load_assignment: {{cluster_name: {json.dumps(str(name))}, endpoints: [{{lb_endpoints: [{{endpoint: "
-            f"{{address: {{socket_address: {{address: 127.0.0.1, port_value: {lab_port}}}}}}}}}]}}]}}")
+def _lab_endpoints(run: Run, cluster: YamlMap) -> list[str]:
+    """The load_assignment to add where the cluster names no endpoint of its own (none: it does)."""
+    if cluster.mapping("load_assignment").items_list("endpoints"):
+        return []
+    return [f"load_assignment: {{cluster_name: {json.dumps(str(cluster.get('name')))}, endpoints: [{{lb_endpoints: "
+            f"[{{endpoint: {{address: {{socket_address: {{address: 127.0.0.1, port_value: {run.plan.lab_port}}}}}}}}}]}}]}}"]
 
 
-def point_at_lab(edits: Edits, static: YamlMap, path: Path, lab_port: int, note: Note) -> None:
-    for cluster in static.items_list("clusters"):
-        if isinstance(cluster, YamlMap):
-            _cluster(edits, cluster, lab_port, note)
+def cluster_type(run: Run, cluster: YamlMap, key: str) -> None:
+    extension = cluster.mapping("cluster_type").get("name", "?")
+    run.edits.replace_pair(cluster, key, ["type: STATIC", *_lab_endpoints(run, cluster)])
+    run.note(f"cluster {cluster.get('name')}: cluster_type {extension} became a STATIC cluster at the lab's server")
 
 
-def _cluster(edits: Edits, cluster: YamlMap, lab_port: int, note: Note) -> None:
-    name = cluster.get("name")
-    kind = cluster.get("type", "STATIC")
-    has_endpoints = bool(cluster.mapping("load_assignment").items_list("endpoints"))
-    add = [] if has_endpoints else [_load_assignment(name, lab_port)]
-    if has_endpoints is False and "load_assignment" in cluster:
-        edits.comment(cluster, "load_assignment")
-    if "cluster_type" in cluster:
-        extension = cluster.mapping("cluster_type").get("name", "?")
-        edits.replace_pair(cluster, "cluster_type", ["type: STATIC", *add])
-        note(f"cluster {name}: cluster_type {extension} became a STATIC cluster at the lab's server")
-    elif kind in ("STRICT_DNS", "LOGICAL_DNS", "ORIGINAL_DST", "EDS") or add:
-        if "type" in cluster:
-            edits.replace_pair(cluster, "type", ["type: STATIC", *add])
-        else:
-            edits.replace_pair(cluster, "name", [f"name: {json.dumps(str(name))}", *add])
-        if kind == "EDS" and add:
-            note(f"cluster {name}: its endpoints come from xDS (EDS); here it is a STATIC cluster at the lab's "
-                 "server")
-        elif kind == "ORIGINAL_DST":
-            note(f"cluster {name}: ORIGINAL_DST (the connection's own destination) became a STATIC cluster at "
+def discovery_type(run: Run, cluster: YamlMap, key: str) -> None:
+    kind, name, add = cluster.get("type", "STATIC"), cluster.get("name"), _lab_endpoints(run, cluster)
+    if "cluster_type" in cluster or (kind not in DISCOVERED and not add):
+        return
+    run.edits.replace_pair(cluster, key, ["type: STATIC", *add])
+    if kind == "EDS" and add:
+        run.note(f"cluster {name}: its endpoints come from xDS (EDS); here it is a STATIC cluster at the lab's server")
+    elif kind == "ORIGINAL_DST":
+        run.note(f"cluster {name}: ORIGINAL_DST (the connection's own destination) became a STATIC cluster at "
                  "the lab's server")
-    for key in (*DNS_KEYS, *TYPE_KEYS):
-        if key in cluster:
-            edits.comment(cluster, key)
-    if str(cluster.get("lb_policy", "")) == "CLUSTER_PROVIDED":
-        edits.comment(cluster, "lb_policy")
-    for mapping in walk(cluster.mapping("load_assignment")):
-        if "socket_address" in mapping and isinstance(mapping["socket_address"], YamlMap):
-            set_address(edits, mapping["socket_address"], lab_port)
-    for key, why in (("transport_socket", "the lab's server speaks plain HTTP"),
-                     ("transport_socket_matches", "the lab's server speaks plain HTTP"),
-                     ("health_checks", "health checks would probe the lab's server")):
-        if key in cluster:
-            edits.comment(cluster, key)
-            note(f"cluster {name}: {key} dropped ({why})")
-    _http1(edits, cluster, note)
 
 
-def _http1(edits: Edits, cluster: YamlMap, note: Note) -> None:
-    said = (f"cluster {cluster.get('name')}: HTTP/2 towards the upstream became HTTP/1.1 "
-            "(the lab's server speaks HTTP/1.1)")
+def name(run: Run, cluster: YamlMap, key: str) -> None:
+    """A cluster with neither type nor endpoints (STATIC by default): the lab's endpoints beside its name."""
+    add = _lab_endpoints(run, cluster)
+    if add and "cluster_type" not in cluster and "type" not in cluster:
+        run.edits.replace_pair(cluster, key, [f"name: {json.dumps(str(cluster.get('name')))}", *add])
+
+
+def load_assignment(run: Run, cluster: YamlMap, key: str) -> None:
+    if _lab_endpoints(run, cluster):  # no endpoint of its own: the lab's are added beside the type
+        run.edits.comment(cluster, key)
+    for mapping in walk(cluster.mapping(key)):
+        if isinstance(mapping.get("socket_address"), YamlMap):
+            set_address(run.edits, mapping["socket_address"], run.plan.lab_port)
+
+
+def drop(run: Run, owner: YamlMap, key: str) -> None:
+    """A key that belongs to what is no longer here (DNS, the former discovery type): gone, unsaid."""
+    run.edits.comment(owner, key)
+
+
+def lb_policy(run: Run, cluster: YamlMap, key: str) -> None:
+    if str(cluster.get(key, "")) == "CLUSTER_PROVIDED":  # the discovery type that provided it is gone
+        run.edits.comment(cluster, key)
+
+
+def upstream_tls(run: Run, cluster: YamlMap, key: str) -> None:
+    run.edits.comment(cluster, key)
+    run.note(f"cluster {cluster.get('name')}: {key} dropped ({reason('upstream-tls')})")
+
+
+def health_checks(run: Run, cluster: YamlMap, key: str) -> None:
+    run.edits.comment(cluster, key)
+    run.note(f"cluster {cluster.get('name')}: {reason('health-check')}")
+
+
+def http2_options(run: Run, cluster: YamlMap, key: str) -> None:
+    """The cluster's own HTTP/2 options (deprecated there): HTTP/1.1 towards the lab's server."""
+    run.edits.pair(cluster, key, "http_protocol_options: {}")
+    run.note(_http1_said(cluster))
+
+
+def protocol_options(run: Run, cluster: YamlMap, key: str) -> None:
+    """HttpProtocolOptions: HTTP/1.1 explicitly (ALPN's choice, the client's protocol or HTTP/2
+    cannot work with TLS off), and the upstream filters calling outside services left out."""
     replaced: list[Any] = []
-    for mapping in walk(cluster):
-        for key in ("auto_config", "use_downstream_protocol_config"):
-            if key in mapping:  # ALPN or the client's protocol: HTTP/1.1 explicitly, as TLS is off here
-                options = mapping.mapping(key).get("http_protocol_options")
+    for mapping in walk(cluster[key]):
+        for option in ("auto_config", "use_downstream_protocol_config"):
+            if option in mapping:
+                options = mapping.mapping(option).get("http_protocol_options")
                 kept = json.dumps(options) if isinstance(options, dict) else "{}"
-                edits.pair(mapping, key, f"explicit_http_config: {{http_protocol_options: {kept}}}")
-                replaced.extend(walk(mapping[key]))
-                note(said)
-    for mapping in walk(cluster):
+                run.edits.pair(mapping, option, f"explicit_http_config: {{http_protocol_options: {kept}}}")
+                replaced.extend(walk(mapping[option]))
+                run.note(_http1_said(cluster))
+    for mapping in walk(cluster[key]):
         if "http2_protocol_options" in mapping and not any(m is mapping for m in replaced):
-            edits.pair(mapping, "http2_protocol_options", "http_protocol_options: {}")
-            note(said)
+            run.edits.pair(mapping, "http2_protocol_options", "http_protocol_options: {}")
+            run.note(_http1_said(cluster))
+    for options in cluster.mapping(key).values():
+        if isinstance(options, YamlMap):
+            leave_out_outside(run, options.get("http_filters"), options.items_list("http_filters"))
+
+
+def _http1_said(cluster: YamlMap) -> str:
+    return f"cluster {cluster.get('name')}: HTTP/2 towards the upstream became HTTP/1.1 ({reason('upstream-http1')})"
 
 
 def _service_cluster(config: YamlMap) -> tuple[str | None, str]:
@@ -111,54 +137,39 @@ def _service_cluster(config: YamlMap) -> tuple[str | None, str]:
     return None, "no service"
 
 
-def leave_out_filters(edits: Edits, static: YamlMap, note: Note) -> None:
-    """ext_authz / ext_proc (their services are not here) and dynamic_forward_proxy (its DNS cache
-    has no user once every cluster is STATIC) do not run; the rules still read them."""
-    known = {c.get("name") for c in static.items_list("clusters") if isinstance(c, YamlMap)}
-    for listener in static.items_list("listeners"):
-        for chain in listener.items_list("filter_chains"):
-            network = chain.get("filters")
-            for index, item in enumerate(chain.items_list("filters")):
-                if _outside(item) and not isinstance(item, str) and HCM_TYPE not in typed(item):
-                    _leave_out(edits, network, index, item, known, note)
-                if HCM_TYPE in typed(item):
-                    http_filters = item.mapping("typed_config").get("http_filters")
-                    for position, http in enumerate(item.mapping("typed_config").items_list("http_filters")):
-                        if _outside(http):
-                            _leave_out(edits, http_filters, position, http, known, note)
-                        elif DFP in _label(http):
-                            edits.drop_item(http_filters, position)
-                            note(f"the {http.get('name')} filter is left out: its DNS cache has no user once its "
-                                 "clusters are STATIC at the lab's server")
-    # A cluster's own upstream filters (HttpProtocolOptions.http_filters) call services too.
-    for cluster in static.items_list("clusters"):
-        if not isinstance(cluster, YamlMap):
-            continue
-        for options in cluster.mapping("typed_extension_protocol_options").values():
-            if not isinstance(options, YamlMap):
-                continue
-            upstream = options.get("http_filters")
-            for position, http in enumerate(options.items_list("http_filters")):
-                if _outside(http):
-                    _leave_out(edits, upstream, position, http, known, note)
-
-
-def _label(item: Any) -> str:
+def label(item: Any) -> str:
     return f"{item.get('name', '')} {typed(item)}" if isinstance(item, YamlMap) else ""
 
 
-def _outside(item: Any) -> bool:
-    return any(name in _label(item) for name in OUTSIDE_FILTERS)
+def outside(item: Any) -> bool:
+    """ext_authz / ext_proc: a filter that calls a service of the user's, which is not here."""
+    return any(name in label(item) for name in OUTSIDE_FILTERS)
 
 
-def _leave_out(edits: Edits, seq: Any, index: int, item: YamlMap, known: set, note: Note) -> None:
+def leave_out_outside(run: Run, seq: Any, items: list[Any]) -> None:
+    """Leave the filters of a list that call outside services out of the run, each said."""
+    for index, item in enumerate(items):
+        if outside(item) and isinstance(item, YamlMap):
+            leave_out(run, seq, index, item)
+
+
+def leave_out(run: Run, seq: Any, index: int, item: YamlMap) -> None:
     service, other = _service_cluster(item.mapping("typed_config"))
     if service is None:
         where = f"it calls {other}, another host"
-    elif service in known:
+    elif service in run.clusters:
         where = f"its service cluster {service} would be the lab's server here, which is no such service"
     else:
         where = f"its service cluster {service} is not in the config"
-    edits.drop_item(seq, index)
-    note(f"the {item.get('name')} filter is left out of the run ({where}); its settings are still judged "
-         "statically")
+    run.edits.drop_item(seq, index)
+    run.note(f"the {item.get('name')} filter is left out of the run ({where}); {reason('judged-statically')}")
+
+
+HANDLERS = {
+    "cluster.name": name, "cluster.type": discovery_type, "cluster.cluster_type": cluster_type,
+    "cluster.load_assignment": load_assignment, "cluster.lb_policy": lb_policy,
+    **{f"cluster.{key}": drop for key in (*DNS_KEYS, *TYPE_KEYS)},
+    "cluster.transport_socket": upstream_tls, "cluster.transport_socket_matches": upstream_tls,
+    "cluster.health_checks": health_checks, "cluster.http2_protocol_options": http2_options,
+    "cluster.typed_extension_protocol_options": protocol_options,
+}

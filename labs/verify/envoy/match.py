@@ -1,7 +1,8 @@
 """Whether an Envoy route's match holds for verify's request, and which virtual host a Host selects.
 
-verify sends `POST <path>` with `content-type: application/json` and `accept: text/event-stream`,
-the Host it was given (--host) or the one the virtual host answers for. A route matches when its
+verify's request (labs/verify/route.py `Request`: `POST <path>`, the headers its measured requests
+carry and --header's) is seen with the Host it was given (--host) or the one the virtual host
+answers for, and Envoy's pseudo-headers (`:method`, `:path`, `:authority`). A route matches when its
 path specifier holds (`case_sensitive: false` compares without case) and every `headers`,
 `query_parameters` and `grpc` matcher holds for that request, as Envoy evaluates them
 (HeaderMatcher: string_match exact/prefix/suffix/contains/safe_regex with ignore_case, the legacy
@@ -11,12 +12,11 @@ so the next route is tried, as a config that needs it would not serve verify's r
 """
 from __future__ import annotations
 
-import re
-
-from labs.verify import regex as foreign
 from typing import Any, Callable
 
+from labs.verify import regex as foreign
 from labs.verify.envoy.config import YamlMap
+from labs.verify.route import Request
 
 PATH_KEYS = ("prefix", "path", "safe_regex", "path_separated_prefix")
 # Keys of a RouteMatch that do not change whether verify's request matches.
@@ -25,23 +25,23 @@ LEGACY = {"exact_match": "exact", "prefix_match": "prefix", "suffix_match": "suf
           "contains_match": "contains"}
 
 
-def request_headers(path: str, host: str | None, extra: tuple[tuple[str, str], ...] = ()) -> dict[str, str]:
-    """The headers of verify's measured request, as Envoy's route table sees them (--header too)."""
-    return {":method": "POST", ":path": path, ":scheme": "http", ":authority": host or "127.0.0.1",
-            "content-type": "application/json", "accept": "text/event-stream",
-            **{name.lower(): value for name, value in extra}}
+def header_value(request: Request, name: str, authority: str | None) -> str | None:
+    """A header as Envoy's route table sees it: the pseudo-headers from the request line and the
+    Host (`authority`: the one the virtual host was chosen by), the rest as the request carries them."""
+    pseudo = {":method": request.method, ":path": request.path, ":scheme": "http",
+              ":authority": authority or "127.0.0.1"}
+    return pseudo[name] if name in pseudo else request.header(name)
 
 
-def route_matches(match: YamlMap, path: str, host: str | None, note: Callable[[str], None],
-                  extra: tuple[tuple[str, str], ...] = ()) -> bool:
+def route_matches(match: YamlMap, request: Request, authority: str | None, note: Callable[[str], None]) -> bool:
+    path = request.path
     if not _path_matches(match, path):
         return False
-    headers = request_headers(path, host, extra)
     for key in match:
         if key in PATH_KEYS or key in NEUTRAL_KEYS:
             continue
         if key == "headers":
-            if not all(_header_holds(h, headers, note) for h in match.items_list("headers")):
+            if not all(_header_holds(h, request, authority, note) for h in match.items_list("headers")):
                 return False
         elif key == "query_parameters":
             query = _query(path)
@@ -98,14 +98,14 @@ def string_matches(matcher: Any, value: str, note: Callable[[str], None], what: 
     return False
 
 
-def _header_holds(header: Any, headers: dict[str, str], note: Callable[[str], None]) -> bool:
+def _header_holds(header: Any, request: Request, authority: str | None, note: Callable[[str], None]) -> bool:
     if not isinstance(header, YamlMap) or "name" not in header:
         note(f"a header matcher without a name ({header!r}): taken as not holding")
         return False
     name = str(header["name"]).lower()
     what = f"header matcher {name} (line {header.line()})"
     invert = bool(header.get("invert_match", False))
-    value = headers.get(name)
+    value = header_value(request, name, authority)
     if value is None and header.get("treat_missing_header_as_empty"):
         value = ""
     specifiers = [k for k in header if k not in ("name", "invert_match", "treat_missing_header_as_empty")]
