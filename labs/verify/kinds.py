@@ -21,7 +21,7 @@ from labs.verify.nginx.reader import READER as NGINX
 from labs.verify import readers
 from labs.verify.readers import READERS
 from labs.verify.rules import DEPARTURE, departure_at_write
-from labs.verify.traefik.kind import KIND as TRAEFIK
+from labs.verify.traefik.reader import READER as TRAEFIK
 from labs.verify.varnish.reader import READER as VARNISH
 
 KINDS: dict[str, ConfigKind | ConfigReader] = {kind.proxy: kind for kind in (ENVOY, TRAEFIK, NGINX, VARNISH, HAPROXY, CADDY, APACHE)}

@@ -44,6 +44,7 @@ REASONS: dict[str, str] = {
     "bind-address": "binds to an address of the user's machine",
     # Listeners.
     "quic": "QUIC (UDP) is not measured; the TCP listener is",
+    "no-certificate": "the lab has no certificate for the config's names",
     "tls-kept": ("TLS is kept: the TLS listeners serve a certificate made for the run (self-signed, "
                  "for 127.0.0.1), and verify measures them over TLS"),
     "tls-secrets": ("static secrets dropped (files of your machine): the run's certificate serves the "
@@ -62,7 +63,6 @@ REASONS: dict[str, str] = {
     # caddy
     "caddy-apps": "only the http app is measured",
     "caddy-plain-http": "automatic HTTPS is off here and every server listens on plain HTTP on 127.0.0.1",
-    "caddy-no-certificate": "the lab has no certificate for the config's names",
     # varnish
     "varnish-listen": "the listen address is varnishd's -a flag: 127.0.0.1 on a free port here",
     "unix-socket": "its unix socket is the lab's server here",
@@ -98,6 +98,8 @@ REASONS: dict[str, str] = {
     "no-sni": "the lab's client connects to 127.0.0.1 (no SNI), so each chain serves every connection",
     "upstream-http1": "the lab's server speaks HTTP/1.1",
     "judged-statically": "its settings are still judged statically",
+    # traefik
+    "elsewhere": "it would listen, fetch or report elsewhere",
 }
 
 

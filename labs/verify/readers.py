@@ -11,9 +11,10 @@ from labs.verify.apache.reader import READER as APACHE
 from labs.verify.caddy.reader import READER as CADDY
 from labs.verify.haproxy.reader import READER as HAPROXY
 from labs.verify.nginx.reader import READER as NGINX
+from labs.verify.traefik.reader import READER as TRAEFIK
 from labs.verify.varnish.reader import READER as VARNISH
 
-READERS: dict[str, ConfigReader] = {reader.proxy: reader for reader in (ENVOY, NGINX, APACHE, CADDY, HAPROXY, VARNISH)}
+READERS: dict[str, ConfigReader] = {reader.proxy: reader for reader in (ENVOY, TRAEFIK, NGINX, APACHE, CADDY, HAPROXY, VARNISH)}
 
 
 def suspicions(reader: ConfigReader, reading: Reading, options: Options) -> list[Suspicion]:
@@ -28,3 +29,4 @@ def suspicions(reader: ConfigReader, reading: Reading, options: Options) -> list
 
 def fallback(reader: ConfigReader, kind: FindingKind) -> tuple[str, str]:
     return rules.fallback(reader.rules, kind)
+

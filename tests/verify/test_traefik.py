@@ -17,8 +17,9 @@ from labs.verify.detect import detect
 from labs.verify.launch import running, validate
 from labs.verify.model import RouteWanted
 from labs.verify.run import rewrite_config
-from labs.verify.traefik.read import seconds
+from labs.verify.traefik.settings import seconds
 from labs.verify.traefik.rewrite import ACCESS_LOG
+from labs.verify.route import Request
 from labs.verify.traefik.routes import rule_matches
 from tests.verify.test_static import write
 
@@ -106,7 +107,7 @@ def published(tmp_path: Path) -> Path:
     ("HostRegexp(`^${DOMAIN}$`) || Path(`/v1/chat`)", "/v1/chat", None, True),
 ])
 def test_rules_are_evaluated_as_traefik_does(rule, path, host, expected):
-    assert rule_matches(rule, "POST", path, host)[0] is expected
+    assert rule_matches(rule, Request(path, host))[0] is expected
 
 
 def test_a_host_the_rule_asks_for_is_the_host_sent(tmp_path):
@@ -152,7 +153,7 @@ def test_a_host_written_as_a_placeholder_matches_nothing_and_the_path_chooses(tm
     assert "router ollama" in reading.route and reading.host is None, reading.route
     assert any("router ollama's Host(`${OLLAMA_HOSTNAME:-localhost}`) is read as written" in n
                and "does not expand" in n for n in reading.notes), reading.notes
-    with pytest.raises(UnusableInput, match=r"no router serves POST /v1/chat/completions.*is read as written"):
+    with pytest.raises(UnusableInput, match=r"no route proxies POST /v1/chat/completions or .*is read as written"):
         read_config(path, "traefik")  # no router's path matches the API's: no Host can stand in
     written = write(tmp_path, "plain/dynamic.yml", PLACEHOLDERS.replace("${OLLAMA_HOSTNAME:-localhost}", "llm.example"))
     chosen = read_config(written, "traefik")  # a real host name is still the Host sent
@@ -224,7 +225,7 @@ def test_the_fixed_config_reads_as_written():
     reading = read_config(FIXED, "traefik")
     assert reading.get("readTimeout").value == 60 and reading.get("writeTimeout").value is None
     assert reading.get("flushInterval").value == -1 and reading.get("compress").value
-    assert "buffering" not in reading.settings
+    assert reading.get("buffering").value is None and reading.get("buffering").where == "default"
 
 
 def test_the_rewrite_runs_on_loopback_and_traefik_accepts_it(tmp_path):

@@ -66,7 +66,7 @@ def rewrite(config: CaddyConfig, server_name: str, plan: RunPlan) -> Rewritten:
             handler(owner, key, run)
     notes = [f"apps left out of the run: {', '.join(sorted(run.left_out))} ({reason('caddy-apps')})"] \
         if run.left_out else []
-    notes.append(reason("caddy-plain-http") + (f" ({reason('caddy-no-certificate')})" if run.tls else ""))
+    notes.append(reason("caddy-plain-http") + (f" ({reason('no-certificate')})" if run.tls else ""))
     notes += run.notes
     if run.upstream_tls:
         notes.append(f"upstream TLS is off here: {reason('upstream-tls')}")

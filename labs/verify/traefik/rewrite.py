@@ -1,4 +1,8 @@
-"""Rewrite a Traefik config to run here, in front of the lab's server (see labs.verify.rewrite).
+"""Rewrite a Traefik config to run here, in front of the lab's server (see labs.verify.rewrite), in
+memory: one handler per option (`HANDLERS`, by section: the static file's own keys, then
+`entrypoint.`, `serverstransport.`, `router.`, `middleware.` (by its kind), `service.` (by its
+kind) and `loadbalancer.`, all lower case as Traefik matches them), and the options kept as written
+declared (`KEPT`): the streaming settings verify measures.
 
 What runs is one YAML file holding the static part and the dynamic part its file provider reads
 from that same file (as proxies/fixed/traefik.yml does): every entry point listens on a free
@@ -17,12 +21,14 @@ from __future__ import annotations
 
 import copy
 import json
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable, Iterator
 
 import yaml
 
 from labs.verify import records
+from labs.verify.plan import RunPlan, handler_for, reason
 from labs.verify.rewrite import Rewritten
 from labs.verify.traefik.config import DYNAMIC_SECTIONS, TraefikConfig, entry_point_names, get, key_of
 from proxies.logs import READY_PATH
@@ -30,7 +36,6 @@ from server.processes import free_port
 
 MAIN = "traefik.yml"
 ACCESS_LOG = "access.log"
-STATIC_KEPT = ("entrypoints", "serverstransport", "hostresolver")
 # fastProxy changes how every request is forwarded (Traefik's fasthttp proxy instead of Go's, which
 # cuts streams just after their headers: docs/field-notes.md#traefiks-early-cut): it is measured.
 # The rest of `experimental` (plugins are downloaded) is left out.
@@ -39,6 +44,29 @@ TLS_OPTIONS = ("rootcas", "certificates", "insecureskipverify", "servername", "p
                "peercerturi", "spiffe", "disablehttp2")
 CALLS_OUT = {"forwardauth": "it asks an authentication service of yours on every request",
              "plugin": "a plugin is downloaded from the Internet"}
+Handler = Callable[["Run", dict, str], None]
+
+
+@dataclass
+class Run:
+    """One rewrite in progress: the plan, its entry points, what it says, and the object the walk
+    is in (`where`, for the notes)."""
+
+    plan: RunPlan
+    result: Rewritten
+    points: dict[str, Any] = field(default_factory=dict)  # the run's entry points
+    point: str = ""  # the entry point the judged router listens on
+    notes: list[str] = field(default_factory=list)
+    where: str = ""
+
+    def visit(self, section: str, owner: Any, where: str) -> None:
+        """Each option's handler; an option without one, or declared kept, is kept as written."""
+        self.where = where
+        for key in list(owner or {}):
+            name = f"{section}.{key}".lower() if section else str(key).lower()
+            handler = handler_for(HANDLERS, name)
+            if handler is not None and name not in KEPT:
+                handler(self, owner, key)
 
 
 def contacted(folder: Path) -> set[str]:
@@ -72,102 +100,180 @@ def merged(config: TraefikConfig) -> dict[str, Any]:
     return {**static, "http": http} if http else static
 
 
-def rewrite(config: TraefikConfig, router: str, lab_port: int, folder: Path) -> Rewritten:
+def rewrite(config: TraefikConfig, router: str, plan: RunPlan) -> Rewritten:
     before = merged(config)
     data = copy.deepcopy(before)
-    notes: list[str] = []
-    result = Rewritten("traefik", folder, folder / MAIN, listen_port=0)
+    folder = plan.folder
+    run = Run(plan, Rewritten("traefik", folder, folder / MAIN, listen_port=0))
     http = get(data, "http") or {}
-    points = get(data, "entryPoints") or _named_points(http)
-    chosen_points = _router_points(http, router, points)
-    for name, point in points.items():
-        port = free_port()
-        point = point if isinstance(point, dict) else {}
-        point["address"] = f"127.0.0.1:{port}"
-        if name == chosen_points[0]:
-            result.listen_port = port
-        point_http = get(point, "http")
-        if isinstance(point_http, dict):
-            for option in ("tls", "redirections"):
-                key = key_of(point_http, option)
-                if key is not None:
-                    point_http.pop(key)
-                    notes.append(f"entry point {name}: http.{option} is off here (plain HTTP on 127.0.0.1: the "
-                                 "lab has no certificate for the config's names)")
-            if not point_http:  # Traefik refuses an empty section ("cannot be a standalone element")
-                point.pop(key_of(point, "http"))
-        points[name] = point
-    transport = get(data, "serversTransport")
-    for option in list(transport or {}):
-        if str(option).lower() in TLS_OPTIONS:
-            transport.pop(option)
-            notes.append(f"serversTransport: {option} is dropped (the lab's server speaks plain HTTP)")
-    _rewrite_dynamic(http, router, lab_port, chosen_points[0], notes)
+    run.points = get(data, "entryPoints") or _named_points(http)
+    run.point = _router_points(http, router, run.points)[0]
+    _entry_points(run)
+    _dynamic(run, http)
     forced = {"global": {"checkNewVersion": False, "sendAnonymousUsage": False},
-              "entrypoints": points,
+              "entrypoints": run.points,
               "providers": {"file": {"filename": str(folder / MAIN), "watch": False}},
               "log": {"level": "ERROR"},
               "accesslog": {"filePath": str(folder / ACCESS_LOG), "format": "json"},
               "http": http}
-    run: dict[str, Any] = {}
-    for key, value in data.items():  # the user's order, so the diff shows only what changed
-        lower = str(key).lower()
-        if lower in forced:
-            run[key] = forced.pop(lower)
-        elif lower in STATIC_KEPT:
-            run[key] = value
-        elif lower == "experimental" and isinstance(value, dict):
-            kept = {name: option for name, option in value.items() if str(name).lower() in EXPERIMENTAL_KEPT}
-            if kept:
-                run[key] = kept
-            notes.extend(f"{key}.{name} is left out of the run (it would fetch or report elsewhere)"
-                         for name in value if name not in kept)
-        else:
-            notes.append(f"{key} is left out of the run (it would listen, fetch or report elsewhere)")
+    run.visit("", data, "")  # what is left is the run's own sections and what is kept
     spelled = {"global": "global", "entrypoints": "entryPoints", "providers": "providers", "log": "log",
                "accesslog": "accessLog", "http": "http"}
-    run.update({spelled[lower]: value for lower, value in forced.items()})
-    result.notes.extend(dict.fromkeys([*config.notes, *notes]))
+    # The user's order and spelling, so the diff shows only what changed; the run's own sections after.
+    written = {key: forced.pop(str(key).lower(), value) for key, value in data.items()}
+    written.update({spelled[lower]: value for lower, value in forced.items()})
+    result = run.result
+    result.notes.extend(dict.fromkeys([*config.notes, *run.notes]))
     result.contacted = lambda: contacted(folder)
     old = yaml.safe_dump(before, sort_keys=False)
-    result.files[str(config.file)] = (old, yaml.safe_dump(run, sort_keys=False), folder / MAIN)
+    result.files[str(config.file)] = (old, yaml.safe_dump(written, sort_keys=False), folder / MAIN)
     return result
 
 
-def _rewrite_dynamic(http: dict[str, Any], router: str, lab_port: int, point: str, notes: list[str]) -> None:
+def directives(config: TraefikConfig) -> Iterator[str]:
+    """Every option the handlers are looked up by, spelt (lower case) as `HANDLERS` and `KEPT` spell them."""
+    data = merged(config)
+    yield from (str(key).lower() for key in data)
+    for point in (get(data, "entryPoints") or {}).values():
+        yield from (f"entrypoint.{key}".lower() for key in point or {})
+    yield from (f"serverstransport.{key}".lower() for key in get(data, "serversTransport") or {})
+    http = get(data, "http") or {}
+    for section, prefix in (("routers", "router"), ("middlewares", "middleware"), ("services", "service"),
+                            ("serversTransports", "serverstransport")):
+        for body in (get(http, section) or {}).values():
+            yield from (f"{prefix}.{key}".lower() for key in body or {})
+    for body in (get(http, "services") or {}).values():
+        yield from (f"loadbalancer.{key}".lower() for key in get(body, "loadBalancer") or {})
+
+
+def _entry_points(run: Run) -> None:
+    """Every entry point on a free loopback port (the judged router's is the one measured)."""
+    for name, point in list(run.points.items()):
+        port = free_port()
+        point = point if isinstance(point, dict) else {}
+        point["address"] = f"127.0.0.1:{port}"  # whatever the user's, or none
+        if name == run.point:
+            run.result.listen_port = port
+        run.visit("entrypoint", point, f"entry point {name}")
+        run.points[name] = point
+
+
+def _entry_point_http(run: Run, point: dict, key: str) -> None:
+    point_http = point[key]
+    if not isinstance(point_http, dict):
+        return
+    for option in ("tls", "redirections"):
+        found = key_of(point_http, option)
+        if found is not None:
+            point_http.pop(found)
+            run.notes.append(f"{run.where}: http.{option} is off here (plain HTTP on 127.0.0.1: {reason('no-certificate')})")
+    if not point_http:  # Traefik refuses an empty section ("cannot be a standalone element")
+        point.pop(key)
+
+
+def _tls_option(run: Run, transport: dict, key: str) -> None:
+    transport.pop(key)
+    run.notes.append(f"{run.where}: {key} is dropped ({reason('upstream-tls')})")
+
+
+def _static_transport(run: Run, data: dict, key: str) -> None:
+    run.visit("serverstransport", data[key], "serversTransport")
+
+
+def _experimental(run: Run, data: dict, key: str) -> None:
+    value = data[key]
+    if not isinstance(value, dict):
+        _left_out(run, data, key)
+        return
+    kept = {name: option for name, option in value.items() if str(name).lower() in EXPERIMENTAL_KEPT}
+    run.notes.extend(f"{key}.{name} is left out of the run ({reason('elsewhere')})" for name in value if name not in kept)
+    if kept:
+        data[key] = kept
+    else:
+        data.pop(key)
+
+
+def _left_out(run: Run, data: dict, key: str) -> None:
+    data.pop(key)
+    run.notes.append(f"{key} is left out of the run ({reason('elsewhere')})")
+
+
+def _the_runs_own(run: Run, data: dict, key: str) -> None:
+    """global, entryPoints, providers, log, accessLog, http: the run writes its own (rewrite())."""
+
+
+def _dynamic(run: Run, http: dict) -> None:
     routers = get(http, "routers") or {}
     for name, body in routers.items():
-        for option in ("tls",):
-            key = key_of(body, option)
-            if key is not None:
-                body.pop(key)
-                notes.append(f"router {name}: tls is off here (plain HTTP)")
-    routers["streamlab-ready"] = {"entryPoints": [point], "rule": f"Path(`{READY_PATH}`)",
+        run.visit("router", body, f"router {name}")
+    routers["streamlab-ready"] = {"entryPoints": [run.point], "rule": f"Path(`{READY_PATH}`)",
                                   "service": "noop@internal", "priority": 2**31 - 1}
     for name, body in (get(http, "middlewares") or {}).items():
-        kind = str(next(iter(body), "")).lower() if isinstance(body, dict) else ""
-        if kind in CALLS_OUT:
-            body.clear()
-            # A middleware that changes nothing that matters, so routers naming it still load.
-            body["headers"] = {"customRequestHeaders": {"X-Streamlab-Left-Out": name}}
-            notes.append(f"middleware {name} is left out: {CALLS_OUT[kind]}")
+        run.visit("middleware", body if isinstance(body, dict) else {}, f"middleware {name}")
     for name, body in (get(http, "services") or {}).items():
-        balancer = get(body, "loadBalancer")
-        if isinstance(balancer, dict):
-            servers = get(balancer, "servers") or [{}]
-            key = key_of(balancer, "servers") or "servers"
-            balancer[key] = [{"url": f"http://127.0.0.1:{lab_port}"} for _ in servers[:1]]
-            for option in ("healthCheck", "sticky"):
-                found = key_of(balancer, option)
-                if found is not None and option == "healthCheck":
-                    balancer.pop(found)
-                    notes.append(f"service {name}: health checks are off (they would probe the lab's server)")
+        run.visit("service", body, f"service {name}")
     for name, body in (get(http, "serversTransports") or {}).items():
-        for option in list(body or {}):
-            if str(option).lower() in TLS_OPTIONS:
-                body.pop(option)
-                notes.append(f"servers transport {name}: {option} is dropped (the lab's server speaks plain HTTP)")
+        run.visit("serverstransport", body, f"servers transport {name}")
     http.setdefault(key_of(http, "routers") or "routers", routers)
+
+
+def _router_tls(run: Run, router: dict, key: str) -> None:
+    router.pop(key)
+    run.notes.append(f"{run.where}: tls is off here (plain HTTP)")
+
+
+def _calls_out(run: Run, middleware: dict, key: str) -> None:
+    why = CALLS_OUT[str(key).lower()]
+    middleware.clear()
+    # A middleware that changes nothing that matters, so routers naming it still load.
+    middleware["headers"] = {"customRequestHeaders": {"X-Streamlab-Left-Out": run.where.removeprefix("middleware ")}}
+    run.notes.append(f"{run.where} is left out: {why}")
+
+
+def _load_balancer(run: Run, service: dict, key: str) -> None:
+    balancer = service[key]
+    if not isinstance(balancer, dict):
+        return
+    balancer.setdefault(key_of(balancer, "servers") or "servers", [{}])
+    run.visit("loadbalancer", balancer, run.where)
+
+
+def _servers(run: Run, balancer: dict, key: str) -> None:
+    balancer[key] = [{"url": f"http://127.0.0.1:{run.plan.lab_port}"} for _ in (balancer[key] or [{}])[:1]]
+
+
+def _health_check(run: Run, balancer: dict, key: str) -> None:
+    balancer.pop(key)
+    run.notes.append(f"{run.where}: {reason('health-check')}")
+
+
+HANDLERS: dict[str, Handler] = {
+    "*": _left_out,  # what would listen, fetch or report elsewhere (the API, metrics, tracing, ...)
+    **dict.fromkeys(("global", "entrypoints", "providers", "log", "accesslog", "http"), _the_runs_own),
+    "serverstransport": _static_transport, "experimental": _experimental,
+    "entrypoint.http": _entry_point_http,
+    **{f"serverstransport.{option}": _tls_option for option in TLS_OPTIONS},
+    "router.tls": _router_tls,
+    **{f"middleware.{kind}": _calls_out for kind in CALLS_OUT},
+    "service.loadbalancer": _load_balancer,
+    "loadbalancer.servers": _servers, "loadbalancer.healthcheck": _health_check,
+}
+# Kept as written: what the run measures (timeouts, flushing, middlewares) and what contacts no one.
+KEPT = frozenset({
+    "hostresolver",
+    "entrypoint.address", "entrypoint.transport", "entrypoint.asdefault", "entrypoint.forwardedheaders",
+    "entrypoint.proxyprotocol", "entrypoint.http2",
+    "serverstransport.forwardingtimeouts", "serverstransport.maxidleconnsperhost",
+    "router.rule", "router.service", "router.middlewares", "router.entrypoints", "router.priority",
+    "router.rulesyntax", "router.observability",
+    "middleware.buffering", "middleware.compress", "middleware.inflightreq", "middleware.retry",
+    "middleware.headers", "middleware.chain", "middleware.stripprefix", "middleware.stripprefixregex",
+    "middleware.addprefix", "middleware.replacepath", "middleware.replacepathregex", "middleware.ratelimit",
+    "middleware.basicauth", "middleware.ipallowlist", "middleware.circuitbreaker",
+    "middleware.redirectscheme", "middleware.redirectregex",
+    "loadbalancer.responseforwarding", "loadbalancer.serverstransport", "loadbalancer.passhostheader",
+    "loadbalancer.sticky",
+})
 
 
 def _router_points(http: dict[str, Any], router: str, points: dict[str, Any]) -> list[str]:

@@ -3,9 +3,10 @@ matches, the highest priority first (a router's `priority`, else the length of i
 
 Rules are Traefik 3's expressions: matchers (`Host`, `HostRegexp`, `Path`, `PathPrefix`,
 `PathRegexp`, `Method`, `Header`, `HeaderRegexp`, `Query`, `QueryRegexp`, `ClientIP`) joined by
-`&&`, `||`, `!` and parentheses. A Host matcher, when no --host is given, is taken as the Host to
-send (and said); a matcher on what verify cannot know (headers not passed with --header, the
-query, the client's address) is taken as true and said.
+`&&`, `||`, `!` and parentheses, evaluated for one request (labs/verify/route.py `Request`: the
+headers verify's measured requests carry, --header's among them). A Host matcher, when no --host
+is given, is taken as the Host to send (and said); a matcher on what verify cannot know (a header
+the request does not carry, the query, the client's address) is taken as true and said.
 
 A Host written as an environment placeholder (``Host(`${OLLAMA_HOSTNAME:-localhost}`)``) matches no
 request: the file provider does not expand `${...}` (it renders Go templates only, `{{ env "NAME" }}`:
@@ -17,31 +18,24 @@ reached a router by that alternative (404 off the prefixes), the literal got 400
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from labs.findings import UnusableInput
-from labs.verify.model import RouteWanted
+from labs.verify.route import Request, Route
 from labs.verify.traefik.config import Item, TraefikConfig, entry_point_names, get
 
 _TOKEN = re.compile(r"\s*(?:(&&|\|\||!|\(|\)|,)|`([^`]*)`|\"((?:[^\"\\]|\\.)*)\"|(\w+))")
 REDIRECTS = ("redirectscheme", "redirectregex")
+# A path no API serves: a rule that also matches it serves every path (a catch-all router).
+ANY_PATH = "/streamlab-any-path"
 
 
 @dataclass
-class Match:
-    router: Item
-    priority: int
-    host: str | None  # the Host its rule asks for, when verify had to choose one
-    notes: list[str] = field(default_factory=list)
+class Evaluation:
+    """One rule evaluated for one request, and what it had to assume on the way."""
 
-
-@dataclass
-class _Request:
-    method: str
-    path: str
-    host: str | None
-    headers: dict[str, str]
+    request: Request
     needs_host: list[str] = field(default_factory=list)
     assumed: list[str] = field(default_factory=list)
     unexpanded: list[str] = field(default_factory=list)  # Host matchers written as ${...} placeholders
@@ -63,8 +57,8 @@ def tokens(rule: str) -> list[tuple[str, str]]:
 
 
 class _Parser:
-    def __init__(self, rule: str, request: _Request) -> None:
-        self.items, self.at, self.request = tokens(rule), 0, request
+    def __init__(self, rule: str, evaluation: Evaluation) -> None:
+        self.items, self.at, self.evaluation = tokens(rule), 0, evaluation
 
     def peek(self) -> tuple[str, str] | None:
         return self.items[self.at] if self.at < len(self.items) else None
@@ -118,24 +112,24 @@ class _Parser:
             if self.peek() == ("op", ","):
                 self.take()
         self.take(")")
-        return _matches(item[1], args, self.request)
+        return _matches(item[1], args, self.evaluation)
 
 
-def _matches(matcher: str, args: list[str], request: _Request) -> bool:
-    name = matcher.lower()
+def _matches(matcher: str, args: list[str], seen: Evaluation) -> bool:
+    name, request = matcher.lower(), seen.request
     if not args:
         raise ValueError(f"{matcher}() needs a value")
     if name in ("host", "hostheader", "hostregexp") and any("${" in a for a in args):
-        request.unexpanded.append(f"{matcher}(`{'`, `'.join(args)}`)")
+        seen.unexpanded.append(f"{matcher}(`{'`, `'.join(args)}`)")
         return False
     if name in ("host", "hostheader"):
         if request.host is None:
-            request.needs_host.append(args[0])
+            seen.needs_host.append(args[0])
             return True
         return request.host.lower() in (a.lower() for a in args)
     if name == "hostregexp":
         if request.host is None:
-            request.needs_host.append(args[0])
+            seen.needs_host.append(args[0])
             return True
         return re.search(args[0], request.host) is not None
     if name == "path":
@@ -147,22 +141,21 @@ def _matches(matcher: str, args: list[str], request: _Request) -> bool:
     if name == "method":
         return request.method.upper() in (a.upper() for a in args)
     if name in ("header", "headerregexp"):
-        value = request.headers.get(args[0].lower())
+        value = request.header(args[0])
         if value is None:
-            request.assumed.append(f"{matcher}(`{'`, `'.join(args)}`)")
+            seen.assumed.append(f"{matcher}(`{'`, `'.join(args)}`)")
             return True
         return (value == args[1]) if name == "header" and len(args) > 1 else \
             re.search(args[1], value) is not None if len(args) > 1 else True
     if name in ("query", "queryregexp", "clientip"):
-        request.assumed.append(f"{matcher}(`{'`, `'.join(args)}`)")
+        seen.assumed.append(f"{matcher}(`{'`, `'.join(args)}`)")
         return True
     raise ValueError(f"unknown matcher {matcher}")
 
 
-def rule_matches(rule: str, method: str, path: str, host: str | None,
-                 headers: dict[str, str] | None = None) -> tuple[bool, _Request]:
-    request = _Request(method, path, host, {k.lower(): v for k, v in (headers or {}).items()})
-    return _Parser(rule, request).parse(), request
+def rule_matches(rule: str, request: Request) -> tuple[bool, Evaluation]:
+    evaluation = Evaluation(request)
+    return _Parser(rule, evaluation).parse(), evaluation
 
 
 def priority(router: Item) -> int:
@@ -170,19 +163,6 @@ def priority(router: Item) -> int:
     if isinstance(explicit, int) and explicit > 0:
         return explicit
     return len(str(get(router.body, "rule") or ""))
-
-
-def select_route(config: TraefikConfig, wanted: RouteWanted) -> tuple[Match, str]:
-    """The router that serves the first of `wanted.paths` a router sends to a service."""
-    headers = dict(wanted.headers)
-    for route_path in wanted.paths:
-        found = _route_for(config, route_path, wanted.host, headers)
-        if found is not None:
-            return found, route_path
-    shown = ", ".join(f"{name} ({get(item.body, 'rule')})" for name, item in config.section("routers").items())
-    unexpanded = any("${" in str(get(item.body, "rule") or "") for item in config.section("routers").values())
-    raise UnusableInput(f"no router serves POST {' or '.join(wanted.paths)} with a service; routers: {shown}"
-                        + (f" (each {unexpanded_note('Host(`${...}`)')})" if unexpanded else ""), file=str(config.file))
 
 
 def unexpanded_note(matchers: str) -> str:
@@ -193,35 +173,51 @@ def unexpanded_note(matchers: str) -> str:
             "variable was meant")
 
 
-def _route_for(config: TraefikConfig, path: str, host: str | None, headers: dict[str, str]) -> Match | None:
-    candidates: list[Match] = []
+def match(config: TraefikConfig, request: Request) -> Route | None:
+    """The router Traefik serves the request with: the highest priority of those whose rule
+    matches, unless it redirects or names no service (then none serves it here)."""
+    candidates: list[tuple[Item, Evaluation]] = []
     for router in config.section("routers").values():
         rule = get(router.body, "rule")
         if not rule:
             continue
-        try:
-            ok, request = rule_matches(str(rule), "POST", path, host, headers)
-        except (ValueError, re.error) as exc:
-            raise UnusableInput(f"router {router.name}: {exc}", file=router.where("rule").rsplit(":", 1)[0],
-                                line=_line(router)) from None
-        if not ok:
+        ok, seen = _evaluated(router, str(rule), request)
+        if ok:
+            candidates.append((router, seen))
+    for router, seen in sorted(candidates, key=lambda found: -priority(found[0])):
+        if _redirects(config, router):
             continue
-        notes = [f"the route's rule assumes {', '.join(request.assumed)} holds (verify cannot tell)"] \
-            if request.assumed else []
-        if request.unexpanded:
-            notes.append(f"router {router.name}'s {unexpanded_note(', '.join(dict.fromkeys(request.unexpanded)))}; "
-                         "the router was chosen by the rest of its rule")
-        chosen_host = request.needs_host[0] if request.needs_host and not re.search(r"[\\^$*+?(\[]",
-                                                                                     request.needs_host[0]) else None
-        if request.needs_host and chosen_host is None:
-            notes.append(f"the route needs a Host matching {request.needs_host[0]!r}: pass one with --host")
-        candidates.append(Match(router, priority(router), chosen_host, notes))
-    for match in sorted(candidates, key=lambda m: -m.priority):
-        if _redirects(config, match.router):
-            continue
-        if get(match.router.body, "service"):
-            return match
+        if get(router.body, "service"):
+            return _route(config, router, seen)
     return None
+
+
+def _evaluated(router: Item, rule: str, request: Request) -> tuple[bool, Evaluation]:
+    try:
+        return rule_matches(rule, request)
+    except (ValueError, re.error) as exc:
+        raise UnusableInput(f"router {router.name}: {exc}", file=router.where("rule").rsplit(":", 1)[0],
+                            line=_line(router)) from None
+
+
+def _route(config: TraefikConfig, router: Item, seen: Evaluation) -> Route:
+    notes = []
+    if seen.unexpanded:
+        notes.append(f"router {router.name}'s {unexpanded_note(', '.join(dict.fromkeys(seen.unexpanded)))}; "
+                     "the router was chosen by the rest of its rule")
+    host = seen.needs_host[0] if seen.needs_host and not re.search(r"[\\^$*+?(\[]", seen.needs_host[0]) else None
+    if seen.needs_host and host is None:
+        notes.append(f"the route needs a Host matching {seen.needs_host[0]!r}: pass one with --host")
+    if host is not None:
+        notes.append(f"the route needs Host {host!r}: measured with it")
+    service_name = get(router.body, "service")
+    service = config.find("services", str(service_name))
+    anywhere, _ = _evaluated(router, str(get(router.body, "rule")), replace(seen.request, path=ANY_PATH))
+    return Route(describe=f"router {router.name} ({router.where('rule')}: {get(router.body, 'rule')})"
+                          f" > service {service_name}" + (f" ({service.where()})" if service else " (another provider's)"),
+                 scope=f"router {router.name} ({router.where()})", handle=router,
+                 host=seen.request.host or host, catch_all=anywhere, unknown=list(dict.fromkeys(seen.assumed)),
+                 notes=notes)
 
 
 def _redirects(config: TraefikConfig, router: Item) -> bool:
@@ -239,8 +235,13 @@ def _line(router: Item) -> int | None:
 
 
 def all_routes(config: TraefikConfig) -> list[str]:
-    return [f"router {name}: {get(item.body, 'rule')} -> {get(item.body, 'service')}"
-            for name, item in config.section("routers").items()]
+    """Every router, for the output; a Host written as ${...} is said, as no request matches it."""
+    out = []
+    for name, item in config.section("routers").items():
+        rule = str(get(item.body, "rule"))
+        said = f" ({unexpanded_note('Host(`${...}`)')})" if "${" in rule else ""
+        out.append(f"router {name}: {rule} -> {get(item.body, 'service')}{said}")
+    return out
 
 
 def entry_points(config: TraefikConfig, router: Item) -> list[str]:

@@ -1,5 +1,4 @@
-"""What is in effect on the Traefik router that serves the chat request (labs/verify/traefik/
-routes.py finds it): its entry point's responding timeouts, its middlewares (the entry point's
+"""What is in effect on the Traefik router verify judges (labs/verify/traefik/routes.py finds it): its entry point's responding timeouts, its middlewares (the entry point's
 first, `chain`s expanded), its service's flush interval and servers transport. Where nothing sets
 a value, Traefik 3.7's default applies (DOCS: the values documented there and in its source).
 """
@@ -10,9 +9,11 @@ from pathlib import Path
 from typing import Any
 
 from labs.findings import UnusableInput
-from labs.verify.model import DEFAULT, Reading, RouteWanted, Setting, display_path
-from labs.verify.traefik.config import Item, TraefikConfig, get, line_of, parse
-from labs.verify.traefik.routes import all_routes, entry_points, select_route
+from labs.verify.model import DEFAULT, RouteWanted, Setting, display_path
+from labs.verify.reader import InEffect
+from labs.verify.route import Chosen
+from labs.verify.traefik.config import Item, TraefikConfig, get, line_of
+from labs.verify.traefik.routes import entry_points
 
 DOCS = "https://doc.traefik.io/traefik/v3.7/reference"
 _GO = re.compile(r"(\d+(?:\.\d+)?)(ns|us|µs|ms|s|m|h)")
@@ -20,6 +21,10 @@ _UNITS = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "ms": 1e-3, "s": 1, "m": 60, "h":
 # (setting, its option, Traefik's default in seconds: None is "no limit")
 RESPONDING = (("readTimeout", 60.0), ("writeTimeout", None), ("idleTimeout", 180.0))
 FORWARDING = (("dialTimeout", 30.0), ("responseHeaderTimeout", None), ("idleConnTimeout", 90.0))
+# (setting, what is in effect without it): a middleware the router does not meet, fastProxy unset.
+ABSENT = (("buffering", "no buffering middleware"), ("compress", "no compress middleware"),
+          ("inFlightReq", "no inFlightReq middleware"), ("retry", "no retry middleware"),
+          ("fastProxy", "experimental.fastProxy off (Go's proxy)"))
 
 
 def seconds(value: Any) -> float | None:
@@ -38,21 +43,11 @@ def seconds(value: Any) -> float | None:
     return -total if text.startswith("-") else (total or None)
 
 
-def read(path: Path, wanted: RouteWanted = RouteWanted()) -> Reading:
-    config = parse(path)
-    match, request_path = select_route(config, wanted)
-    router = match.router
+def settings(config: TraefikConfig, chosen: Chosen, wanted: RouteWanted) -> InEffect:
+    """`wanted`: one set of defaults (Traefik 3.7's), whatever the version asked for."""
+    router: Item = chosen.route.handle
     service = config.find("services", str(get(router.body, "service")))
-    reading = Reading(proxy="traefik", file=path, path=request_path, host=wanted.host or match.host,
-                      route=f"router {router.name} ({router.where('rule')}: {get(router.body, 'rule')})"
-                            f" > service {get(router.body, 'service')}"
-                            + (f" ({service.where()})" if service else " (another provider's)"),
-                      why=f"asked for with --path {wanted.path}" if wanted.path else
-                      f"the first of the API's usual paths a router sends to a service: POST {request_path}",
-                      routes=all_routes(config), notes=[*config.notes, *match.notes],
-                      scope=f"router {router.name} ({router.where()})")
-    if match.host and not wanted.host:
-        reading.notes.append(f"the route needs Host {match.host!r}: measured with it")
+    in_effect = InEffect({}, notes=list(config.notes))
     points = entry_points(config, router)
     if not points and get(config.static, "entryPoints"):
         raise UnusableInput(f"router {router.name} names no entry point the static configuration has",
@@ -62,35 +57,37 @@ def read(path: Path, wanted: RouteWanted = RouteWanted()) -> Reading:
     for option, default in RESPONDING:
         value = get(timeouts, option)
         where = _at(config.file, timeouts, option)
-        reading.settings[option] = Setting(option, _seconds_at(value, where) if value is not None else default,
+        in_effect.settings[option] = Setting(option, _seconds_at(value, where) if value is not None else default,
                                            f"{option}: {value}" if value is not None else
                                            f"{option} ({_shown(default)}: Traefik's default)", where)
     for name, item in middlewares(config, router, point):
         kind = next(iter(item.body), "") if isinstance(item.body, dict) else ""
         body = get(item.body, kind) or {}
         label = str(kind).lower()
-        if label == "buffering" and "buffering" not in reading.settings:
-            reading.settings["buffering"] = Setting("buffering", name, f"middleware {name}: buffering "
+        if label == "buffering" and "buffering" not in in_effect.settings:
+            in_effect.settings["buffering"] = Setting("buffering", name, f"middleware {name}: buffering "
                                                     f"{dict(body) if body else '{}'}", item.where())
-        elif label == "compress" and "compress" not in reading.settings:
+        elif label == "compress" and "compress" not in in_effect.settings:
             encodings = get(body, "encodings") or ["gzip", "br", "zstd"]
-            reading.settings["compress"] = Setting("compress", [str(e) for e in encodings],
+            in_effect.settings["compress"] = Setting("compress", [str(e) for e in encodings],
                                                    f"middleware {name}: compress", item.where())
-        elif label == "inflightreq" and "inFlightReq" not in reading.settings:
-            reading.settings["inFlightReq"] = Setting("inFlightReq", get(body, "amount"),
+        elif label == "inflightreq" and "inFlightReq" not in in_effect.settings:
+            in_effect.settings["inFlightReq"] = Setting("inFlightReq", get(body, "amount"),
                                                       f"middleware {name}: inFlightReq amount "
                                                       f"{get(body, 'amount')}", item.where())
-        elif label == "retry" and "retry" not in reading.settings:
-            reading.settings["retry"] = Setting("retry", get(body, "attempts"),
+        elif label == "retry" and "retry" not in in_effect.settings:
+            in_effect.settings["retry"] = Setting("retry", get(body, "attempts"),
                                                 f"middleware {name}: retry attempts {get(body, 'attempts')}",
                                                 item.where())
     experimental = get(config.static, "experimental")
     if get(experimental, "fastProxy") is not None:  # `fastProxy: {}` turns it on
-        reading.settings["fastProxy"] = Setting("fastProxy", True, "experimental.fastProxy",
+        in_effect.settings["fastProxy"] = Setting("fastProxy", True, "experimental.fastProxy",
                                                 _at(config.file, experimental, "fastProxy"))
+    for option, said in ABSENT:  # what each rule reads (rules.py), where nothing sets it
+        in_effect.settings.setdefault(option, Setting(option, None, said, DEFAULT))
     balancer = get(service.body, "loadBalancer") if service else None
     flush = get(get(balancer, "responseForwarding"), "flushInterval")
-    reading.settings["flushInterval"] = Setting(
+    in_effect.settings["flushInterval"] = Setting(
         "flushInterval", _seconds_at(flush, "the service's flushInterval") if flush is not None else 0.1,
         f"responseForwarding.flushInterval: {flush}" if flush is not None else
         "flushInterval (100ms: Traefik's default; event streams and chunked answers are flushed at once)",
@@ -98,13 +95,13 @@ def read(path: Path, wanted: RouteWanted = RouteWanted()) -> Reading:
     transport = _transport(config, balancer)
     for option, default in FORWARDING:
         value = get(get(transport.body if transport else None, "forwardingTimeouts"), option)
-        reading.settings[option] = Setting(
+        in_effect.settings[option] = Setting(
             option, _seconds_at(value, f"forwardingTimeouts.{option}") if value is not None else default,
             f"forwardingTimeouts.{option}: {value}" if value is not None else
             f"{option} ({_shown(default)}: Traefik's default)",
             _at(transport.file, get(transport.body, "forwardingTimeouts"), option) if transport and value is not None
             else DEFAULT)
-    return reading
+    return in_effect
 
 
 def _seconds_at(value: Any, where: str) -> float | None:
