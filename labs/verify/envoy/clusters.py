@@ -12,14 +12,12 @@ out of the run, and their settings are still judged statically (rules.py reads t
 from __future__ import annotations
 
 import json
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from labs.verify.envoy.config import YamlMap, typed
+from labs.verify.envoy.rewriting import Handler, Run
 from labs.verify.plan import reason
 from labs.verify.yamledit import set_address, walk
-
-if TYPE_CHECKING:
-    from labs.verify.envoy.rewrite import Run
 
 DNS_KEYS = ("dns_lookup_family", "dns_resolvers", "typed_dns_resolver_config", "dns_refresh_rate",
             "respect_dns_ttl", "dns_resolution_config", "use_tcp_for_dns_lookups", "dns_failure_refresh_rate",
@@ -165,7 +163,7 @@ def leave_out(run: Run, seq: Any, index: int, item: YamlMap) -> None:
     run.note(f"the {item.get('name')} filter is left out of the run ({where}); {reason('judged-statically')}")
 
 
-HANDLERS = {
+HANDLERS: dict[str, Handler] = {
     "cluster.name": name, "cluster.type": discovery_type, "cluster.cluster_type": cluster_type,
     "cluster.load_assignment": load_assignment, "cluster.lb_policy": lb_policy,
     **{f"cluster.{key}": drop for key in (*DNS_KEYS, *TYPE_KEYS)},

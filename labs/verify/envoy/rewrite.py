@@ -16,9 +16,7 @@ from __future__ import annotations
 
 import re
 import urllib.request
-from dataclasses import dataclass, field
-from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import Any, Iterator
 
 import yaml
 
@@ -26,58 +24,18 @@ from labs.findings import UnusableInput
 from labs.verify.edits import MARK
 from labs.verify.envoy import clusters, tls
 from labs.verify.envoy.config import HCM_TYPE, EnvoyConfig, YamlMap, typed
+from labs.verify.envoy.rewriting import Handler, Run
 from labs.verify.envoy.routes import EnvoyRoute
-from labs.verify.plan import RunPlan, handler_for, reason
+from labs.verify.plan import RunPlan, reason
 from labs.verify.rewrite import Rewritten
-from labs.verify.tls import pair_in, run_pair
 from labs.verify.yamledit import Edits, set_address, walk
 from server.processes import free_port
-
-Handler = Callable[["Run", YamlMap, str], None]
-
-
-@dataclass
-class Run:
-    """One rewrite in progress: the edits to the user's text, what it says, the plan, the route's
-    listener and filter chain, and where the walk is (the listener's new port, the chain's index)."""
-
-    config: EnvoyConfig
-    plan: RunPlan
-    route: EnvoyRoute
-    result: Rewritten
-    edits: Edits
-    clusters: set[Any] = field(default_factory=set)  # the names of the config's clusters
-    admin_port: int = 0  # the run's own admin, on loopback
-    admin_kept: bool = False  # the user's admin on TCP, moved to the run's port
-    listener: YamlMap | None = None
-    port: int = 0
-    chain_index: int = 0
-    paired: bool = False  # the run's certificate is made at write
-
-    def note(self, message: str) -> None:
-        if message not in self.result.notes:
-            self.result.notes.append(message)
-
-    def pair(self) -> tuple[Path, Path]:
-        """The run's certificate and key, made when the run is written (after the loopback check)."""
-        if not self.paired:
-            self.paired = True
-            self.result.on_write.append(lambda: run_pair(self.plan.folder))
-        return pair_in(self.plan.folder)
-
-    def visit(self, section: str, owner: YamlMap) -> None:
-        """Each key's handler; a key without one is kept as written."""
-        for key in list(owner):
-            handler = handler_for(HANDLERS, f"{section}.{key}" if section else key)
-            if handler is not None:
-                handler(self, owner, key)
-
 
 def rewrite(config: EnvoyConfig, route: EnvoyRoute, plan: RunPlan) -> Rewritten:
     folder, admin_port = plan.folder, free_port()
     result = Rewritten("envoy", folder, folder / "conf" / "envoy.yaml", listen_port=0, admin_port=admin_port)
     result.contacted = lambda: contacted(admin_port)
-    run = Run(config, plan, route, result, Edits(config.text),
+    run = Run(HANDLERS, config, plan, route, result, Edits(config.text),
               {c.get("name") for c in config.static.items_list("clusters") if isinstance(c, YamlMap)}, admin_port)
     run.visit("", config.data)
     if not run.admin_kept:

@@ -72,8 +72,9 @@ class _Parser:
 
     def parse(self) -> bool:
         result = self.any_of()
-        if self.peek() is not None:
-            raise ValueError(f"unexpected {self.peek()[1]!r} in the rule")
+        left = self.peek()
+        if left is not None:
+            raise ValueError(f"unexpected {left[1]!r} in the rule")
         return result
 
     def any_of(self) -> bool:
