@@ -1,6 +1,6 @@
 """The lists the documents write out, read against the tables they repeat: the proxy kinds, their
 releases, files and images (proxies/kinds.py), the finding kinds (labs/findings/kinds.py),
-verify's checks and proxies (labs/verify/trials.py, labs/verify/kinds.py). A new row fails here
+verify's checks and proxies (labs/verify/trials.py, labs/verify/readers.py). A new row fails here
 until every list that claims them all names it. The lists stay prose a reader can follow (the
 docker image table is the one whose rows the test writes out); where one moves, its opening words
 below move with it."""
@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from labs.findings.kinds import FINDING_KINDS
-from labs.verify.kinds import PROXIES as VERIFIED
+from labs.verify.readers import PROXIES as VERIFIED
 from labs.verify.trials import CHECK_NAMES
 from proxies.export import exports
 from proxies.kind import ProxyKind

@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Sequence
 
 from labs.findings import EXIT_UNUSABLE, UnusableInput
-from labs.verify.kinds import KINDS, PROXIES
+from labs.verify.readers import PROXIES, READERS
 from labs.verify.trials import CHECK_NAMES
 from labs.verify.model import Options
 
@@ -27,7 +27,7 @@ not handle it, or a check could not measure (inconclusive); the same in every --
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     defaults = Options()
-    examples = ", ".join(kind.example for kind in KINDS.values())
+    examples = ", ".join(kind.example for kind in READERS.values())
     parser.add_argument("file", type=Path, help=f"the config file ({examples}, or Kubernetes manifests)")
     parser.add_argument("--proxy", choices=PROXIES, default=None,
                         help="which proxy (default: detected from the file)")

@@ -4,7 +4,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from labs.findings import UnusableInput
-from labs.verify.kinds import KINDS, PROXIES
+from labs.verify.readers import PROXIES, READERS
 from labs.verify.model import read_text
 
 
@@ -12,7 +12,7 @@ def detect(path: Path) -> str:
     if not path.is_file():
         raise UnusableInput("no such file", file=str(path))
     text = read_text(path)
-    for kind in KINDS.values():
+    for kind in READERS.values():
         if kind.shape.search(text):
             return kind.proxy
     name = path.name.lower()

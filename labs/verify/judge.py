@@ -11,8 +11,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from labs.findings import BY_ID, Finding, FindingKind
-from labs.verify.kinds import KINDS
-from labs.verify.readers import READERS, fallback
+from labs.verify.readers import fallback
 from labs.verify.trials import CHECK_KINDS, Measured
 from labs.verify.model import DEFAULT, Suspicion
 
@@ -44,8 +43,7 @@ def findings(proxy: str, suspicions: list[Suspicion], measured: list[Measured],
                                    scenario=scenario_for(m.kind, proxy), fix=s.fix,
                                    limit_s=s.limit_s if s.limit_s is not None else m.limit_s))
         else:
-            reader = READERS.get(proxy)  # a fault no setting explains: its kind's first rule
-            setting, fix = fallback(reader, m.kind) if reader is not None else KINDS[proxy].fallback[m.kind]
+            setting, fix = fallback(proxy, m.kind)  # a fault no setting explains: its kind's first rule
             out.append(Finding(kind=m.kind, severity="failure", where=where_of.get(setting, DEFAULT),
                                evidence=f"{m.name}: {m.observed}", scenario=scenario_for(m.kind, proxy),
                                fix=fix, limit_s=m.limit_s))

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterable, Mapping, Protocol, Sequence
 
-from labs.verify.kind import AtNextWrite
+from labs.verify.rules import AtNextWrite
 from labs.verify.model import RouteWanted, Setting
 from labs.verify.plan import RunPlan
 from labs.verify.rewrite import Rewritten

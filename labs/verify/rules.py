@@ -15,12 +15,23 @@ from dataclasses import dataclass
 from typing import Callable, Sequence
 
 from labs.findings import FindingKind
-from labs.verify.kind import AtNextWrite
 from labs.verify.model import Options, Reading, Setting, Suspicion
 
 SSE = "text/event-stream"
 DEPARTURE = "disconnect-not-propagated"
 
+
+
+@dataclass(frozen=True)
+class AtNextWrite:
+    """A proxy that notices a client that left only when a write to it fails, whatever its config
+    (measured): through a silence the server generates for nobody until it writes again."""
+
+    why: str
+    """Said in the suspicion, e.g. "httpd 2.4 notices a departed client only when ..."."""
+    heartbeats: int
+    """With heartbeats through the silence, the one at which the departure reaches the server
+    (the token written just after the client left is the first write, and it succeeds)."""
 
 def timeout_fix(limit: float, options: Options) -> int:
     """An idle limit with room (x1.5, in tens of seconds) above the longest silence expected."""

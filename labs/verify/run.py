@@ -23,13 +23,12 @@ from labs.verify import judge, releases
 from labs.verify import trials as dynamic
 from labs.verify.detect import detect
 from labs.verify.kubernetes import translate
-from labs.verify.kinds import KINDS, PROXIES, heartbeats_to_notice, suspicions
 from labs.verify import route
 from labs.verify.launch import RunningConfig, running, validate
 from labs.verify.model import Options, Reading, RouteWanted, VerifyReport, display_path
 from labs.verify.plan import RunPlan
 from labs.verify.reader import ConfigReader
-from labs.verify.readers import READERS
+from labs.verify.readers import PROXIES, READERS, heartbeats_to_notice, suspicions
 from labs.verify.rewrite import Rewritten, assert_loopback
 from server.processes import free_port
 from server.launcher import ServerHandle, running_server
@@ -62,14 +61,8 @@ def read_config(path: Path, proxy: str | None = None, wanted: RouteWanted = Rout
         return translation.relabel(reading)
     proxy = _proxy(path, proxy)
     if wanted.series is None:  # the release that runs it, whose binary's defaults apply unless asked
-        wanted = replace(wanted, series=releases.chosen(proxy, wanted.version, KINDS[proxy].defaults).series)
-    reader = READERS.get(proxy)
-    if reader is None:  # not yet on the pipeline: the proxy's own reading
-        reading = KINDS[proxy].read(path, wanted)
-    else:
-        reading = _read(reader, Path(path), wanted)
-    reading.wanted = wanted
-    return reading
+        wanted = replace(wanted, series=releases.chosen(proxy, wanted.version, READERS[proxy].defaults).series)
+    return _read(READERS[proxy], Path(path), wanted)
 
 
 @dataclass
@@ -101,13 +94,7 @@ def rewrite_config(path: Path, reading: Reading, lab_port: int, folder: Path, *,
     user in a container. Kubernetes manifests run as their translation (read_config's). It runs on
     the release the reading was made for (`reading.wanted.series`). Every address it names is
     checked for loopback before anything is written (NotLoopback)."""
-    parsed: Parsed | None = reading.parsed
-    if parsed is None:  # not yet on the pipeline: the proxy's own rewrite
-        translation = translate(Path(path), reading.proxy)
-        path = translation.path if translation is not None else path
-        rewritten = KINDS[reading.proxy].run_here(path, reading, lab_port, folder, in_container)
-        rewritten.series = reading.wanted.series
-        return rewritten
+    parsed: Parsed = reading.parsed
     plan = RunPlan(lab_port, folder, in_container, reading.wanted.series, reading.version)
     rewritten = parsed.reader.rewrite(parsed.config, parsed.chosen, plan)
     rewritten.series = plan.series
@@ -159,7 +146,7 @@ def verify_config(path: Path, *, proxy: str | None = None, max_silence_s: float 
         say(f"translating {display_path(path)} into {translation.proxy}'s config")
         path, proxy = translation.path, translation.proxy
     proxy = _proxy(path, proxy)
-    runs_on = releases.chosen(proxy, wanted.version, KINDS[proxy].defaults, runtime)
+    runs_on = releases.chosen(proxy, wanted.version, READERS[proxy].defaults, runtime)
     wanted = replace(wanted, series=runs_on.series)
     say(f"reading {display_path(manifest)} ({proxy})")
     reading = read_config(path, proxy, wanted)

@@ -10,7 +10,7 @@ import pytest
 
 from labs.verify import verify_config
 from labs.verify.detect import detect
-from labs.verify.kinds import KINDS
+from labs.verify.readers import READERS
 from labs.verify.model import RouteWanted
 from labs.verify.output import verdict_line
 from labs.verify.trials import CHECK_NAMES
@@ -40,7 +40,7 @@ def _listens_on_tls(name: str) -> bool:
 
 def _at_write(name: str):
     """How the file's proxy notices a departure when only a write tells it (None: a setting decides)."""
-    return KINDS[detect(FIXED / name)].departure_at_write
+    return READERS[detect(FIXED / name)].departure_at_write
 
 
 def _claims(name: str) -> tuple[str | None, ...]:

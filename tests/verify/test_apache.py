@@ -11,7 +11,7 @@ import pytest
 from labs.findings import UnusableInput
 from labs.verify import read_config, verify_config
 from labs.verify.detect import detect
-from labs.verify.kinds import KINDS, suspicions
+from labs.verify.readers import READERS, suspicions
 from labs.verify.launch import check_args, validate
 from labs.verify.model import Options, RouteWanted
 from labs.verify.rewrite import is_loopback
@@ -187,7 +187,7 @@ def test_fixed_config_passes_a_departure_on_at_the_first_heartbeat(verify_server
     sent = verify_server.metrics().get("streamlab_heartbeats_total", 0) - before
     [check] = [c for c in report.checks if c.name == "disconnect"]
     assert report.proxy == "apache" and check.passed and not check.skipped and report.ok, check.observed
-    assert sent == KINDS["apache"].departure_at_write.heartbeats == 1, check.observed
+    assert sent == READERS["apache"].departure_at_write.heartbeats == 1, check.observed
 
 
 @needs_apache

@@ -14,7 +14,7 @@ from labs.findings import UnusableInput
 from labs.verify import read_config, verify_config
 from labs.verify.run import rewrite_config
 from labs.verify.caddy import rewrite
-from labs.verify.kinds import suspicions
+from labs.verify.readers import suspicions
 from labs.verify.launch import validate
 from labs.verify.model import Options, RouteWanted
 

@@ -173,7 +173,7 @@ def _timeouts(tmp_path, route: str, hcm: str = ""):
     path = write(tmp_path, "envoy.yaml", envoy(f"""              - match: {{prefix: /}}
                 route: {{cluster: c, timeout: 0s{route}}}""", hcm=hcm))
     reading, _, _ = run_here(path, tmp_path)
-    return reading, {s.kind: s for s in suspicions(READERS["envoy"], reading, Options(max_silence_s=20, max_stream_s=20))}
+    return reading, {s.kind: s for s in suspicions(reading, Options(max_silence_s=20, max_stream_s=20))}
 
 
 def test_a_route_idle_timeout_overrides_stream_idle_timeout(tmp_path):
@@ -289,7 +289,7 @@ def test_ext_proc_and_ext_authz_are_left_out_and_still_judged(tmp_path, mode, bu
     notes = " ".join(rewritten.notes)
     assert "processor is not in the config" in notes and "google_grpc authz:9000" in notes
     assert "still judged statically" in notes
-    kinds = {s.kind for s in suspicions(READERS["envoy"], reading, Options())}
+    kinds = {s.kind for s in suspicions(reading, Options())}
     assert ("buffering" in kinds) == buffered  # request_body_mode BUFFERED alone does not hold the stream
 
 

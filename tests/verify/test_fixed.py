@@ -14,7 +14,7 @@ check not run says why. The converse (a fixed file made faulty is reported) is e
 test: tests/verify/test_dynamic.py, test_caddy.py (`flush_interval -1`).
 
 A proxy that notices a departed client only at a write to it (httpd 2.4, Varnish 7.1: declared
-with the measurement on its kind, labs/verify/<proxy>/kind.py) passes the departure on only
+with the measurement on its reader, labs/verify/<proxy>/reader.py) passes the departure on only
 through the server's heartbeats, which production sends (the lab's server: a `: ping` after 10 s
 of silence). Its files are verified as their users must: with `--heartbeat`, here at a scaled
 interval, and the heartbeats are shown to have been sent; without it, their default run reports

@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 from labs.findings import UnusableInput
 from labs.verify import read_config
-from labs.verify.kinds import suspicions
+from labs.verify.readers import suspicions
 from labs.verify.model import Options
 from labs.verify.rewrite import NotLoopback
 from labs.verify.run import rewrite_config

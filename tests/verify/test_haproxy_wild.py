@@ -7,7 +7,7 @@ import pytest
 
 from labs.findings import UnusableInput
 from labs.verify import read_config, verify_config
-from labs.verify.kinds import suspicions
+from labs.verify.readers import suspicions
 from labs.verify.launch import running, validate
 from labs.verify.model import Options, RouteWanted, display_path
 from labs.verify.plan import RunPlan

@@ -11,7 +11,7 @@ import pytest
 from labs.findings import UnusableInput
 from labs.verify import output, read_config, verify_config
 from labs.verify.cli import main
-from labs.verify.kinds import KINDS
+from labs.verify.readers import READERS
 from labs.verify.launch import validate
 from labs.verify.model import RouteWanted
 from labs.verify.releases import chosen
@@ -25,7 +25,7 @@ AGENTA_PATH = "/services/chat/v0/invoke"
 
 
 def runs(proxy: str, asked: str | None, runtime: str = "local"):
-    return chosen(proxy, asked, KINDS[proxy].defaults, runtime)
+    return chosen(proxy, asked, READERS[proxy].defaults, runtime)
 
 
 @pytest.mark.parametrize("proxy, asked, series, rule", [

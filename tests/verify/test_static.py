@@ -12,7 +12,7 @@ from labs.verify import read_config
 from labs.verify.detect import detect
 from labs.verify import trials
 from labs.verify.model import MAX_HEARTBEAT_S, Options, RouteWanted
-from labs.verify.kinds import KINDS, heartbeats_to_notice, suspicions
+from labs.verify.readers import READERS, heartbeats_to_notice, suspicions
 from labs.verify.run import _selected
 from labs.verify.rewrite import is_loopback
 from tests.verify.conftest import USER_CONFIGS, user_config_cases
@@ -291,7 +291,7 @@ def test_without_heartbeats_only_a_proxy_that_notices_at_a_write_is_suspected_of
     reading = read_config(FIXED / name, wanted=RouteWanted(version=claimed))
     without = suspicions(reading, Options())
     beating = suspicions(reading, Options(heartbeat_s=10))
-    at_write = KINDS[reading.proxy].departure_at_write is not None
+    at_write = READERS[reading.proxy].departure_at_write is not None
     assert at_write == (reading.proxy in ("apache", "varnish")), reading.proxy
     assert [s.kind for s in without if s not in beating] == (["disconnect-not-propagated"] if at_write else [])
     assert all(s in without for s in beating)

@@ -11,7 +11,7 @@ import pytest
 from labs.findings import UnusableInput
 from labs.verify import read_config, verify_config
 from labs.verify.detect import detect
-from labs.verify.kinds import KINDS, suspicions
+from labs.verify.readers import READERS, suspicions
 from labs.verify.launch import validate
 from labs.verify.model import Options, RouteWanted
 from labs.verify.plan import reason
@@ -198,7 +198,7 @@ def test_the_fixed_vcl_passes_a_departure_on_at_the_second_heartbeat(verify_serv
     sent = verify_server.metrics().get("streamlab_heartbeats_total", 0) - before
     [check] = [c for c in report.checks if c.name == "disconnect"]
     assert check.passed and not check.skipped and report.ok, check.observed
-    assert sent == KINDS["varnish"].departure_at_write.heartbeats == 2, check.observed
+    assert sent == READERS["varnish"].departure_at_write.heartbeats == 2, check.observed
     loopback = next(c for c in report.checks if c.name == "loopback-only")
     assert loopback.passed and not loopback.skipped, loopback.observed
 

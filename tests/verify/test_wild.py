@@ -13,7 +13,7 @@ import pytest
 from labs.findings import FINDING_KINDS, UnusableInput
 from labs.findings.report import CheckOutcome, Finding, PathReport
 from labs.verify import read_config, verify_config
-from labs.verify.kinds import KINDS
+from labs.verify.readers import READERS
 from labs.verify.launch import validate
 from labs.verify.model import RouteWanted
 from labs.verify.run import rewrite_config
@@ -28,7 +28,7 @@ CORPUS = {d.name: json.loads((d / "wild.json").read_text()) for d in sorted(WILD
 # the file provider only, and says so (test below).
 ELSEWHERE = sorted(name for name, w in CORPUS.items()
                    if w["proxy"] == "traefik" and "labels" in w["route"]["why"].lower())
-READ = sorted(name for name, w in CORPUS.items() if w["proxy"] in KINDS and name not in ELSEWHERE)
+READ = sorted(name for name, w in CORPUS.items() if w["proxy"] in READERS and name not in ELSEWHERE)
 # Measured in `make test` (quick: the checks the reading calls for): faults and clean paths of
 # each shape (site files, whole configs, Envoy), chosen so each kind verify suspects here is held
 # against a config that has it and one that does not.

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from labs.findings.kinds import FINDING_KINDS
-from labs.verify.kinds import PROXIES
+from labs.verify.readers import PROXIES
 
 WILD = Path(__file__).resolve().parents[1] / "data" / "wild"
 SLUGS = sorted(p.name for p in WILD.iterdir() if p.is_dir())

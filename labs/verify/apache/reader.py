@@ -7,7 +7,7 @@ from typing import Iterable
 
 from labs.verify.apache import config, read, rewrite, routes, rules
 from labs.verify.apache.config import ApacheConfig
-from labs.verify.kind import AtNextWrite
+from labs.verify.rules import AtNextWrite
 from labs.verify.model import RouteWanted
 from labs.verify.plan import RunPlan
 from labs.verify.reader import InEffect

@@ -12,7 +12,7 @@ from labs.verify.envoy import rewrite as envoy_rewrite
 from labs.verify.envoy import routes, settings, versions
 from labs.verify.envoy.config import EnvoyConfig
 from labs.verify.envoy.rules import RULES
-from labs.verify.kind import AtNextWrite
+from labs.verify.rules import AtNextWrite
 from labs.verify.model import RouteWanted
 from labs.verify.plan import RunPlan
 from labs.verify.reader import InEffect

@@ -10,7 +10,7 @@ from typing import Any, Callable, Iterable, Mapping, Sequence
 
 import yaml
 
-from labs.verify.kind import AtNextWrite
+from labs.verify.rules import AtNextWrite
 from labs.verify.model import RouteWanted
 from labs.verify.plan import RunPlan
 from labs.verify.reader import InEffect

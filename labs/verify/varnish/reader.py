@@ -5,7 +5,7 @@ import re
 from pathlib import Path
 from typing import Iterable
 
-from labs.verify.kind import AtNextWrite
+from labs.verify.rules import AtNextWrite
 from labs.verify.model import RouteWanted
 from labs.verify.plan import RunPlan
 from labs.verify.reader import InEffect
