@@ -26,7 +26,7 @@ from labs.verify.rewrite import Rewritten
 from labs.verify.varnish.config import Backend, Token, Vcl, VclFile, backends_in
 from proxies.binaries import find_binary
 from proxies.kind import find_executable
-from proxies.varnish.kind import KIND as VARNISH, WORK_FOLDER, check, compiler_message
+from proxies.varnish.kind import KIND as VARNISH, WORK_FOLDER, check
 from server.processes import free_port
 
 LOOPBACK = "127.0.0.1"
@@ -230,9 +230,10 @@ def checked(vcl: Vcl, series: str | None = None) -> None:
                                     capture_output=True, text=True, timeout=CHECK_TIMEOUT_S)
         except subprocess.TimeoutExpired:
             raise UnusableInput("varnishd -C did not finish", file=str(vcl.entry)) from None
-        if result.returncode == 0:
+        refusal = VARNISH.check_refusal(result.returncode, result.stderr + result.stdout)  # the one reading
+        if refusal is None:
             return
-        message, file, line = compile_error(rewritten, compiler_message(result.stderr + result.stdout))
+        message, file, line = compile_error(rewritten, refusal)
         raise UnusableInput(f"varnish rejected the config:\n{message}", file=file, line=line)
 
 
