@@ -96,7 +96,14 @@ def choose(reader: Matching, config: Any, wanted: RouteWanted, file: Path) -> Ch
     asked = " or ".join(wanted.paths)
     raise UnusableInput(f"no route proxies POST {asked}" + (f" for Host {wanted.host}" if wanted.host else "")
                         + "; the proxied routes are: " + "; ".join(routes)
-                        + " (choose one with --path" + (" and --host" if not wanted.host else "") + ")", file=shown)
+                        + f" ({_hint(wanted)})", file=shown)
+
+
+def _hint(wanted: RouteWanted) -> str:
+    """What the user can still name: the path, the Host, the headers a matcher reads (an ACL on
+    `X-Team`, a route's `headers`: none is sent unless --header names it)."""
+    left = ["--path", *(["--host"] if not wanted.host else []), *(["--header"] if not wanted.headers else [])]
+    return "choose one with " + (", ".join(left[:-1]) + " or " + left[-1] if len(left) > 1 else left[0])
 
 
 def _why(route: Route, request: Request, wanted: RouteWanted) -> str:

@@ -162,7 +162,7 @@ def test_a_path_no_route_proxies_gets_the_shared_error(tmp_path):
     with pytest.raises(UnusableInput) as raised:
         read_config(_write(tmp_path, text), wanted=RouteWanted(path="/v1/chat/completions"))
     assert str(raised.value).endswith("no route proxies POST /v1/chat/completions; the proxied routes are: "
-                                      "server srv0: reverse_proxy 10.0.0.5:8000 (choose one with --path and --host)")
+                                      "server srv0: reverse_proxy 10.0.0.5:8000 (choose one with --path, --host or --header)")
 
 
 def test_a_header_given_with_header_picks_the_route_its_matcher_names(tmp_path):

@@ -36,7 +36,7 @@ def test_no_route_for_the_request_is_the_shared_error(tmp_path):
         read_config(path, "envoy", RouteWanted(path="/v1/chat/completions"))
     said = str(raised.value)
     assert "no route proxies POST /v1/chat/completions; the proxied routes are: listener l > virtual host v" in said
-    assert "(choose one with --path and --host)" in said
+    assert "(choose one with --path, --host or --header)" in said
 
 
 def test_a_config_that_proxies_nothing_says_so(tmp_path):

@@ -116,7 +116,7 @@ def test_no_route_for_the_api_is_the_pipelines_one_error(tmp_path):
         f"{shown}: no route proxies POST /v1/chat/completions or /api/chat/completions or "
         "/api/v1/chat/completions or /openai/v1/chat/completions or /openai/chat/completions or "
         "/chat/completions; the proxied routes are: frontend fe > use_backend api if { path_beg /admin/ } "
-        f"({shown}:8) (choose one with --path and --host)")
+        f"({shown}:8) (choose one with --path, --host or --header)")
     assert "backend api" in read_config(path, "haproxy", RouteWanted(path="/admin/chat")).route
     bare = write(tmp_path, "bare.cfg", f"{TOP}frontend fe\n    bind :80\nbackend api\n    server a 10.0.0.1:8000\n")
     with pytest.raises(UnusableInput, match="nothing is proxied: no frontend or listen section has a use_backend"):

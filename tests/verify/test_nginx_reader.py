@@ -55,10 +55,10 @@ def test_no_route_error_is_the_pipelines_one(tmp_path: Path) -> None:
         read_config(path, "nginx", RouteWanted(path="/elsewhere"))
     message = str(caught.value)
     assert "no route proxies POST /elsewhere; the proxied routes are: server a.example" in message
-    assert message.endswith("(choose one with --path and --host)")
+    assert message.endswith("(choose one with --path, --host or --header)")
     with pytest.raises(UnusableInput) as for_host:
         read_config(path, "nginx", RouteWanted(path="/other/chat", host="a.example"))
-    assert "for Host a.example" in str(for_host.value) and str(for_host.value).endswith("(choose one with --path)")
+    assert "for Host a.example" in str(for_host.value) and str(for_host.value).endswith("(choose one with --path or --header)")
 
 
 def test_the_rewrite_is_in_memory_until_written(tmp_path: Path) -> None:

@@ -53,7 +53,7 @@ def test_no_router_for_the_request_is_the_shared_error(tmp_path):
         read_config(path, "traefik", RouteWanted(path="/v1/chat/completions"))
     said = str(raised.value)
     assert "no route proxies POST /v1/chat/completions; the proxied routes are: router research:" in said
-    assert "(choose one with --path and --host)" in said
+    assert "(choose one with --path, --host or --header)" in said
 
 
 def test_a_catch_all_router_is_chosen_after_one_written_for_the_api(tmp_path):

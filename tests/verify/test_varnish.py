@@ -170,8 +170,8 @@ def test_a_path_vcl_recv_answers_itself_gets_the_shared_error(tmp_path):
     with pytest.raises(UnusableInput) as raised:
         read_config(_write(tmp_path, text), wanted=RouteWanted(path="/v1/chat/completions"))
     assert str(raised.value).endswith("no route proxies POST /v1/chat/completions; the proxied routes are: "
-                                      f"backend b api:80 ({tmp_path / 'default.vcl'}:2) (choose one with --path "
-                                      "and --host)")
+                                      f"backend b api:80 ({tmp_path / 'default.vcl'}:2) (choose one with --path, "
+                                      "--host or --header)")
 
 
 def test_garbage_missing_include_and_no_backend(tmp_path):
