@@ -425,22 +425,34 @@ def _subset(seen: dict[str, Any], expected: dict[str, Any]) -> dict[str, Any]:
     return {key: seen.get(key) for key in expected}
 
 
-@pytest.mark.parametrize("row", ROWS, ids=[row.id for row in ROWS])
-def test_the_lane_answers_as_the_asgi_route(servers: Servers, row: Row) -> None:
-    seen: dict[str, dict[str, Any]] = {}
-    for way, port in servers.ports.items():
+# A body sent whole can still reach the server in two reads when the machine is busy (once in a
+# whole suite's run, 2026-12-06): the lane then took a body still arriving, and the row's case
+# (a body that arrived whole past uvicorn's paused reading) did not happen. Measured again, a few
+# times at most; it must happen.
+ARRIVAL_TRIES = 3
+
+
+def _run_side(servers: Servers, way: str, port: int, row: Row) -> dict[str, Any]:
+    for _ in range(ARRIVAL_TRIES):
         wait_until(lambda: _idle(port), READ_TIMEOUT_S, interval_s=0.01, describe="an idle server")
         served_before, counted_before = len(servers.lane.served), _counted()
-        seen[way] = row.run(port)
+        seen = row.run(port)
         wait_until(lambda: _idle(port), READ_TIMEOUT_S, interval_s=0.01, describe="an idle server")
         counted_after = _counted()
-        seen[way]["counted"] = {name: value - counted_before.get(name, 0)
-                                for name, value in counted_after.items()
-                                if value != counted_before.get(name, 0)}
+        seen["counted"] = {name: value - counted_before.get(name, 0)
+                           for name, value in counted_after.items() if value != counted_before.get(name, 0)}
         # The lane served each chat POST on its side, and none on the other.
         assert len(servers.lane.served) - served_before == (row.chat_posts if way == "lane" else 0)
-        if way == "lane" and row.arrived_whole is not None:
-            assert servers.lane.arrived_whole[served_before:] == [row.arrived_whole] * row.chat_posts
+        arrived = servers.lane.arrived_whole[served_before:]
+        if way != "lane" or row.arrived_whole is None or arrived == [row.arrived_whole] * row.chat_posts:
+            return seen
+    raise AssertionError(f"{row.id}: the body arrived whole: {arrived}, not {row.arrived_whole} in "
+                         f"{ARRIVAL_TRIES} tries")
+
+
+@pytest.mark.parametrize("row", ROWS, ids=[row.id for row in ROWS])
+def test_the_lane_answers_as_the_asgi_route(servers: Servers, row: Row) -> None:
+    seen = {way: _run_side(servers, way, port, row) for way, port in servers.ports.items()}
     assert seen["lane"] == seen["asgi"]
     assert _subset(seen["lane"], row.expected) == row.expected
 
