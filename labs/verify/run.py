@@ -88,13 +88,15 @@ def _read(reader: ConfigReader, path: Path, wanted: RouteWanted) -> Reading:
                    version=in_effect.version, wanted=wanted, parsed=Parsed(reader, config, chosen))
 
 
-def rewrite_config(path: Path, reading: Reading, lab_port: int, folder: Path, *,
-                   in_container: bool = False) -> Rewritten:
-    """The config as it runs here, written into `folder`; `in_container`: it runs as the invoking
-    user in a container. Kubernetes manifests run as their translation (read_config's). It runs on
-    the release the reading was made for (`reading.wanted.series`). Every address it names is
-    checked for loopback before anything is written (NotLoopback)."""
-    parsed: Parsed = reading.parsed
+def rewrite_config(reading: Reading, lab_port: int, folder: Path, *, in_container: bool = False) -> Rewritten:
+    """The config `reading` was read from (read_config: its one parse, kept on it; a Kubernetes
+    manifest's translation), as it runs here, written into `folder`; `in_container`: it runs as the
+    invoking user in a container. It runs on the release the reading was made for
+    (`reading.wanted.series`). Every address it names is checked for loopback before anything is
+    written (NotLoopback)."""
+    parsed: Parsed | None = reading.parsed
+    if parsed is None:
+        raise ValueError("rewrite_config needs a reading made by read_config (it carries the parse)")
     plan = RunPlan(lab_port, folder, in_container, reading.wanted.series, reading.version)
     rewritten = parsed.reader.rewrite(parsed.config, parsed.chosen, plan)
     rewritten.series = plan.series
@@ -116,7 +118,7 @@ def prepare(path: Path, lab_port: int, folder: Path, *, proxy: str | None = None
     the proxy's release `series` (UnusableInput carries its message): what verify starts, and
     what a scenario's manifest hop runs (labs/scenario/manifest_hop.py)."""
     reading = read_config(path, proxy, RouteWanted(series=series))
-    rewritten = rewrite_config(path, reading, lab_port, folder, in_container=runtime == "docker")
+    rewritten = rewrite_config(reading, lab_port, folder, in_container=runtime == "docker")
     validate(rewritten, runtime)
     return rewritten
 
@@ -159,7 +161,7 @@ def verify_config(path: Path, *, proxy: str | None = None, max_silence_s: float 
         # Rewrite and validate before any server starts, so a config the proxy rejects fails fast.
         lab_port = server.port if server is not None else free_port()
         folder = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix=f"streamlab-verify-{proxy}-")))
-        rewritten = rewrite_config(path, reading, lab_port, folder, in_container=runtime == "docker")
+        rewritten = rewrite_config(reading, lab_port, folder, in_container=runtime == "docker")
         report.rewrites = rewritten.diff
         report.notes += rewritten.notes
         say(f"checking it with {proxy}'s own validator")

@@ -160,7 +160,7 @@ def test_rewrite_is_loopback_only_and_accepted_by_apache2(tmp_path):
     reading = read_config(path, wanted=RouteWanted(host="chat.example.com"))
     folder = tmp_path / "run"
     folder.mkdir()
-    rewritten = rewrite_config(path, reading, 8000, folder)
+    rewritten = rewrite_config(reading, 8000, folder)
     validate(rewritten)  # apache2 -t
     written = "".join(new for _, new, _ in rewritten.files.values())
     assert "10.0.0.5" not in written and "backend.internal" not in written

@@ -131,7 +131,7 @@ def test_rewrite_is_loopback_only_and_caddy_validates_it(tmp_path):
     reading = read_config(path)
     folder = tmp_path / "run"
     folder.mkdir()
-    rewritten = rewrite_config(path, reading, 8000, folder)
+    rewritten = rewrite_config(reading, 8000, folder)
     data = json.loads(rewritten.main.read_text())
     assert {host for _, host in rewrite.addresses(rewritten)} == {"127.0.0.1"}
     assert data["admin"] == {"disabled": True} and set(data["apps"]) == {"http"}

@@ -70,7 +70,7 @@ def run_here(path: Path, folder: Path, wanted: RouteWanted = RouteWanted()):
     """Read, rewrite and let Envoy itself check the result (`envoy --mode validate`)."""
     from labs.verify.launch import validate
     reading = read_config(path, "envoy", wanted)
-    rewritten = rewrite_config(path, reading, LAB, folder / "run")
+    rewritten = rewrite_config(reading, LAB, folder / "run")
     installed()
     validate(rewritten)
     return reading, rewritten, "".join(new for _, new, _ in rewritten.files.values())

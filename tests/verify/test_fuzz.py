@@ -71,7 +71,7 @@ def never_raises(text: str, name: str) -> None:
         try:
             reading = read_config(path, "nginx")
             suspicions(reading, Options())
-            rewrite_config(path, reading, 65000, Path(folder) / "run")
+            rewrite_config(reading, 65000, Path(folder) / "run")
         except (UnusableInput, NotLoopback):
             pass  # a config verify cannot use, said in one line (exit status 2)
 
@@ -128,7 +128,7 @@ def proxy_never_raises(text: str, name: str, proxy: str) -> None:
         try:
             reading = read_config(path, proxy)
             suspicions(reading, Options())
-            rewrite_config(path, reading, 65000, Path(folder) / "run")
+            rewrite_config(reading, 65000, Path(folder) / "run")
         except (UnusableInput, NotLoopback):
             pass
 

@@ -21,7 +21,7 @@ TOP = "defaults\n    mode http\n    timeout client 30s\n    timeout server 30s\n
 def run_here(path, folder, wanted: RouteWanted = RouteWanted()):
     """Read, rewrite and let haproxy itself check the result: every case must pass `haproxy -c`."""
     reading = read_config(path, "haproxy", wanted)
-    rewritten = rewrite_config(path, reading, LAB, folder / "run")
+    rewritten = rewrite_config(reading, LAB, folder / "run")
     rewritten.write()
     validate(rewritten)
     return reading, rewritten, rewritten.files[str(path)][1]

@@ -24,7 +24,7 @@ def http(body: str, top: str = "") -> str:
 def run_here(path: Path, folder: Path, wanted: RouteWanted = RouteWanted()):
     """Read, rewrite and let nginx itself check the result: every case must pass `nginx -t`."""
     reading = read_config(path, "nginx", wanted)
-    rewritten = rewrite_config(path, reading, LAB, folder / "run")
+    rewritten = rewrite_config(reading, LAB, folder / "run")
     validate(rewritten)
     return reading, rewritten, "".join(new for _, new, _ in rewritten.files.values())
 

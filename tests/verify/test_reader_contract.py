@@ -66,11 +66,17 @@ def test_a_fixed_config_runs_through_every_stage(path: Path, tmp_path: Path) -> 
     assert not unaccounted, f"directives neither handled nor declared kept: {unaccounted}"
 
 
-def test_a_header_reaches_every_readers_matchers() -> None:
-    """--header means the same for every proxy: the request the matchers see carries it."""
-    wanted = RouteWanted(headers=(("X-Team", "a"),))
-    request = next(route.requests(wanted))
-    assert request.header("x-team") == "a" and request.header("accept") == "text/event-stream"
+def test_one_request_per_path_carries_what_the_measured_requests_carry() -> None:
+    """--header means the same for every proxy: each request the readers' `match` is asked about
+    carries verify's own headers and --header's (names as a matcher reads them, any case), on
+    every path tried, and never shows a value (they are credentials)."""
+    wanted = RouteWanted(host="llm.example", headers=(("X-Team", "secret-a"),))
+    asked = list(route.requests(wanted))
+    assert [r.path for r in asked] == list(wanted.paths) and len(asked) > 1
+    for request in asked:
+        assert request.header("X-TEAM") == "secret-a" and request.header("accept") == "text/event-stream"
+        assert request.header("host") == "llm.example" and request.header("x-other") is None
+        assert "secret-a" not in repr(request)
 
 
 @pytest.mark.slow

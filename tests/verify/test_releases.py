@@ -80,7 +80,7 @@ def test_the_flag_picks_the_binary_for_a_proxy_without_a_defaults_table(tmp_path
     fixed = ROOT / "proxies" / "fixed" / "Caddyfile"
     for asked in (None, "2.11"):
         reading = read_config(fixed, "caddy", RouteWanted(version=asked))
-        rewritten = rewrite_config(fixed, reading, 65000, tmp_path / str(asked))
+        rewritten = rewrite_config(reading, 65000, tmp_path / str(asked))
         assert rewritten.series == "2.11"
         validate(rewritten)
     with pytest.raises(UnusableInput, match="unrecognized subdirective request_buffers") as refused:

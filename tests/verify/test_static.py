@@ -210,7 +210,7 @@ def test_user_configs_rewritten_name_loopback_only(tmp_path, name, expected):
     """Every address in the rewritten config is 127.0.0.1, and no path points outside the run."""
     from labs.verify.run import rewrite_config
     path = USER_CONFIGS / name / expected["config"]
-    rewritten = rewrite_config(path, read_config(path), 65000, tmp_path)  # asserts loopback-only itself
+    rewritten = rewrite_config(read_config(path), 65000, tmp_path)  # asserts loopback-only itself
     texts = [new for _, new, _ in rewritten.files.values()]
     for text in texts:
         live = "\n".join(line for line in text.splitlines() if not line.lstrip().startswith("#"))

@@ -166,7 +166,7 @@ def test_traefik_itself_serves_the_chat_request_on_the_router_verify_names(tmp_p
     access log's RouterName), the placeholder Host left as written."""
     path = write(tmp_path, "dynamic.yml", PLACEHOLDERS)
     reading = read_config(path, "traefik", RouteWanted(path="/ollama/v1/chat/completions"))
-    rewritten = rewrite_config(path, reading, 9, tmp_path / "run")  # port 9: nothing answers, 502 logged
+    rewritten = rewrite_config(reading, 9, tmp_path / "run")  # port 9: nothing answers, 502 logged
     rewritten.write()
     with running(rewritten):
         answer = httpx.post(f"http://127.0.0.1:{rewritten.listen_port}{reading.path}", json={}, timeout=10)
@@ -203,7 +203,7 @@ def test_a_dynamic_file_alone_runs_the_entry_points_its_routers_name(tmp_path):
     path = write(tmp_path, "litellm.yml", LOWER_CASE_POINTS)
     reading = read_config(path, "traefik", RouteWanted(path="/v1/chat/completions"))
     assert "router api" in reading.route and reading.host == "llm.example", reading.route
-    rewritten = rewrite_config(path, reading, 9, tmp_path / "run")  # port 9: nothing answers, 502 logged
+    rewritten = rewrite_config(reading, 9, tmp_path / "run")  # port 9: nothing answers, 502 logged
     rewritten.write()
     assert set(yaml.safe_load(rewritten.main.read_text())["entryPoints"]) == {"websecure", "internal"}
     with running(rewritten):
@@ -231,7 +231,7 @@ def test_the_fixed_config_reads_as_written():
 def test_the_rewrite_runs_on_loopback_and_traefik_accepts_it(tmp_path):
     path = published(tmp_path)
     reading = read_config(path, "traefik", RouteWanted(path="/api/chat/completions"))
-    rewritten = rewrite_config(path, reading, 65000, tmp_path / "run")
+    rewritten = rewrite_config(reading, 65000, tmp_path / "run")
     rewritten.write()
     validate(rewritten)
     run = yaml.safe_load(rewritten.main.read_text())
@@ -263,13 +263,13 @@ def test_the_fast_proxy_runs_as_written_and_plugins_are_left_out(tmp_path):
     """experimental.fastProxy changes how every request is forwarded, so the run keeps it;
     experimental.plugins are downloaded: left out, and said."""
     path = fast_proxy(tmp_path)
-    rewritten = rewrite_config(path, read_config(path, "traefik"), 65000, tmp_path / "run")
+    rewritten = rewrite_config(read_config(path, "traefik"), 65000, tmp_path / "run")
     rewritten.write()
     validate(rewritten)
     assert yaml.safe_load(rewritten.main.read_text())["experimental"] == {"fastProxy": {}}
     said = " ".join(rewritten.notes)
     assert "experimental.plugins is left out of the run" in said and "fastProxy" not in said
-    clean = rewrite_config(FIXED, read_config(FIXED, "traefik"), 65000, tmp_path / "fixed")
+    clean = rewrite_config(read_config(FIXED, "traefik"), 65000, tmp_path / "fixed")
     assert "experimental" not in yaml.safe_load(clean.files[str(FIXED)][1])
 
 

@@ -135,7 +135,7 @@ def test_include_is_followed_and_rewrite_is_loopback_checked_by_varnishd(tmp_pat
     assert reading.get("backend").where.endswith("backends.vcl:1")
     folder = tmp_path / "run"
     folder.mkdir()
-    rewritten = rewrite_config(path, reading, 8000, folder)
+    rewritten = rewrite_config(reading, 8000, folder)
     assert {host for _, host in rewrite.addresses(rewritten)} == {"127.0.0.1"}
     assert '.port = "8000"' in rewritten.diff and "backends.vcl" in rewritten.diff
     validate(rewritten)
@@ -146,7 +146,7 @@ def test_probes_are_dropped_and_lines_kept(tmp_path):
     reading = read_config(path)
     folder = tmp_path / "run"
     folder.mkdir()
-    rewritten = rewrite_config(path, reading, 8000, folder)
+    rewritten = rewrite_config(reading, 8000, folder)
     text = rewritten.main.read_text()
     assert text.count(reason("health-check")) == 1 and len(text.splitlines()) == len(SITE.splitlines())
     assert reason("health-check") in rewritten.notes

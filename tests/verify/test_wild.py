@@ -118,7 +118,7 @@ def test_a_published_config_is_read_rewritten_and_accepted_by_its_proxy(name, re
     # local-ai-podman-traefik was first judged on router langfuse, its Host(`${...}`) taken as a Host sent).
     router = re.match(r"router `([^`]+)`", CORPUS[name]["route"]["why"])
     assert router is None or f"router {router[1]} (" in reading.route, reading.route
-    rewritten = rewrite_config(entry(name), reading, 65000, tmp_path)  # refuses anything but loopback
+    rewritten = rewrite_config(reading, 65000, tmp_path)  # refuses anything but loopback
     assert rewritten.series == series(name, release)
     validate(rewritten)  # that release's own check: the rewrite kept a config it accepts
 
