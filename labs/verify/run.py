@@ -19,6 +19,7 @@ from typing import Any, Callable, Iterator, Sequence
 
 from labs.findings import CheckOutcome, UnusableInput
 from labs.lab.exposing import CLOSE_DELIMITED
+from labs.lab.server import served_model
 from labs.verify import judge, releases
 from labs.verify import trials as dynamic
 from labs.verify.detect import detect
@@ -216,7 +217,6 @@ def _selected(checks: Sequence[str] | None, quick: bool, suspected: list, option
 
 def _measure(proxy_run: RunningConfig, server: ServerHandle, options: Options, selected: list[str],
              say: Progress, reading: Reading, extra_headers: dict[str, str]) -> list[dynamic.Measured]:
-    from labs.lab.server import served_model
     host = proxy_run.rewritten.host_header or reading.host
     headers = {**extra_headers, **({"Host": host} if host else {})}
     target = dynamic.Target(proxy_run.url, server, served_model(server.url), options, headers,

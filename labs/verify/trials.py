@@ -22,7 +22,7 @@ from labs.findings import (Evidence, FindingKind, Pacing, UnusableInput, Verdict
                            compression, connection_limit, departure, idle_timeout, total_timeout)
 from labs.findings.evidence import ended
 from labs.lab import exposing
-from labs.lab.server import DEFAULT_SCRIPT
+from labs.lab.server import DEFAULT_SCRIPT, wait_idle
 from labs.verify.early_cut import Retried, early_cut, reported
 from labs.verify.measured import Measured, measured, not_run
 from labs.verify.model import ROUTE_PATH, Options
@@ -238,7 +238,6 @@ def judge_departure(result: StreamResult, release_s: float | None, heartbeat_s: 
 async def disconnect(target: Target) -> Measured:
     """The client leaves after 3 events; the model is silent 2 s (with --heartbeat: heartbeats at
     that interval through a longer silence), then goes on. Who notices?"""
-    from labs.lab.server import wait_idle
     server = target.server
     heartbeat, heartbeats = target.options.heartbeat_s, target.heartbeats_to_notice
     pause = departure_pause_s(heartbeat, heartbeats)
