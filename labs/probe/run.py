@@ -25,6 +25,7 @@ from labs.probe.flow import Buffering, Coalescing, Compression, by_protocol, not
 from labs.probe.path import Path
 from labs.probe.report import ProbeReport
 from labs.probe.silence import IdleTimeout, POSITIONS, TotalTimeout
+from server.signals import run_async
 
 # (checks, run together): the order of a run, see the module docstring.
 PHASES: list[tuple[list[Any], bool]] = [
@@ -155,4 +156,4 @@ def probe_path(urls: Sequence[str], *, max_silence_s: float | None = None, max_s
     path = Path.from_args(urls, api_key_env=api_key_env, lab_token_env=lab_token_env, model=model,
                           insecure=insecure)
     budget = Budget(budget_s)
-    return asyncio.run(probe_async(path, settings, budget, checks, progress))
+    return run_async(probe_async(path, settings, budget, checks, progress))

@@ -8,7 +8,6 @@ A `Lab` keeps one server per distinct set of server flags for its whole life, so
 """
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import os
 import shlex
@@ -32,6 +31,7 @@ from proxies.releases import CHOICE_VARIABLE
 from proxies.runtime.base import RunningProxy, Runtime
 from server.launcher import ServerHandle
 from server.processes import free_port
+from server.signals import run_async
 
 PROMPT = [{"role": "user", "content": "Tell me something, one token at a time."}]
 Progress = Callable[[str], None]
@@ -207,7 +207,7 @@ class Lab:
         with GaugePeaks(server.host, server.port, gauges, _sample_interval(scenario.workload)) as peaks:
             before = server.metrics()
             with ReloadAt(hops, scenario.workload.reload_at_s) as reload:
-                results = asyncio.run(drive(url, body, scenario.workload, options))
+                results = run_async(drive(url, body, scenario.workload, options))
         # The clients are done (or left on purpose): how long until the server stops working?
         release_s = wait_idle(server, scenario.workload.settle_s)
         delta = _counter_delta(before, server.metrics())
@@ -267,7 +267,7 @@ class Lab:
         entries.append((f"{len(hops) + 1}. direct to the server", server.url))
         measured = {}
         for label, url in entries:
-            result = asyncio.run(client.measure_stream(url + "/v1/chat/completions", body, **options))
+            result = run_async(client.measure_stream(url + "/v1/chat/completions", body, **options))
             measured[label] = [result]
         return measured
 

@@ -32,6 +32,7 @@ from labs.verify.reader import ConfigReader
 from labs.verify.readers import PROXIES, READERS, heartbeats_to_notice, suspicions
 from labs.verify.rewrite import Rewritten, assert_loopback
 from server.processes import free_port
+from server.signals import run_async
 from server.launcher import ServerHandle, running_server
 
 Progress = Callable[[str], None]
@@ -236,7 +237,7 @@ def _measure(proxy_run: RunningConfig, server: ServerHandle, options: Options, s
             say(f"measuring {name}")
             results[name] = await dynamic.run_trial(name, target)
         return [results[name] for name in selected]
-    return asyncio.run(everything())
+    return run_async(everything())
 
 
 def _loopback_check(proxy_run: RunningConfig, lab_port: int) -> CheckOutcome:

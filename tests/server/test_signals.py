@@ -117,3 +117,37 @@ def test_a_command_run_inside_another_leaves_the_stop_to_the_outer_one(tmp_path:
     finally:
         for process in inner_started:
             process.stop()
+
+
+def test_run_async_returns_the_coroutines_result() -> None:
+    async def answer() -> int:
+        return 42
+    assert signals.run_async(answer()) == 42
+
+
+def test_a_signal_while_the_event_loop_is_made_is_raised_once_it_is_whole(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The race seen once in the suite (`labs verify` on SIGHUP): the signal lands inside the
+    loop's constructor. It is raised after the loop exists; the loop is closed and the coroutine,
+    never started, is closed (no "never awaited" warning, no traceback from a half-made loop)."""
+    import asyncio
+    import warnings
+    made: list[asyncio.AbstractEventLoop] = []
+    original = asyncio.Runner.get_loop
+
+    def get_loop_signalled(runner: asyncio.Runner) -> asyncio.AbstractEventLoop:
+        _send(signal.SIGTERM)  # lands while the loop is being made
+        loop = original(runner)
+        made.append(loop)
+        return loop
+
+    monkeypatch.setattr(asyncio.Runner, "get_loop", get_loop_signalled)
+    ran: list[bool] = []
+
+    async def work() -> None:
+        ran.append(True)
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # a coroutine never awaited would warn
+        with pytest.raises(signals.Stopped), signals.stopped_by_signals():
+            signals.run_async(work())
+    assert len(made) == 1 and made[0].is_closed() and ran == []
