@@ -10,7 +10,10 @@ PID, containers by id, temporary folders) exactly as on a normal exit. `Stopped`
 KeyboardInterrupt so that asyncio and pytest treat it as the interrupt it is: asyncio logs and
 drops any other exception raised in one of its callbacks, pytest fails one test with it and runs
 the next. What a thread started is out of the main thread's unwinding: each start is `track`ed
-until its stop, and `stop_started()` ends whatever is left.
+until its stop, and `stop_started()` ends whatever is left. While `run_async`'s event loop runs, a
+stop cancels its task instead (as asyncio's own runner does for Ctrl-C): raised inside whichever
+task the loop was stepping, the interrupt ended that task alone with an exception nobody read, and
+the loop logged it as a traceback on the way out.
 
     return run_stoppable(lambda: verify(args), "python -m labs verify")  # 128 + N after signal N
 """
@@ -51,6 +54,7 @@ class _State:
     closing: bool = False  # the command has ended: its last stops run, a signal only waits too
     since: int = 0  # the first token of this block: what was started before it is not its own
     ask: Callable[[int], object] | None = None  # how the held step asks itself to end (held(ask=))
+    task: asyncio.Task[Any] | None = None  # run_async's task while its loop runs here: a stop cancels it
 
 
 _state = _State()
@@ -63,9 +67,23 @@ def _in_main_thread() -> bool:
     return threading.current_thread() is threading.main_thread()
 
 
+# A task that catches its cancellation and goes on is ended the old way after this long.
+CANCEL_GRACE_S = 5.0
+
+
 def _raise(signum: int) -> None:
     _state.stopped = Stopped(signum)
+    task = _state.task
+    if task is not None and not task.done():
+        task.cancel()  # every `async with` and `finally` of the coroutine unwinds; run_async raises
+        task.get_loop().call_later(CANCEL_GRACE_S, _raise_if_running, task)  # also wakes a waiting select()
+        return
     raise _state.stopped
+
+
+def _raise_if_running(task: asyncio.Task[Any]) -> None:
+    if not task.done() and _state.stopped is not None:
+        raise _state.stopped  # out of the loop: it swallowed its cancellation
 
 
 def _on_signal(signum: int, frame: object) -> None:
@@ -121,19 +139,37 @@ def held(ask: Callable[[int], object] | None = None) -> Iterator[None]:
 
 
 def run_async(coroutine: Coroutine[Any, Any, Result]) -> Result:
-    """asyncio.run, its event loop made whole before a stop signal may land. A signal inside the
-    loop's constructor left half a loop whose finalizer printed a traceback on the way out (seen
-    once in a whole suite's run: `labs verify` stopped by SIGHUP); here it is raised once the loop
-    exists, which is then closed as on any stop."""
+    """asyncio.run, stoppable. The event loop and the task are made whole before a stop signal may
+    land (one inside the loop's constructor left half a loop whose finalizer printed a traceback);
+    a signal while the loop runs cancels the task, which unwinds, and `Stopped` is raised here."""
     runner = asyncio.Runner()
+    own = _in_main_thread() and _state.task is None
     try:
         with held():
-            runner.get_loop()
-        return runner.run(coroutine)
+            loop = runner.get_loop()
+            task = loop.create_task(coroutine)
+            if own:
+                _state.task = task
+        try:
+            result = loop.run_until_complete(task)
+        except BaseException as failure:  # cancelled by the stop, or whatever its unwinding raised
+            if own and _state.stopped is not None and failure is not _state.stopped:
+                raise _state.stopped from failure
+            raise
+        finally:
+            if own:
+                _state.task = None
+            if own and _state.stopped is not None and task.done() and not task.cancelled():
+                task.exception()  # read: the stop is reported once, by run_stoppable, not by the loop
     finally:
-        runner.close()  # a started coroutine's task is cancelled and finished here, as asyncio.run does
+        with held():  # the tasks left are cancelled and finished here, as asyncio.run does
+            runner.close()
         if inspect.getcoroutinestate(coroutine) == inspect.CORO_CREATED:
             coroutine.close()  # never started, the stop came first: no "never awaited" warning
+    if own and _state.stopped is not None:
+        raise _state.stopped  # the task caught its cancellation and ended: the stop still ends the command
+    return result
+
 
 def stopped() -> Stopped | None:
     """The stop under way in this `stopped_by_signals()` block, if a signal came."""

@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import os
 import signal
+import subprocess
 import sys
+import textwrap
 import threading
 from pathlib import Path
 
@@ -151,3 +153,72 @@ def test_a_signal_while_the_event_loop_is_made_is_raised_once_it_is_whole(monkey
         with pytest.raises(signals.Stopped), signals.stopped_by_signals():
             signals.run_async(work())
     assert len(made) == 1 and made[0].is_closed() and ran == []
+
+
+def test_a_signal_inside_a_task_cancels_the_command_and_nothing_is_logged(tmp_path: Path) -> None:
+    """Seen in CI (`labs verify` on SIGINT and SIGHUP): the signal landed inside the task that
+    `asyncio.wait_for` made for a connect. Raised there, it ended that task alone; cancelling the
+    rest re-raised it in the main task, whose exception nobody read, and the loop printed
+    "Task exception was never retrieved" with a traceback when the task was collected. The stop
+    now cancels run_async's task: every `finally` of the coroutine runs, Stopped is raised once,
+    and the loop logs nothing. In a process of its own, so that its exit collects everything."""
+    script = tmp_path / "command.py"
+    script.write_text(textwrap.dedent("""
+        import asyncio, os, signal
+        from server import signals
+
+        async def connect():
+            os.kill(os.getpid(), signal.SIGINT)  # lands inside the inner task, as in create_connection
+            await asyncio.sleep(30)
+
+        async def command():
+            try:
+                await asyncio.wait_for(connect(), timeout=60)
+            finally:
+                await asyncio.sleep(0)  # an `async with` exit that awaits
+                print("unwound", flush=True)
+
+        raise SystemExit(signals.run_stoppable(lambda: signals.run_async(command()), "command"))
+    """))
+    done = subprocess.run([sys.executable, str(script)], cwd=Path(__file__).resolve().parents[2],
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == 128 + signal.SIGINT, done.stderr
+    assert done.stdout == "unwound\n"
+    assert done.stderr == "command: stopped by SIGINT; nothing it started is left running\n"
+
+
+def test_a_task_that_swallows_its_cancellation_still_ends_the_command() -> None:
+    """A coroutine that catches the cancellation and returns normally: the stop still ends the
+    command with Stopped; one that goes on waiting is ended after CANCEL_GRACE_S."""
+    import asyncio
+
+    async def stubborn() -> str:
+        try:
+            _send(signal.SIGTERM)
+            await asyncio.sleep(30)
+        except asyncio.CancelledError:
+            return "went on"
+        return "slept"
+
+    with pytest.raises(signals.Stopped) as stopped, signals.stopped_by_signals():
+        signals.run_async(stubborn())
+    assert stopped.value.signal == signal.SIGTERM
+
+
+def test_a_task_that_goes_on_after_its_cancellation_is_ended_after_the_grace(monkeypatch: pytest.MonkeyPatch) -> None:
+    import asyncio
+    import time
+    monkeypatch.setattr(signals, "CANCEL_GRACE_S", 0.2)
+
+    async def deaf() -> None:
+        try:
+            _send(signal.SIGHUP)
+            await asyncio.sleep(30)
+        except asyncio.CancelledError:
+            await asyncio.sleep(30)  # goes on as if nothing came
+
+    started = time.monotonic()
+    with pytest.raises(signals.Stopped) as stopped, signals.stopped_by_signals():
+        signals.run_async(deaf())
+    assert stopped.value.signal == signal.SIGHUP
+    assert time.monotonic() - started < 10  # the grace, not the 30 s it wanted
