@@ -24,7 +24,7 @@ def test_layers_run_one_way() -> None:
     assert done.returncode == 0, f"the import contract is broken:\n{done.stdout}\n{done.stderr}"
     assert "labs -> proxies -> server KEPT" in done.stdout, done.stdout
     # Inside the server, by job (server/__init__.py): a contract dropped from pyproject.toml fails here.
-    assert "server: tools -> http -> stream -> engine -> text KEPT" in done.stdout, done.stdout
+    assert "server: tools -> http -> apis -> stream -> engine -> text KEPT" in done.stdout, done.stdout
     assert "server's top modules import no job of the server KEPT" in done.stdout, done.stdout
     assert "labs: entry points -> products -> catalogue -> client KEPT" in done.stdout, done.stdout
 
