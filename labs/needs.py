@@ -42,7 +42,8 @@ ALL: dict[str, Requirement] = {**REQUIREMENTS, **{r.name: r for r in (
                 apt="chromium"),
     Requirement("python-browser", "Playwright's Python driver (the extra [browser])",
                 python_present("playwright"), pip_extra("browser")),
-    Requirement("python-sdk", "the OpenAI SDK and aiohttp (the extra [sdk])", python_present("openai", "aiohttp"),
+    Requirement("python-sdk", "the OpenAI and Anthropic SDKs and aiohttp (the extra [sdk])",
+                python_present("openai", "anthropic", "aiohttp"),
                 pip_extra("sdk")),
 )}}
 # What a browser-driven workload needs, as labs.scenario.chromium.chromium_driver declares it.
