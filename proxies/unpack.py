@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Callable
 
 from proxies.releases import LIBRARY_DIRS, LOADER, Release
+from server.processes import run_to_end
 
 MIRROR = "http://deb.debian.org/debian"
 # Debian's own tools, from this machine's packages (apt-get installs them when missing, as root).
@@ -44,9 +45,12 @@ def _install_tools() -> None:
     env = dict(os.environ, DEBIAN_FRONTEND="noninteractive")
     print(f"installing {' '.join(packages)} with apt-get (to unpack proxy releases)", flush=True)
     # A fresh machine has no package lists yet.
-    subprocess.run(["apt-get", "update", "-qq"], check=True, env=env)
-    subprocess.run(["apt-get", "install", "-y", "-qq", "--no-install-recommends", *packages],
-                   check=True, env=env, stdout=subprocess.DEVNULL)
+    for command in (["apt-get", "update", "-qq"],
+                    ["apt-get", "install", "-y", "-qq", "--no-install-recommends", *packages]):
+        done = run_to_end(command, env=env)
+        if done.returncode != 0:
+            last = (done.stderr.strip().splitlines() or ["no output"])[-1]
+            raise CannotUnpack(f"`{' '.join(command)}` failed ({done.returncode}): {last}")
 
 
 def _extract(release: Release, root: Path) -> None:
@@ -56,7 +60,7 @@ def _extract(release: Release, root: Path) -> None:
                f"--include={','.join(release.packages)}", str(release.suite), str(root), MIRROR]
     if os.geteuid() != 0:
         command.insert(1, "--mode=unshare")
-    result = subprocess.run(command, capture_output=True, text=True)
+    result = run_to_end(command)
     if result.returncode != 0:
         last = (result.stderr.strip().splitlines() or ["no output"])[-1]
         raise CannotUnpack(f"mmdebstrap could not unpack {', '.join(release.packages)} from Debian "

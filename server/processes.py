@@ -175,6 +175,40 @@ class ManagedProcess:
         return self.process.returncode
 
 
+def run_to_end(argv: Sequence[str], env: Mapping[str, str] | None = None,
+               capture: bool = True) -> subprocess.CompletedProcess[str]:
+    """subprocess.run for a one-shot command that forks (mmdebstrap, apt-get), in a process group
+    of its own that a stop signal ends whole: under subprocess.run, `labs setup` stopped by
+    SIGTERM left mmdebstrap and the apt and dpkg it had started running on (seen for more than
+    5 s, writing into .proxies/). Output is captured as text unless `capture` is False."""
+    pipe = subprocess.PIPE if capture else None
+    with signals.held():  # tracked from its start: stop_started() reaches it
+        process = subprocess.Popen(list(argv), env=dict(env) if env is not None else None,
+                                   stdin=subprocess.DEVNULL, stdout=pipe, stderr=pipe, text=True,
+                                   start_new_session=True)
+        token = signals.track(lambda: _end_group(process))
+    try:
+        out, err = process.communicate()
+    except BaseException:  # Stopped (a KeyboardInterrupt) included: the whole group goes
+        _end_group(process)
+        raise
+    finally:
+        signals.untrack(token)
+    return subprocess.CompletedProcess(list(argv), process.returncode, out, err)
+
+
+def _end_group(process: subprocess.Popen, grace_s: float = STOP_GRACE_S) -> None:
+    with signals.held():
+        _signal_group(process.pid, signal.SIGTERM)
+        try:
+            process.wait(timeout=grace_s)
+        except subprocess.TimeoutExpired:
+            pass
+        _signal_group(process.pid, signal.SIGKILL)  # and whatever it forked, done or not
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            process.wait(timeout=grace_s)
+
+
 def _signal_group(pgid: int, sig: int) -> None:
     with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(pgid, sig)

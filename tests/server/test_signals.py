@@ -222,3 +222,39 @@ def test_a_task_that_goes_on_after_its_cancellation_is_ended_after_the_grace(mon
         signals.run_async(deaf())
     assert stopped.value.signal == signal.SIGHUP
     assert time.monotonic() - started < 10  # the grace, not the 30 s it wanted
+
+
+def test_a_one_shot_command_is_ended_with_everything_it_forked(tmp_path: Path) -> None:
+    """server.processes.run_to_end (mmdebstrap, apt-get): a stop signal ends the command's whole
+    group, the grandchildren it forked included; under subprocess.run they ran on."""
+    from server.processes import run_to_end
+    pids = tmp_path / "pids"
+    # A parent that forks a long sleeper and waits on it, as mmdebstrap does apt and dpkg.
+    command = ["sh", "-c", f"sleep 60 & echo $! > {pids}; wait"]
+
+    def signal_once_forked() -> None:
+        wait_until(lambda: pids.exists() and pids.read_text().strip() != "", 10)
+        _send(signal.SIGTERM)
+
+    timer = threading.Thread(target=signal_once_forked)
+    with pytest.raises(signals.Stopped), signals.stopped_by_signals():
+        timer.start()
+        run_to_end(command)
+    timer.join()
+    sleeper = int(pids.read_text())
+    wait_until(lambda: not _running(sleeper), 5, describe="the forked sleeper to end")
+
+
+def test_a_one_shot_command_returns_its_status_and_output() -> None:
+    from server.processes import run_to_end
+    done = run_to_end(["sh", "-c", "echo out; echo err >&2; exit 3"])
+    assert (done.returncode, done.stdout, done.stderr) == (3, "out\n", "err\n")
+
+
+def _running(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    with open(f"/proc/{pid}/stat") as stat:  # a zombie has ended: only its parent has not reaped it
+        return stat.read().split()[2] != "Z"
