@@ -75,6 +75,9 @@ def parse_args(argv: Sequence[str] | None = None) -> ServerConfig:
     access.add_argument("--chat-any-path", action="store_true",
                         help="also serve the chat route at any POST path no other route takes "
                              "(a stand-in for whatever a proxy's streaming route leads to: labs verify)")
+    access.add_argument("--responses-window-s", type=float, default=600.0, metavar="S",
+                        help="how long GET /v1/responses/{id} finds a response and resumes its "
+                             "stream (default 600)")
     add("--access-log", action="store_true", help="log every request (uvicorn's access log)")
 
     modes = parser.add_argument_group("failure modes (server-wide defaults; most also per request "
@@ -102,7 +105,8 @@ def parse_args(argv: Sequence[str] | None = None) -> ServerConfig:
         parser.error("--workers must be between 1 and 64")
     if ns.max_header_bytes < 1024 or ns.max_headers < 1:
         parser.error("--max-header-bytes must be >= 1024 and --max-headers >= 1")
-    for name in ("header_timeout_s", "body_timeout_s", "send_timeout_s", "keep_alive_s"):
+    for name in ("header_timeout_s", "body_timeout_s", "send_timeout_s", "keep_alive_s",
+                 "responses_window_s"):
         if not 0 < getattr(ns, name) <= knobs.MAX_WAIT_S:
             parser.error(f"--{name.replace('_', '-')} must be > 0 and at most {knobs.MAX_WAIT_S:g}")
     if ns.lab_token is not None and not ns.lab_token.strip():
@@ -121,7 +125,7 @@ def parse_args(argv: Sequence[str] | None = None) -> ServerConfig:
         gzip_sync_flush=ns.gzip_sync_flush, blocking_loop=ns.blocking_loop,
         serial_prefill=ns.serial_prefill,
         keep_fd_limit=ns.keep_fd_limit, stream=stream, workers=ns.workers,
-        reuse_port=ns.reuse_port)
+        reuse_port=ns.reuse_port, responses_window_s=ns.responses_window_s)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -87,6 +87,9 @@ class ServerConfig:
     # Failure mode `server-fd-limit`: keep the soft RLIMIT_NOFILE the shell gave us.
     keep_fd_limit: bool = False
     stream: StreamSettings = field(default_factory=StreamSettings)
+    # How long `GET /v1/responses/{id}` finds a response (and can resume its stream) after its
+    # creation: OpenAI keeps background responses for resuming ~10 minutes.
+    responses_window_s: float = 600.0
     # --workers N: processes on one port (server/workers.py); --reuse-port: bind as one of them.
     workers: int = 1
     reuse_port: bool = False

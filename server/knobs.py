@@ -2,7 +2,7 @@
 
 A knob is either a per-stream setting (a server-wide `--flag` whose default a request may override
 in `lab`, e.g. `heartbeat_s`) or a request-only lab field (pacing and injected faults, e.g.
-`tokens_per_s`). From each declaration come: the `lab` schema field (server/http/schema.py), the
+`tokens_per_s`). From each declaration come: the `lab` schema field (server/apis/lab.py), the
 `StreamSettings` field (server/config.py), the server flag (server/__main__.py) and the knob
 table in docs/server.md (`python -m server.knobs --write`; a test keeps it in sync).
 
@@ -140,8 +140,10 @@ KNOBS: tuple[Knob, ...] = (
     Knob("heartbeat_s", "float", 10.0, "an SSE comment `: ping` after this much silence",
          minimum=0.0, maximum=MAX_WAIT_S, off_at_zero=True, smallest_on=0.01, flag=True),
     Knob("error_mode", "choice", "inband", "how a failure after the first byte reaches the "
-         "client: an in-band error then [DONE], a clean end without [DONE], or a fake success",
-         choices=("inband", "silent-close", "fake-done"), flag=True),
+         "client: the protocol's in-band error and its end (chat: then [DONE]), a clean end "
+         "without it, a fake success, or `hold-open`: the error event, then the socket held open "
+         "and silent until the client leaves (a client that waits for the close waits for its "
+         "idle timeout)", choices=("inband", "silent-close", "fake-done", "hold-open"), flag=True),
     Knob("coalesce_ms", "float", 0.0, "frames made within this window leave in one write; 0 = "
          "one write per frame", minimum=0.0, maximum=10_000.0, flag=True),
     Knob("omit_headers", "names", (), "streaming headers left out of the response",

@@ -39,6 +39,23 @@ INBAND_ERRORS = Counter(
     "streamlab_inband_errors", "Errors sent in-band after the first byte", registry=REGISTRY)
 REQUESTS = Counter(
     "streamlab_requests", "Chat completion requests, by HTTP status", ["status"], registry=REGISTRY)
+# By protocol and mode: a client that retries a stream without streaming (Claude Code behind a hop
+# that drops `event:` lines) shows as one stream and one non-stream request per question.
+API_REQUESTS = Counter(
+    "streamlab_api_requests", "Requests admitted to the engine, by protocol (chat, responses, "
+    "messages) and mode (stream true or false)", ["api", "stream"], registry=REGISTRY)
+_api_children: dict[tuple[str, bool], Any] = {}
+
+
+def count_api_request(api: str, stream: bool) -> None:
+    """One admitted request in API_REQUESTS (its labelled child looked up once per pair)."""
+    child = _api_children.get((api, stream))
+    if child is None:
+        child = _api_children[(api, stream)] = API_REQUESTS.labels(
+            api=api, stream="true" if stream else "false")
+    child.inc()
+
+
 SLOT_HELD_AFTER_DISCONNECT = Histogram(
     "streamlab_slot_held_after_disconnect_seconds",
     "Time a slot stayed busy after its client had gone",

@@ -28,7 +28,7 @@ from typing import Any
 from server import errors, metrics
 from server.config import ServerConfig
 from server.errors import APIError, RequestTooLarge
-from server.http.app import ClientLeft, Service
+from server.http.service import ClientLeft, Service
 from server.http.connections import lane_hook_missing
 from server.http.cycle_extensions import release
 from server.http.middleware import RequestChecks, content_type_refusal, send_error

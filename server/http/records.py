@@ -42,6 +42,7 @@ class RequestRecord:
     id: str
     stream: bool
     arrived_at: float  # wall clock (time.time()), for people reading it
+    api: str = "chat"  # the protocol it came in (server/apis/table.py): chat, responses, messages
     outcome: str = "running"  # running | complete | client-gone | ended-early
     finished: bool = False
     tokens_generated: int = 0
@@ -63,8 +64,8 @@ class RecordStore:
         self._records: OrderedDict[str, RequestRecord] = OrderedDict()
         self._lock = threading.Lock()
 
-    def open(self, request_id: str, stream: bool) -> RequestRecord:
-        record = RequestRecord(id=request_id, stream=stream, arrived_at=time.time())
+    def open(self, request_id: str, stream: bool, api: str = "chat") -> RequestRecord:
+        record = RequestRecord(id=request_id, stream=stream, arrived_at=time.time(), api=api)
         with self._lock:
             self._records.pop(request_id, None)  # a reused id describes the latest request
             self._records[request_id] = record
@@ -141,13 +142,13 @@ class _Tracked(Response):
             record.finished = True
 
 
-def track(request: Request, response: Any) -> Any:
+def track(request: Request, response: Any, api: str = "chat") -> Any:
     """The response, recorded when the request carries a valid X-Request-Id (else unchanged)."""
     store: RecordStore | None = getattr(request.app.state, "records", None)
     rid = request_id(request)
     if store is None or rid is None:
         return response
-    record = store.open(rid, stream=response.__class__.__name__.startswith("SSE"))
+    record = store.open(rid, stream=response.__class__.__name__.startswith("SSE"), api=api)
     return _Tracked(response, record)
 
 

@@ -1,10 +1,12 @@
 """What one admitted request carries into its reply (built by server/http/app.py `Service.admit`):
 the generation, the text pipeline (detokenizer, then stop handling), the settings and the lab's
-faults; and the two ways a reply ends early on purpose (server/stream/streaming.py raises them).
+faults; the wire protocol's shapes (`Wire`, one per protocol in server/apis/); and the two ways a
+reply ends early on purpose (server/stream/streaming.py raises them).
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any, Callable, Protocol
 
 from server import errors
 from server.config import StreamSettings
@@ -39,6 +41,29 @@ class CompletionText:
         return text if self._stops.stopped else text + self._stops.flush()
 
 
+class StreamFramer(Protocol):
+    """The frames of one stream in one protocol (chat: server/stream/sse.py `ChunkFramer`; the
+    others: server/apis/). The SSE writer decides when each leaves; the framer only what it is."""
+
+    heartbeat: bytes  # what `heartbeat_s` of silence sends
+    failure_end: tuple[bytes, ...]  # after the failure events, with error_mode `inband` (chat: [DONE])
+
+    def opening(self) -> list[bytes]: ...  # before the first text (chat: the role chunk)
+    def content(self, text: str) -> bytes: ...  # one text delta: the hot path
+    def closing(self, finish_reason: str, prompt_tokens: int,
+                completion_tokens: int) -> list[bytes]: ...  # the terminal event included
+    def failure(self, fault: "Fault") -> list[bytes]: ...  # the protocol's in-band failure events
+
+
+class Wire(Protocol):
+    """What a protocol (server/apis/) gives a reply: its stream's framer, its non-stream reply
+    object, and that reply's failure (a status and a body: nothing was sent yet)."""
+
+    def framer(self, job: "CompletionJob") -> StreamFramer: ...
+    def reply(self, job: "CompletionJob", text: str, finish_reason: str) -> dict[str, Any]: ...
+    def failure_reply(self, job: "CompletionJob", fault: "Fault") -> tuple[int, dict[str, Any]]: ...
+
+
 @dataclass
 class CompletionJob:
     """Everything one admitted request needs to be answered (built by server/http/app.py)."""
@@ -51,12 +76,17 @@ class CompletionJob:
     model: str
     system_fingerprint: str
     arrived_at: float  # time.monotonic() when the request arrived, for TTFT
+    wire: Wire  # the protocol's shapes (server/apis/)
     include_usage: bool = False
     stamp: bool = False
     pad_bytes: int = 0
     error_after_tokens: int | None = None
     abort_after_tokens: int | None = None
     send_timeout_s: float | None = None  # --send-timeout-s: a write blocked longer aborts
+    prompt_tokens: int = 0  # known at admission (Messages' message_start carries it)
+    # Called with the protocol's final object when the reply ends (Responses: the store that
+    # `GET /v1/responses/{id}` reads); None: nothing keeps it.
+    keep: Callable[[dict[str, Any]], None] | None = None
 
 
 class Fault(Exception):

@@ -1,16 +1,16 @@
-"""`stream: false`: the JSON reply, one `chat.completion` object sent once generation is over."""
+"""`stream: false`: the JSON reply, one object in the job's protocol (chat's `chat.completion`, a
+Responses `response`, a Messages `message`) sent once generation is over."""
 from __future__ import annotations
 
 import json
 import time
 
 from server import metrics
-from server.stream import sse
 from server.stream.streaming import Completion, CompletionJob, Fault
 
 
 class JSONCompletion(Completion):
-    """`stream: false`: one `chat.completion` object once generation is over."""
+    """`stream: false`: one reply object once generation is over."""
 
     def __init__(self, job: CompletionJob) -> None:
         super().__init__(job)
@@ -25,16 +25,15 @@ class JSONCompletion(Completion):
         self._pieces.append(text)
 
     async def complete(self, finish_reason: str) -> None:
-        job, generation = self.job, self.job.generation
-        self._body = json.dumps(sse.completion_object(
-            job.completion_id, job.created, job.model, job.system_fingerprint,
-            "".join(self._pieces), finish_reason, generation.prompt_tokens,
-            generation.completion_tokens), ensure_ascii=False, separators=(",", ":")).encode()
+        job = self.job
+        self._body = json.dumps(job.wire.reply(job, "".join(self._pieces), finish_reason),
+                                ensure_ascii=False, separators=(",", ":")).encode()
 
     async def failed(self, fault: Fault) -> str:
-        # Nothing was sent yet, so the error is an ordinary status (504 for a stall, as a proxy would).
-        self._status = 504 if fault.reason == "stall" else 500
-        self._body = json.dumps({"error": fault.error}).encode()
+        # Nothing was sent yet, so the error is an ordinary status (504 for a stall, as a proxy
+        # would) in the protocol's error shape.
+        self._status, body = self.job.wire.failure_reply(self.job, fault)
+        self._body = json.dumps(body).encode()
         return "complete"
 
     async def end(self, outcome: str) -> None:

@@ -82,6 +82,11 @@ def _quoted(text: str) -> bytes:
     return _json_escape(text).encode()
 
 
+# For the other protocols' framers (server/apis/): compact JSON, and a str as a JSON string.
+compact_json = _dumps
+quoted = _quoted
+
+
 class ChunkFramer:
     """Frames of one `chat.completion.chunk` stream, byte-identical to the OpenAI shape:
 
@@ -90,7 +95,10 @@ class ChunkFramer:
     plus `"usage":null` on every chunk when the client asked for a usage chunk (as OpenAI does).
     """
 
-    __slots__ = ("_head", "_content_head", "_content_tail", "stamp", "_usage_null", "_pad")
+    __slots__ = ("_head", "_content_head", "_content_tail", "stamp", "_usage_null", "_pad",
+                 "include_usage")
+    heartbeat = PING
+    failure_end = (DONE,)  # error_mode `inband`: the error, then [DONE] (the SDK raises on the error)
 
     def __init__(self, completion_id: str, created: int, model: str, system_fingerprint: str,
                  include_usage: bool = False, stamp: bool = False, pad_bytes: int = 0) -> None:
@@ -98,6 +106,7 @@ class ChunkFramer:
                 + b"%d" % int(created) + b',"model":' + _quoted(model)
                 + b',"system_fingerprint":' + _quoted(system_fingerprint) + b',"choices":')
         self._head = b"data: " + head
+        self.include_usage = include_usage
         self._usage_null = b',"usage":null' if include_usage else b""
         self._content_head = self._head + b'[{"index":0,"delta":{"content":'
         # `pad_bytes`: a top-level field SDKs ignore, so an event (the role chunk, the first a
@@ -123,6 +132,19 @@ class ChunkFramer:
     def finish(self, reason: str) -> bytes:
         return self._frame(self._head + b'[{"index":0,"delta":{},"logprobs":null,"finish_reason":'
                            + _quoted(reason) + b"}]" + self._usage_null)
+
+    def opening(self) -> list[bytes]:
+        return [self.role()]
+
+    def closing(self, finish_reason: str, prompt_tokens: int, completion_tokens: int) -> list[bytes]:
+        frames = [self.finish(finish_reason)]
+        if self.include_usage:
+            frames.append(self.usage(prompt_tokens, completion_tokens))
+        frames.append(DONE)
+        return frames
+
+    def failure(self, fault: Any) -> list[bytes]:
+        return [self.error(fault.error)]
 
     def usage(self, prompt_tokens: int, completion_tokens: int) -> bytes:
         usage = {"prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens,

@@ -1,5 +1,6 @@
-"""`stream: true`: the SSE writer. Frames (server/stream/sse.py) leave as they are made, or, with
-`coalesce_ms`, all frames made within one window leave in one write.
+"""`stream: true`: the SSE writer. Frames (the job's protocol's framer: server/stream/sse.py for chat,
+server/apis/ for the others) leave as they are made, or, with `coalesce_ms`, all frames made within
+one window leave in one write.
 
 With `event_ids`, every data frame carries `id: N` (N counts the stream's data frames), so an
 EventSource that loses the connection reconnects with `Last-Event-ID: N`; the answer is
@@ -7,6 +8,12 @@ regenerated (the lab's answers are deterministic: a script, or a seed) and only 
 N are sent. A server whose answers are sampled would keep each response's frames instead.
 A resumed stream is not dropped again by `abort_after_tokens`: that fault stands for one failure
 of the network, and only with ids can the server tell a reconnection from a new request.
+The Responses API's resume (`GET /v1/responses/{id}?stream=true&starting_after=N`) is the same
+regeneration: `skip_events` drops the events the client has (server/apis/responses.py).
+
+`error_mode="hold-open"` (failure mode): the protocol's failure event, then nothing, the socket
+left open until the client leaves (no heartbeat either): a client that waits for the close, or
+for `[DONE]` on a protocol without it, waits for its own idle timeout (openai/codex#43140).
 
 `split_utf8_ms` (failure mode of a hop that re-chunks): a frame holding a multi-byte character
 leaves in two writes that far apart, the first ending inside the character.
@@ -31,6 +38,9 @@ log = logging.getLogger("server.streaming")
 # a write costs only a few microseconds.
 _METRIC_BATCH_WRITES = 64
 _requests_ok: Any = None  # streamlab_requests_total{status="200"}: labels() looked up once
+# How an event of a stream begins (a comment, `: ping`, is no event): chat's `data:`, or the
+# `event:` line of the protocols that name their events.
+_EVENT_STARTS = (b"data:", b"event:")
 
 
 def _count_ok() -> None:
@@ -43,14 +53,13 @@ def _count_ok() -> None:
 class SSECompletion(Completion):
     """`stream: true`: SSE frames as OpenAI sends them, written as they are made."""
 
-    def __init__(self, job: CompletionJob, last_event_id: str | None = None) -> None:
+    def __init__(self, job: CompletionJob, last_event_id: str | None = None,
+                 skip_events: int = 0) -> None:
         super().__init__(job)
         settings = job.settings
         self.raw_headers = sse.streaming_headers(settings.omit_headers, settings.no_transform)
         self.heartbeat_s = settings.heartbeat_s
-        self.framer = sse.ChunkFramer(job.completion_id, job.created, job.model,
-                                      job.system_fingerprint, job.include_usage, job.stamp,
-                                      job.pad_bytes)
+        self.framer = job.wire.framer(job)
         self._stamp = job.stamp
         self._coalesce_s = settings.coalesce_ms / 1000.0
         self._pending: list[bytes] = []
@@ -62,7 +71,10 @@ class SSECompletion(Completion):
         self.last_emit_at = time.monotonic()
         self._event_ids = bool(settings.event_ids)
         self._data_frames = 0
-        self._resume_after = resume_point(last_event_id) if self._event_ids else 0
+        self._resume_after = max(resume_point(last_event_id) if self._event_ids else 0, skip_events)
+        # Data frames are counted only where ids are written or some are skipped.
+        self._counting = self._event_ids or self._resume_after > 0
+        self._hold: asyncio.Future[None] | None = None  # error_mode hold-open: until the client leaves
         if self._resume_after:
             job.abort_after_tokens = None
         self._split_s = (settings.split_utf8_ms or 0.0) / 1000.0
@@ -91,16 +103,18 @@ class SSECompletion(Completion):
                 await self._emit(sse.HELLO)
             if self._role_pending:
                 return  # vLLM-style: the role chunk waits for the first token (or the end)
-            await self._emit(self.framer.role())
+            for frame in self.framer.opening():
+                await self._emit(frame)
 
     async def _role_first(self) -> None:
         if self._role_pending:
             self._role_pending = False
-            await self._emit(self.framer.role())
+            for frame in self.framer.opening():
+                await self._emit(frame)
 
     async def heartbeat(self) -> None:
         self._pings += 1
-        await self._emit(sse.PING)
+        await self._emit(self.framer.heartbeat)
 
     async def content(self, text: str) -> None:
         if self._first_content:
@@ -113,12 +127,10 @@ class SSECompletion(Completion):
         # The last frames and the body's end are made in the same instant: one write.
         with self.gather():
             await self._role_first()
-            await self._emit(self.framer.finish(finish_reason))
-            if self.job.include_usage:
-                generation = self.job.generation
-                await self._emit(self.framer.usage(generation.prompt_tokens,
-                                                   generation.completion_tokens))
-            await self._emit(sse.DONE)
+            generation = self.job.generation
+            for frame in self.framer.closing(finish_reason, generation.prompt_tokens,
+                                             generation.completion_tokens):
+                await self._emit(frame)
             if self._writer is None and not self.client_gone:  # coalesced: end() ends it
                 await self._end_body()
 
@@ -131,16 +143,31 @@ class SSECompletion(Completion):
     async def failed(self, fault: Fault) -> str:
         mode = self.job.settings.error_mode
         await self._role_first()
-        if mode == "inband":
+        if mode == "inband" or mode == "hold-open":
             metrics.INBAND_ERRORS.inc()
-            await self._emit(self.framer.error(fault.error))
-            await self._emit(sse.DONE)
+            for frame in self.framer.failure(fault):
+                await self._emit(frame)
+            if mode == "inband":
+                for frame in self.framer.failure_end:
+                    await self._emit(frame)
         elif mode == "fake-done":  # failure mode: an ending indistinguishable from success
             await self.complete("stop")
         # "silent-close" (failure mode): the body just ends, without an error or [DONE].
         log.info("%s: %s after %d tokens (error mode %s)", self.job.completion_id,
                  fault.error["message"], self.tokens, mode)
+        if mode == "hold-open":
+            await self._hold_open()
+            return "gone"
         return "complete"
+
+    async def _hold_open(self) -> None:
+        """Written, then silent until the client leaves: its departure interrupts this wait
+        (or, with `disconnect="ignore"`, `left()` ends it)."""
+        await self.flush()
+        self._stop_ticker()  # no heartbeat: the silence is the failure mode
+        if not self.client_gone:
+            self._hold = asyncio.get_running_loop().create_future()
+            await self._hold
 
     def _can_write_now(self) -> bool:
         # A token written from the engine's hand-over: only in the plain case (one write per
@@ -165,10 +192,12 @@ class SSECompletion(Completion):
     def _with_id(self, frame: bytes) -> bytes | None:
         """With `event_ids`, a data frame's `id:` line; None for a frame the reconnecting client
         already has."""
-        if self._event_ids and frame.startswith(b"data:"):
+        if self._counting and frame.startswith(_EVENT_STARTS):
             self._data_frames += 1
             if self._data_frames <= self._resume_after:
                 return None
+            if not self._event_ids:
+                return frame
             line = b"id: %d\n" % self._data_frames
             return OpenFrame(line + frame) if type(frame) is OpenFrame else line + frame
         return frame
@@ -239,6 +268,8 @@ class SSECompletion(Completion):
         # Nobody reads what is pending: do not sit out the coalescing window for it.
         if self._writer is not None:
             self._writer.cancel()
+        if self._hold is not None and not self._hold.done():
+            self._hold.set_result(None)
 
     async def flush(self) -> None:
         writer = self._writer

@@ -20,6 +20,7 @@ import time
 from pathlib import Path
 from typing import Any, AsyncIterator
 
+from server.apis.chat import CHAT_WIRE
 from server.config import StreamSettings
 from server.engine.base import Generation, TokenEvent
 from server.stream import sse
@@ -98,7 +99,7 @@ def bench_stream_path(tokens: int) -> dict[str, float]:
             text=CompletionText(ByteLevelDetokenizer(table), NoStops()),
             settings=StreamSettings(heartbeat_s=None), completion_id="chatcmpl-bench",
             created=1700000000, model="tiny", system_fingerprint="fp_bench",
-            arrived_at=time.monotonic())
+            arrived_at=time.monotonic(), wire=CHAT_WIRE)
         started = time.process_time()
         await SSECompletion(job)({"type": "http"}, receive, send)
         return time.process_time() - started

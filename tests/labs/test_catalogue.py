@@ -48,7 +48,7 @@ from proxies.apps import is_app
 from proxies.kinds import KINDS
 from proxies.validation import ConfigInvalid, validate
 from server.http.event_source import body_from_query
-from server.http.schema import ChatCompletionRequest
+from server.apis.chat import ChatCompletionRequest
 from tests.ids import other_id
 from tests.labs.handmade_runs import HANDMADE, Handmade, Shapes
 

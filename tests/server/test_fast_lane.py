@@ -554,7 +554,7 @@ def test_without_the_hook_the_server_serves_the_asgi_way_and_says_so_once(tmp_pa
 
 
 def test_no_lane_where_a_layer_must_see_every_request() -> None:
-    from server.http.app import Service  # noqa: F401  (the lane's only dependency on the app)
+    from server.http.service import Service  # noqa: F401  (the lane's only dependency on the app)
 
     assert CompletionLane.for_config(None, ServerConfig(cors_origins=("http://a",))) is None  # type: ignore[arg-type]
     assert CompletionLane.for_config(None, ServerConfig(gzip_middleware=True)) is None  # type: ignore[arg-type]

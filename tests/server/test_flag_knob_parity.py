@@ -70,7 +70,7 @@ def test_every_flagged_knob_has_a_case() -> None:
 def test_a_flag_sets_what_the_knob_sets() -> None:
     """The settings themselves: `python -m server FLAG` == the defaults with the request's knob."""
     from server.config import StreamSettings
-    from server.http.schema import LabOptions
+    from server.apis.lab import LabOptions
 
     for case, (value, _, _) in {**CASES, "disconnect": ("ignore", {}, {})}.items():
         name = knob_name(case)

@@ -7,7 +7,7 @@ from pydantic import ValidationError
 
 from server.__main__ import parse_args
 from server.config import StreamSettings
-from server.http.schema import LabOptions
+from server.apis.lab import LabOptions
 from server.knobs import KNOBS, STREAM_KNOBS
 
 NUMERIC = [k for k in KNOBS if k.kind in ("float", "int")]

@@ -1,0 +1,104 @@
+"""The routes of the protocols beside chat: `POST /v1/responses`, `GET /v1/responses/{id}` and
+`POST /v1/messages` (server/apis/ says what each request and stream looks like).
+
+They admit through the same `Service.admit` as chat (engine, knobs, limits, metrics, records) and
+answer with the same replies (server/stream/); only the parsing, the errors' shape and the
+Responses store differ. They are plain Starlette routes, as chat's ASGI route is; the fast lane
+(server/http/fast_lane.py) serves chat alone (docs/server.md says what each route costs).
+"""
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from starlette.requests import ClientDisconnect, Request
+from starlette.responses import JSONResponse, Response
+from starlette.routing import Route
+
+from server import errors, metrics
+from server.apis.messages import VERSION_HEADER
+from server.apis.response_store import ResponseStore, StoredResponse
+from server.apis.table import MESSAGES, RESPONSES, Api
+from server.errors import APIError
+from server.http import records
+from server.http.service import ClientLeft, Service, new_id
+from server.http.lab_access import TOKEN_HEADER
+from server.stream.json_reply import JSONCompletion
+from server.stream.sse_writer import SSECompletion
+
+
+def error_response(api: Api, error: APIError) -> JSONResponse:
+    """An error before the first byte, counted, in the protocol's status and shape."""
+    status, body = api.http_error(error)
+    metrics.REQUESTS.labels(status=str(status)).inc()
+    return JSONResponse(body, status_code=status, headers=error.headers)
+
+
+def _keeper(entry: StoredResponse) -> Any:
+    def keep(final: dict[str, Any]) -> None:
+        entry.final = final
+    return keep
+
+
+def api_routes(service: Service) -> list[Route]:
+    """The routes, sharing one store of responses (its window: --responses-window-s)."""
+    store = ResponseStore(service.config.responses_window_s)
+
+    async def post(request: Request, api: Api) -> Response:
+        arrived_at = time.monotonic()
+        try:
+            body = await service.read_body(request)
+        except ClientDisconnect:
+            metrics.REQUESTS.labels(status=errors.CLIENT_CLOSED).inc()
+            return Response(status_code=int(errors.CLIENT_CLOSED))
+        try:
+            if api is MESSAGES and VERSION_HEADER not in request.headers:
+                raise APIError(400, f"{VERSION_HEADER}: header is required")
+            parsed = await service.parse(body, api.request)
+            service.check_lab(parsed, request.headers.get(TOKEN_HEADER))
+            response_id = created = keep = None
+            if api is RESPONSES and parsed.store:
+                response_id, created = new_id(api), int(time.time())
+                keep = _keeper(store.add(response_id, parsed, created))
+            job = await service.admit(parsed, arrived_at, request.receive, api, response_id,
+                                      created, keep)
+        except APIError as exc:
+            return error_response(api, exc)
+        except ClientLeft:
+            return Response(status_code=int(errors.CLIENT_CLOSED))
+        return records.track(request, SSECompletion(job) if parsed.stream else JSONCompletion(job),
+                             api.name)
+
+    async def create_response(request: Request) -> Response:
+        return await post(request, RESPONSES)
+
+    async def create_message(request: Request) -> Response:
+        return await post(request, MESSAGES)
+
+    async def retrieve_response(request: Request) -> Response:
+        """The stored object; with `stream=true`, its events again after `starting_after`."""
+        response_id = request.path_params["response_id"]
+        entry = store.get(response_id)
+        try:
+            if entry is None:
+                raise APIError(404, f"No response found with id '{response_id}' (kept "
+                               f"{store.window_s:g} s after creation)", param="response_id",
+                               code="response_not_found")
+            if request.query_params.get("stream", "false").lower() != "true":
+                return JSONResponse(entry.current(response_id))
+            after = request.query_params.get("starting_after", "-1")
+            if not after.lstrip("-").isdigit() or int(after) < -1:
+                raise APIError(400, f"starting_after must be a sequence number, not {after!r}",
+                               param="starting_after")
+            job = await service.admit(entry.request, time.monotonic(), request.receive, RESPONSES,
+                                      response_id, entry.created, _keeper(entry))
+        except APIError as exc:
+            return error_response(RESPONSES, exc)
+        except ClientLeft:
+            return Response(status_code=int(errors.CLIENT_CLOSED))
+        # Sequence numbers count from 0: the events up to N are the first N + 1.
+        return records.track(request, SSECompletion(job, skip_events=int(after) + 1), RESPONSES.name)
+
+    return [Route(RESPONSES.path, create_response, methods=["POST"]),
+            Route(RESPONSES.path + "/{response_id}", retrieve_response, methods=["GET"]),
+            Route(MESSAGES.path, create_message, methods=["POST"])]
