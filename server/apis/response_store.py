@@ -28,6 +28,10 @@ class StoredResponse:
     stored_at: float  # time.monotonic()
     final: dict[str, Any] | None = None  # None while it runs
 
+    def keep(self, final: dict[str, Any]) -> None:
+        """The reply's final object (server/stream/completion_job.py `CompletionJob.keep`)."""
+        self.final = final
+
     def current(self, response_id: str) -> dict[str, Any]:
         """The object a GET returns: the final one, else an `in_progress` placeholder."""
         if self.final is not None:

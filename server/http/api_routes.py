@@ -1,15 +1,15 @@
 """The routes of the protocols beside chat: `POST /v1/responses`, `GET /v1/responses/{id}` and
 `POST /v1/messages` (server/apis/ says what each request and stream looks like).
 
-They admit through the same `Service.admit` as chat (engine, knobs, limits, metrics, records) and
-answer with the same replies (server/stream/); only the parsing, the errors' shape and the
-Responses store differ. They are plain Starlette routes, as chat's ASGI route is; the fast lane
-(server/http/fast_lane.py) serves chat alone (docs/server.md says what each route costs).
+They admit through the same `Service.accept` as chat (engine, knobs, limits, metrics, records)
+and answer with the same replies (server/stream/); only the parsing, the errors' shape and the
+Responses store differ. The two POSTs are also served by the fast lane (server/http/fast_lane.py);
+these are their ASGI routes, for the requests the lane hands back (an `X-Request-Id`, a layer
+around the app).
 """
 from __future__ import annotations
 
 import time
-from typing import Any
 
 from starlette.requests import ClientDisconnect, Request
 from starlette.responses import JSONResponse, Response
@@ -17,53 +17,36 @@ from starlette.routing import Route
 
 from server import errors, metrics
 from server.apis.messages import VERSION_HEADER
-from server.apis.response_store import ResponseStore, StoredResponse
 from server.apis.table import MESSAGES, RESPONSES, Api
 from server.errors import APIError
 from server.http import records
-from server.http.service import ClientLeft, Service, new_id
 from server.http.lab_access import TOKEN_HEADER
+from server.http.service import ClientLeft, Service, error_reply
 from server.stream.json_reply import JSONCompletion
 from server.stream.sse_writer import SSECompletion
 
 
-def error_response(api: Api, error: APIError) -> JSONResponse:
-    """An error before the first byte, counted, in the protocol's status and shape."""
-    status, body = api.http_error(error)
-    metrics.REQUESTS.labels(status=str(status)).inc()
-    return JSONResponse(body, status_code=status, headers=error.headers)
-
-
-def _keeper(entry: StoredResponse) -> Any:
-    def keep(final: dict[str, Any]) -> None:
-        entry.final = final
-    return keep
+def counted_error(api: Api, error: APIError) -> JSONResponse:
+    reply = error_reply(api, error)
+    metrics.REQUESTS.labels(status=str(reply.status_code)).inc()
+    return reply
 
 
 def api_routes(service: Service) -> list[Route]:
-    """The routes, sharing one store of responses (its window: --responses-window-s)."""
-    store = ResponseStore(service.config.responses_window_s)
+    store = service.responses
 
     async def post(request: Request, api: Api) -> Response:
         arrived_at = time.monotonic()
         try:
             body = await service.read_body(request)
+            parsed, job = await service.accept(api, body, request.headers.get(TOKEN_HEADER),
+                                               arrived_at, request.receive,
+                                               VERSION_HEADER in request.headers)
         except ClientDisconnect:
             metrics.REQUESTS.labels(status=errors.CLIENT_CLOSED).inc()
             return Response(status_code=int(errors.CLIENT_CLOSED))
-        try:
-            if api is MESSAGES and VERSION_HEADER not in request.headers:
-                raise APIError(400, f"{VERSION_HEADER}: header is required")
-            parsed = await service.parse(body, api.request)
-            service.check_lab(parsed, request.headers.get(TOKEN_HEADER))
-            response_id = created = keep = None
-            if api is RESPONSES and parsed.store:
-                response_id, created = new_id(api), int(time.time())
-                keep = _keeper(store.add(response_id, parsed, created))
-            job = await service.admit(parsed, arrived_at, request.receive, api, response_id,
-                                      created, keep)
         except APIError as exc:
-            return error_response(api, exc)
+            return counted_error(api, exc)
         except ClientLeft:
             return Response(status_code=int(errors.CLIENT_CLOSED))
         return records.track(request, SSECompletion(job) if parsed.stream else JSONCompletion(job),
@@ -91,9 +74,9 @@ def api_routes(service: Service) -> list[Route]:
                 raise APIError(400, f"starting_after must be a sequence number, not {after!r}",
                                param="starting_after")
             job = await service.admit(entry.request, time.monotonic(), request.receive, RESPONSES,
-                                      response_id, entry.created, _keeper(entry))
+                                      response_id, entry.created, entry.keep)
         except APIError as exc:
-            return error_response(RESPONSES, exc)
+            return counted_error(RESPONSES, exc)
         except ClientLeft:
             return Response(status_code=int(errors.CLIENT_CLOSED))
         # Sequence numbers count from 0: the events up to N are the first N + 1.

@@ -1,4 +1,5 @@
-"""`POST /v1/chat/completions` served from uvicorn's request cycle, below the framework.
+"""The POST routes of every protocol (`/v1/chat/completions`, `/v1/responses`, `/v1/messages`:
+server/apis/table.py) served from uvicorn's request cycle, below the framework.
 
 A burst of 1,000 arrivals is admitted by one event loop, so every microsecond a request spends
 before its first token is paid 1,000 times by the last arrival. Through the ASGI stack a
@@ -7,7 +8,8 @@ guard, Starlette's error and exception middleware, the router and FastAPI's requ
 read its headers through Starlette's `Headers` (a decode per look-up): ~250 us of a request's
 ~1,300 in the profile of docs/performance.md. The lane does the same work once, in one pass:
 
-    headers (one scan) -> checks (431, 415, 413) -> body -> pydantic -> lab token -> admit -> reply
+    headers (one scan) -> checks (431, 415, 413) -> body -> Service.accept (the protocol's
+    pydantic model, its own checks, lab token, admit) -> reply
 
 and runs the reply (server/stream/sse_writer.py, server/stream/json_reply.py) on uvicorn's own
 `receive` and `send`, so the stream itself is byte for byte the one the ASGI route sends. Everything
@@ -16,7 +18,9 @@ it does not take goes the ASGI way, unchanged: other routes and methods, a reque
 server with a layer around the app (`--cors-origin`, `--gzip-middleware`), on h11, or on a uvicorn
 without the lane's hook (server/http/connections.py `lane_hook_missing`; said once at start).
 tests/server/test_fast_lane.py sends one table of requests to a server with the lane and one
-without, and compares the answers.
+without, and compares the answers. The other protocols take the lane for the same reason: through
+the ASGI route a 4-token Responses stream cost ~1.4x the server CPU of one through the lane
+(docs/server.md, "What each protocol costs").
 """
 from __future__ import annotations
 
@@ -26,19 +30,23 @@ import time
 from typing import Any
 
 from server import errors, metrics
+from server.apis.table import APIS, CHAT, Api
 from server.config import ServerConfig
 from server.errors import APIError, RequestTooLarge
-from server.http.service import ClientLeft, Service
 from server.http.connections import lane_hook_missing
 from server.http.cycle_extensions import release
 from server.http.middleware import RequestChecks, content_type_refusal, send_error
+from server.http.service import ClientLeft, Service, error_reply
 from server.stream.json_reply import JSONCompletion
 from server.stream.sse_writer import SSECompletion
 
 log = logging.getLogger("server.app")
 
-PATH = "/v1/chat/completions"
+PATH = CHAT.path
+# The lane's routes: each protocol's POST.
+LANE_APIS: dict[str, Api] = {api.path: api for api in APIS.values()}
 _TOKEN = b"x-lab-token"
+_ANTHROPIC_VERSION = b"anthropic-version"
 _LAST_EVENT_ID = b"last-event-id"
 _REQUEST_ID = b"x-request-id"
 _CONTENT_LENGTH = b"content-length"
@@ -70,7 +78,7 @@ class CompletionLane:
 
     @staticmethod
     def takes(scope: Any) -> bool:
-        return scope["path"] == PATH and scope["method"] == "POST"
+        return scope["path"] in LANE_APIS and scope["method"] == "POST"
 
     async def serve(self, cycle: Any, app: Any) -> None:
         """One request, as uvicorn's `RequestResponseCycle.run_asgi` would run `app` (which
@@ -79,7 +87,7 @@ class CompletionLane:
             await self._serve(cycle, app)
         except BaseException as exc:
             if not cycle.response_started:
-                log.exception("unhandled error on POST %s", PATH)
+                log.exception("unhandled error on POST %s", cycle.scope["path"])
                 metrics.REQUESTS.labels(status="500").inc()
                 await _reply_error(cycle, APIError(500, "the server had an internal error",
                                                    type=errors.SERVER_ERROR, code="internal_error"))
@@ -99,6 +107,7 @@ class CompletionLane:
         arrived_at = time.monotonic()
         announced = token = last_event_id = None
         kind: bytes | None = None
+        versioned = False
         size = 0
         headers = scope["headers"]
         for name, value in headers:
@@ -116,28 +125,30 @@ class CompletionLane:
                 announced = value
             elif name == _CONTENT_TYPE and kind is None:
                 kind = value
+            elif name == _ANTHROPIC_VERSION:
+                versioned = True
         # RequestChecks' and BodySizeLimit's refusals, from the one scan above.
         refused = (self.checks.header_refusal(len(headers), size) or content_type_refusal(kind or b"")
                    or self._announced_too_large(announced))
         if refused is not None:
             await send_error(scope, cycle.send, refused)
             return
-        service = self.service
+        api = LANE_APIS[scope["path"]]
         try:
             body = await self._body(cycle)
             if body is None:
                 log.info("%s left before its request body was complete", _peer(scope))
                 metrics.REQUESTS.labels(status=errors.CLIENT_CLOSED).inc()
                 return
-            parsed = await service.parse(body)
-            service.check_lab(parsed, token)
-            job = await service.admit(parsed, arrived_at, cycle.receive)
+            parsed, job = await self.service.accept(api, body, token, arrived_at, cycle.receive,
+                                                    versioned)
         except RequestTooLarge as exc:
             await send_error(scope, cycle.send, exc)
             return
         except APIError as exc:
-            metrics.REQUESTS.labels(status=str(exc.status)).inc()
-            await _reply_error(cycle, exc)
+            reply = error_reply(api, exc)
+            metrics.REQUESTS.labels(status=str(reply.status_code)).inc()
+            await reply(scope, cycle.receive, cycle.send)
             return
         except ClientLeft:
             log.info("%s left during lab.headers_delay_s", _peer(scope))

@@ -18,13 +18,16 @@ from pathlib import Path
 from typing import Any
 
 from fastapi import Request
+from fastapi.responses import JSONResponse
 from pydantic import ValidationError
 
 from server import errors, metrics
 from server.apis.base import AdmittedRequest
 from server.apis.chat import ChatCompletionRequest
 from server.apis.lab import LabOptions
-from server.apis.table import CHAT, Api
+from server.apis.messages import VERSION_HEADER
+from server.apis.response_store import ResponseStore
+from server.apis.table import CHAT, MESSAGES, RESPONSES, Api
 from server.config import ServerConfig
 from server.engine.base import Engine, EngineStopped, GenerationRequest, Pacing, QueueFull, SamplingParams
 from server.errors import APIError
@@ -81,6 +84,7 @@ class Service:
         self.max_token_chars = longest_token_chars(tokenizer)
         self.lab_access = LabAccess.for_server(config.lab_enabled, config.lab_token, config.host)
         self.fingerprint = f"fp_streamlab_{engine.name}"
+        self.responses = ResponseStore(config.responses_window_s)  # GET /v1/responses/{id}
         self.started = int(time.time())
 
     # -- before the first byte ---------------------------------------------------------------
@@ -107,6 +111,20 @@ class Service:
             return schema.model_validate_json(body)
         except ValidationError as exc:
             raise errors.from_validation_errors(exc.errors()) from None
+
+    async def accept(self, api: Api, body: bytes, token: str | None, arrived_at: float,
+                     receive: Any, versioned: bool = False) -> tuple[Any, CompletionJob]:
+        """A body parsed in its protocol, checked and admitted, for the ASGI routes and the lane
+        alike (APIError, ClientLeft). `versioned`: the request carries `anthropic-version`."""
+        if api is MESSAGES and not versioned:
+            raise APIError(400, f"{VERSION_HEADER}: header is required")
+        parsed = await self.parse(body, api.request)
+        self.check_lab(parsed, token)
+        response_id = created = keep = None
+        if api is RESPONSES and parsed.store:
+            response_id, created = new_id(api), int(time.time())
+            keep = self.responses.add(response_id, parsed, created).keep
+        return parsed, await self.admit(parsed, arrived_at, receive, api, response_id, created, keep)
 
     @staticmethod
     async def _left_during(delay_s: float, receive: Any) -> bool:
@@ -243,3 +261,10 @@ def model_context_length(model: str, tokenizer: Any) -> int:
     value = getattr(tokenizer, "model_max_length", None)
     # transformers reports "no limit" as a huge sentinel (1e30).
     return value if isinstance(value, int) and 0 < value < 10_000_000 else DEFAULT_CONTEXT
+
+
+def error_reply(api: Api, error: APIError) -> JSONResponse:
+    """An error before the first byte in the protocol's status and shape (chat's and Responses':
+    `APIError.response()`'s; Messages': Anthropic's)."""
+    status, body = api.http_error(error)
+    return JSONResponse(body, status_code=status, headers=error.headers)

@@ -1,4 +1,5 @@
-"""The completion lane (server/http/fast_lane.py) answers exactly as the ASGI route does.
+"""The completion lane (server/http/fast_lane.py) answers exactly as the ASGI routes do, for
+every protocol's POST (chat, responses, messages).
 
 Two in-process servers alike in all but one thing, on one event loop: one serves the chat POST
 through the lane, the other has no lane (every request goes the ASGI way, as when the lane is off:
@@ -120,7 +121,7 @@ def _counted() -> dict[str, float]:
             if sample.name.endswith("_total")}
 
 
-_VARYING = re.compile(rb'"(id|created)":("chatcmpl-[0-9a-f]+"|[0-9]+)')
+_VARYING = re.compile(rb'"(id|created|created_at|item_id)":("(chatcmpl-|resp_|msg_)[0-9a-f]+"|[0-9]+)')
 
 
 def _answer(reply: Any, body: bytes) -> dict[str, Any]:
@@ -129,6 +130,19 @@ def _answer(reply: Any, body: bytes) -> dict[str, Any]:
     return {"status": reply.status,
             "headers": {name: reply.getheader(name) for name in COMPARED_HEADERS},
             "body": _VARYING.sub(rb'"\1":_', body).decode()}
+
+
+RESPONSES_PATH, MESSAGES_PATH = "/v1/responses", "/v1/messages"
+ANTHROPIC = {"anthropic-version": "2023-06-01", "x-api-key": "unused"}
+
+
+def _responses(**fields: Any) -> bytes:
+    return raw_http.post(RESPONSES_PATH, json.dumps({"model": "tiny", "input": "hi", **fields}).encode())
+
+
+def _messages(headers: dict[str, str] | None = ANTHROPIC, **fields: Any) -> bytes:
+    return raw_http.post(MESSAGES_PATH, json.dumps(
+        {"model": "tiny", "max_tokens": 20, "messages": MESSAGES, **fields}).encode(), headers)
 
 
 # -- the rows: each sends to one side and returns what it saw ------------------------------------
@@ -417,6 +431,28 @@ ROWS = [
         PATH, _stream(first_token_delay_s=SILENCE_S, heartbeat_s=0)), 1),
         {"status": 200, "where": {"queued": 0, "slots_in_use": 1},
          f"freed within {FREED_WITHIN_S:g} s": True, "counted": {**OK, **LEFT}}),
+    # The other protocols: the same replies in their own events and error shapes.
+    Row("responses stream", sent_whole(_responses(stream=True, lab={"script": "one two three"})),
+        _OK_STREAM),
+    Row("responses stream, response.failed", sent_whole(_responses(
+        stream=True, lab={"script": "one two three", "error_after_tokens": 2})), _OK_STREAM),
+    Row("responses json reply", sent_whole(_responses(lab={"script": "a b c d"})),
+        {"status": 200, "kept": True}),
+    Row("responses, invalid field", sent_whole(_responses(max_output_tokens="many")),
+        {"status": 400, "kept": True}),
+    Row("messages stream", sent_whole(_messages(stream=True, lab={"script": "one two three"})),
+        _OK_STREAM),
+    Row("messages stream, event: error", sent_whole(_messages(
+        stream=True, lab={"script": "one two three", "error_after_tokens": 2})), _OK_STREAM),
+    Row("messages json reply", sent_whole(_messages(lab={"script": "a b c d"})),
+        {"status": 200, "kept": True}),
+    Row("messages without anthropic-version", sent_whole(_messages(None, stream=True)),
+        {"status": 400, "kept": True}),
+    Row("messages, unknown model", sent_whole(_messages(model="nope")), {"status": 404, "kept": True}),
+    Row("messages, queue full", refused_when_full(
+        raw_http.post(PATH, _stream(first_token_delay_s=SILENCE_S, heartbeat_s=0)),
+        raw_http.post(PATH, _stream(heartbeat_s=0)), _messages(stream=True)),
+        {"full": (1, 1), "status": 529, "kept": True}, chat_posts=3),
     Row("left in a pause, large body", left_during(raw_http.post(PATH, _body(
         stream=True, pad="x" * LARGE_PAD, lab={"script": "one two three four", "pause_after_tokens": 2,
                                                "pause_s": SILENCE_S, "heartbeat_s": 0})), 3),
