@@ -5,11 +5,21 @@ engine, the knobs, the limits and the metrics are the same whichever protocol it
 """
 from __future__ import annotations
 
-from typing import Any, ClassVar, Protocol
+from typing import Any, ClassVar, Literal, Protocol
+
+from pydantic import BaseModel, ConfigDict
 
 from server.apis.lab import LabOptions
 from server.errors import APIError
 from server.stream.completion_job import CompletionJob, Fault
+
+
+class TextPart(BaseModel):
+    """A text part of a message's content (chat's `text` part, Anthropic's text block)."""
+
+    model_config = ConfigDict(extra="ignore", strict=True)
+    type: Literal["text"]
+    text: str
 
 
 class AdmittedRequest(Protocol):

@@ -11,16 +11,10 @@ from typing import Annotated, Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from server.apis.base import openai_failure, text_of
+from server.apis.base import TextPart, openai_failure, text_of
 from server.apis.lab import Finite, LabOptions
 from server.stream import sse
-from server.stream.completion_job import CompletionJob, Fault
-
-
-class TextPart(BaseModel):
-    model_config = ConfigDict(extra="ignore", strict=True)
-    type: Literal["text"]
-    text: str
+from server.stream.completion_job import CompletionJob, Wire
 
 
 class ChatMessage(BaseModel):
@@ -94,25 +88,18 @@ class ChatCompletionRequest(BaseModel):
         return [{"role": m.role, "content": m.text()} for m in self.messages]
 
 
-class ChatWire:
-    """Chat's stream is `chat.completion.chunk` frames (server/stream/sse.py `ChunkFramer`, kept
-    there beside the SSE primitives its hot path is built from); its reply `chat.completion`."""
-
-    @staticmethod
-    def framer(job: CompletionJob) -> sse.ChunkFramer:
-        return sse.ChunkFramer(job.completion_id, job.created, job.model, job.system_fingerprint,
-                               job.include_usage, job.stamp, job.pad_bytes)
-
-    @staticmethod
-    def reply(job: CompletionJob, text: str, finish_reason: str) -> dict[str, Any]:
-        generation = job.generation
-        return sse.completion_object(job.completion_id, job.created, job.model,
-                                     job.system_fingerprint, text, finish_reason,
-                                     generation.prompt_tokens, generation.completion_tokens)
-
-    @staticmethod
-    def failure_reply(job: CompletionJob, fault: Fault) -> tuple[int, dict[str, Any]]:
-        return openai_failure(job, fault)
+def chat_framer(job: CompletionJob) -> sse.ChunkFramer:
+    """`chat.completion.chunk` frames (server/stream/sse.py `ChunkFramer`, kept there beside the
+    SSE primitives its hot path is built from)."""
+    return sse.ChunkFramer(job.completion_id, job.created, job.model, job.system_fingerprint,
+                           job.include_usage, job.stamp, job.pad_bytes)
 
 
-CHAT_WIRE = ChatWire()
+def chat_reply(job: CompletionJob, text: str, finish_reason: str) -> dict[str, Any]:
+    generation = job.generation
+    return sse.completion_object(job.completion_id, job.created, job.model,
+                                 job.system_fingerprint, text, finish_reason,
+                                 generation.prompt_tokens, generation.completion_tokens)
+
+
+CHAT_WIRE = Wire(chat_framer, chat_reply, openai_failure)

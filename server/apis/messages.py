@@ -20,10 +20,10 @@ from typing import Annotated, Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from server.apis.base import text_of
+from server.apis.base import TextPart, text_of
 from server.apis.lab import Finite, LabOptions
 from server.errors import APIError
-from server.stream.completion_job import CompletionJob, Fault
+from server.stream.completion_job import CompletionJob, Fault, Wire
 from server.stream.sse import OpenFrame, compact_json, quoted
 
 # The header Anthropic requires on every request (400 without it: a hop that strips it shows).
@@ -36,16 +36,10 @@ ERROR_TYPES = {400: "invalid_request_error", 401: "authentication_error", 403: "
 PING = b'event: ping\ndata: {"type": "ping"}\n\n'
 
 
-class TextBlock(BaseModel):
-    model_config = ConfigDict(extra="ignore", strict=True)
-    type: Literal["text"]
-    text: str
-
-
 class Message(BaseModel):
     model_config = ConfigDict(extra="ignore", strict=True)
     role: Literal["user", "assistant"]
-    content: str | list[TextBlock]
+    content: str | list[TextPart]
 
 
 class MessagesRequest(BaseModel):
@@ -56,7 +50,7 @@ class MessagesRequest(BaseModel):
 
     model: str
     messages: Annotated[list[Message], Field(min_length=1)]
-    system: str | list[TextBlock] | None = None
+    system: str | list[TextPart] | None = None
     max_tokens: Annotated[int, Field(ge=1)]  # required, as Anthropic requires it
     stream: bool = False
     temperature: Annotated[float, Finite, Field(ge=0, le=1)] | None = None
@@ -151,25 +145,17 @@ class MessageFramer:
                                                 "message": fault.error["message"]}})]
 
 
-class MessagesWire:
-    """The Messages protocol's shapes for a reply (server/stream/completion_job.py `Wire`)."""
-
-    @staticmethod
-    def framer(job: CompletionJob) -> MessageFramer:
-        return MessageFramer(job)
-
-    @staticmethod
-    def reply(job: CompletionJob, text: str, finish_reason: str) -> dict[str, Any]:
-        generation = job.generation
-        return message_object(job, [{"type": "text", "text": text}],
-                              stop_reason(job, finish_reason), generation.prompt_tokens,
-                              generation.completion_tokens)
-
-    @staticmethod
-    def failure_reply(job: CompletionJob, fault: Fault) -> tuple[int, dict[str, Any]]:
-        kind = "timeout_error" if fault.reason == "stall" else fault_type(fault)
-        status = {"timeout_error": 504, "overloaded_error": OVERLOADED}.get(kind, 500)
-        return status, error_body(kind, fault.error["message"])
+def message_reply(job: CompletionJob, text: str, finish_reason: str) -> dict[str, Any]:
+    generation = job.generation
+    return message_object(job, [{"type": "text", "text": text}], stop_reason(job, finish_reason),
+                          generation.prompt_tokens, generation.completion_tokens)
 
 
-MESSAGES_WIRE = MessagesWire()
+def message_failure(job: CompletionJob, fault: Fault) -> tuple[int, dict[str, Any]]:
+    """A non-stream reply that failed before its first byte, in Anthropic's status and shape."""
+    kind = "timeout_error" if fault.reason == "stall" else fault_type(fault)
+    status = {"timeout_error": 504, "overloaded_error": OVERLOADED}.get(kind, 500)
+    return status, error_body(kind, fault.error["message"])
+
+
+MESSAGES_WIRE = Wire(MessageFramer, message_reply, message_failure)

@@ -23,7 +23,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from server.apis.base import openai_failure, text_of
 from server.apis.lab import Finite, LabOptions
-from server.stream.completion_job import CompletionJob, Fault
+from server.stream.completion_job import CompletionJob, Fault, Wire
 from server.stream.sse import PING, OpenFrame, compact_json, quoted
 
 # What a Fault becomes in `response.error.code` (the SDK's ResponseError names its codes).
@@ -184,30 +184,24 @@ class ResponseFramer:
         return [self._event("response.failed", {"response": final})]
 
 
-class ResponsesWire:
-    """The Responses protocol's shapes for a reply (server/stream/completion_job.py `Wire`)."""
-
-    @staticmethod
-    def framer(job: CompletionJob) -> ResponseFramer:
-        return ResponseFramer(job)
-
-    @staticmethod
-    def reply(job: CompletionJob, text: str, finish_reason: str) -> dict[str, Any]:
-        generation = job.generation
-        final = response_object(job.completion_id, job.created, job.model,
-                                final_status(finish_reason),
-                                output=[output_item(job.completion_id, text, final_status(finish_reason))],
-                                usage=usage(generation.prompt_tokens, generation.completion_tokens))
-        if job.keep is not None:
-            job.keep(final)
-        return final
-
-    @staticmethod
-    def failure_reply(job: CompletionJob, fault: Fault) -> tuple[int, dict[str, Any]]:
-        if job.keep is not None:
-            job.keep(response_object(job.completion_id, job.created, job.model, "failed",
-                                     error={"code": FAILED_CODE, "message": fault.error["message"]}))
-        return openai_failure(job, fault)
+def response_reply(job: CompletionJob, text: str, finish_reason: str) -> dict[str, Any]:
+    generation = job.generation
+    status = final_status(finish_reason)
+    final = response_object(job.completion_id, job.created, job.model, status,
+                            output=[output_item(job.completion_id, text, status)],
+                            usage=usage(generation.prompt_tokens, generation.completion_tokens))
+    if job.keep is not None:
+        job.keep(final)
+    return final
 
 
-RESPONSES_WIRE = ResponsesWire()
+def response_failure(job: CompletionJob, fault: Fault) -> tuple[int, dict[str, Any]]:
+    """A non-stream reply that failed before its first byte: OpenAI's error, and the stored
+    response `failed`."""
+    if job.keep is not None:
+        job.keep(response_object(job.completion_id, job.created, job.model, "failed",
+                                 error={"code": FAILED_CODE, "message": fault.error["message"]}))
+    return openai_failure(job, fault)
+
+
+RESPONSES_WIRE = Wire(ResponseFramer, response_reply, response_failure)

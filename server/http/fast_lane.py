@@ -146,9 +146,9 @@ class CompletionLane:
             await send_error(scope, cycle.send, exc)
             return
         except APIError as exc:
-            reply = error_reply(api, exc)
-            metrics.REQUESTS.labels(status=str(reply.status_code)).inc()
-            await reply(scope, cycle.receive, cycle.send)
+            refusal = error_reply(api, exc)
+            metrics.REQUESTS.labels(status=str(refusal.status_code)).inc()
+            await refusal(scope, cycle.receive, cycle.send)
             return
         except ClientLeft:
             log.info("%s left during lab.headers_delay_s", _peer(scope))

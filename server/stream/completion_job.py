@@ -55,13 +55,14 @@ class StreamFramer(Protocol):
     def failure(self, fault: "Fault") -> list[bytes]: ...  # the protocol's in-band failure events
 
 
-class Wire(Protocol):
+@dataclass(frozen=True)
+class Wire:
     """What a protocol (server/apis/) gives a reply: its stream's framer, its non-stream reply
     object, and that reply's failure (a status and a body: nothing was sent yet)."""
 
-    def framer(self, job: "CompletionJob") -> StreamFramer: ...
-    def reply(self, job: "CompletionJob", text: str, finish_reason: str) -> dict[str, Any]: ...
-    def failure_reply(self, job: "CompletionJob", fault: "Fault") -> tuple[int, dict[str, Any]]: ...
+    framer: Callable[["CompletionJob"], StreamFramer]
+    reply: Callable[["CompletionJob", str, str], dict[str, Any]]  # (job, text, finish_reason)
+    failure_reply: Callable[["CompletionJob", "Fault"], tuple[int, dict[str, Any]]]
 
 
 @dataclass

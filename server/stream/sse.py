@@ -98,7 +98,7 @@ class ChunkFramer:
     __slots__ = ("_head", "_content_head", "_content_tail", "stamp", "_usage_null", "_pad",
                  "include_usage")
     heartbeat = PING
-    failure_end = (DONE,)  # error_mode `inband`: the error, then [DONE] (the SDK raises on the error)
+    failure_end: tuple[bytes, ...] = (DONE,)  # error_mode `inband`: the error, then [DONE]
 
     def __init__(self, completion_id: str, created: int, model: str, system_fingerprint: str,
                  include_usage: bool = False, stamp: bool = False, pad_bytes: int = 0) -> None:
