@@ -38,7 +38,7 @@ REQUESTS_ABORTED = Counter(
 INBAND_ERRORS = Counter(
     "streamlab_inband_errors", "Errors sent in-band after the first byte", registry=REGISTRY)
 REQUESTS = Counter(
-    "streamlab_requests", "Chat completion requests, by HTTP status", ["status"], registry=REGISTRY)
+    "streamlab_requests", "Completion requests (every protocol), by HTTP status", ["status"], registry=REGISTRY)
 # By protocol and mode: a client that retries a stream without streaming (Claude Code behind a hop
 # that drops `event:` lines) shows as one stream and one non-stream request per question.
 API_REQUESTS = Counter(

@@ -111,18 +111,20 @@ class MessageFramer:
     def __init__(self, job: CompletionJob) -> None:
         self.job = job
         self.stamp = job.stamp
-        pad = b',"pad":"' + b"x" * job.pad_bytes + b'"' if job.pad_bytes else b""
+        self._pad = pad = b',"pad":"' + b"x" * job.pad_bytes + b'"' if job.pad_bytes else b""
         self._delta_head = (b'event: content_block_delta\ndata: {"type":"content_block_delta",'
                             b'"index":0,"delta":{"type":"text_delta","text":')
         self._delta_tail = b"}" + pad
 
-    def _event(self, kind: str, fields: dict[str, Any]) -> bytes:
-        body = b"event: " + kind.encode() + b"\ndata: " + compact_json({"type": kind, **fields})[:-1]
+    def _event(self, kind: str, fields: dict[str, Any], pad: bytes = b"") -> bytes:
+        body = (b"event: " + kind.encode() + b"\ndata: " + compact_json({"type": kind, **fields})[:-1]
+                + pad)
         return OpenFrame(body) if self.stamp else body + b"}\n\n"
 
     def opening(self) -> list[bytes]:
         start = message_object(self.job, [], None, self.job.prompt_tokens, 0)
-        return [self._event("message_start", {"message": start}),
+        # `pad_bytes` pads the first event too, as chat pads its role chunk.
+        return [self._event("message_start", {"message": start}, self._pad),
                 self._event("content_block_start", {"index": 0,
                                                      "content_block": {"type": "text", "text": ""}}),
                 PING]

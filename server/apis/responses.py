@@ -132,9 +132,9 @@ class ResponseFramer:
                               + b',"output_index":0,"content_index":0,"delta":')
         self._delta_tail = b',"logprobs":[]' + self._pad
 
-    def _event(self, kind: str, fields: dict[str, Any]) -> bytes:
+    def _event(self, kind: str, fields: dict[str, Any], pad: bytes = b"") -> bytes:
         body = (b"event: " + kind.encode() + b'\ndata: {"type":' + quoted(kind)
-                + b',"sequence_number":%d,' % self.sequence + compact_json(fields)[1:-1])
+                + b',"sequence_number":%d,' % self.sequence + compact_json(fields)[1:-1] + pad)
         self.sequence += 1
         return OpenFrame(body) if self.stamp else body + b"}\n\n"
 
@@ -145,7 +145,9 @@ class ResponseFramer:
     def opening(self) -> list[bytes]:
         item = output_item(self.id, "", "in_progress")
         item["content"] = []
-        return [self._event("response.created", {"response": self._response("in_progress")}),
+        # `pad_bytes` pads the first event too, as chat pads its role chunk.
+        return [self._event("response.created", {"response": self._response("in_progress")},
+                            self._pad),
                 self._event("response.in_progress", {"response": self._response("in_progress")}),
                 self._event("response.output_item.added", {"output_index": 0, "item": item}),
                 self._event("response.content_part.added", {

@@ -123,7 +123,7 @@ class Service:
         response_id = created = keep = None
         if api is RESPONSES and parsed.store:
             response_id, created = new_id(api), int(time.time())
-            keep = self.responses.add(response_id, parsed, created).keep
+            keep = self.responses.add(response_id, parsed, created, len(body)).keep
         return parsed, await self.admit(parsed, arrived_at, receive, api, response_id, created, keep)
 
     @staticmethod
