@@ -50,7 +50,7 @@ PHASES: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("JSON parse + validation (pydantic)", ("Service.parse",)),
     ("template + tokenization", ("Service._tokenize",)),
     ("engine submit", ("Scheduler.submit", "Scheduler._wake_decode_loop")),
-    ("admission (model, budget, lab knobs)", ("Service.admit",)),
+    ("admission (model, budget, lab knobs)", ("Service.admit", "Service.accept")),
     ("route (the rest of the handler)", ("create_app.<locals>.chat_completions",
                                          "create_app.<locals>.answer")),
     ("framework layers (Starlette/FastAPI middleware, routing)",

@@ -1,6 +1,6 @@
 """What every protocol's request becomes before admission, and the error shape of OpenAI's APIs.
 
-`Service.admit` (server/http/app.py) reads a parsed request through `AdmittedRequest` alone, so the
+`Service.admit` (server/http/service.py) reads a parsed request through `AdmittedRequest` alone, so the
 engine, the knobs, the limits and the metrics are the same whichever protocol it came in.
 """
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """The seam between the HTTP layer and the engines: requests in, token ids out.
 
-The HTTP edge (server/http/app.py admits) and the stream (server/stream/streaming.py reads the
+The HTTP edge (server/http/service.py admits) and the stream (server/stream/streaming.py reads the
 tokens) never see torch; an engine never sees HTTP. An engine owns a fixed number of slots
 (sequences decoded together, the KV-cache slots) and a bounded queue of requests waiting for one.
 Pacing lives here, in the decode loop, so that each token is computed when it is due instead of

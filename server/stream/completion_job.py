@@ -1,4 +1,4 @@
-"""What one admitted request carries into its reply (built by server/http/app.py `Service.admit`):
+"""What one admitted request carries into its reply (built by server/http/service.py `Service.admit`):
 the generation, the text pipeline (detokenizer, then stop handling), the settings and the lab's
 faults; the wire protocol's shapes (`Wire`, one per protocol in server/apis/); and the two ways a
 reply ends early on purpose (server/stream/streaming.py raises them).
@@ -67,7 +67,7 @@ class Wire:
 
 @dataclass
 class CompletionJob:
-    """Everything one admitted request needs to be answered (built by server/http/app.py)."""
+    """Everything one admitted request needs to be answered (built by server/http/service.py)."""
 
     generation: Generation
     text: CompletionText

@@ -19,7 +19,7 @@ burst wait a quarter of a second. So:
   is a pure function of them and of add_generation_prompt, always True here).
   Only texts up to CACHED_CHARS are kept, so the cache stays a few MB at most.
 
-The caller (server/http/app.py) still sends a long text to a thread before calling `encode`.
+The caller (server/http/service.py) still sends a long text to a thread before calling `encode`.
 """
 from __future__ import annotations
 
