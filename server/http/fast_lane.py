@@ -19,8 +19,9 @@ server with a layer around the app (`--cors-origin`, `--gzip-middleware`), on h1
 without the lane's hook (server/http/connections.py `lane_hook_missing`; said once at start).
 tests/server/test_fast_lane.py sends one table of requests to a server with the lane and one
 without, and compares the answers. The other protocols take the lane for the same reason: 400
-4-token streams, 20 at once, on the synthetic engine cost 675 us of server CPU each through the
-ASGI route and 500 through the lane for Responses, 575 and 450 for Messages (500 and 425 for chat).
+4-token streams, 20 at once, on the synthetic engine (median of 5 rounds, 2026-12-06) cost 550 us
+of server CPU each through the ASGI route and 475 through the lane for Responses, 500 and 400 for
+Messages (475 and 325 for chat).
 """
 from __future__ import annotations
 
