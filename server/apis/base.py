@@ -5,7 +5,7 @@ engine, the knobs, the limits and the metrics are the same whichever protocol it
 """
 from __future__ import annotations
 
-from typing import Any, ClassVar, Literal, Protocol
+from typing import Any, ClassVar, Protocol
 
 from pydantic import BaseModel, ConfigDict
 
@@ -14,12 +14,19 @@ from server.errors import APIError
 from server.stream.completion_job import CompletionJob, Fault
 
 
-class TextPart(BaseModel):
-    """A text part of a message's content (chat's `text` part, Anthropic's text block)."""
+# The parts whose text is the prompt: chat's and Anthropic's `text`, Responses' `input_text` and
+# `output_text` (an earlier answer sent back).
+TEXT_PART_TYPES = frozenset({"text", "input_text", "output_text"})
+
+
+class ContentPart(BaseModel):
+    """A part of a Responses or Messages content list: any type the API has (images, tool
+    results, thinking: what the coding agents send back in later turns), of which only the text
+    parts make the prompt."""
 
     model_config = ConfigDict(extra="ignore", strict=True)
-    type: Literal["text"]
-    text: str
+    type: str
+    text: str | None = None
 
 
 class AdmittedRequest(Protocol):
@@ -62,6 +69,6 @@ def text_of(content: Any) -> str:
         return ""
     if isinstance(content, str):
         return content
-    return "".join(part.text for part in content)
+    return "".join(part.text or "" for part in content if part.type in TEXT_PART_TYPES)
 
 

@@ -11,10 +11,16 @@ from typing import Annotated, Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from server.apis.base import TextPart, openai_failure, text_of
+from server.apis.base import openai_failure, text_of
 from server.apis.lab import Finite, LabOptions
 from server.stream import sse
 from server.stream.completion_job import CompletionJob, Wire
+
+
+class TextPart(BaseModel):
+    model_config = ConfigDict(extra="ignore", strict=True)
+    type: Literal["text"]
+    text: str
 
 
 class ChatMessage(BaseModel):

@@ -20,7 +20,7 @@ from typing import Annotated, Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from server.apis.base import TextPart, text_of
+from server.apis.base import ContentPart, text_of
 from server.apis.lab import Finite, LabOptions
 from server.errors import APIError
 from server.stream.completion_job import CompletionJob, Fault, Wire
@@ -39,7 +39,7 @@ PING = b'event: ping\ndata: {"type": "ping"}\n\n'
 class Message(BaseModel):
     model_config = ConfigDict(extra="ignore", strict=True)
     role: Literal["user", "assistant"]
-    content: str | list[TextPart]
+    content: str | list[ContentPart]
 
 
 class MessagesRequest(BaseModel):
@@ -50,7 +50,7 @@ class MessagesRequest(BaseModel):
 
     model: str
     messages: Annotated[list[Message], Field(min_length=1)]
-    system: str | list[TextPart] | None = None
+    system: str | list[ContentPart] | None = None
     max_tokens: Annotated[int, Field(ge=1)]  # required, as Anthropic requires it
     stream: bool = False
     temperature: Annotated[float, Finite, Field(ge=0, le=1)] | None = None

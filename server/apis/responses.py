@@ -21,7 +21,7 @@ from typing import Annotated, Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from server.apis.base import openai_failure, text_of
+from server.apis.base import ContentPart, openai_failure, text_of
 from server.apis.lab import Finite, LabOptions
 from server.stream.completion_job import CompletionJob, Fault, Wire
 from server.stream.sse import PING, OpenFrame, compact_json, quoted
@@ -30,17 +30,14 @@ from server.stream.sse import PING, OpenFrame, compact_json, quoted
 FAILED_CODE = "server_error"
 
 
-class InputText(BaseModel):
-    model_config = ConfigDict(extra="ignore", strict=True)
-    type: Literal["input_text", "output_text", "text"]
-    text: str
+class InputItem(BaseModel):
+    """An item of `input`: a message (with a role), or another kind (a tool call's output, a
+    reasoning item: what Codex sends back in later turns), which adds nothing to the prompt."""
 
-
-class InputMessage(BaseModel):
     model_config = ConfigDict(extra="ignore", strict=True)
-    type: Literal["message"] | None = None
-    role: Literal["system", "developer", "user", "assistant"]
-    content: str | list[InputText]
+    type: str = "message"
+    role: Literal["system", "developer", "user", "assistant"] | None = None
+    content: str | list[ContentPart] | None = None
 
 
 class ResponsesRequest(BaseModel):
@@ -50,7 +47,7 @@ class ResponsesRequest(BaseModel):
     prompt_param: ClassVar[str] = "input"
 
     model: str
-    input: str | Annotated[list[InputMessage], Field(min_length=1)]
+    input: str | Annotated[list[InputItem], Field(min_length=1)]
     instructions: str | None = None
     stream: bool = False
     store: bool = True  # false: not kept for GET /v1/responses/{id}
@@ -72,7 +69,8 @@ class ResponsesRequest(BaseModel):
         messages = [{"role": "system", "content": self.instructions}] if self.instructions else []
         if isinstance(self.input, str):
             return messages + [{"role": "user", "content": self.input}]
-        return messages + [{"role": m.role, "content": text_of(m.content)} for m in self.input]
+        return messages + [{"role": m.role, "content": text_of(m.content)} for m in self.input
+                           if m.role is not None]
 
 
 def item_id(response_id: str) -> str:

@@ -71,6 +71,16 @@ def test_non_stream_reply(client):
     assert reply.stop_reason == "end_turn" and reply.usage.output_tokens >= 1
 
 
+def test_content_blocks_beyond_text_are_accepted(client):
+    """Later turns of a coding agent carry tool results, images and cache hints: accepted, and
+    only the text blocks make the prompt."""
+    reply = client.messages.create(model="tiny", max_tokens=200, extra_body=lab(), messages=[
+        {"role": "user", "content": [{"type": "text", "text": "Hi", "cache_control": {"type": "ephemeral"}}]},
+        {"role": "assistant", "content": [{"type": "tool_use", "id": "t1", "name": "ls", "input": {}}]},
+        {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t1", "content": "a b"}]}])
+    assert reply.content[0].text == JAPANESE
+
+
 def test_stop_reasons(client):
     stopped = client.messages.create(model="tiny", max_tokens=200, messages=MESSAGES,
                                      stop_sequences=["STOP"],

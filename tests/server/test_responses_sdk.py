@@ -79,6 +79,16 @@ def test_non_stream_reply_and_retrieve(client):
     assert stored.id == reply.id and stored.output_text == JAPANESE
 
 
+def test_items_beyond_messages_are_accepted(client):
+    """Codex sends back tool calls and their outputs in later turns: accepted, and only the
+    messages' text makes the prompt."""
+    reply = client.responses.create(model="tiny", extra_body=lab(), input=[
+        {"type": "message", "role": "user", "content": [{"type": "input_text", "text": "ls"}]},
+        {"type": "function_call", "call_id": "c1", "name": "shell", "arguments": "{}"},
+        {"type": "function_call_output", "call_id": "c1", "output": "a b"}])
+    assert reply.output_text == JAPANESE
+
+
 def test_max_output_tokens_ends_incomplete(client):
     events = list(client.responses.create(model="tiny", input="Say something.", stream=True,
                                           max_output_tokens=3))
