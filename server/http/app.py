@@ -36,6 +36,9 @@ from server.stream.sse_writer import SSECompletion
 
 log = logging.getLogger("server.app")
 
+# How often the app checks that the engine still runs (it exits when it does not).
+ENGINE_WATCH_S = 0.25
+
 # (FastAPI >= 0.16x has it; older releases take no such argument and have no such cost.)
 NO_TELEMETRY: dict[str, Any] = (
     {"telemetry": {"tracing": False, "metrics": False, "logs": False, "operation_spans": False}}

@@ -43,8 +43,6 @@ log = logging.getLogger("server.app")
 # long enough to stall every other stream's next token.
 OFF_LOOP_BYTES = 256 * 1024
 DEFAULT_CONTEXT = 2048
-# How often the app checks that the engine still runs (it exits when it does not).
-ENGINE_WATCH_S = 0.25
 # Unique completion ids without a uuid4 (a getrandom syscall) per request: a random part per
 # process, then a counter; each protocol's own prefix (chatcmpl-, resp_, msg_).
 _ID_RANDOM = secrets.token_hex(8)
