@@ -130,7 +130,8 @@ REQUIREMENTS: dict[str, Requirement] = {r.name: r for r in (
     *(Requirement(tool, f"Debian's {package}, which unpacks and patches proxy releases (proxies.unpack)",
                   lambda tool=tool: shutil.which(tool) is not None, apt=package) for tool, package in TOOLS.items()),
     *(_unpacked(release) for release in UNPACKED),
-    Requirement("node-modules", "Express, Next.js and webpack-dev-server: npm ci from the committed lockfile",
+    Requirement("node-modules", "Express, Next.js, webpack-dev-server, the OpenAI and Anthropic Node "
+                "SDKs: npm ci from the committed lockfile",
                 _node_present, apps.install_node),
     Requirement("next-build", "the Next.js site, built once (next build)", _next_present,
                 apps.install_next),

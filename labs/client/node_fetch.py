@@ -9,17 +9,15 @@ from __future__ import annotations
 
 import base64
 import json
-import subprocess
-import threading
 import time
+from contextlib import closing
 from typing import Any, Mapping
 
 from labs.client.sse import SSEParser
-from proxies.apps.nodejs import NODE_DIR, node_binary
+from labs.client.node_process import json_lines
+from proxies.apps.nodejs import NODE_DIR
 
 SCRIPT = NODE_DIR / "fetch-client.mjs"
-# Past this, the Node process is killed: no lab stream lasts this long.
-HARD_LIMIT_S = 120.0
 
 
 class NodeFetchError(RuntimeError):
@@ -38,17 +36,13 @@ class NodeFetchError(RuntimeError):
 
 def stream(url: str, body: Mapping[str, Any], headers: Mapping[str, str], record: Any,
            body_timeout_s: float | None = None) -> None:
-    argv = [node_binary(), str(SCRIPT), url, json.dumps(body), json.dumps(dict(headers))]
+    args = [url, json.dumps(body), json.dumps(dict(headers))]
     if body_timeout_s is not None:
-        argv.append(str(round(body_timeout_s * 1000)))
+        args.append(str(round(body_timeout_s * 1000)))
     parser = SSEParser()
-    process = subprocess.Popen(argv, cwd=NODE_DIR, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    watchdog = threading.Timer(HARD_LIMIT_S, process.kill)
-    watchdog.start()
-    try:
-        assert process.stdout is not None
-        for line in process.stdout:
-            item = json.loads(line)
+    # closing: an error raised mid-stream ends the Node process now, not when its frame is freed.
+    with closing(json_lines(SCRIPT, args)) as lines:
+        for item in lines:
             if "ready" in item:
                 record.t0 = time.perf_counter()  # Node has started: the request goes now
             elif "response" in item:
@@ -60,11 +54,3 @@ def stream(url: str, body: Mapping[str, Any], headers: Mapping[str, str], record
                 record.parsed(parser, chunk)
             elif "error" in item:
                 raise NodeFetchError(item)
-        if process.wait(timeout=10) != 0:
-            stderr = process.stderr.read() if process.stderr else ""
-            raise RuntimeError(f"node fetch-client.mjs exited {process.returncode}: {stderr.strip()[-300:]}")
-    finally:
-        watchdog.cancel()
-        if process.poll() is None:
-            process.kill()
-            process.wait()

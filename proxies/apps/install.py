@@ -1,6 +1,6 @@
 """Install what the app hops need (`make setup` runs each step once, stamped):
 
-    python -m proxies.apps.install node      npm ci from the committed lockfile (Express, Next.js)
+    python -m proxies.apps.install node      npm ci from the committed lockfile (Express, Next.js, SDKs)
     python -m proxies.apps.install next      next build of the site, once, into an ignored folder
     python -m proxies.apps.install litellm   the LiteLLM proxy in its own venv (.venvs/litellm)
     python -m proxies.apps.install --check   say what is missing, install nothing

@@ -1,4 +1,5 @@
-"""What the Node.js hops (Express, Next.js, webpack-dev-server) share: their JavaScript in
+"""What the Node.js hops (Express, Next.js, webpack-dev-server) and clients (fetch, the official
+SDKs) share: their JavaScript in
 `proxies/apps/node/` (one package.json, installed once by `make setup`), the `node` that runs it,
 and how the versions that ran are read."""
 from __future__ import annotations

@@ -1,0 +1,25 @@
+// The official OpenAI Node SDK (npm `openai`) streaming a Responses request with its own stream
+// helper, `client.responses.stream(body)`: it parses every event into the SDK's types and
+// assembles the response, refusing events out of their documented order
+// (https://platform.openai.com/docs/api-reference/responses-streaming). Prints the lines
+// sdk-stream.mjs describes.
+//
+//   node openai-responses-client.mjs BASE_URL BODY_JSON [HEADERS_JSON]
+//
+// BASE_URL ends in /v1. Keys the SDK does not know (the lab's `lab` object) are sent as they are:
+// the SDK posts the params object as the body.
+import OpenAI from "openai";
+
+import { clientOptions, parseArguments, print, run } from "./sdk-stream.mjs";
+
+const { baseURL, body, headers } = parseArguments();
+const client = new OpenAI({ apiKey: process.env.OPENAI_API_KEY || "sk-lab", ...clientOptions(baseURL, headers) });
+
+await run(async () => {
+  const stream = client.responses.stream(body);
+  for await (const event of stream) {
+    const text = event.type === "response.output_text.delta" ? { text: event.delta } : {};
+    print({ event: event.type, sequence_number: event.sequence_number, ...text });
+  }
+  print({ final: (await stream.finalResponse()).output_text });
+});
