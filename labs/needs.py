@@ -20,8 +20,10 @@ from labs.scenario.model import Scenario
 from labs.lab.hops import hop_kind
 from labs.scenario.chromium import NEEDS as BROWSER_DRIVER_NEEDS
 from proxies.kinds import KINDS
+from proxies.apps.install import install_agents
+from proxies.apps.nodejs import AGENTS_DIR
 from proxies.needs import (HOP_NEEDS, REQUIREMENTS, CannotInstall, Requirement, hop_needs,
-                           install_missing, pip_extra, python_present)
+                           install_missing, npm_ci_present, pip_extra, python_present)
 
 # The measuring client's libraries (labs.client.libraries.LIBRARIES) that are not base dependencies.
 LIBRARY_NEEDS: dict[str, tuple[str, ...]] = {
@@ -45,11 +47,14 @@ ALL: dict[str, Requirement] = {**REQUIREMENTS, **{r.name: r for r in (
     Requirement("python-sdk", "the OpenAI and Anthropic SDKs and aiohttp (the extra [sdk])",
                 python_present("openai", "anthropic", "aiohttp"),
                 pip_extra("sdk")),
+    Requirement("agents", "the coding agents Codex CLI and Claude Code (labs.client.agents): npm ci "
+                "from their own lockfile, ~800 MB of native binaries", lambda: npm_ci_present(AGENTS_DIR),
+                install_agents),
 )}}
 # What a browser-driven workload needs, as labs.scenario.chromium.chromium_driver declares it.
 BROWSER_NEEDS = BROWSER_DRIVER_NEEDS
 # Besides every hop: what the whole test suite needs (pytest and its plugins are in [test]).
-SUITE_NEEDS = (*BROWSER_NEEDS, "python-sdk", "python-apps")
+SUITE_NEEDS = (*BROWSER_NEEDS, "python-sdk", "python-apps", "agents")
 
 
 def _unique(names: Iterable[str]) -> list[str]:

@@ -22,7 +22,7 @@ from proxies.apps import install as apps
 from proxies.apps.kinds import APP_KINDS
 from proxies.apps.litellm.kind import LITELLM_VENV
 from proxies.apps.nextjs.build import NEXT_BUILD, NEXT_SITE
-from proxies.apps.nodejs import NODE_DIR, NODE_MODULES
+from proxies.apps.nodejs import NODE_DIR
 from proxies.apps.privoxy.kind import PRIVOXY_ETC
 from proxies.kind import ProxyKind
 from proxies.kinds import KINDS
@@ -84,9 +84,13 @@ def _newer_than(built: Path, *sources: Path) -> bool:
     return True
 
 
-def _node_present() -> bool:
+def npm_ci_present(folder: Path) -> bool:
     # npm ci writes node_modules/.package-lock.json: redo it when the committed lockfile changed.
-    return _newer_than(NODE_MODULES / ".package-lock.json", NODE_DIR / "package-lock.json")
+    return _newer_than(folder / "node_modules" / ".package-lock.json", folder / "package-lock.json")
+
+
+def _node_present() -> bool:
+    return npm_ci_present(NODE_DIR)
 
 
 def _next_present() -> bool:

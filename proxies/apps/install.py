@@ -3,6 +3,7 @@
     python -m proxies.apps.install node      npm ci from the committed lockfile (Express, Next.js, SDKs)
     python -m proxies.apps.install next      next build of the site, once, into an ignored folder
     python -m proxies.apps.install litellm   the LiteLLM proxy in its own venv (.venvs/litellm)
+    python -m proxies.apps.install agents    npm ci of the coding agents (Codex CLI, Claude Code)
     python -m proxies.apps.install --check   say what is missing, install nothing
 
 Each step prints how long it took and how much it put on disk. LiteLLM gets a venv of its own:
@@ -24,11 +25,11 @@ from typing import Sequence
 from proxies.apps.launch import AppMissing
 from proxies.apps.litellm.kind import LITELLM_VENV
 from proxies.apps.nextjs.build import NEXT_BIN, NEXT_BUILD, NEXT_PLACEHOLDER, NEXT_SITE
-from proxies.apps.nodejs import NODE_DIR, NODE_MODULES, node_binary
+from proxies.apps.nodejs import AGENTS_DIR, NODE_DIR, NODE_MODULES, node_binary
 
 NODE_MIN = (20, 9)  # Next.js 16's floor
 LITELLM_PIN = "litellm[proxy]==1.108.7"
-STEPS = ("node", "next", "litellm")
+STEPS = ("node", "next", "litellm", "agents")
 
 
 def node_version() -> tuple[int, ...]:
@@ -37,8 +38,10 @@ def node_version() -> tuple[int, ...]:
 
 
 def _size(path: Path) -> str:
-    total = sum(f.stat().st_size for f in path.rglob("*") if f.is_file() and not f.is_symlink())
-    return f"{total / 1e6:.0f} MB"
+    # Each file once: npm hard-links Claude Code's 400 MB binary into two packages.
+    files = {(f.stat().st_dev, f.stat().st_ino): f.stat().st_size
+             for f in path.rglob("*") if f.is_file() and not f.is_symlink()}
+    return f"{sum(files.values()) / 1e6:.0f} MB"
 
 
 def _run(argv: Sequence[str], cwd: Path, env: dict[str, str] | None = None) -> None:
@@ -47,16 +50,26 @@ def _run(argv: Sequence[str], cwd: Path, env: dict[str, str] | None = None) -> N
         raise SystemExit(f"{' '.join(argv)} failed with status {result.returncode}")
 
 
+def _npm_ci(folder: Path) -> None:
+    npm = shutil.which("npm")
+    if not npm:
+        raise SystemExit("no `npm` on PATH: install npm (it comes with Node.js)")
+    _run([npm, "ci", "--no-audit", "--no-fund", "--loglevel", "error"], folder)
+    print(f"{folder.name}/node_modules: {_size(folder / 'node_modules')}")
+
+
 def install_node() -> None:
     version = node_version()
     if version[:2] < NODE_MIN:
         raise SystemExit(f"node {'.'.join(map(str, version))} is too old: Next.js 16 needs "
                          f"{'.'.join(map(str, NODE_MIN))} or later")
-    npm = shutil.which("npm")
-    if not npm:
-        raise SystemExit("no `npm` on PATH: install npm (it comes with Node.js)")
-    _run([npm, "ci", "--no-audit", "--no-fund", "--loglevel", "error"], NODE_DIR)
-    print(f"node_modules: {_size(NODE_MODULES)}")
+    _npm_ci(NODE_DIR)
+
+
+def install_agents() -> None:
+    # Each agent is a native binary from its platform package (@openai/codex-linux-x64,
+    # @anthropic-ai/claude-code-linux-x64): npm brings it, no download at first start.
+    _npm_ci(AGENTS_DIR)
 
 
 def install_next() -> None:
@@ -92,7 +105,8 @@ def problems() -> list[str]:
     except (AppMissing, OSError, subprocess.CalledProcessError) as exc:
         found.append(str(exc))
     for path, what in ((NODE_MODULES / "express", "node"), (NEXT_BUILD / "BUILD_ID", "next"),
-                       (LITELLM_VENV / "bin" / "litellm", "litellm")):
+                       (LITELLM_VENV / "bin" / "litellm", "litellm"),
+                       (AGENTS_DIR / "node_modules" / ".package-lock.json", "agents")):
         if not path.exists():
             found.append(f"{path} is missing: python -m proxies.apps.install {what}")
     return found
@@ -113,7 +127,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 1 if missing else 0
     for step in args.steps or STEPS:
         started = time.monotonic()
-        {"node": install_node, "next": install_next, "litellm": install_litellm}[step]()
+        {"node": install_node, "next": install_next, "litellm": install_litellm,
+         "agents": install_agents}[step]()
         print(f"apps: {step} installed in {time.monotonic() - started:.1f}s")
     return 0
 

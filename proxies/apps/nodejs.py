@@ -14,6 +14,10 @@ from proxies.apps.launch import APPS_DIR, AppMissing
 
 NODE_DIR = APPS_DIR / "node"
 NODE_MODULES = NODE_DIR / "node_modules"
+# The coding agents (Codex CLI, Claude Code): a lockfile of their own, as their native binaries
+# weigh ~800 MB that no hop needs (proxies.apps.install agents).
+AGENTS_DIR = APPS_DIR / "agents"
+AGENTS_BIN = AGENTS_DIR / "node_modules" / ".bin"
 
 
 def node_binary() -> str:
