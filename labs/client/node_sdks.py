@@ -8,7 +8,7 @@ times each line as it arrives.
     reply.events   # the SDK's own event types, in order: message_start, content_block_start, ...
     reply.wire     # the `event:` names on the wire, pings included (the SDK drops them)
     reply.text     # the text deltas joined; reply.final: the text the SDK's helper assembled
-    reply.error    # {"error": the SDK's class name, "status", "type", "message"} or None
+    reply.error    # what the SDK threw: {"error": its class name, "status", "type", "message"}
 """
 from __future__ import annotations
 
@@ -46,6 +46,7 @@ class SdkReply:
     events: list[dict[str, Any]] = field(default_factory=list)  # what the SDK yielded, with `t`
     wire: list[str] = field(default_factory=list)  # every `event:` name, as it crossed the wire
     final: str | None = None  # the text the SDK's stream helper assembled
+    final_status: str | None = None  # its status (responses) or stop reason (messages)
     error: dict[str, Any] | None = None
     ended: bool = False  # the SDK's stream finished without an error
 
@@ -79,7 +80,7 @@ def stream(api: str, server_url: str, body: Mapping[str, Any],
             elif "event" in item:
                 reply.events.append({**item, "t": time.perf_counter() - t0})
             elif "final" in item:
-                reply.final = item["final"]
+                reply.final, reply.final_status = item["final"], item.get("status")
             elif "error" in item:
                 reply.error = item
             elif "end" in item:

@@ -13,7 +13,8 @@ import Anthropic from "@anthropic-ai/sdk";
 import { clientOptions, parseArguments, print, run } from "./sdk-stream.mjs";
 
 const { baseURL, body, headers } = parseArguments();
-const client = new Anthropic({ apiKey: process.env.ANTHROPIC_API_KEY || "sk-ant-lab", ...clientOptions(baseURL, headers) });
+const apiKey = process.env.ANTHROPIC_API_KEY || "sk-ant-lab";
+const client = new Anthropic({ apiKey, ...clientOptions(baseURL, headers) });
 
 await run(async () => {
   const stream = client.messages.stream(body);
@@ -22,5 +23,7 @@ await run(async () => {
       ? { text: event.delta.text } : {};
     print({ event: event.type, ...text });
   }
-  print({ final: await stream.finalText() });
+  const message = await stream.finalMessage();
+  const text = message.content.filter((block) => block.type === "text").map((block) => block.text).join("");
+  print({ final: text, status: message.stop_reason });
 });

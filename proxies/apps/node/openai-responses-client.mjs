@@ -13,13 +13,18 @@ import OpenAI from "openai";
 import { clientOptions, parseArguments, print, run } from "./sdk-stream.mjs";
 
 const { baseURL, body, headers } = parseArguments();
-const client = new OpenAI({ apiKey: process.env.OPENAI_API_KEY || "sk-lab", ...clientOptions(baseURL, headers) });
+const apiKey = process.env.OPENAI_API_KEY || "sk-lab";
+const client = new OpenAI({ apiKey, ...clientOptions(baseURL, headers) });
 
 await run(async () => {
   const stream = client.responses.stream(body);
   for await (const event of stream) {
-    const text = event.type === "response.output_text.delta" ? { text: event.delta } : {};
-    print({ event: event.type, sequence_number: event.sequence_number, ...text });
+    // A failure is an event the SDK yields, not an error it throws: its error object is printed.
+    const extra = event.type === "response.output_text.delta" ? { text: event.delta }
+      : event.type === "response.failed" ? { failure: event.response.error }
+      : event.type === "error" ? { failure: { code: event.code, message: event.message } } : {};
+    print({ event: event.type, sequence_number: event.sequence_number, ...extra });
   }
-  print({ final: (await stream.finalResponse()).output_text });
+  const response = await stream.finalResponse();
+  print({ final: response.output_text, status: response.status });
 });

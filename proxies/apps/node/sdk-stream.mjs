@@ -8,8 +8,9 @@
 //
 // Prints one JSON line per step: {"ready": true} before the request, {"response": status} when
 // the headers are in, {"wire": name} per `event:` line, {"event": type, "sequence_number"?,
-// "text"?} per event the SDK yields, {"final": text} (the text the SDK's stream helper assembled)
-// and {"end": true}; or {"error": the SDK's class name, "status", "type", "message"}.
+// "text"?, "failure"?} per event the SDK yields, {"final": text, "status": its status or stop
+// reason} (what the SDK's stream helper assembled) and {"end": true}; or {"error": the SDK's
+// class name, "status", "type", "message"} for what it threw.
 
 export const print = (record) => process.stdout.write(JSON.stringify(record) + "\n");
 
