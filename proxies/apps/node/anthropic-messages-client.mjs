@@ -10,13 +10,9 @@
 // lab's `lab` object) are sent as they are: the SDK posts the params object as the body.
 import Anthropic from "@anthropic-ai/sdk";
 
-import { clientOptions, parseArguments, print, run } from "./sdk-stream.mjs";
+import { print, streamWith } from "./sdk-stream.mjs";
 
-const { baseURL, body, headers } = parseArguments();
-const apiKey = process.env.ANTHROPIC_API_KEY || "sk-ant-lab";
-const client = new Anthropic({ apiKey, ...clientOptions(baseURL, headers) });
-
-await run(async () => {
+await streamWith(Anthropic, process.env.ANTHROPIC_API_KEY || "sk-ant-lab", async (client, body) => {
   const stream = client.messages.stream(body);
   for await (const event of stream) {
     const text = event.type === "content_block_delta" && event.delta.type === "text_delta"
@@ -24,6 +20,6 @@ await run(async () => {
     print({ event: event.type, ...text });
   }
   const message = await stream.finalMessage();
-  const text = message.content.filter((block) => block.type === "text").map((block) => block.text).join("");
-  print({ final: text, status: message.stop_reason });
+  const blocks = message.content.filter((block) => block.type === "text");
+  print({ final: blocks.map((block) => block.text).join(""), status: message.stop_reason });
 });

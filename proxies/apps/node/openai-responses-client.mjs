@@ -10,13 +10,9 @@
 // the SDK posts the params object as the body.
 import OpenAI from "openai";
 
-import { clientOptions, parseArguments, print, run } from "./sdk-stream.mjs";
+import { print, streamWith } from "./sdk-stream.mjs";
 
-const { baseURL, body, headers } = parseArguments();
-const apiKey = process.env.OPENAI_API_KEY || "sk-lab";
-const client = new OpenAI({ apiKey, ...clientOptions(baseURL, headers) });
-
-await run(async () => {
+await streamWith(OpenAI, process.env.OPENAI_API_KEY || "sk-lab", async (client, body) => {
   const stream = client.responses.stream(body);
   for await (const event of stream) {
     // A failure is an event the SDK yields, not an error it throws: its error object is printed.

@@ -14,11 +14,6 @@
 
 export const print = (record) => process.stdout.write(JSON.stringify(record) + "\n");
 
-export function parseArguments() {
-  const [baseURL, body, headers] = process.argv.slice(2);
-  return { baseURL, body: JSON.parse(body), headers: JSON.parse(headers || "{}") };
-}
-
 // The SSE event names in a body, line by line; a name cut across two chunks is kept for the next.
 function eventNameTap() {
   const decoder = new TextDecoder();
@@ -43,7 +38,7 @@ function eventNameTap() {
 }
 
 // The `fetch` option both SDKs take: the global fetch, with the status printed and the body tapped.
-export async function tappedFetch(url, init) {
+async function tappedFetch(url, init) {
   const response = await fetch(url, init);
   print({ response: response.status });
   if (!response.body) return response;
@@ -51,17 +46,16 @@ export async function tappedFetch(url, init) {
     { status: response.status, statusText: response.statusText, headers: response.headers });
 }
 
-// Retries off: a mid-stream error is never retried by the SDKs, and a retried request would hide
-// the first attempt's error from the line that reports it.
-export const clientOptions = (baseURL, headers) => ({
-  baseURL, maxRetries: 0, defaultHeaders: headers, fetch: tappedFetch,
-});
-
-// Runs the streaming call; whatever it throws is printed as the SDK named it.
-export async function run(stream) {
+// Makes the SDK's client from the arguments and runs `stream(client, body)`; whatever it throws
+// is printed as the SDK named it. Retries are off: a mid-stream error is never retried by the
+// SDKs, and a retried request would hide the first attempt's error from the line that reports it.
+export async function streamWith(Sdk, apiKey, stream) {
+  const [baseURL, body, headers] = process.argv.slice(2);
+  const client = new Sdk({ apiKey, baseURL, maxRetries: 0, defaultHeaders: JSON.parse(headers || "{}"),
+                           fetch: tappedFetch });
   print({ ready: true });  // the measuring side's clock starts here, after Node's own start-up
   try {
-    await stream();
+    await stream(client, JSON.parse(body));
     print({ end: true });
   } catch (error) {
     print({ error: error.constructor?.name ?? "Error", status: error.status ?? null,
