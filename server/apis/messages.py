@@ -38,7 +38,11 @@ PING = b'event: ping\ndata: {"type": "ping"}\n\n'
 
 class Message(BaseModel):
     model_config = ConfigDict(extra="ignore", strict=True)
-    role: Literal["user", "assistant"]
+    # "system" too: Claude Code 2.1.332 sends its environment notes as a system message inside
+    # `messages` (beta mid-conversation-tool-changes-2026-07-01), which Anthropic's API takes for
+    # the models that support it (anthropics/claude-code#61412 quotes the refusal of one that
+    # does not). Refused, Claude Code sent every prompt twice: a 400, then the request without it.
+    role: Literal["user", "assistant", "system"]
     content: str | list[ContentPart]
 
 

@@ -81,6 +81,19 @@ def test_content_blocks_beyond_text_are_accepted(client):
     assert reply.content[0].text == JAPANESE
 
 
+def test_a_system_message_inside_messages_is_taken_as_claude_code_sends_it(client, server):
+    """Claude Code 2.1.332 puts its environment notes in a `{"role": "system"}` message inside
+    `messages`; refused, it sent every prompt again without it (two requests for one prompt)."""
+    import time
+    wanted = "claude-code-system-" + str(time.monotonic_ns())
+    reply = client.messages.create(model="tiny", max_tokens=200, extra_body=lab(), messages=[
+        {"role": "user", "content": "Hi"}, {"role": "system", "content": "notes"}],
+        extra_headers={"X-Request-Id": wanted})
+    assert reply.content[0].text == JAPANESE
+    seen = httpx.get(f"{server.url}/lab/requests/{wanted}", timeout=10).json()
+    assert seen["api"] == "messages" and seen["outcome"] == "complete"
+
+
 def test_stop_reasons(client):
     stopped = client.messages.create(model="tiny", max_tokens=200, messages=MESSAGES,
                                      stop_sequences=["STOP"],
