@@ -15,7 +15,8 @@ import h2.connection
 import h2.events
 import h2.exceptions
 
-from labs.client.protocol import USER_AGENT, Exchange, Options, Target, decoder_for
+from labs.client.decoding import decoder_for
+from labs.client.protocol import USER_AGENT, Exchange, Options, Target, sent_headers
 
 
 def tls_context(verify: bool, http2: bool = True) -> ssl.SSLContext:
@@ -38,7 +39,7 @@ def request_headers(target: Target, body: bytes, opts: Options) -> list[tuple[st
     if opts.accept_encoding:
         headers.append(("accept-encoding", opts.accept_encoding))
     taken = {name for name, _ in headers} | {"host"}
-    return headers + [(k.lower(), v) for k, v in (opts.headers or {}).items() if k.lower() not in taken]
+    return headers + [(k.lower(), v) for k, v in sent_headers(opts).items() if k.lower() not in taken]
 
 
 # The events that are the response itself (what TTFB times), not flow control on its stream.

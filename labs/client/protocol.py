@@ -12,12 +12,13 @@ What counts as what (see `labs.client.results.Outcome`):
 - `reset`: the OS reported ECONNRESET / EPIPE / ECONNABORTED at any time, or the connection
   closed before a complete status line and headers (there is no HTTP response to judge).
 - `truncated`: response headers arrived, then the connection closed (FIN) or the body ended
-  without `[DONE]`. An orderly close in the middle of a chunk is still a FIN, so it is
+  without the protocol's terminal event (`[DONE]`, `response.completed`, `message_stop`). An orderly close in the middle of a chunk is still a FIN, so it is
   `truncated`; `body_complete` tells whether the HTTP framing itself was finished.
 - `timeout`: `read_timeout_s` passed with no byte (measured like httpx's read timeout, from the
   request or the previous read), or the total deadline (from the call, connect included).
-- Precedence when several apply: http-error, disconnected, error-in-band, complete (saw
-  `[DONE]`), timeout, reset, truncated. A timeout after `[DONE]` is still `complete`.
+- Precedence when several apply: http-error, disconnected, error-in-band, complete (saw the
+  terminal event), timeout, reset, truncated. A timeout after it is still `complete`.
+Which protocol the events follow (`Options.api`) is read from labs/client/apis/.
 """
 
 from __future__ import annotations
@@ -32,8 +33,10 @@ from urllib.parse import urlencode, urlsplit
 
 import h11
 
+from labs.client.apis import client_api
+from labs.client.decoding import decoder_for
 from labs.client.results import Event, StreamResult
-from labs.client.sse import SSEParser, classify
+from labs.client.sse import SSEParser
 
 Mode = Literal["stream", "read-body"]
 USER_AGENT = "streamlab-client/0.1"
@@ -72,6 +75,9 @@ class Options:
     # does for an http:// URL. An https:// URL would need a CONNECT tunnel, which this client
     # does not make.
     proxy: str | None = None
+    # The wire protocol (labs/client/apis: chat, responses, messages): how events are read, and
+    # its fixed request headers (Messages' `anthropic-version`).
+    api: str = "chat"
 
 
 @dataclass(frozen=True, slots=True)
@@ -93,6 +99,13 @@ class Target:
         return cls(parts.hostname, port, tls, path, parts.netloc)
 
 
+def sent_headers(opts: Options) -> dict[str, str]:
+    """The caller's headers over the protocol's own (a caller's `x-api-key` replaces the default)."""
+    own = client_api(opts.api).headers()
+    named = {k.lower() for k in opts.headers or {}}
+    return {**{k: v for k, v in own.items() if k.lower() not in named}, **(opts.headers or {})}
+
+
 def request_bytes(target: Target, body: bytes, opts: Options) -> bytes:
     headers = [
         ("Host", target.host_header),
@@ -108,7 +121,7 @@ def request_bytes(target: Target, body: bytes, opts: Options) -> bytes:
     if opts.accept_encoding:
         headers.append(("Accept-Encoding", opts.accept_encoding))
     taken = {k.lower() for k, _ in headers}
-    for k, v in (opts.headers or {}).items():
+    for k, v in sent_headers(opts).items():
         if k.lower() in taken:
             headers = [(hk, hv) for hk, hv in headers if hk.lower() != k.lower()]
         headers.append((k, v))
@@ -118,33 +131,6 @@ def request_bytes(target: Target, body: bytes, opts: Options) -> bytes:
         for ev in (h11.Request(method=opts.method, target=path, headers=headers),
                    *([h11.Data(data=body)] if body else []), h11.EndOfMessage())
     )
-
-
-def decoder_for(encoding: str | None) -> Any:
-    """An incremental decompressor for the Content-Encoding, or None for identity."""
-    if encoding in ("gzip", "x-gzip"):
-        return zlib.decompressobj(16 + zlib.MAX_WBITS)
-    if encoding == "deflate":
-        return _Deflate()
-    return None
-
-
-class _Deflate:
-    """`deflate` is meant to be zlib-wrapped, but some servers send raw deflate: accept both."""
-
-    def __init__(self) -> None:
-        self._d: Any = None
-        self._first = b""
-
-    def decompress(self, data: bytes) -> bytes:
-        if self._d is None:
-            self._first += data
-            if len(self._first) < 2:
-                return b""
-            zlib_header = (self._first[0] & 0x0F) == 8 and int.from_bytes(self._first[:2], "big") % 31 == 0
-            self._d = zlib.decompressobj(zlib.MAX_WBITS if zlib_header else -zlib.MAX_WBITS)
-            data, self._first = self._first, b""
-        return self._d.decompress(data)
 
 
 class Exchange(asyncio.Protocol):
@@ -158,6 +144,7 @@ class Exchange(asyncio.Protocol):
         self.done: asyncio.Future[None] = self.loop.create_future()
         self.h11 = h11.Connection(h11.CLIENT)
         self.parser = SSEParser()
+        self.api = client_api(opts.api)
         self.transport: asyncio.Transport | None = None
         self.decoder: Any = None
         self.t0 = 0.0
@@ -287,13 +274,16 @@ class Exchange(asyncio.Protocol):
     def _dispatch(self, items: list[tuple[str, str, str | None]], t: float, read: int, wall: float) -> None:
         r = self.r
         append = r.events.append
-        for item_kind, payload, _name in items:
+        classify, beats = self.api.classify, self.api.heartbeat_events
+        for item_kind, payload, name in items:
             if item_kind == "comment":
                 r.heartbeats += 1
                 append(Event(t, read, "comment", payload))
                 continue
-            kind, text, finish, sent_at, extra = classify(payload)
+            kind, text, finish, sent_at, extra = classify(payload, name)
             append(Event(t, read, kind, text, None if sent_at is None else wall - sent_at))
+            if name in beats:  # a named keep-alive (Anthropic's `event: ping`): not a token
+                r.heartbeats += 1
             if finish:
                 r.finish_reason = finish
             if kind == "content":
@@ -308,11 +298,12 @@ class Exchange(asyncio.Protocol):
                     return
             elif kind == "done":
                 r.saw_done = True
+                r.usage = extra or r.usage  # Responses: the usage is in `response.completed`
             elif kind == "error":
                 if not self.inband_error:
                     r.error = text
                 self.inband_error = True
-            elif kind == "usage":
+            elif kind == "usage" or (kind == "finish" and extra):  # Messages: in `message_delta`
                 r.usage = extra
 
     # ---- timeouts and the end ----------------------------------------------------------------

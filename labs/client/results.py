@@ -19,9 +19,9 @@ from typing import Any, Iterable, Literal, Sequence
 from labs.client.sse import EventKind
 
 Outcome = Literal[
-    "complete",  # saw [DONE] (and no in-band error)
-    "truncated",  # the response ended (FIN or end of body) without [DONE]
-    "error-in-band",  # a `data: {"error": ...}` event arrived after the headers
+    "complete",  # saw the protocol's terminal event: [DONE], response.completed, message_stop
+    "truncated",  # the response ended (FIN or end of body) without it
+    "error-in-band",  # an error event arrived after the headers (chat `error`, response.failed, event: error)
     "http-error",  # the status was >= 400
     "reset",  # the OS reported a reset, or the connection closed before any response headers
     "timeout",  # read_timeout_s of silence, or the total deadline, ended the measurement
@@ -93,7 +93,7 @@ class StreamResult:
     start_s: float = 0.0  # when t = 0 fell, seconds after the batch began (run_many)
     ttfb_s: float | None = None  # first response byte
     headers_s: float | None = None  # the response headers (HTTP/1.1: the read completing them; HTTP/2: HEADERS)
-    ttft_s: float | None = None  # first content event
+    ttft_s: float | None = None  # first content event (a text delta; never a lifecycle event)
     e2e_s: float | None = None  # last response byte
     disconnect_s: float | None = None  # when the client closed the socket on purpose
     end_s: float | None = None  # when the exchange ended: last chunk, FIN, RST, timeout, departure
@@ -102,11 +102,11 @@ class StreamResult:
     text: str = ""  # the content deltas, concatenated
     finish_reason: str | None = None
     usage: dict[str, Any] | None = None
-    heartbeats: int = 0  # SSE comment lines seen
+    heartbeats: int = 0  # SSE comment lines, and the protocol's keep-alive events (Messages' ping), seen
     wire_bytes: int = 0  # body bytes as they came off the wire (compressed if encoded)
     body_bytes: int = 0  # body bytes after content decoding
     body_complete: bool = False  # HTTP framing ended properly (last chunk / length / close)
-    saw_done: bool = False
+    saw_done: bool = False  # the protocol's terminal event arrived
 
     # ---- derived metrics -------------------------------------------------------------------
 
@@ -122,6 +122,13 @@ class StreamResult:
     def gaps(self) -> list[float]:
         """Times between consecutive content events (ITL); coalesced events give 0 gaps."""
         times = [e.t for e in self.events if e.kind == "content"]
+        return [b - a for a, b in zip(times, times[1:])]
+
+    @property
+    def event_gaps(self) -> list[float]:
+        """Times between consecutive events of any kind, lifecycle events, pings and comment
+        lines included: what a hop's idle timer sees, where `gaps` is what a reader sees."""
+        times = [e.t for e in self.events]
         return [b - a for a, b in zip(times, times[1:])]
 
     @property
@@ -189,7 +196,10 @@ class StreamResult:
             "tpot_s": self.tpot_s,
         }
         out.update(_pcts(self.gaps, "gap"))
+        event_gaps = self.event_gaps
         out.update(
+            event_gap_max_s=max(event_gaps) if event_gaps else None,
+            events=len(self.events),
             content_events=self.content_events,
             reads=self.reads,
             bursts=len(per_read),

@@ -1,4 +1,4 @@
-"""Incremental Server-Sent Events parsing and OpenAI chunk classification.
+"""Incremental Server-Sent Events parsing, and the classifier of OpenAI Chat Completions chunks.
 
 The parser follows the WHATWG event-stream rules that browsers and the OpenAI SDKs apply:
 lines end in CRLF, LF or CR; a blank line dispatches the event built from its `data:` lines;
@@ -12,9 +12,11 @@ https://html.spec.whatwg.org/multipage/server-sent-events.html#event-stream-inte
 from __future__ import annotations
 
 import json
-from typing import Any, Literal
+from typing import Any, Literal, Optional
 
 EventKind = Literal["role", "content", "finish", "usage", "error", "done", "comment", "other"]
+# What a protocol's classifier says of one event: (kind, text, finish_reason, sent_at, extra).
+Classified = tuple[EventKind, str, Optional[str], Optional[float], Any]
 
 _BOM = b"\xef\xbb\xbf"
 
@@ -86,8 +88,10 @@ class SSEParser:
         return bool(self._data or self._tail)
 
 
-def classify(payload: str) -> tuple[EventKind, str, str | None, float | None, Any]:
-    """Sort one `data:` payload into a kind: `(kind, text, finish_reason, sent_at, extra)`.
+def classify(payload: str, event_name: str | None = None) -> Classified:
+    """Sort one Chat Completions `data:` payload into a kind: `(kind, text, finish_reason, sent_at,
+    extra)`. The chat protocol's classifier (labs/client/apis/chat.py); its events are unnamed,
+    so `event_name` is not read. The other protocols' are in labs/client/apis/.
 
     Follows choice index 0 (the lab sends n=1). `content` means a non-empty content delta
     (chat `delta.content` or completions `text`); a chunk that has content and a
