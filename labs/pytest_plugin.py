@@ -3,6 +3,7 @@
     pytest --stream-url https://llm.internal/v1 [--stream-url http://10.0.0.5:8080/v1]
     pytest --stream-config deploy/nginx.conf [--stream-config deploy/envoy.yaml]
     pytest --stream-url ... -k "buffering or idle-timeout"
+    pytest --stream-url https://llm.internal/v1 --stream-api messages   # Anthropic Messages streams
 
 Every check becomes a test of its own: `test_stream_path[<check>]` for the path given by the
 `--stream-url` options (the outermost entry first, then inner entries of the same path, exactly
@@ -31,6 +32,9 @@ class StreamPathWarning(UserWarning):
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
+    # The server's table of protocols alone (a dataclass module), not the lab's client.
+    from server.apis.table import APIS, DEFAULT_API
+
     group = parser.getgroup("streamlab", "streaming-path guards (streamlab: labs probe / labs verify)")
     group.addoption("--stream-url", action="append", default=[], metavar="URL",
                     help="an OpenAI base URL of the path to guard (repeatable: outermost first, "
@@ -50,6 +54,10 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                     help="bound on the probe's whole run")
     group.addoption("--stream-api-key-env", default=None, metavar="VAR",
                     help="environment variable holding the path's API key")
+    group.addoption("--stream-api", choices=tuple(APIS), default=DEFAULT_API,
+                    help="the wire protocol every stream speaks, as `labs probe --api` and `labs verify "
+                         f"--api` take it: {', '.join(f'{a.name} ({a.path})' for a in APIS.values())} "
+                         f"(default {DEFAULT_API})")
     # No `choices`: the proxies' table would import verify's readers into every pytest session;
     # verify refuses an unknown name itself ("unknown proxy ...; known: ...").
     group.addoption("--stream-proxy", default=None, metavar="PROXY",
@@ -186,7 +194,7 @@ class PathCheck(_Guard):
                 results["path"] = probe_path(
                     option("stream_url"), max_silence_s=option("stream_max_silence"),
                     max_stream_s=option("stream_max_stream"), budget_s=option("stream_budget"),
-                    api_key_env=option("stream_api_key_env"), checks=chosen)
+                    api_key_env=option("stream_api_key_env"), checks=chosen, api=option("stream_api"))
             except UnusableInput as exc:
                 results["path"] = exc
         return results["path"]
@@ -230,9 +238,11 @@ class ConfigCheck(_Guard):
             # probe does: a run of one kind costs seconds, not the whole verify.
             kinds = {item.kind for item in self._selected(ConfigCheck) if item.file == self.file}
             tuning["checks"] = [name for name, shown in CHECK_KINDS.items() if kinds & set(shown)]
-            if option("stream_proxy_version"):  # else verify's own default: the current release
+            from server.apis.table import DEFAULT_API
+
+            if option("stream_proxy_version") or option("stream_api") != DEFAULT_API:  # else verify's defaults
                 from labs.verify.model import RouteWanted
-                tuning["wanted"] = RouteWanted(version=option("stream_proxy_version"))
+                tuning["wanted"] = RouteWanted(version=option("stream_proxy_version"), api=option("stream_api"))
             try:
                 results[self.file] = verify_config(Path(self.file), proxy=option("stream_proxy"),
                                                    server=self._lab_server(), **tuning)

@@ -1,4 +1,5 @@
-"""`python -m labs.client URL`: the measuring client on its own, against any OpenAI-compatible URL.
+"""`python -m labs.client URL`: the measuring client on its own, against any OpenAI-compatible URL
+(or an Anthropic Messages one: `--api` picks the protocol, its request and how its events are read).
 
 Prints the per-stream summary (and, for several streams, the aggregate with the client's own
 CPU per event) as a table or JSON. `--loop uvloop` halves the client's CPU per event when
@@ -12,6 +13,7 @@ import json
 from typing import Any, Sequence
 
 from labs.client import run_many
+from labs.client.apis import add_api_option, client_api
 from labs.client.durations import milliseconds
 from labs.client.results import Event
 
@@ -21,7 +23,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     import argparse
 
     ap = argparse.ArgumentParser(prog="python -m labs.client", description=main.__doc__)
-    ap.add_argument("url", nargs="?", default="http://127.0.0.1:8000/v1/chat/completions")
+    ap.add_argument("url", nargs="?", default=None,
+                    help="the full URL streams are POSTed to (default: the protocol's path on 127.0.0.1:8000)")
+    add_api_option(ap.add_argument)
     ap.add_argument("--model", default="tiny")
     ap.add_argument("--prompt", default="Tell me a story.")
     ap.add_argument("--max-tokens", type=int, default=32)
@@ -43,13 +47,12 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         asyncio.set_event_loop_policy(uvloop.EventLoopPolicy())
 
-    body: dict[str, Any] = {"model": args.model, "stream": True, "max_tokens": args.max_tokens,
-                            "messages": [{"role": "user", "content": args.prompt}]}
-    if args.lab:
-        body["lab"] = args.lab
-    options = dict(mode=args.mode, read_timeout_s=args.read_timeout, total_timeout_s=args.total_timeout,
+    api = client_api(args.api)
+    url = args.url or "http://127.0.0.1:8000" + api.path
+    body = api.body(args.model, args.prompt, args.max_tokens, args.lab or None)
+    options = dict(api=api.name, mode=args.mode, read_timeout_s=args.read_timeout, total_timeout_s=args.total_timeout,
                    disconnect_after_events=args.disconnect_after, accept_encoding=args.accept_encoding or None)
-    batch = asyncio.run(run_many(args.url, [body] * args.streams, args.concurrency or args.streams,
+    batch = asyncio.run(run_many(url, [body] * args.streams, args.concurrency or args.streams,
                                  args.deadline, **options))
     first = batch.results[0]
     report: dict[str, Any] = {"aggregate": batch.aggregate()} if args.streams > 1 else {}

@@ -14,9 +14,10 @@ import json
 import time
 from typing import Any, Iterator, Mapping
 
+from labs.client.apis import DEFAULT_API, client_api
 from labs.client.http1 import Batch, measure_stream
 from labs.client.results import Event, StreamResult
-from labs.client.sse import SSEParser, classify
+from labs.client.sse import SSEParser
 
 
 def uvloop_runner() -> asyncio.Runner:
@@ -30,11 +31,13 @@ def uvloop_runner() -> asyncio.Runner:
 
 
 async def streams_at_once(url: str, body: Mapping[str, Any], n: int, deadline_s: float,
-                          headers: Mapping[str, str] | None = None, ramp_s: float = 0.0) -> Batch:
+                          headers: Mapping[str, str] | None = None, ramp_s: float = 0.0,
+                          api: str = DEFAULT_API) -> Batch:
     """`run_many` (labs.client.http1) for a load step, except that one stream's exception cannot
     sink the batch: under uvloop, writing the request on a connection the server already closed (a
     server out of fds accepts and drops) raises RuntimeError out of `measure_stream`.
-    `ramp_s` spreads the starts evenly over that many seconds (0: all at once)."""
+    `ramp_s` spreads the starts evenly over that many seconds (0: all at once); `api` is the wire
+    protocol the streams speak (labs/client/apis)."""
     started, cpu0 = time.perf_counter(), time.process_time()
     payload = json.dumps(body).encode()
     extra = dict(headers or {})
@@ -45,7 +48,7 @@ async def streams_at_once(url: str, body: Mapping[str, Any], n: int, deadline_s:
         called = time.perf_counter()
         try:
             r = await measure_stream(url, payload, read_timeout_s=30.0,
-                                            total_timeout_s=deadline_s, headers=extra)
+                                     total_timeout_s=deadline_s, headers=extra, api=api)
         except (RuntimeError, OSError) as exc:
             r = StreamResult(url=url, outcome="reset", error=f"{type(exc).__name__}: {exc}")
         # t = 0 of a stream is its request write, right after its connect
@@ -56,7 +59,8 @@ async def streams_at_once(url: str, body: Mapping[str, Any], n: int, deadline_s:
     return Batch(list(results), n, time.perf_counter() - started, time.process_time() - cpu0)
 
 
-async def httpx_defaults_at_once(url: str, body: Mapping[str, Any], n: int, deadline_s: float) -> Batch:
+async def httpx_defaults_at_once(url: str, body: Mapping[str, Any], n: int, deadline_s: float,
+                                 api: str = DEFAULT_API) -> Batch:
     """What many load scripts do: one `httpx.AsyncClient()` with its defaults, N streams at once.
 
     httpx's default pool holds 100 connections and waits 5 s (its default timeout) for a free
@@ -65,6 +69,7 @@ async def httpx_defaults_at_once(url: str, body: Mapping[str, Any], n: int, dead
     """
     import httpx
 
+    spoken = client_api(api)
     started, cpu0 = time.perf_counter(), time.process_time()
 
     async def one(http: httpx.AsyncClient) -> StreamResult:
@@ -72,16 +77,16 @@ async def httpx_defaults_at_once(url: str, body: Mapping[str, Any], n: int, dead
         t0 = time.perf_counter()
         r.start_s = t0 - started
         try:
-            async with http.stream("POST", url, json=body) as response:
+            async with http.stream("POST", url, json=body, headers=spoken.headers()) as response:
                 r.status = response.status_code
                 r.ttfb_s = time.perf_counter() - t0
                 parser = SSEParser()
                 async for data in response.aiter_bytes():
                     t = time.perf_counter() - t0
-                    for item, payload, _ in parser.feed(data):
+                    for item, payload, name in parser.feed(data):
                         if item != "data":
                             continue
-                        kind, text, _, sent_at, _ = classify(payload)
+                        kind, text, _, sent_at, _ = spoken.classify(payload, name)
                         r.events.append(Event(t, len(r.events) + 1, kind, text,
                                               None if sent_at is None else time.time() - sent_at))
                         if kind == "content" and r.ttft_s is None:

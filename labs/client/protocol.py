@@ -33,7 +33,7 @@ from urllib.parse import urlencode, urlsplit
 
 import h11
 
-from labs.client.apis import client_api
+from labs.client.apis import DEFAULT_API, client_api
 from labs.client.decoding import decoder_for
 from labs.client.results import Event, StreamResult
 from labs.client.sse import SSEParser
@@ -77,7 +77,7 @@ class Options:
     proxy: str | None = None
     # The wire protocol (labs/client/apis: chat, responses, messages): how events are read, and
     # its fixed request headers (Messages' `anthropic-version`).
-    api: str = "chat"
+    api: str = DEFAULT_API
 
 
 @dataclass(frozen=True, slots=True)

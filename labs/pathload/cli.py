@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from labs import provenance
+from labs.client.apis import DEFAULT_API, add_api_option
 from labs.findings import EXIT_UNUSABLE, UnusableInput
 from labs.pathload.ramp import (LoadSettings, OwnPath, exit_status, findings, first_limit_hit,
                                 inconclusive_json, run_load, run_step, verdict)
@@ -45,6 +46,7 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--ramp", type=float, default=0.0, metavar="S",
                    help="spread a step's starts over S seconds (default 0: all at once)")
     p.add_argument("--api-key-env", metavar="VAR", help="environment variable holding the API key")
+    add_api_option(p.add_argument)
     p.add_argument("--model", metavar="M", help="model to ask for (default: the first listed)")
     p.add_argument("--lab-token-env", default="STREAMLAB_LAB_TOKEN", metavar="VAR",
                    help="environment variable holding the canary's lab token, sent as X-Lab-Token")
@@ -77,10 +79,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         settings = LoadSettings(streams=_streams(args.streams), tokens_per_s=args.rate,
                                 duration_s=args.duration, ramp_s=args.ramp,
                                 lab_token_env=args.lab_token_env, api_key_env=args.api_key_env,
-                                model=args.model)
+                                model=args.model, api=args.api)
         settings.check()
         if args.workers < 1:
             raise UnusableInput("--workers: at least 1")
+        if args.locust and args.api != DEFAULT_API:  # labs/load/locustfile.py reads chat's events
+            raise UnusableInput(f"--locust streams {DEFAULT_API} only: drop --api {args.api} or --locust")
         if args.locust:
             from labs.pathload.locust_run import require_locust
             require_locust()

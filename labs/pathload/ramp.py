@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Literal, Sequence
 from urllib.parse import urlsplit
 
+from labs.client.apis import DEFAULT_API, client_api
 from labs.client.durations import milliseconds
 from labs.findings import (EXIT_FAILURE, EXIT_INCONCLUSIVE, EXIT_OK, Finding, UnusableInput,
                            connection_limit)
@@ -50,6 +51,7 @@ class LoadSettings:
     lab_token_env: str = "STREAMLAB_LAB_TOKEN"
     api_key_env: str | None = None
     model: str | None = None
+    api: str = DEFAULT_API  # the wire protocol every stream speaks (labs/client/apis)
 
     def check(self) -> None:
         if not self.streams or any(n < 1 for n in self.streams):
@@ -72,7 +74,7 @@ class OwnPath:
     def __post_init__(self) -> None:
         self.probe = ProbePath.from_args([self.url], api_key_env=self.settings.api_key_env,
                                          lab_token_env=self.settings.lab_token_env,
-                                         model=self.settings.model)
+                                         model=self.settings.model, api=self.settings.api)
         self.url = self.probe.urls[0]
 
     @property
@@ -99,12 +101,10 @@ class OwnPath:
 
     def body(self) -> dict[str, Any]:
         tokens = self.tokens()
-        body: dict[str, Any] = {"model": self.probe.model, "messages": PROMPT, "stream": True,
-                                "max_tokens": tokens}
-        if self.canary:  # the canary paces each stream and stamps each event
-            body["lab"] = {"tokens_per_s": self.settings.tokens_per_s, "stamp": True,
-                           "script": script(tokens)}
-        return body
+        # The canary paces each stream and stamps each event.
+        lab = ({"tokens_per_s": self.settings.tokens_per_s, "stamp": True, "script": script(tokens)}
+               if self.canary else None)
+        return client_api(self.settings.api).body(self.probe.model or "", PROMPT, tokens, lab)
 
     def load_path(self) -> LoadPath:
         """The report's row group for this path."""
@@ -250,7 +250,8 @@ def run_step(path: OwnPath, n: int, tokens_per_s: float, baseline: StepResult | 
     tcp0 = tcp_counters()
     with Sampler({}, ports=[port] if port else []) as sampler, uvloop_runner() as runner, no_gc_pauses():
         batch = runner.run(streams_at_once(path.completions, path.body(), n, deadline,
-                                      headers=path.headers(), ramp_s=path.settings.ramp_s))
+                                      headers=path.headers(), ramp_s=path.settings.ramp_s,
+                                      api=path.settings.api))
     step = summarize(path.host, batch, path.tokens(), tokens_per_s, duration)
     finish_step(step, sampler, port, tcp0)
     step.limits = own_limits(step, baseline)

@@ -27,11 +27,11 @@ class ConnectionLimit:
 
     async def _burst(self, ctx: Context, hop: int, n: int) -> tuple[list[StreamResult], list[str]]:
         ids = [ctx.path.new_request_id() for _ in range(n)]
-        body = knobs.burst_body(ctx.path.model or "")
+        body = knobs.burst_body(ctx.path.model or "", ctx.path.api)
         ctx.progress(f"{n} concurrent streams through {ctx.path.urls[hop]}")
         results = await asyncio.gather(*(client.measure_stream(
             ctx.path.completions(hop), body, headers=ctx.path.headers(rid), accept_encoding=None,
-            **ctx.path.tls(), total_timeout_s=ctx.budget.cap(STREAM_TIMEOUT_S)) for rid in ids))
+            **ctx.path.client_options(), total_timeout_s=ctx.budget.cap(STREAM_TIMEOUT_S)) for rid in ids))
         return list(results), ids
 
     async def _origin_first_tokens(self, ctx: Context, hop: int, ids: list[str]) -> list[float | None]:

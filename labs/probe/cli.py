@@ -6,6 +6,7 @@ import json
 import sys
 from typing import Sequence
 
+from labs.client.apis import add_api_option
 from labs.findings import EXIT_UNUSABLE, UnusableInput
 from labs.probe.base import DEFAULT_BUDGET_S, DEFAULT_MAX_SILENCE_S, DEFAULT_MAX_STREAM_S, DEFAULT_STREAMS
 
@@ -38,6 +39,7 @@ def parser() -> argparse.ArgumentParser:
                    help=f"bound on the whole run; checks that do not fit are skipped "
                         f"(default {DEFAULT_BUDGET_S:g})")
     p.add_argument("--api-key-env", metavar="VAR", help="environment variable holding the API key")
+    add_api_option(p.add_argument)
     p.add_argument("--model", metavar="M", help="model to ask for (default: the first listed)")
     p.add_argument("--lab-token-env", default="STREAMLAB_LAB_TOKEN", metavar="VAR",
                    help="environment variable holding the canary's lab token, sent as X-Lab-Token "
@@ -76,7 +78,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                 args.urls, max_silence_s=args.max_silence, max_stream_s=args.max_stream,
                 streams=args.streams, budget_s=args.budget, api_key_env=args.api_key_env,
                 lab_token_env=args.lab_token_env, model=args.model, checks=args.checks,
-                progress=status.update, http1_only=args.http1_only, insecure=args.insecure)
+                progress=status.update, http1_only=args.http1_only, insecure=args.insecure,
+                api=args.api)
     except UnusableInput as exc:
         if fmt == "json":
             print(json.dumps({"urls": args.urls, "ok": False, "error": str(exc)}, indent=2))

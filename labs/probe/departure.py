@@ -41,7 +41,7 @@ class Disconnect:
 
     async def observe(self, ctx: Context, hop: int) -> Observation:
         pause = pause_for(ctx)
-        body = knobs.leave_body(ctx.path.model or "", pause)
+        body = knobs.leave_body(ctx.path.model or "", pause, ctx.path.api)
         tokens = len(knobs.LEAVE_SCRIPT.split())
         stream_s = tokens / knobs.LEAVE_TOKENS_PER_S + pause
         if not ctx.budget.allows(stream_s + 2):
@@ -54,7 +54,7 @@ class Disconnect:
         ctx.progress(f"leaving a stream after {knobs.LEAVE_AFTER_EVENTS} events through "
                      f"{ctx.path.urls[hop]}")
         result = await client.measure_stream(
-            ctx.path.completions(hop), body, headers=ctx.path.headers(request_id), **ctx.path.tls(),
+            ctx.path.completions(hop), body, headers=ctx.path.headers(request_id), **ctx.path.client_options(),
             accept_encoding=None, disconnect_after_events=knobs.LEAVE_AFTER_EVENTS,
             total_timeout_s=ctx.budget.cap(LEAVE_BY_S))
         if result.outcome not in ("disconnected", "timeout"):

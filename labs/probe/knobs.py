@@ -5,13 +5,15 @@ script, a token rate, a silence at a chosen place, a stamp on each event. The se
 behave the way that exposes faults (labs.lab.exposing, as verify asks it): no
 `X-Accel-Buffering: no` header and no heartbeats unless a check needs them.
 
-Against any other origin the body is an ordinary chat completion with `max_tokens`.
+Against any other origin the body is an ordinary request with a token limit. Every body is in the
+protocol the run speaks (`--api`: labs/client/apis builds it).
 """
 from __future__ import annotations
 
 import math
 from typing import Any, Mapping
 
+from labs.client.apis import DEFAULT_API, client_api
 from labs.lab import exposing
 from labs.lab.server import DEFAULT_SCRIPT, DEFAULT_TOKENS_PER_S
 
@@ -51,21 +53,20 @@ BURST_TOKENS_PER_S = 10.0
 BURST_SCRIPT = "A token stream should reach the reader one token at a time."
 
 
-def canary_body(model: str, lab: Mapping[str, Any], *, max_tokens: int = 1024) -> dict[str, Any]:
-    return {"model": model, "messages": PROMPT, "stream": True, "max_tokens": max_tokens,
-            "lab": {**exposing.EXPOSING, **lab}}
+def canary_body(model: str, lab: Mapping[str, Any], *, max_tokens: int = 1024,
+                api: str = DEFAULT_API) -> dict[str, Any]:
+    return client_api(api).body(model, PROMPT, max_tokens, {**exposing.EXPOSING, **lab})
 
 
-def plain_body(model: str) -> dict[str, Any]:
-    return {"model": model, "messages": PLAIN_PROMPT, "stream": True,
-            "max_tokens": PLAIN_MAX_TOKENS}
+def plain_body(model: str, api: str = DEFAULT_API) -> dict[str, Any]:
+    return client_api(api).body(model, PLAIN_PROMPT, PLAIN_MAX_TOKENS)
 
 
-def stream_body(model: str) -> dict[str, Any]:
-    return canary_body(model, STREAM_KNOBS)
+def stream_body(model: str, api: str = DEFAULT_API) -> dict[str, Any]:
+    return canary_body(model, STREAM_KNOBS, api=api)
 
 
-def silence_body(model: str, position: str, silence_s: float) -> dict[str, Any]:
+def silence_body(model: str, position: str, silence_s: float, api: str = DEFAULT_API) -> dict[str, Any]:
     """A short stream with one silence of `silence_s` at `position` (see silence.POSITIONS)."""
     lab: dict[str, Any] = {"script": SILENCE_SCRIPT, "tokens_per_s": SILENCE_TOKENS_PER_S}
     if position == "before-headers":
@@ -76,27 +77,27 @@ def silence_body(model: str, position: str, silence_s: float) -> dict[str, Any]:
         lab.update(pause_after_tokens=MID_STREAM_AFTER_TOKENS, pause_s=round(silence_s, 3))
     else:
         raise ValueError(f"unknown silence position {position!r}")
-    return canary_body(model, lab)
+    return canary_body(model, lab, api=api)
 
 
 def long_tokens(duration_s: float) -> int:
     return math.ceil(duration_s * LONG_TOKENS_PER_S)
 
 
-def long_body(model: str, duration_s: float) -> dict[str, Any]:
+def long_body(model: str, duration_s: float, api: str = DEFAULT_API) -> dict[str, Any]:
     """A stream of about `duration_s`, heartbeats on (`max_tokens` ends it; the script is ample)."""
     tokens = long_tokens(duration_s)
     words = DEFAULT_SCRIPT.split()
     script = " ".join(words[i % len(words)] for i in range(tokens + len(words)))
     return canary_body(model, {"script": script, "tokens_per_s": LONG_TOKENS_PER_S,
-                               "heartbeat_s": LONG_HEARTBEAT_S}, max_tokens=tokens)
+                               "heartbeat_s": LONG_HEARTBEAT_S}, max_tokens=tokens, api=api)
 
 
-def leave_body(model: str, pause_s: float) -> dict[str, Any]:
+def leave_body(model: str, pause_s: float, api: str = DEFAULT_API) -> dict[str, Any]:
     return canary_body(model, {"script": LEAVE_SCRIPT, "tokens_per_s": LEAVE_TOKENS_PER_S,
                                "pause_after_tokens": LEAVE_PAUSE_AFTER_TOKENS,
-                               "pause_s": round(pause_s, 3)})
+                               "pause_s": round(pause_s, 3)}, api=api)
 
 
-def burst_body(model: str) -> dict[str, Any]:
-    return canary_body(model, {"script": BURST_SCRIPT, "tokens_per_s": BURST_TOKENS_PER_S})
+def burst_body(model: str, api: str = DEFAULT_API) -> dict[str, Any]:
+    return canary_body(model, {"script": BURST_SCRIPT, "tokens_per_s": BURST_TOKENS_PER_S}, api=api)

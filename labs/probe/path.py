@@ -16,6 +16,8 @@ from urllib.parse import urlsplit
 
 import httpx
 
+from labs.client.apis import DEFAULT_API, client_api
+from labs.client.apis.base import bearer
 from labs.findings import UnusableInput
 
 Origin = Literal["streamlab", "other"]
@@ -60,11 +62,13 @@ class Path:
     records_ok: dict[int, bool] = field(default_factory=dict)
     slots: int | None = None  # the canary's engine slots, from its /healthz, when readable
     verify_tls: bool = True  # False (--insecure): a self-signed certificate on an https:// entry
+    api: str = DEFAULT_API  # the wire protocol every stream speaks (--api: labs/client/apis)
 
     @classmethod
     def from_args(cls, urls: Sequence[str], *, api_key_env: str | None = None,
                   lab_token_env: str | None = "STREAMLAB_LAB_TOKEN", model: str | None = None,
-                  environ: Mapping[str, str] | None = None, insecure: bool = False) -> "Path":
+                  environ: Mapping[str, str] | None = None, insecure: bool = False,
+                  api: str = DEFAULT_API) -> "Path":
         env = os.environ if environ is None else environ
         if not urls:
             raise UnusableInput("give at least one URL (the outermost entry of the path)")
@@ -77,15 +81,18 @@ class Path:
             if not api_key:
                 raise UnusableInput(f"--api-key-env {api_key_env}: that environment variable is not set")
         token = env.get(lab_token_env) if lab_token_env else None
+        try:
+            client_api(api)
+        except ValueError as exc:
+            raise UnusableInput(f"--api: {exc}") from None
         return cls(urls=checked, api_key=api_key, lab_token=token or None, model=model,
-                   verify_tls=not insecure)
+                   verify_tls=not insecure, api=api)
 
     # ---- what every request carries ------------------------------------------------------
 
     def headers(self, request_id: str | None = None) -> dict[str, str]:
-        headers: dict[str, str] = {}
-        if self.api_key:
-            headers["Authorization"] = f"Bearer {self.api_key}"
+        # The protocol's own (Messages: anthropic-version, the key as x-api-key; else Bearer).
+        headers: dict[str, str] = client_api(self.api).headers(self.api_key)
         if self.lab_token and self.origin == "streamlab":
             headers[LAB_TOKEN_HEADER] = self.lab_token
         if request_id:
@@ -93,14 +100,17 @@ class Path:
         return headers
 
     def completions(self, hop: int = 0) -> str:
-        return self.urls[hop] + "/chat/completions"
+        """Where every stream is POSTed through entry `hop`: the protocol's route under the base URL."""
+        return self.urls[hop] + client_api(self.api).path.removeprefix("/v1")
 
-    def tls(self) -> dict[str, bool]:
-        """The measuring client's TLS option (labs.client Options) for every stream."""
-        return {"verify_tls": self.verify_tls}
+    def client_options(self) -> dict[str, Any]:
+        """The measuring client's options (labs.client Options) for every stream: TLS, protocol."""
+        return {"verify_tls": self.verify_tls, "api": self.api}
 
     def _http(self) -> httpx.AsyncClient:
-        return httpx.AsyncClient(timeout=GET_TIMEOUT_S, headers=self.headers(), verify=self.verify_tls)
+        # The JSON GETs (/v1/models, the lab's records) are OpenAI's: the key as a Bearer token.
+        headers = {**self.headers(), **bearer(self.api_key)}
+        return httpx.AsyncClient(timeout=GET_TIMEOUT_S, headers=headers, verify=self.verify_tls)
 
     @staticmethod
     def new_request_id() -> str:

@@ -15,6 +15,7 @@ from __future__ import annotations
 import asyncio
 from typing import Any, Sequence
 
+from labs.client.apis import DEFAULT_API
 from labs.findings import BY_ID, FindingKind, UnusableInput
 from labs.probe.base import (DEFAULT_BUDGET_S, Budget, CannotTell, Context, Observation, OutOfBudget,
                              Progress, Settings, failed, not_run, skipped)
@@ -136,11 +137,12 @@ def probe_path(urls: Sequence[str], *, max_silence_s: float | None = None, max_s
                streams: int | None = None, budget_s: float | None = None, api_key_env: str | None = None,
                lab_token_env: str | None = "STREAMLAB_LAB_TOKEN", model: str | None = None,
                checks: Sequence[str] | None = None, progress: Progress | None = None,
-               http1_only: bool = False, insecure: bool = False) -> ProbeReport:
+               http1_only: bool = False, insecure: bool = False, api: str = DEFAULT_API) -> ProbeReport:
     """Probe a path (OpenAI base URLs, outermost first); UnusableInput when it cannot be used.
 
     `http1_only`: no HTTP/2 comparison of the streaming checks on an https:// entry that offers
-    h2; `insecure`: accept any certificate (a self-signed one on a test entry)."""
+    h2; `insecure`: accept any certificate (a self-signed one on a test entry); `api`: the wire
+    protocol every stream speaks (labs/client/apis)."""
     defaults = Settings()
     settings = Settings(
         max_silence_s=defaults.max_silence_s if max_silence_s is None else max_silence_s,
@@ -154,6 +156,6 @@ def probe_path(urls: Sequence[str], *, max_silence_s: float | None = None, max_s
     if settings.streams < 1:
         raise UnusableInput(f"--streams must be at least 1, got {settings.streams}")
     path = Path.from_args(urls, api_key_env=api_key_env, lab_token_env=lab_token_env, model=model,
-                          insecure=insecure)
+                          insecure=insecure, api=api)
     budget = Budget(budget_s)
     return run_async(probe_async(path, settings, budget, checks, progress))

@@ -44,9 +44,9 @@ class Try:
 async def try_silence(ctx: Context, hop: int, position: str, silence_s: float) -> Try:
     ctx.progress(f"{silence_s:.2f} s of silence {PLACE[position]} through {ctx.path.urls[hop]}")
     result = spent(ctx, await client.measure_stream(
-        ctx.path.completions(hop), knobs.silence_body(ctx.path.model or "", position, silence_s),
+        ctx.path.completions(hop), knobs.silence_body(ctx.path.model or "", position, silence_s, ctx.path.api),
         headers=ctx.path.headers(), accept_encoding=None, read_timeout_s=silence_s + CLIENT_SLACK_S,
-        **ctx.path.tls(), total_timeout_s=ctx.budget.cap(silence_s + 2 * CLIENT_SLACK_S)))
+        **ctx.path.client_options(), total_timeout_s=ctx.budget.cap(silence_s + 2 * CLIENT_SLACK_S)))
     verdict = judge_try(result, silence_s)
     return Try(round(silence_s, 3), not verdict.fault and not verdict.untold, ended(result),
                verdict.limit_s, verdict.untold)
@@ -156,9 +156,9 @@ class TotalTimeout:
     async def _long(self, ctx: Context, hop: int, duration_s: float) -> StreamResult:
         ctx.progress(f"a {duration_s:.1f} s stream (heartbeats on) through {ctx.path.urls[hop]}")
         return spent(ctx, await client.measure_stream(
-            ctx.path.completions(hop), knobs.long_body(ctx.path.model or "", duration_s),
+            ctx.path.completions(hop), knobs.long_body(ctx.path.model or "", duration_s, ctx.path.api),
             headers=ctx.path.headers(), accept_encoding=None, read_timeout_s=CLIENT_SLACK_S,
-            **ctx.path.tls(), total_timeout_s=ctx.budget.cap(duration_s + 3 * CLIENT_SLACK_S)))
+            **ctx.path.client_options(), total_timeout_s=ctx.budget.cap(duration_s + 3 * CLIENT_SLACK_S)))
 
     async def observe(self, ctx: Context, hop: int) -> Observation:
         # A little past --max-stream, so a limit of exactly that length still shows.

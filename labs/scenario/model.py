@@ -11,6 +11,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Awaitable, Callable, Literal, Mapping, Sequence
 
+from labs.client.apis import DEFAULT_API
 from labs.findings import FindingKind
 from labs.client.results import StreamResult
 from labs.lab.server import DEFAULT_SCRIPT, DEFAULT_TOKENS_PER_S
@@ -67,6 +68,8 @@ class Workload:
     streams / concurrency: how many requests in all, and how many at once.
     sequential: one after another on fresh client connections (upstream keepalive shows).
     disconnect_after_events: the client closes the socket after that many content events.
+    api: the wire protocol every request speaks (labs/client/apis: chat, responses, messages):
+        the request's body, its path and how the client reads its events.
     driver: a custom client sequence instead of the above, for workloads no count describes
         (e.g. some clients leave early while others arrive): called as
         `await driver(url, body, workload, client_options)`, returns every stream's result.
@@ -87,6 +90,7 @@ class Workload:
     # while streams run: nginx SIGHUP, HAProxy master-worker SIGUSR2); None: no reload.
     reload_at_s: float | None = None
     driver: "Driver | None" = None
+    api: str = DEFAULT_API
 
     @property
     def interval_s(self) -> float:

@@ -17,6 +17,7 @@ from typing import Any, Callable, Iterator, Mapping, Sequence
 
 from labs import client, provenance
 from labs.client import libraries
+from labs.client.apis import client_api
 from labs.client.results import StreamResult
 from labs.client.peaks import GaugePeaks
 from labs.scenario.manifest_hop import manifest_hop
@@ -29,6 +30,7 @@ from proxies.apps import is_app
 from proxies.kinds import choose_releases, has_admin
 from proxies.releases import CHOICE_VARIABLE
 from proxies.runtime.base import RunningProxy, Runtime
+from server.apis.table import CHAT
 from server.launcher import ServerHandle
 from server.processes import free_port
 from server.signals import run_async
@@ -196,13 +198,14 @@ class Lab:
         server = self.server(variant.server_args, variant.server_nofile)
         started = time.monotonic()
         body = self.request_body(scenario.workload, variant)
-        options = {**scenario.workload.client, **variant.client}
-        url = self.entry_url(scenario, name, hops) + "/v1/chat/completions"
+        api = client_api(scenario.workload.api)
+        options = {"api": api.name, **scenario.workload.client, **variant.client}
+        url = self.entry_url(scenario, name, hops) + api.path
         # A forward proxy in front (an app hop that has an origin, Privoxy): the client asks it
         # for the origin's URL, as a client with HTTP_PROXY set does. Proxies have no such origin.
         origin = getattr(hops[0], "forward_origin", None) if hops else None
         if origin:
-            url, options = origin + "/v1/chat/completions", {**options, "proxy": hops[0].url}
+            url, options = origin + api.path, {**options, "proxy": hops[0].url}
         gauges = sorted({gauge for check in scenario.checks(name) for gauge in check.samples})
         with GaugePeaks(server.host, server.port, gauges, _sample_interval(scenario.workload)) as peaks:
             before = server.metrics()
@@ -267,15 +270,15 @@ class Lab:
         entries.append((f"{len(hops) + 1}. direct to the server", server.url))
         measured = {}
         for label, url in entries:
-            result = run_async(client.measure_stream(url + "/v1/chat/completions", body, **options))
+            result = run_async(client.measure_stream(url + client_api(options["api"]).path, body, **options))
             measured[label] = [result]
         return measured
 
 
 def request_body(workload: Workload, variant: Variant, model: str) -> dict[str, Any]:
-    """The chat-completion body every stream of this variant sends (a driver may vary it)."""
-    return {"model": model, "messages": PROMPT, "stream": True, "max_tokens": 1024,
-            **workload.request, **variant.request, "lab": workload.knobs(variant.lab)}
+    """The body every stream of this variant sends, in the workload's protocol (a driver may vary it)."""
+    return client_api(workload.api).body(model, PROMPT, 1024, workload.knobs(variant.lab),
+                                         **{**workload.request, **variant.request})
 
 
 def _sample_interval(workload: Workload) -> float:
@@ -291,6 +294,8 @@ async def drive(url: str, body: dict[str, Any], workload: Workload,
     opts = dict(options)
     if "library" in opts:
         library, headers = str(opts.pop("library")), opts.pop("headers", None)
+        if opts.pop("api", workload.api) != CHAT.name:  # labs.client.libraries reads chat streams
+            raise ValueError(f"client library {library!r} measures chat streams only, not {workload.api}")
         # Its own options only (measure_stream names an unknown one).
         return [await libraries.measure_stream(library, url, body, headers, **opts)]
     if workload.disconnect_after_events is not None:

@@ -6,6 +6,7 @@ import sys
 from pathlib import Path
 from typing import Sequence
 
+from labs.client.apis import add_api_option
 from labs.findings import EXIT_UNUSABLE, UnusableInput
 from labs.verify.readers import PROXIES, READERS
 from labs.verify.trials import CHECK_NAMES
@@ -55,6 +56,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="text: tables (default); json: one document; sarif: a SARIF 2.1.0 log "
                              "(code scanning); github: GitHub Actions annotations")
     parser.add_argument("--json", action="store_true", help="the same as --format json")
+    add_api_option(parser.add_argument)
 
     route = parser.add_argument_group("which route (default: the one that serves the chat API, said in the output)")
     route.add_argument("--path", default=None, metavar="PATH",
@@ -109,7 +111,7 @@ def run(args: argparse.Namespace) -> int:
     # In every format but text stdout is the document alone: progress and errors go to stderr.
     console = Console(stderr=fmt != "text")
     try:
-        wanted = RouteWanted(args.path, args.host, args.main, args.proxy_version)
+        wanted = RouteWanted(args.path, args.host, args.main, args.proxy_version, api=args.api)
         headers = headers_from(args.header)
         with console.status("verify: starting") as status:
             report = verify_config(args.file, proxy=args.proxy, max_silence_s=args.max_silence,

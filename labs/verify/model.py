@@ -12,6 +12,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from labs.client.apis import DEFAULT_API, client_api
 from labs.findings import FindingKind, PathReport, UnusableInput
 
 ROUTE_METHOD, ROUTE_PATH = "POST", "/v1/chat/completions"
@@ -55,6 +56,7 @@ class RouteWanted:
     # --header: what routing may look at (an Envoy header matcher, an HAProxy hdr() ACL); the
     # values are credentials: never in a repr, a report or the output.
     headers: tuple[tuple[str, str], ...] = field(default=(), repr=False, compare=False)
+    api: str = DEFAULT_API  # the wire protocol the trials speak (--api): its path is the route's
 
     def at(self, path: str, host: str | None) -> "RouteWanted":
         """The same request, at the route the reading chose (what the rewrite must keep reachable)."""
@@ -68,8 +70,11 @@ class RouteWanted:
 
     @property
     def paths(self) -> tuple[str, ...]:
-        """The paths to try, in order: the one asked for, else the usual API paths."""
-        return (self.path,) if self.path else API_PATHS
+        """The paths to try, in order: the one asked for, else the usual API paths, each with the
+        protocol's own route in place of `/chat/completions` (`/api/v1/messages`, ...)."""
+        tail = client_api(self.api).path.removeprefix("/v1")
+        return (self.path,) if self.path else tuple(
+            dict.fromkeys(p.removesuffix("/chat/completions") + tail for p in API_PATHS))
 
 
 def display_path(file: str | Path) -> str:

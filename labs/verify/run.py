@@ -178,7 +178,7 @@ def verify_config(path: Path, *, proxy: str | None = None, max_silence_s: float 
             server = stack.enter_context(running_server(server_args(streams), port=lab_port))
         say(f"starting {proxy} on 127.0.0.1:{rewritten.listen_port}")
         proxy_run = stack.enter_context(running(rewritten, runtime))
-        measured = _measure(proxy_run, server, options, selected, say, reading, headers)
+        measured = _measure(proxy_run, server, options, selected, say, reading, headers, wanted.api)
         report.checks = [CheckOutcome(m.name, m.passed, m.observed, kind=m.kind, skipped=m.skipped, ran=m.ran)
                          for m in measured]
         report.checks.append(_loopback_check(proxy_run, server.port))
@@ -217,11 +217,12 @@ def _selected(checks: Sequence[str] | None, quick: bool, suspected: list, option
 
 
 def _measure(proxy_run: RunningConfig, server: ServerHandle, options: Options, selected: list[str],
-             say: Progress, reading: Reading, extra_headers: dict[str, str]) -> list[dynamic.Measured]:
+             say: Progress, reading: Reading, extra_headers: dict[str, str], api: str) -> list[dynamic.Measured]:
     host = proxy_run.rewritten.host_header or reading.host
     headers = {**extra_headers, **({"Host": host} if host else {})}
     target = dynamic.Target(proxy_run.url, server, served_model(server.url), options, headers,
-                            path=reading.path, heartbeats_to_notice=heartbeats_to_notice(reading.proxy))
+                            path=reading.path, heartbeats_to_notice=heartbeats_to_notice(reading.proxy),
+                            api=api)
 
     async def everything() -> list[dynamic.Measured]:
         results: dict[str, dynamic.Measured] = {}

@@ -17,6 +17,8 @@ from typing import Any, Awaitable, Callable
 
 from labs import client
 from labs.client.alpn import negotiate
+from labs.client.apis import DEFAULT_API, client_api
+from labs.client.apis.base import Prompt
 from labs.client.results import StreamResult
 from labs.findings import (Evidence, FindingKind, Pacing, UnusableInput, Verdict, buffering, coalescing,
                            compression, connection_limit, departure, idle_timeout, total_timeout)
@@ -59,19 +61,21 @@ class Target:
     heartbeats_to_notice: int = 1
     # Streams through the entry cut just after they started, each measured again (early_cut.py).
     retried: list[Retried] = field(default_factory=list)
+    api: str = DEFAULT_API  # the wire protocol of every trial's request (labs/client/apis)
 
-    def body(self, lab: dict[str, Any] | None = None, **request: Any) -> dict[str, Any]:
+    def body(self, lab: dict[str, Any] | None = None, *, prompt: Prompt = PROMPT, max_tokens: int = 1024,
+             **request: Any) -> dict[str, Any]:
         fields = {"script": DEFAULT_SCRIPT, "tokens_per_s": TOKENS_PER_S, **exposing.EXPOSING,
                   **(lab or {})}
-        return {"model": self.model, "messages": PROMPT, "stream": True, "max_tokens": 1024,
-                **request, "lab": fields}
+        return client_api(self.api).body(self.model, prompt, max_tokens, fields, **request)
 
     async def measure(self, body: dict[str, Any], *, url: str | None = None, **options: Any) -> StreamResult:
         options.setdefault("headers", self.headers)
         options.setdefault("accept_encoding", None)
         options.setdefault("verify_tls", False)  # a TLS entry here serves the run's own self-signed pair
+        options.setdefault("api", self.api)
         # Straight to the server (the baseline), the API's own path; through the entry, the route's.
-        target = url + ROUTE_PATH if url else self.url + self.path
+        target = url + client_api(self.api).path if url else self.url + self.path
         result = await client.measure_stream(target, body, **options)
         return result if url else await self.again_if_cut(result, body, **options)
 
@@ -275,10 +279,9 @@ async def concurrent_streams(target: Target) -> Measured:
     script = " ".join(["A token stream should reach the reader one token at a time."] * 2)
     # One prompt each, as users send: identical requests would meet a cache lock (proxy_cache_lock
     # queues requests with one key) that different prompts never do.
-    bodies = [{**target.body({"script": script}), "messages": [{"role": "user", "content": f"Stream {i}: "
-                                                                  f"{PROMPT[0]['content']}"}]} for i in range(count)]
+    bodies = [target.body({"script": script}, prompt=f"Stream {i}: {PROMPT[0]['content']}") for i in range(count)]
     options: dict[str, Any] = {"headers": target.headers, "accept_encoding": None, "read_timeout_s": 30.0,
-                               "total_timeout_s": 60.0, "verify_tls": False}
+                               "total_timeout_s": 60.0, "verify_tls": False, "api": target.api}
     results = await client.measure_many(target.url + target.path, bodies, count, deadline_s=90.0, **options)
     # A stream cut just after its headers is the early cut (told by run_trial), never a limit on
     # connections: measured again alone, so the connection-limit judge reads whole streams.
