@@ -4,7 +4,7 @@
     batch = await run_many(url, bodies, concurrency=100, deadline_s=60)  # many, and their cost
 
 It knows nothing of proxies or of the server's internals: it POSTs a body to an OpenAI-compatible
-URL and records what arrives. How a connection is read, and what counts as which outcome, is its
+(or Anthropic Messages) URL and records what arrives. How a connection is read, and what counts as which outcome, is its
 protocol (labs/client/protocol.py). `python -m labs.client URL` runs it on its own (labs/client/cli.py).
 """
 
@@ -75,10 +75,12 @@ def _encode(body: Mapping[str, Any] | bytes) -> bytes:
 
 
 async def measure_stream(url: str, body: Mapping[str, Any] | bytes, **options: Any) -> StreamResult:
-    """Send one request to `url` (the full /v1/chat/completions URL) and measure its stream.
+    """Send one request to `url` (the full URL: /v1/chat/completions, or the path of `api`) and
+    measure its stream.
 
     `options` are the fields of `Options`: mode, read_timeout_s, total_timeout_s,
-    connect_timeout_s, headers, accept_encoding, disconnect_after_events.
+    connect_timeout_s, headers, accept_encoding, disconnect_after_events, api (chat, responses,
+    messages: labs/client/apis).
     """
     opts = Options(**options)
     deadline = time.perf_counter() + (opts.total_timeout_s if opts.total_timeout_s is not None else math.inf)

@@ -12,13 +12,14 @@ What counts as what (see `labs.client.results.Outcome`):
 - `reset`: the OS reported ECONNRESET / EPIPE / ECONNABORTED at any time, or the connection
   closed before a complete status line and headers (there is no HTTP response to judge).
 - `truncated`: response headers arrived, then the connection closed (FIN) or the body ended
-  without the protocol's terminal event (`[DONE]`, `response.completed`, `message_stop`). An orderly close in the middle of a chunk is still a FIN, so it is
-  `truncated`; `body_complete` tells whether the HTTP framing itself was finished.
+  without the protocol's terminal event (`[DONE]`, `response.completed`, `message_stop`). An
+  orderly close in the middle of a chunk is still a FIN, so it is `truncated`; `body_complete`
+  tells whether the HTTP framing itself was finished.
 - `timeout`: `read_timeout_s` passed with no byte (measured like httpx's read timeout, from the
   request or the previous read), or the total deadline (from the call, connect included).
 - Precedence when several apply: http-error, disconnected, error-in-band, complete (saw the
   terminal event), timeout, reset, truncated. A timeout after it is still `complete`.
-Which protocol the events follow (`Options.api`) is read from labs/client/apis/.
+Which protocol the events follow is `Options.api` (labs/client/apis/: its classifier, its headers).
 """
 
 from __future__ import annotations

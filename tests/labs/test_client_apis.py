@@ -217,3 +217,37 @@ def test_messages_body_moves_a_system_prompt_to_its_field() -> None:
     body = client_api("messages").body("tiny", [{"role": "system", "content": "Be brief."},
                                                 {"role": "user", "content": "hi"}], 5)
     assert body["system"] == "Be brief." and body["messages"] == [{"role": "user", "content": "hi"}]
+
+
+@pytest.mark.parametrize("api", API_NAMES)
+def test_measure_stream_speaks_each_protocol_over_a_socket(api: str) -> None:
+    """The canned stream written by a loopback server, a pause before each delta: the request
+    carries the protocol's path and headers, and the stream is read as above on a real clock."""
+    from labs.client import measure_stream
+
+    canned, pause = CANNED[api](TEXTS), 0.05
+    seen: list[bytes] = []
+
+    async def answer(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        seen.append(await reader.readuntil(b"\r\n\r\n"))
+        writer.write(HEAD + b"".join(canned.before))
+        for delta in canned.deltas:
+            await asyncio.sleep(pause)
+            writer.write(delta)
+        writer.write(b"".join(canned.after))
+        writer.close()
+
+    async def run() -> StreamResult:
+        server = await asyncio.start_server(answer, "127.0.0.1", 0)
+        port = server.sockets[0].getsockname()[1]
+        async with server:
+            spoken = client_api(api)
+            return await measure_stream(f"http://127.0.0.1:{port}{spoken.path}", spoken.body("tiny", "hi", 5),
+                                        api=api, read_timeout_s=5.0, total_timeout_s=10.0)
+
+    r = asyncio.run(run())
+    head = seen[0].decode().lower()
+    assert head.startswith(f"post {client_api(api).path} ") and ("anthropic-version" in head) == (api == "messages")
+    assert r.outcome == "complete" and r.text == "".join(TEXTS)
+    # The lifecycle events came at once, the first token a pause later: TTFT is the token's.
+    assert r.events[0].kind != "content" and r.ttft_s - r.events[0].t >= pause * 0.8
