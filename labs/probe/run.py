@@ -102,7 +102,8 @@ async def probe_async(path: Path, settings: Settings, budget: Budget, checks: Se
     await path.detect()
     ctx = Context(path, settings, budget, progress)
     report = ProbeReport(urls=list(path.urls), origin=path.origin)
-    report.measurements["origin"] = {"owned_by": path.owner, "model": path.model, "slots": path.slots}
+    report.measurements["origin"] = {"owned_by": path.owner, "model": path.model, "slots": path.slots,
+                                     "api": path.api}
     observed: list[tuple[Any, Observation]] = []
     for phase, together in PHASES:
         todo = [c for c in phase if c.name in chosen]
