@@ -58,7 +58,7 @@ def print_report(report: VerifyReport, console: Console) -> None:
     console.print(f"[bold]{report.proxy}[/bold] {report.file}: {report.route}")
     if report.measured_on:
         console.print(report.measured_on["said"], highlight=False)
-    settings = Table(title="settings in effect for POST /v1/chat/completions", show_header=True,
+    settings = Table(title=f"settings in effect for POST {report.path}", show_header=True,
                      header_style="bold")
     for column in ("setting", "value", "where"):
         settings.add_column(column)
