@@ -33,7 +33,6 @@ class ClientApi:
     body: BodyBuilder
     classify: Classifier
     auth_headers: Callable[[Union[str, None]], dict[str, str]]  # the API key's header(s)
-    terminal: str  # the event that completes a stream, as docs and messages name it
     fixed_headers: Mapping[str, str] = field(default_factory=dict)  # sent on every request
     heartbeat_events: frozenset[str] = frozenset()
 

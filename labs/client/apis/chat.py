@@ -18,4 +18,4 @@ def body(model: str, prompt: Prompt, max_tokens: int, lab: Mapping[str, Any] | N
                      "max_tokens": max_tokens}, fields, lab)
 
 
-API = ClientApi(api=CHAT, body=body, classify=classify, auth_headers=bearer, terminal="data: [DONE]")
+API = ClientApi(api=CHAT, body=body, classify=classify, auth_headers=bearer)

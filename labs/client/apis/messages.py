@@ -64,5 +64,5 @@ def classify(payload: str, event_name: str | None = None) -> Classified:
 
 
 API = ClientApi(api=MESSAGES, body=body, classify=classify, auth_headers=api_key_header,
-                terminal="message_stop", fixed_headers={"anthropic-version": ANTHROPIC_VERSION},
+                fixed_headers={"anthropic-version": ANTHROPIC_VERSION},
                 heartbeat_events=frozenset({"ping"}))

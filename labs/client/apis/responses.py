@@ -50,4 +50,4 @@ def classify(payload: str, event_name: str | None = None) -> Classified:
     return lifecycle(kind, sent_at)
 
 
-API = ClientApi(api=RESPONSES, body=body, classify=classify, auth_headers=bearer, terminal=TERMINAL[0])
+API = ClientApi(api=RESPONSES, body=body, classify=classify, auth_headers=bearer)
