@@ -34,7 +34,8 @@ async def measure(ctx: Context, hop: int, *, gzip: bool, http2: bool = False) ->
                      f"({'Accept-Encoding: gzip' if gzip else 'no Accept-Encoding'})")
         ctx.budget.need(FLOW_NEEDS_S, "a short stream")
         model = ctx.path.model or ""
-        body = knobs.stream_body(model, ctx.path.api) if ctx.path.origin == "streamlab" else knobs.plain_body(model, ctx.path.api)
+        api = ctx.path.api
+        body = knobs.stream_body(model, api) if ctx.path.origin == "streamlab" else knobs.plain_body(model, api)
         result = await client.measure_stream(
             ctx.path.completions(hop), body,
             headers=ctx.path.headers(), **ctx.path.client_options(), accept_encoding=GZIP if gzip else None,
