@@ -4,8 +4,9 @@
     batch = await run_many(url, bodies, concurrency=100, deadline_s=60)  # many, and their cost
 
 It knows nothing of proxies or of the server's internals: it POSTs a body to an OpenAI-compatible
-(or Anthropic Messages) URL and records what arrives. How a connection is read, and what counts as which outcome, is its
-protocol (labs/client/protocol.py). `python -m labs.client URL` runs it on its own (labs/client/cli.py).
+(or Anthropic Messages) URL and records what arrives. How a connection is read, and what counts as
+which outcome, is its protocol (labs/client/protocol.py); how each wire protocol's events read is
+labs/client/apis/. `python -m labs.client URL` runs it on its own (labs/client/cli.py).
 """
 
 from __future__ import annotations
