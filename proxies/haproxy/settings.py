@@ -7,7 +7,7 @@ from pydantic import Field
 
 from proxies.base import ProxySettings, setting
 from proxies.errors import ERRORS, ProxyError, errors_for, json_errors_setting
-from proxies.types import HaproxyDuration, MimeType
+from proxies.types import HaproxyDuration, MimeType, Port
 
 DOCS = "https://docs.haproxy.org/2.6/configuration.html"
 
@@ -92,6 +92,23 @@ class HaproxySettings(ProxySettings):
     # Server-side connection reuse.
     http_reuse: Literal["never", "safe", "aggressive", "always"] = setting(
         "safe", "when idle server connections are shared between requests", f"{DOCS}#4.2-http-reuse")
+
+    # Replicas: an MCP origin runs several (the model server runs once), and which one a request
+    # reaches decides whether its session is known there.
+    upstream_replica_ports: tuple[Port, ...] = Field(
+        (), max_length=7, description="further replicas of the upstream, each a `server` line of its own on "
+        f"the upstream's host at these ports ({DOCS}#4.2-server)", json_schema_extra={"docs": f"{DOCS}#4.2-server"})
+    balance: Literal["roundrobin", "hdr(Mcp-Session-Id)", "source"] = setting(
+        "roundrobin", "how a request picks a server: in turn, by a hash of the `Mcp-Session-Id` header "
+                      "(a request without it, such as initialize, goes round-robin), or by the client's address",
+        f"{DOCS}#4.2-balance")
+    session_stick_table: bool = setting(
+        False, "learn each `Mcp-Session-Id` from the response that hands it out and send every request "
+               "carrying it to that server (a stick table: `stick store-response` / `stick match`)",
+        f"{DOCS}#4.2-stick%20store-response")
+    affinity_cookie: bool = setting(
+        False, "insert a cookie naming the server that answered, and send a request carrying it back there "
+               "(for clients that keep cookies)", f"{DOCS}#4.2-cookie")
 
     @property
     def length_required(self) -> ProxyError:

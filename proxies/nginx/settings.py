@@ -10,7 +10,7 @@ from pydantic import Field, field_validator, model_validator
 from proxies.base import ProxySettings, setting
 from proxies.errors import ERRORS, ProxyError, json_errors_setting
 from proxies.tls import fill_certificate
-from proxies.types import FilePath, HeaderValue, MimeType, NginxDuration, NginxSize, SslSessionCache
+from proxies.types import FilePath, HeaderValue, MimeType, NginxDuration, NginxSize, Port, SslSessionCache
 
 CORE = "https://nginx.org/en/docs/ngx_core_module.html"
 EVENTS = "https://nginx.org/en/docs/ngx_core_module.html"
@@ -100,6 +100,15 @@ class NginxSettings(ProxySettings):
         1, ge=1, le=8, description="`server` lines in the upstream block, each the lab's one server: "
         "nginx takes each line as a peer of its own, as it would two replicas, so a retry goes to the "
         f"next line ({UPSTREAM}#server)", json_schema_extra={"docs": f"{UPSTREAM}#server"})
+    upstream_replica_ports: tuple[Port, ...] = Field(
+        (), max_length=7, description="further replicas of the upstream, each a `server` line of its own "
+        "on the upstream's host at these ports (an MCP origin's replicas; the model server runs once) "
+        f"({UPSTREAM}#server)", json_schema_extra={"docs": f"{UPSTREAM}#server"})
+    upstream_hash: Literal["$http_mcp_session_id", "$http_mcp_session_id consistent", "$remote_addr"] | None = setting(
+        None, "balance by a hash of this key instead of round-robin (`consistent`: ketama, few keys move "
+              "when a peer is added). `$http_mcp_session_id` keeps an MCP session's later requests together "
+              "but not with its initialize, which carries no id (an empty key is balanced round-robin); "
+              "`$remote_addr` keeps each client address on one peer", f"{UPSTREAM}#hash")
     proxy_next_upstream: tuple[NextUpstream, ...] = Field(
         ("error", "timeout"), min_length=1, description="the failures nginx retries on the next peer; "
         "`non_idempotent` lets it resend a POST that already reached a server (nginx's default never "

@@ -1,0 +1,108 @@
+"""One MCP origin process: the official SDK's server (`mcp.server.mcpserver.MCPServer`) with a slow
+tool that reports progress, its Streamable HTTP app at `/mcp`, and a record of every request.
+
+The record is what a scenario counts: `GET /lab/requests` answers every request this process saw
+on `/mcp` (its replica number, the HTTP method, the JSON-RPC method, the tool's name, the session
+id it carried or was given, the status it was answered with), oldest first; `/healthz` says it
+is up. Neither is part of MCP; both are loopback-only like everything the lab binds.
+"""
+from __future__ import annotations
+
+import json
+import time
+from typing import Any
+
+import anyio
+from mcp.server.mcpserver import Context, MCPServer
+from mcp.server.transport_security import TransportSecuritySettings
+from sse_starlette import EventSourceResponse
+from starlette.requests import Request
+from starlette.responses import JSONResponse, PlainTextResponse
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from server.mcp.knobs import OriginKnobs
+
+MCP_PATH = "/mcp"
+RECORDS_PATH = "/lab/requests"
+HEALTH_PATH = "/healthz"
+SLOW_TOOL = "slow_task"
+SESSION_HEADER = b"mcp-session-id"
+
+
+def build(knobs: OriginKnobs) -> "RecordingApp":
+    """The ASGI app of one origin process with these knobs."""
+    # The SDK builds each SSE response with sse-starlette's default ping interval (it passes
+    # none); 0 turns the pings off (sse-starlette skips its ping task then, Issue #206).
+    EventSourceResponse.DEFAULT_PING_INTERVAL = knobs.keepalive_s  # type: ignore[assignment]
+    server = MCPServer(name="streamlab-mcp-origin", version="1")
+
+    @server.tool(name=SLOW_TOOL, description="Works for a while, reporting progress as it goes.")
+    async def slow_task(ctx: Context) -> str:
+        steps = max(1, round(knobs.duration_s / knobs.progress_interval_s))
+        await anyio.sleep(knobs.first_progress_delay_s)
+        for step in range(1, steps + 1):
+            await ctx.report_progress(step, steps, f"step {step} of {steps}")
+            await anyio.sleep(knobs.progress_interval_s)
+        return f"done after {steps} steps on replica {knobs.replica}"
+
+    records: list[dict[str, Any]] = []
+
+    @server.custom_route(HEALTH_PATH, methods=["GET"])
+    async def healthz(request: Request) -> PlainTextResponse:
+        return PlainTextResponse("ok")
+
+    @server.custom_route(RECORDS_PATH, methods=["GET"])
+    async def recorded(request: Request) -> JSONResponse:
+        return JSONResponse(records)
+
+    # The SDK turns on its DNS-rebinding check (Host must be 127.0.0.1:*, else 421) when told it
+    # binds loopback (mcp/server/lowlevel/server.py); a deployed origin behind a proxy binds its
+    # network address, where the check is off, and a proxy's Host (nginx: the upstream's name)
+    # reaches it. The lab binds loopback for safety only, so it keeps the deployed behaviour.
+    app = server.streamable_http_app(streamable_http_path=MCP_PATH, json_response=knobs.json_response,
+                                     stateless_http=not knobs.sessions,
+                                     transport_security=TransportSecuritySettings(
+                                         enable_dns_rebinding_protection=False))
+    return RecordingApp(app, knobs.replica, records)
+
+
+class RecordingApp:
+    """ASGI middleware: one record per request on `/mcp`, written when its status is sent."""
+
+    def __init__(self, app: ASGIApp, replica: int, records: list[dict[str, Any]]) -> None:
+        self.app, self.replica, self.records = app, replica, records
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http" or scope["path"].rstrip("/") != MCP_PATH:
+            await self.app(scope, receive, send)
+            return
+        body = bytearray()
+        sent_session = dict(scope["headers"]).get(SESSION_HEADER)
+
+        async def reading() -> Message:
+            message = await receive()
+            if message["type"] == "http.request":
+                body.extend(message.get("body", b""))
+            return message
+
+        async def sending(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                given = dict(message.get("headers", [])).get(SESSION_HEADER)
+                self.records.append(record(self.replica, scope["method"], bytes(body), sent_session or given,
+                                           int(message["status"])))
+            await send(message)
+
+        await self.app(scope, reading, sending)
+
+
+def record(replica: int, http_method: str, body: bytes, session: bytes | None, status: int) -> dict[str, Any]:
+    """One request as the scenario counts it (a body that is not one JSON-RPC message: no method)."""
+    try:
+        message = json.loads(body) if body else {}
+    except ValueError:
+        message = {}
+    message = message if isinstance(message, dict) else {}
+    params = message.get("params") if isinstance(message.get("params"), dict) else {}
+    return {"replica": replica, "at": time.time(), "http_method": http_method,
+            "method": message.get("method"), "tool": params.get("name"),
+            "session": session.decode("latin-1") if session else None, "status": status}

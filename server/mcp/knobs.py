@@ -1,0 +1,82 @@
+"""The MCP origin's knobs, declared once: the dataclass below is the flags of `python -m server.mcp`
+(`parser()`), the replicas' command line (`OriginKnobs.argv`) and the docs' table (docs/mcp.md).
+
+The tool's pacing is the chat server's token pacing in other words: a progress notification every
+`progress_interval_s` until `duration_s` has passed, after a silence of `first_progress_delay_s`.
+"""
+from __future__ import annotations
+
+import argparse
+from dataclasses import MISSING, asdict, dataclass, field, fields
+from typing import Any, Sequence
+
+# sse-starlette's EventSourceResponse, which the SDK answers every SSE stream with (the POST's and
+# the standalone GET's), writes a `: ping - <time>` comment every 15 s unless told otherwise:
+# sse_starlette/sse.py DEFAULT_PING_INTERVAL. The SDK passes no `ping`, so 15 s is its default.
+SDK_KEEPALIVE_S = 15.0
+
+
+def knob(default: Any, help: str) -> Any:
+    return field(default=default, metadata={"help": help})
+
+
+@dataclass(frozen=True)
+class OriginKnobs:
+    """What one origin process does; every field is a `--flag` (underscores as dashes)."""
+
+    sessions: bool = knob(True, "stateful: `initialize` opens a session whose `Mcp-Session-Id` every later "
+                                "request must carry to the same process (the 2025 revisions' default); off: "
+                                "the SDK's `stateless_http`, a fresh transport per request")
+    json_response: bool = knob(False, "answer a POST with one JSON body instead of an SSE stream (progress "
+                                      "notifications are then never sent on it)")
+    progress_interval_s: float = knob(0.05, "the slow tool's pace: one progress notification every this many "
+                                            "seconds (the chat server's token interval)")
+    duration_s: float = knob(0.5, "how long the slow tool works before it returns its result")
+    first_progress_delay_s: float = knob(0.0, "a silence before the first progress notification (a tool that "
+                                              "thinks before it reports)")
+    keepalive_s: float = knob(SDK_KEEPALIVE_S, "a `: ping` comment on every open SSE stream (the POST's and "
+                                               "the standalone GET's) after this many idle seconds; 0: none. "
+                                               "15 s is the SDK's own (through sse-starlette)")
+    replica: int = knob(0, "this process's number among its replicas, written in each request it records")
+
+    def argv(self) -> list[str]:
+        """These knobs as flags (only those that differ from the defaults)."""
+        default = OriginKnobs()
+        flags: list[str] = []
+        for name, value in asdict(self).items():
+            if value == getattr(default, name):
+                continue
+            flag = "--" + name.replace("_", "-")
+            if isinstance(value, bool):
+                flags.append(flag if value else "--no-" + name.replace("_", "-"))
+            else:
+                flags += [flag, f"{value:g}" if isinstance(value, float) else str(value)]
+        return flags
+
+
+def parser() -> argparse.ArgumentParser:
+    """`python -m server.mcp`'s flags: the knobs, then where it listens."""
+    parse = argparse.ArgumentParser(prog="python -m server.mcp", description=__doc__.splitlines()[0])
+    parse.add_argument("--host", default="127.0.0.1")
+    parse.add_argument("--port", type=int, default=8765)
+    for item in fields(OriginKnobs):
+        flag = "--" + item.name.replace("_", "-")
+        default = item.default if item.default is not MISSING else None
+        if isinstance(default, bool):
+            parse.add_argument(flag, action=argparse.BooleanOptionalAction, default=default,
+                               help=item.metadata["help"])
+        else:
+            parse.add_argument(flag, type=type(default), default=default, help=item.metadata["help"])
+    return parse
+
+
+def from_args(args: Sequence[str] | None = None) -> tuple[OriginKnobs, str, int]:
+    """(the knobs, the host, the port) of a command line; a knob out of range exits 2."""
+    parse = parser()
+    values = vars(parse.parse_args(args))
+    host, port = values.pop("host"), values.pop("port")
+    knobs = OriginKnobs(**values)
+    if knobs.progress_interval_s <= 0 or knobs.duration_s < 0 or knobs.first_progress_delay_s < 0 \
+            or knobs.keepalive_s < 0 or knobs.replica < 0:
+        parse.error("the intervals must be above 0, the other durations and the replica 0 or more")
+    return knobs, host, port

@@ -1,0 +1,80 @@
+"""Several MCP origin processes on one machine, each on its own free loopback port, each stopped
+by PID (server.processes), as a deployment's replicas behind one load balancer.
+
+    with running_replicas(2, OriginKnobs()) as replicas:
+        replicas.ports          # [41231, 41232]
+        replicas.requests()     # every request each one recorded, with its replica number
+"""
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import json
+import sys
+import tempfile
+import urllib.request
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Iterator
+
+from server.locations import checkout
+from server.mcp.app import HEALTH_PATH, MCP_PATH, RECORDS_PATH
+from server.mcp.knobs import OriginKnobs
+from server.processes import ManagedProcess, free_port, managed
+
+HOST = "127.0.0.1"
+
+
+@dataclass
+class Replicas:
+    """The running replicas: replica i listens on ports[i]."""
+
+    ports: list[int]
+    processes: list[ManagedProcess]
+    knobs: OriginKnobs
+
+    def url(self, replica: int = 0) -> str:
+        return f"http://{HOST}:{self.ports[replica]}{MCP_PATH}"
+
+    def requests(self) -> list[dict[str, Any]]:
+        """Every request each replica recorded (its `replica` field says which), by time."""
+        records: list[dict[str, Any]] = []
+        for port in self.ports:
+            with urllib.request.urlopen(f"http://{HOST}:{port}{RECORDS_PATH}", timeout=5) as response:
+                records += json.loads(response.read())
+        return sorted(records, key=lambda record: record["at"])
+
+    def command(self) -> str:
+        """The command line each replica runs (its port and number aside), for a report."""
+        return " ".join(["python -m server.mcp", *self.knobs.argv()])
+
+
+def _healthy(port: int) -> bool:
+    try:
+        with urllib.request.urlopen(f"http://{HOST}:{port}{HEALTH_PATH}", timeout=1) as response:
+            return response.status == 200
+    except OSError:
+        return False
+
+
+@contextlib.contextmanager
+def running_replicas(count: int, knobs: OriginKnobs = OriginKnobs(), *,
+                     ready_timeout_s: float = 60.0) -> Iterator[Replicas]:
+    """Start `count` origin processes (replica numbers 0..count-1), wait until each answers, yield
+    them, and stop every one of them however the body ends."""
+    if count < 1:
+        raise ValueError("at least one replica")
+    with contextlib.ExitStack() as stack:
+        folder = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="streamlab-mcp-")))
+        ports, processes = [], []
+        for replica in range(count):
+            port = free_port(HOST)
+            own = dataclasses.replace(knobs, replica=replica)
+            process = ManagedProcess(
+                name=f"mcp-origin:{port}",
+                argv=[sys.executable, "-m", "server.mcp", "--host", HOST, "--port", str(port), *own.argv()],
+                log_path=folder / f"replica-{replica}.log", cwd=checkout() or folder)
+            processes.append(stack.enter_context(managed(process, lambda port=port: _healthy(port),
+                                                         ready_timeout_s)))
+            ports.append(port)
+        yield Replicas(ports=ports, processes=processes, knobs=knobs)
