@@ -1,0 +1,103 @@
+"""MCP over Streamable HTTP through the proxies (issue 44): an MCP origin's replicas behind one
+proxy, the official Python SDK's client in front. `python -m labs.catalogue.mcp [NAME]` runs every
+variant on every proxy it names and prints what the client and the replicas saw (docs/mcp.md).
+"""
+from __future__ import annotations
+
+import sys
+
+from labs.scenario import mcp_checks as checks
+from labs.scenario.mcp_model import McpFix, McpScenario, McpVariant, McpWorkload
+
+NGINX_UPSTREAM = "https://nginx.org/en/docs/http/ngx_http_upstream_module.html"
+HAPROXY = "https://docs.haproxy.org/2.6/configuration.html"
+STREAMABLE_HTTP = "https://modelcontextprotocol.io/specification/2025-11-25/basic/transports#session-management"
+
+SESSIONS = 4  # sessions per run, one after another, each initialize and two tool calls
+KEPT_ON_ONE = (checks.sessions_complete(), checks.each_session_on_one_replica())
+
+MCP_SCENARIOS: tuple[McpScenario, ...] = (
+    McpScenario(
+        name="mcp-session-affinity",
+        symptom="MCP tool calls fail with 'Session not found' as soon as the server has two replicas",
+        proxies=("nginx", "haproxy"),
+        workload=McpWorkload(sessions=SESSIONS, calls=2, replicas=2),
+        # Two stateful replicas (the 2025 revisions' sessions, the SDK's default) behind the
+        # proxy's default balancing, round-robin; the client opens its session with initialize.
+        broken=McpVariant(origin={"sessions": True}, client={"mode": "legacy"}),
+        fixes=(
+            McpFix("one-replica", McpVariant(replicas=1), ("nginx", "haproxy"),
+                   (*KEPT_ON_ONE, checks.one_replica_only()),
+                   "scale to one replica (what most reports end with; no redundancy)"),
+            McpFix("client-address-hash", McpVariant(proxy={"nginx": {"upstream_hash": "$remote_addr"}}),
+                   ("nginx",), KEPT_ON_ONE,
+                   "upstream { hash $remote_addr; } (every client address on one replica)"),
+            McpFix("stick-table", McpVariant(proxy={"haproxy": {"session_stick_table": True}}), ("haproxy",),
+                   KEPT_ON_ONE,
+                   "stick store-response res.hdr(mcp-session-id) + stick match req.hdr(mcp-session-id)"),
+            McpFix("cookie", McpVariant(proxy={"haproxy": {"affinity_cookie": True}}), ("haproxy",),
+                   KEPT_ON_ONE, "cookie SERVERID insert indirect nocache (the SDK's httpx2 client keeps it)"),
+            McpFix("stateless", McpVariant(client={"mode": "modern"}), ("nginx", "haproxy"),
+                   (checks.sessions_complete(), checks.requests_spread()),
+                   "the 2026-07-28 revision (mcp 2.3 server and client): no session to keep"),
+        ),
+        symptom_checks=(checks.sessions_not_found(), checks.not_found_from_another_replica()),
+        explanation=(
+            "In the 2025 revisions of MCP's Streamable HTTP transport a server that keeps sessions hands "
+            "out an `Mcp-Session-Id` in its answer to `initialize`, and every later request must carry it "
+            "to the same process: the session lives in that process's memory. A load balancer that sends "
+            "requests in turn sends the next one (the `initialized` notification, then the tool call) to "
+            "another replica, which does not know the id and answers 404; the official Python client "
+            "raises `MCPError: Session not found` at its first tool call. One replica hides it. Keeping "
+            "the session on its replica needs the balancer to learn the id from the response "
+            "(HAProxy's stick table), a cookie the client sends back, or a per-client hash; hashing the "
+            "`Mcp-Session-Id` header alone does not work, because `initialize` carries no id yet and is "
+            "balanced elsewhere than where the id later hashes to. The 2026-07-28 revision has no "
+            "sessions: every request stands alone and round-robin is fine."),
+        finding=(
+            "Measured here (nginx 1.22.1, HAProxy 2.6.12, two replicas of `python -m server.mcp` on mcp "
+            "2.3, the mcp 2.3 client in legacy mode, 10 sessions): hashing on the header "
+            "(`hash $http_mcp_session_id consistent`) failed 4 of 10 sessions and HAProxy's "
+            "`balance hdr(Mcp-Session-Id)` 4 of 6 with the same 'Session not found': initialize "
+            "went round-robin (an empty key) and the id then hashed to the other replica about half "
+            "the time. The SDK's client swallows the 404 on the `initialized` notification and on the "
+            "GET stream; the tool call is the first failure its user sees."),
+        sources=(STREAMABLE_HTTP, f"{NGINX_UPSTREAM}#hash", f"{HAPROXY}#4.2-stick%20store-response",
+                 f"{HAPROXY}#4.2-cookie", "https://github.com/PrefectHQ/fastmcp/issues/482"),
+    ),
+)
+
+BY_NAME = {scenario.name: scenario for scenario in MCP_SCENARIOS}
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run every variant of the named scenarios (all by default) and print each run's numbers."""
+    from labs.scenario.mcp_runner import run_mcp
+
+    names = (argv if argv is not None else sys.argv[1:]) or list(BY_NAME)
+    unknown = [name for name in names if name not in BY_NAME]
+    if unknown:
+        print(f"python -m labs.catalogue.mcp: error: no MCP scenario {unknown[0]!r} ({', '.join(BY_NAME)})",
+              file=sys.stderr)
+        return 2
+    failed = 0
+    for name in names:
+        scenario = BY_NAME[name]
+        for proxy, variant in scenario.runs():
+            run, results = run_mcp(scenario, proxy, variant, progress=lambda line: print(line, flush=True))
+            for session in run.sessions:
+                firsts = [round(call.first_progress_s, 3) if call.first_progress_s is not None else None
+                          for call in session.calls]
+                gaps = [round(max(call.gaps_s), 3) for call in session.calls if call.gaps_s]
+                print(f"  session {session.session_id}: {'completed' if session.completed else 'FAILED'}, "
+                      f"statuses {session.statuses}, first progress {firsts} s, max gap {gaps} s, "
+                      f"cookies {session.cookies or '{}'}, error {session.error}")
+            print(f"  replicas: {run.counts()}; {run.wall_s:.1f} s")
+            for result in results:
+                print(f"  [{'pass' if result.passed else 'FAIL'}] {result.label}: {result.observed}")
+            failed += not all(result.passed for result in results)
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,130 @@
+"""What an MCP scenario is: an MCP origin's replicas behind one proxy, the official SDK client's
+sessions through it, a broken variant and the fixes on top of it, each judged by checks.
+
+It is the chat scenario's shape (labs/scenario/model.py) for another origin and another client:
+the origin is `python -m server.mcp` run as several replicas (server/mcp/), the client the SDK's
+own (labs/client/mcp_session.py), and what a check reads is the sessions' records and every
+request each replica recorded, not a token stream. Declared in labs/catalogue/mcp.py; guarded by
+tests/test_mcp_scenarios.py; run by labs/scenario/mcp_runner.py.
+"""
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any, Callable, Mapping
+
+from labs.client.mcp_session import McpResult
+from labs.scenario.model import CheckResult, Scaled
+
+
+@dataclass(frozen=True)
+class McpVariant:
+    """One side. For a fix, every field is applied on top of the broken variant.
+
+    proxy: settings overrides per proxy kind (only the proxy a run goes through reads its own).
+    origin: `server.mcp.knobs.OriginKnobs` fields every replica runs with.
+    replicas: how many origin processes (None: the broken variant's).
+    client: `labs.client.mcp_session.measure_session` keyword arguments (mode, calls).
+    """
+
+    proxy: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+    origin: Mapping[str, Any] = field(default_factory=dict)
+    replicas: int | None = None
+    client: Mapping[str, Any] = field(default_factory=dict)
+
+    def then(self, fix: "McpVariant") -> "McpVariant":
+        proxies = {name: {**self.proxy.get(name, {}), **fix.proxy.get(name, {})} for name in {*self.proxy, *fix.proxy}}
+        return McpVariant(proxy=proxies, origin={**self.origin, **fix.origin},
+                          replicas=fix.replicas if fix.replicas is not None else self.replicas,
+                          client={**self.client, **fix.client})
+
+
+@dataclass
+class McpRun:
+    """What one variant produced on one proxy: each session as the client saw it, every request
+    as the replicas recorded it."""
+
+    proxy: str
+    variant: str
+    sessions: list[McpResult]
+    requests: list[dict[str, Any]]
+    replicas: int
+    config: str = ""
+    wall_s: float = 0.0
+
+    def replica_of(self, session: str | None, method: str = "initialize") -> int | None:
+        """The replica that answered `method` for a session id, or None."""
+        return next((r["replica"] for r in self.requests if r["session"] == session and r["method"] == method), None)
+
+    def counts(self) -> dict[str, int]:
+        """Requests per replica and status, e.g. {'replica 0 -> 200': 9, 'replica 1 -> 404': 4}."""
+        counted = Counter(f"replica {r['replica']} -> {r['status']}" for r in self.requests)
+        return dict(sorted(counted.items()))
+
+
+@dataclass(frozen=True)
+class McpCheck:
+    """A predicate on a run: `measure` returns (what was observed, as text; passed)."""
+
+    label: str
+    measure: Callable[[McpRun], tuple[str, bool]]
+
+    def __call__(self, run: McpRun) -> CheckResult:
+        try:
+            observed, passed = self.measure(run)
+        except Exception as exc:  # a check that cannot compute has failed, visibly
+            return CheckResult(self.label, f"could not measure: {exc!r}", False)
+        return CheckResult(self.label, observed, passed)
+
+
+@dataclass(frozen=True)
+class McpFix:
+    """One fix: its variant (on top of the broken one), on which proxies it applies, and what its
+    cure looks like beyond every session completing."""
+
+    name: str  # kebab-case; the guard's id ends with it
+    variant: McpVariant
+    proxies: tuple[str, ...]  # the path proxies it is measured on
+    cure_checks: tuple[McpCheck, ...]
+    summary: str  # the fix in one line of config or code
+
+
+@dataclass(frozen=True)
+class McpWorkload:
+    """What the client does: `sessions` sessions one after another, each `calls` tool calls."""
+
+    sessions: int = 4
+    calls: int = 2
+    replicas: int = 2
+    timeout_s: float = 30.0
+
+
+@dataclass(frozen=True)
+class McpScenario:
+    name: str  # kebab-case mcp-<failure>
+    symptom: str  # one line, as a user would report it
+    proxies: tuple[str, ...]  # each run goes through one of these proxy kinds, client -> proxy -> replicas
+    workload: McpWorkload
+    broken: McpVariant
+    fixes: tuple[McpFix, ...]
+    symptom_checks: tuple[McpCheck, ...]
+    explanation: str
+    sources: tuple[str, ...] = ()
+    finding: str | None = None
+    scaled: tuple[Scaled, ...] = ()
+
+    def fix(self, name: str) -> McpFix:
+        return next(fix for fix in self.fixes if fix.name == name)
+
+    def variant(self, name: str) -> McpVariant:
+        """`broken`, or a fix's name: that fix on top of the broken variant."""
+        return self.broken if name == "broken" else self.broken.then(self.fix(name).variant)
+
+    def checks(self, name: str) -> tuple[McpCheck, ...]:
+        return self.symptom_checks if name == "broken" else self.fix(name).cure_checks
+
+    def runs(self) -> list[tuple[str, str]]:
+        """Every (proxy, variant name) this scenario is measured as: the broken variant on each
+        proxy, each fix on the proxies it names."""
+        return [*((proxy, "broken") for proxy in self.proxies),
+                *((proxy, fix.name) for fix in self.fixes for proxy in fix.proxies)]
