@@ -1,0 +1,83 @@
+"""The MCP measuring client's own errors, and the MCP scenario's checks in both directions on
+hand-made runs (a symptom check must reject a cured run, a cure check a broken one)."""
+from __future__ import annotations
+
+import pytest
+
+from labs.catalogue.mcp import MCP_SCENARIOS
+from labs.client.mcp_session import McpCall, McpResult, main, measure_session
+from labs.scenario.mcp_model import McpRun
+from server.processes import free_port
+from server.signals import run_async
+
+SCENARIO = MCP_SCENARIOS[0]
+
+
+def test_the_client_cli_names_a_wrong_argument_with_exit_2(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["not-a-url"]) == 2
+    assert "error:" in capsys.readouterr().err
+
+
+def test_a_server_that_is_not_there_is_measured_not_raised() -> None:
+    outcome = run_async(measure_session(f"http://127.0.0.1:{free_port()}/mcp", timeout_s=5))
+    assert not outcome.completed and not outcome.opened and outcome.error
+
+
+def _session(session: str, ok: bool) -> McpResult:
+    call = McpCall(sent_at_s=0.1, progress_at_s=[0.05, 0.1] if ok else [],
+                   result="done" if ok else None, error=None if ok else "MCPError: Session not found")
+    return McpResult(url="u", mode="legacy", session_id=session, opened=True, calls=[call],
+                     error=None if ok else call.error)
+
+
+def _request(replica: int, method: str, session: str | None, status: int) -> dict[str, object]:
+    return {"replica": replica, "at": 0.0, "http_method": "POST", "method": method, "tool": None,
+            "session": session, "status": status}
+
+
+def broken_run() -> McpRun:
+    """Round-robin: initialize on one replica, the tool call refused by the other."""
+    requests = [request for n, session in enumerate(("a", "b"))
+                for request in (_request(n % 2, "initialize", session, 200),
+                                _request(1 - n % 2, "tools/call", session, 404))]
+    return McpRun("nginx", "broken", [_session("a", False), _session("b", False)], requests, 2)
+
+
+def kept_run() -> McpRun:
+    requests = [request for n, session in enumerate(("a", "b"))
+                for request in (_request(n % 2, "initialize", session, 200),
+                                _request(n % 2, "tools/call", session, 200))]
+    return McpRun("haproxy", "stick-table", [_session("a", True), _session("b", True)], requests, 2)
+
+
+def one_replica_refusing_run() -> McpRun:
+    """'Session not found' with one replica only (an expired session): not this scenario's cause."""
+    requests = [_request(0, "initialize", "a", 200), _request(0, "tools/call", "a", 404)]
+    return McpRun("nginx", "broken", [_session("a", False)], requests, 1)
+
+
+def test_the_symptom_checks_accept_the_broken_run_and_reject_the_others() -> None:
+    assert all(check(broken_run()).passed for check in SCENARIO.symptom_checks)
+    assert not all(check(kept_run()).passed for check in SCENARIO.symptom_checks)
+    # The precondition: the 404 must come from the replica that does not hold the session.
+    assert not all(check(one_replica_refusing_run()).passed for check in SCENARIO.symptom_checks)
+
+
+@pytest.mark.parametrize("fix", [fix.name for fix in SCENARIO.fixes if fix.name in ("stick-table", "cookie")])
+def test_the_cure_checks_accept_a_kept_run_and_reject_the_broken_one(fix: str) -> None:
+    assert all(check(kept_run()).passed for check in SCENARIO.checks(fix))
+    assert not any(check(broken_run()).passed for check in SCENARIO.checks(fix))
+
+
+def test_the_stateless_cure_needs_both_replicas_to_have_answered() -> None:
+    run = kept_run()
+    run.requests = [{**r, "session": None} for r in run.requests]
+    assert all(check(run).passed for check in SCENARIO.checks("stateless"))
+    run.requests = [{**r, "replica": 0} for r in run.requests]  # the balancer stopped balancing
+    assert not all(check(run).passed for check in SCENARIO.checks("stateless"))
+
+
+def test_every_fix_names_proxies_of_the_scenario_and_settings_only_for_them() -> None:
+    for fix in SCENARIO.fixes:
+        assert set(fix.proxies) <= set(SCENARIO.proxies), fix.name
+        assert set(fix.variant.proxy) <= set(fix.proxies), fix.name

@@ -1,0 +1,98 @@
+"""The MCP origin (server/mcp/): its knobs as flags, its record of each request, and what a real
+process does with its knobs, driven by the official SDK's client and by plain HTTP."""
+from __future__ import annotations
+
+import json
+import time
+
+import httpx
+import pytest
+
+from labs.client.mcp_session import measure_session
+from server.mcp.app import record
+from server.mcp.knobs import OriginKnobs, from_args
+from server.mcp.replicas import running_replicas
+from server.signals import run_async
+
+PACED = OriginKnobs(progress_interval_s=0.05, duration_s=0.3, first_progress_delay_s=0.4)
+
+
+def test_knobs_round_trip_through_their_flags() -> None:
+    knobs = OriginKnobs(sessions=False, json_response=True, progress_interval_s=0.2, duration_s=3.0,
+                        first_progress_delay_s=1.5, keepalive_s=0.0, replica=3)
+    parsed, host, port = from_args([*knobs.argv(), "--port", "9"])
+    assert (parsed, host, port) == (knobs, "127.0.0.1", 9)
+    assert OriginKnobs().argv() == []  # the defaults need no flag
+
+
+@pytest.mark.parametrize("flags", [["--progress-interval-s", "0"], ["--duration-s", "-1"], ["--replica", "-1"]])
+def test_a_knob_out_of_range_exits_2(flags: list[str]) -> None:
+    with pytest.raises(SystemExit) as exited:
+        from_args(flags)
+    assert exited.value.code == 2
+
+
+def test_a_record_names_the_method_the_tool_and_the_session() -> None:
+    body = json.dumps({"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {"name": "slow_task"}}).encode()
+    assert record(1, "POST", body, b"abc", 404) | {"at": 0} == {
+        "replica": 1, "at": 0, "http_method": "POST", "method": "tools/call", "tool": "slow_task",
+        "session": "abc", "status": 404}
+    assert record(0, "GET", b"", None, 200)["method"] is None
+    assert record(0, "POST", b"[1, 2]", None, 400)["method"] is None  # a batch or junk: no method
+
+
+def test_a_session_is_paced_as_its_knobs_say_and_recorded() -> None:
+    with running_replicas(1, PACED) as replicas:
+        outcome = run_async(measure_session(replicas.url(), calls=1))
+        requests = replicas.requests()
+    assert outcome.completed, outcome.error
+    call = outcome.calls[0]
+    # duration / interval notifications, the first after the silence the knob asks for.
+    assert len(call.progress_at_s) == round(PACED.duration_s / PACED.progress_interval_s)
+    assert call.first_progress_s is not None and call.first_progress_s >= PACED.first_progress_delay_s
+    methods = [(r["method"], r["status"]) for r in requests if r["method"]]
+    assert ("initialize", 200) in methods and ("tools/call", 200) in methods
+    assert {r["session"] for r in requests} == {outcome.session_id} and outcome.session_id
+    assert [r["tool"] for r in requests if r["method"] == "tools/call"] == ["slow_task"]
+
+
+def test_sessions_off_hands_out_no_session_id() -> None:
+    with running_replicas(1, OriginKnobs(sessions=False, duration_s=0.1)) as replicas:
+        outcome = run_async(measure_session(replicas.url(), calls=1))
+        requests = replicas.requests()
+    assert outcome.completed and outcome.session_id is None
+    assert requests and all(r["session"] is None for r in requests)
+
+
+def _get_stream_comments(knobs: OriginKnobs, listen_s: float) -> list[str]:
+    """Open a session by hand, then its standalone GET stream; the comment lines read in `listen_s`."""
+    headers = {"accept": "application/json, text/event-stream", "content-type": "application/json"}
+    initialize = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "test", "version": "1"}}}
+    with running_replicas(1, knobs) as replicas, httpx.Client(timeout=5) as http:
+        opened = http.post(replicas.url(), json=initialize, headers=headers)
+        session = {"mcp-session-id": opened.headers["mcp-session-id"], "mcp-protocol-version": "2025-11-25"}
+        http.post(replicas.url(), json={"jsonrpc": "2.0", "method": "notifications/initialized"},
+                  headers={**headers, **session})
+        comments, until = [], time.monotonic() + listen_s
+        with http.stream("GET", replicas.url(), headers={"accept": "text/event-stream", **session},
+                         timeout=httpx.Timeout(5, read=listen_s + 1)) as stream:
+            assert stream.status_code == 200
+            try:
+                for line in stream.iter_lines():
+                    if line.startswith(":"):
+                        comments.append(line)
+                    if time.monotonic() > until:
+                        break
+            except httpx.ReadTimeout:
+                pass
+    return comments
+
+
+def test_the_get_stream_carries_keepalive_comments_at_the_knob_s_interval() -> None:
+    comments = _get_stream_comments(OriginKnobs(keepalive_s=0.3), listen_s=1.6)
+    assert len(comments) >= 3 and all(c.startswith(": ping") for c in comments), comments
+
+
+def test_keepalive_0_leaves_the_get_stream_silent() -> None:
+    assert _get_stream_comments(OriginKnobs(keepalive_s=0.0), listen_s=1.0) == []
