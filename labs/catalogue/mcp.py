@@ -14,6 +14,7 @@ HAPROXY = "https://docs.haproxy.org/2.6/configuration.html"
 STREAMABLE_HTTP = "https://modelcontextprotocol.io/specification/2025-11-25/basic/transports#session-management"
 
 SESSIONS = 4  # sessions per run, one after another, each initialize and two tool calls
+LOOKALIKE_SESSIONS = 12
 KEPT_ON_ONE = (checks.sessions_complete(), checks.each_session_on_one_replica())
 
 MCP_SCENARIOS: tuple[McpScenario, ...] = (
@@ -37,6 +38,13 @@ MCP_SCENARIOS: tuple[McpScenario, ...] = (
                    "stick store-response res.hdr(mcp-session-id) + stick match req.hdr(mcp-session-id)"),
             McpFix("cookie", McpVariant(proxy={"haproxy": {"affinity_cookie": True}}), ("haproxy",),
                    KEPT_ON_ONE, "cookie SERVERID insert indirect nocache (the SDK's httpx2 client keeps it)"),
+            # By chance: each session passes when its id hashes to the replica that answered its
+            # initialize (half the time with two); 12 sessions all passing: 1 in 4096.
+            McpFix("session-header-hash",
+                   McpVariant(proxy={"nginx": {"upstream_hash": "$http_mcp_session_id consistent"},
+                                     "haproxy": {"balance": "hdr(Mcp-Session-Id)"}}, sessions=LOOKALIKE_SESSIONS),
+                   ("nginx", "haproxy"), (checks.some_sessions_not_found(), checks.not_found_from_another_replica()),
+                   "NOT a fix: hash $http_mcp_session_id / balance hdr(Mcp-Session-Id)", cures=False),
             McpFix("stateless", McpVariant(client={"mode": "modern"}), ("nginx", "haproxy"),
                    (checks.sessions_complete(), checks.requests_spread()),
                    "the 2026-07-28 revision (mcp 2.3 server and client): no session to keep"),

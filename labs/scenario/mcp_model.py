@@ -25,18 +25,21 @@ class McpVariant:
     origin: `server.mcp.knobs.OriginKnobs` fields every replica runs with.
     replicas: how many origin processes (None: the broken variant's).
     client: `labs.client.mcp_session.measure_session` keyword arguments (mode, calls).
+    sessions: how many sessions (None: the workload's), for a variant whose outcome is by chance.
     """
 
     proxy: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
     origin: Mapping[str, Any] = field(default_factory=dict)
     replicas: int | None = None
     client: Mapping[str, Any] = field(default_factory=dict)
+    sessions: int | None = None
 
     def then(self, fix: "McpVariant") -> "McpVariant":
         proxies = {name: {**self.proxy.get(name, {}), **fix.proxy.get(name, {})} for name in {*self.proxy, *fix.proxy}}
         return McpVariant(proxy=proxies, origin={**self.origin, **fix.origin},
                           replicas=fix.replicas if fix.replicas is not None else self.replicas,
-                          client={**self.client, **fix.client})
+                          client={**self.client, **fix.client},
+                          sessions=fix.sessions if fix.sessions is not None else self.sessions)
 
 
 @dataclass
@@ -87,6 +90,9 @@ class McpFix:
     proxies: tuple[str, ...]  # the path proxies it is measured on
     cure_checks: tuple[McpCheck, ...]
     summary: str  # the fix in one line of config or code
+    # False: a look-alike that is often given as the fix and measured not to be one; its checks
+    # say what it does instead (its guard fails if it ever becomes a cure).
+    cures: bool = True
 
 
 @dataclass(frozen=True)

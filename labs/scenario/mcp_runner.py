@@ -40,7 +40,7 @@ def run_mcp(scenario: McpScenario, proxy: str, variant_name: str,
         with runtime_named("local").run_proxy(settings) as hop:  # type: ignore[arg-type]
             options = {"calls": workload.calls, "timeout_s": workload.timeout_s, **variant.client}
             sessions = [run_async(measure_session(hop.url + MCP_PATH, **options))
-                        for _ in range(workload.sessions)]
+                        for _ in range(variant.sessions or workload.sessions)]
             config = hop.config_text
         requests = replicas.requests()
     run = McpRun(proxy=proxy, variant=variant_name, sessions=sessions, requests=requests, replicas=count,

@@ -81,3 +81,10 @@ def test_every_fix_names_proxies_of_the_scenario_and_settings_only_for_them() ->
     for fix in SCENARIO.fixes:
         assert set(fix.proxies) <= set(SCENARIO.proxies), fix.name
         assert set(fix.variant.proxy) <= set(fix.proxies), fix.name
+
+
+def test_the_header_hash_look_alike_is_judged_by_its_failures() -> None:
+    lookalike = SCENARIO.fix("session-header-hash")
+    assert not lookalike.cures
+    assert all(check(broken_run()).passed for check in lookalike.cure_checks)
+    assert not all(check(kept_run()).passed for check in lookalike.cure_checks)
