@@ -96,3 +96,11 @@ def test_the_get_stream_carries_keepalive_comments_at_the_knob_s_interval() -> N
 
 def test_keepalive_0_leaves_the_get_stream_silent() -> None:
     assert _get_stream_comments(OriginKnobs(keepalive_s=0.0), listen_s=1.0) == []
+
+
+def test_every_knob_is_in_the_docs_table() -> None:
+    from dataclasses import fields
+    from pathlib import Path
+    table = (Path(__file__).resolve().parents[2] / "docs" / "mcp.md").read_text(encoding="utf-8")
+    missing = [item.name for item in fields(OriginKnobs) if f"`--{item.name.replace('_', '-')}" not in table]
+    assert missing == [], f"docs/mcp.md's knob table lacks {missing}"
