@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping
 
 from labs.client.mcp_session import McpResult
-from labs.scenario.model import CheckResult, Scaled
+from labs.scenario.model import Check, Scaled
 
 
 @dataclass(frozen=True)
@@ -66,18 +66,11 @@ class McpRun:
 
 
 @dataclass(frozen=True)
-class McpCheck:
-    """A predicate on a run: `measure` returns (what was observed, as text; passed)."""
+class McpCheck(Check):
+    """A predicate on an MCP run (the chat scenario's `Check`, reading an `McpRun`): `measure`
+    returns (what was observed, as text; passed); one that cannot compute has failed, visibly."""
 
-    label: str
-    measure: Callable[[McpRun], tuple[str, bool]]
-
-    def __call__(self, run: McpRun) -> CheckResult:
-        try:
-            observed, passed = self.measure(run)
-        except Exception as exc:  # a check that cannot compute has failed, visibly
-            return CheckResult(self.label, f"could not measure: {exc!r}", False)
-        return CheckResult(self.label, observed, passed)
+    measure: Callable[[McpRun], tuple[str, bool]]  # type: ignore[assignment]
 
 
 @dataclass(frozen=True)
