@@ -29,15 +29,15 @@ MCP_SCENARIOS: tuple[McpScenario, ...] = (
         fixes=(
             McpFix("one-replica", McpVariant(replicas=1), ("nginx", "haproxy"),
                    (*KEPT_ON_ONE, checks.one_replica_only()),
-                   "scale to one replica (what most reports end with; no redundancy)"),
+                   "scale to one replica (what most reports end with; no redundancy)", workaround=True),
             McpFix("client-address-hash", McpVariant(proxy={"nginx": {"upstream_hash": "$remote_addr"}}),
                    ("nginx",), KEPT_ON_ONE,
-                   "upstream { hash $remote_addr; } (every client address on one replica)"),
+                   "nginx: hash $remote_addr; (a client address per replica)"),
             McpFix("stick-table", McpVariant(proxy={"haproxy": {"session_stick_table": True}}), ("haproxy",),
                    KEPT_ON_ONE,
-                   "stick store-response res.hdr(mcp-session-id) + stick match req.hdr(mcp-session-id)"),
+                   "HAProxy: stick store-response res.hdr(mcp-session-id) + stick match req.hdr(mcp-session-id)"),
             McpFix("cookie", McpVariant(proxy={"haproxy": {"affinity_cookie": True}}), ("haproxy",),
-                   KEPT_ON_ONE, "cookie SERVERID insert indirect nocache (the SDK's httpx2 client keeps it)"),
+                   KEPT_ON_ONE, "HAProxy: cookie SERVERID insert (the SDK's client keeps cookies)"),
             # By chance: each session passes when its id hashes to the replica that answered its
             # initialize (half the time with two); 12 sessions all passing: 1 in 4096.
             McpFix("session-header-hash",
@@ -47,7 +47,7 @@ MCP_SCENARIOS: tuple[McpScenario, ...] = (
                    "NOT a fix: hash $http_mcp_session_id / balance hdr(Mcp-Session-Id)", cures=False),
             McpFix("stateless", McpVariant(client={"mode": "modern"}), ("nginx", "haproxy"),
                    (checks.sessions_complete(), checks.requests_spread()),
-                   "the 2026-07-28 revision (mcp 2.3 server and client): no session to keep"),
+                   "the 2026-07-28 revision, no sessions (mcp 2.3)"),
         ),
         symptom_checks=(checks.sessions_not_found(), checks.not_found_from_another_replica()),
         explanation=(

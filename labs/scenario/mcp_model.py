@@ -86,6 +86,9 @@ class McpFix:
     # False: a look-alike that is often given as the fix and measured not to be one; its checks
     # say what it does instead (its guard fails if it ever becomes a cure).
     cures: bool = True
+    # A workaround rather than a fix (one replica: no redundancy left): measured and guarded, but
+    # not offered in the README's fix column.
+    workaround: bool = False
 
 
 @dataclass(frozen=True)
@@ -121,6 +124,16 @@ class McpScenario:
 
     def checks(self, name: str) -> tuple[McpCheck, ...]:
         return self.symptom_checks if name == "broken" else self.fix(name).cure_checks
+
+    @property
+    def shown_path(self) -> str:
+        """The path as the README shows it: the client, the proxies it is measured through, the replicas."""
+        return f"client → {' or '.join(self.proxies)} → {self.workload.replicas} MCP replicas"
+
+    @property
+    def fix_summary(self) -> str:
+        """The fixes that cure, in one line (the README's fix column)."""
+        return "; or ".join(fix.summary for fix in self.fixes if fix.cures and not fix.workaround)
 
     def runs(self) -> list[tuple[str, str]]:
         """Every (proxy, variant name) this scenario is measured as: the broken variant on each
