@@ -20,6 +20,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, PlainTextResponse
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from server.mcp.events import MemoryEventStore
 from server.mcp.knobs import OriginKnobs
 
 MCP_PATH = "/mcp"
@@ -61,6 +62,8 @@ def build(knobs: OriginKnobs) -> "RecordingApp":
     # reaches it. The lab binds loopback for safety only, so it keeps the deployed behaviour.
     app = server.streamable_http_app(streamable_http_path=MCP_PATH, json_response=knobs.json_response,
                                      stateless_http=not knobs.sessions,
+                                     event_store=MemoryEventStore() if knobs.resumable else None,
+                                     retry_interval=knobs.retry_ms or None,
                                      transport_security=TransportSecuritySettings(
                                          enable_dns_rebinding_protection=False))
     return RecordingApp(app, knobs.replica, records)

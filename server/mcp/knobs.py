@@ -37,6 +37,11 @@ class OriginKnobs:
     keepalive_s: float = knob(SDK_KEEPALIVE_S, "a `: ping` comment on every open SSE stream (the POST's and "
                                                "the standalone GET's) after this many idle seconds; 0: none. "
                                                "15 s is the SDK's own (through sse-starlette)")
+    resumable: bool = knob(False, "an event store: every SSE event gets an id, each POST stream opens with a "
+                                  "priming event, and a GET with Last-Event-ID replays what followed (server/mcp/events.py); "
+                                  "off, as the SDK's default: a cut stream is lost")
+    retry_ms: int = knob(0, "the `retry:` an SSE stream suggests to a client that reconnects (resumable only); "
+                            "0: none, the client's own default")
     replica: int = knob(0, "this process's number among its replicas, written in each request it records")
 
     def argv(self) -> list[str]:
@@ -77,6 +82,7 @@ def from_args(args: Sequence[str] | None = None) -> tuple[OriginKnobs, str, int]
     host, port = values.pop("host"), values.pop("port")
     knobs = OriginKnobs(**values)
     if knobs.progress_interval_s <= 0 or knobs.duration_s < 0 or knobs.first_progress_delay_s < 0 \
-            or knobs.keepalive_s < 0 or knobs.replica < 0:
+            or knobs.keepalive_s < 0 or knobs.replica < 0 \
+            or knobs.retry_ms < 0:
         parse.error("the intervals must be above 0, the other durations and the replica 0 or more")
     return knobs, host, port

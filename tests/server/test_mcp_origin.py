@@ -19,7 +19,8 @@ PACED = OriginKnobs(progress_interval_s=0.05, duration_s=0.3, first_progress_del
 
 def test_knobs_round_trip_through_their_flags() -> None:
     knobs = OriginKnobs(sessions=False, json_response=True, progress_interval_s=0.2, duration_s=3.0,
-                        first_progress_delay_s=1.5, keepalive_s=0.0, replica=3)
+                        first_progress_delay_s=1.5, keepalive_s=0.0, resumable=True, retry_ms=250,
+                        replica=3)
     parsed, host, port = from_args([*knobs.argv(), "--port", "9"])
     assert (parsed, host, port) == (knobs, "127.0.0.1", 9)
     assert OriginKnobs().argv() == []  # the defaults need no flag
@@ -62,6 +63,47 @@ def test_sessions_off_hands_out_no_session_id() -> None:
         requests = replicas.requests()
     assert outcome.completed and outcome.session_id is None
     assert requests and all(r["session"] is None for r in requests)
+
+
+HEADERS = {"accept": "application/json, text/event-stream", "content-type": "application/json"}
+INITIALIZE = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+    "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "test", "version": "1"}}}
+CALL = {"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+        "params": {"name": "slow_task", "arguments": {}, "_meta": {"progressToken": "p"}}}
+
+
+def _opened(http: httpx.Client, url: str) -> dict[str, str]:
+    """A session opened by hand: the headers every later request carries."""
+    opened = http.post(url, json=INITIALIZE, headers=HEADERS)
+    session = {"mcp-session-id": opened.headers["mcp-session-id"], "mcp-protocol-version": "2025-11-25"}
+    http.post(url, json={"jsonrpc": "2.0", "method": "notifications/initialized"}, headers={**HEADERS, **session})
+    return session
+
+
+def _event_ids(text: str) -> list[str]:
+    return [line[len("id: "):] for line in text.splitlines() if line.startswith("id: ")]
+
+
+@pytest.mark.parametrize("resumable", [True, False])
+def test_resumable_streams_carry_event_ids_and_a_get_replays_what_followed(resumable: bool) -> None:
+    knobs = OriginKnobs(resumable=resumable, retry_ms=500, duration_s=0.2)
+    with running_replicas(1, knobs) as replicas, httpx.Client(timeout=10) as http:
+        session = _opened(http, replicas.url())
+        called = http.post(replicas.url(), json=CALL, headers={**HEADERS, **session}).text
+        ids = _event_ids(called)
+        if not resumable:  # the SDK's default: no ids, nothing to resume from
+            assert ids == [] and "notifications/progress" in called
+            return
+        # A priming event (an id, no data, the retry asked for), then each progress and the result.
+        assert "retry: 500" in called and len(ids) == 1 + round(knobs.duration_s / knobs.progress_interval_s) + 1
+        with http.stream("GET", replicas.url(), headers={"accept": "text/event-stream", "last-event-id": ids[1],
+                                                         **session}) as replay:
+            replayed = ""
+            for line in replay.iter_lines():
+                replayed += line + "\n"
+                if '"result"' in line:
+                    break
+    assert _event_ids(replayed) == ids[2:]  # what followed the second event, with the same ids
 
 
 def _get_stream_comments(knobs: OriginKnobs, listen_s: float) -> list[str]:
