@@ -8,7 +8,8 @@ a few times with a progress callback, and records what the user of the SDK would
 progress notification arrived, the result, the session id, the HTTP status of every response
 (read off the SDK's own HTTP client through httpx2's event hooks), how the session ended (the
 SDK's exception text, e.g. a 404's "Session not found"), the cookies its HTTP client kept, and
-how often it reconnected (a request carrying `Last-Event-ID`).
+how often it reconnected (its standalone GET stream reopened, or a stream resumed with
+`Last-Event-ID`).
 
     python -m labs.client.mcp_session http://127.0.0.1:8080/mcp --calls 2 --mode legacy
 
@@ -102,9 +103,13 @@ async def measure_session(url: str, *, mode: Mode = "legacy", calls: int = 1, to
 
     async def seen(response: httpx2.Response) -> None:
         session = response.headers.get(SESSION_HEADER) or response.request.headers.get(SESSION_HEADER)
-        outcome.responses.append((response.request.method, response.status_code, session))
-        if "last-event-id" in response.request.headers:
+        # The SDK reopens its standalone GET stream on its own when it ends or fails (after the
+        # server's `retry:` or 1 s; it gives up after 2 failures in a row, logged at debug only),
+        # and resumes a cut POST stream with a GET carrying Last-Event-ID: each is a reconnect.
+        reopened = response.request.method == "GET" and any(method == "GET" for method, _, _ in outcome.responses)
+        if reopened or "last-event-id" in response.request.headers:
             outcome.reconnects += 1
+        outcome.responses.append((response.request.method, response.status_code, session))
 
     http = create_mcp_http_client(headers=headers)
     http.event_hooks["response"] = [seen]

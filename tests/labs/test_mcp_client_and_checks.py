@@ -88,3 +88,22 @@ def test_the_header_hash_look_alike_is_judged_by_its_failures() -> None:
     assert not lookalike.cures
     assert all(check(broken_run()).passed for check in lookalike.cure_checks)
     assert not all(check(kept_run()).passed for check in lookalike.cure_checks)
+
+
+
+@pytest.mark.parametrize(("keepalive_s", "reconnects"), [(0.0, 1), (0.3, 0)])
+def test_a_get_stream_cut_at_an_idle_limit_is_reopened_and_counted(keepalive_s: float, reconnects: int) -> None:
+    """nginx cuts the silent GET stream at its 1 s read timeout; the SDK reopens it 1 s later (its
+    default retry) and counts no error; pings every 0.3 s keep it open. (The SDK gives up after two
+    cuts in a row: the tool call's 2.5 s leaves room for one.)"""
+    from labs.lab.hops import hop_settings, runtime_named
+    from server.mcp.knobs import OriginKnobs
+    from server.mcp.replicas import running_replicas
+    with running_replicas(1, OriginKnobs(duration_s=2.5, keepalive_s=keepalive_s)) as replicas:
+        settings = hop_settings("nginx", {"proxy_read_timeout": "1s"}, listen_port=free_port(),
+                                upstream_port=replicas.ports[0])
+        with runtime_named("local").run_proxy(settings) as hop:  # type: ignore[arg-type]
+            outcome = run_async(measure_session(hop.url + "/mcp", calls=1))
+        gets = [r for r in replicas.requests() if r["http_method"] == "GET"]
+    assert outcome.completed, outcome.error
+    assert outcome.reconnects == reconnects and len(gets) == 1 + reconnects
