@@ -107,3 +107,9 @@ def test_a_get_stream_cut_at_an_idle_limit_is_reopened_and_counted(keepalive_s: 
         gets = [r for r in replicas.requests() if r["http_method"] == "GET"]
     assert outcome.completed, outcome.error
     assert outcome.reconnects == reconnects and len(gets) == 1 + reconnects
+
+
+def test_the_scenario_cli_names_an_unknown_scenario_with_exit_2(capsys: pytest.CaptureFixture[str]) -> None:
+    from labs.catalogue.mcp import main as run_scenarios
+    assert run_scenarios(["mcp-no-such-thing"]) == 2
+    assert "no MCP scenario 'mcp-no-such-thing'" in capsys.readouterr().err

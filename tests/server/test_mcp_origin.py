@@ -146,3 +146,9 @@ def test_every_knob_is_in_the_docs_table() -> None:
     table = (Path(__file__).resolve().parents[2] / "docs" / "mcp.md").read_text(encoding="utf-8")
     missing = [item.name for item in fields(OriginKnobs) if f"`--{item.name.replace('_', '-')}" not in table]
     assert missing == [], f"docs/mcp.md's knob table lacks {missing}"
+
+
+def test_the_origin_refuses_to_bind_off_loopback(capsys: pytest.CaptureFixture[str]) -> None:
+    from server.mcp.__main__ import main
+    assert main(["--host", "0.0.0.0", "--port", "9"]) == 2
+    assert "loopback only" in capsys.readouterr().err
