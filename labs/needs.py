@@ -44,6 +44,8 @@ ALL: dict[str, Requirement] = {**REQUIREMENTS, **{r.name: r for r in (
                 apt="chromium"),
     Requirement("python-browser", "Playwright's Python driver (the extra [browser])",
                 python_present("playwright"), pip_extra("browser")),
+    Requirement("python-mcp", "the official MCP SDK, the MCP origin's and its client's (the extra [mcp])",
+                python_present("mcp"), pip_extra("mcp")),
     Requirement("python-sdk", "the OpenAI and Anthropic SDKs and aiohttp (the extra [sdk])",
                 python_present("openai", "anthropic", "aiohttp"),
                 pip_extra("sdk")),
@@ -54,7 +56,7 @@ ALL: dict[str, Requirement] = {**REQUIREMENTS, **{r.name: r for r in (
 # What a browser-driven workload needs, as labs.scenario.chromium.chromium_driver declares it.
 BROWSER_NEEDS = BROWSER_DRIVER_NEEDS
 # Besides every hop: what the whole test suite needs (pytest and its plugins are in [test]).
-SUITE_NEEDS = (*BROWSER_NEEDS, "python-sdk", "python-apps", "agents")
+SUITE_NEEDS = (*BROWSER_NEEDS, "python-sdk", "python-apps", "agents", "python-mcp")
 
 
 def _unique(names: Iterable[str]) -> list[str]:
@@ -111,6 +113,9 @@ def needs_of(name: str) -> list[str]:
     if name == "view":
         return view_needs()
     from labs import catalogue
+    from labs.catalogue.mcp import BY_NAME as MCP_SCENARIOS
+    if name in MCP_SCENARIOS:  # its proxies and the SDK (labs/catalogue/mcp.py)
+        return _unique([*hop_needs(MCP_SCENARIOS[name].proxies), "python-mcp"])
     return scenario_needs(catalogue.get(name))
 
 

@@ -113,3 +113,11 @@ def test_the_scenario_cli_names_an_unknown_scenario_with_exit_2(capsys: pytest.C
     from labs.catalogue.mcp import main as run_scenarios
     assert run_scenarios(["mcp-no-such-thing"]) == 2
     assert "no MCP scenario 'mcp-no-such-thing'" in capsys.readouterr().err
+
+
+def test_labs_setup_knows_what_an_mcp_scenario_needs() -> None:
+    from labs.needs import ALL, needs_of
+    from proxies.needs import hop_needs
+    needed = needs_of("mcp-session-affinity")
+    assert "python-mcp" in needed and set(hop_needs(["nginx", "haproxy"])) <= set(needed)
+    assert ALL["python-mcp"].present()  # the SDK the origin and the client import is installed

@@ -152,3 +152,9 @@ def test_the_origin_refuses_to_bind_off_loopback(capsys: pytest.CaptureFixture[s
     from server.mcp.__main__ import main
     assert main(["--host", "0.0.0.0", "--port", "9"]) == 2
     assert "loopback only" in capsys.readouterr().err
+
+
+def test_json_responses_carry_the_result_without_progress() -> None:
+    with running_replicas(1, OriginKnobs(json_response=True, duration_s=0.2)) as replicas:
+        outcome = run_async(measure_session(replicas.url(), calls=1))
+    assert outcome.completed and outcome.calls[0].progress_at_s == []  # no stream to carry them
