@@ -22,6 +22,7 @@ from labs.scenario.chromium import NEEDS as BROWSER_DRIVER_NEEDS
 from proxies.kinds import KINDS
 from proxies.apps.install import install_agents
 from proxies.apps.nodejs import AGENTS_DIR
+from server.mcp.sdks import SDK_LINES
 from proxies.needs import (HOP_NEEDS, REQUIREMENTS, CannotInstall, Requirement, hop_needs,
                            install_missing, npm_ci_present, pip_extra, python_present)
 
@@ -46,6 +47,9 @@ ALL: dict[str, Requirement] = {**REQUIREMENTS, **{r.name: r for r in (
                 python_present("playwright"), pip_extra("browser")),
     Requirement("python-mcp", "the official MCP SDK, the MCP origin's and its client's (the extra [mcp])",
                 python_present("mcp"), pip_extra("mcp")),
+    Requirement("mcp1-venv", f"the MCP SDK's 1.x line in its own venv ({SDK_LINES['1.30'].pin}, "
+                f"{SDK_LINES['1.30'].venv}): the origin as most deployed servers run it",
+                SDK_LINES["1.30"].present, SDK_LINES["1.30"].install),
     Requirement("python-sdk", "the OpenAI and Anthropic SDKs and aiohttp (the extra [sdk])",
                 python_present("openai", "anthropic", "aiohttp"),
                 pip_extra("sdk")),
@@ -56,7 +60,7 @@ ALL: dict[str, Requirement] = {**REQUIREMENTS, **{r.name: r for r in (
 # What a browser-driven workload needs, as labs.scenario.chromium.chromium_driver declares it.
 BROWSER_NEEDS = BROWSER_DRIVER_NEEDS
 # Besides every hop: what the whole test suite needs (pytest and its plugins are in [test]).
-SUITE_NEEDS = (*BROWSER_NEEDS, "python-sdk", "python-apps", "agents", "python-mcp")
+SUITE_NEEDS = (*BROWSER_NEEDS, "python-sdk", "python-apps", "agents", "python-mcp", "mcp1-venv")
 
 
 def _unique(names: Iterable[str]) -> list[str]:
@@ -115,7 +119,7 @@ def needs_of(name: str) -> list[str]:
     from labs import catalogue
     from labs.catalogue.mcp import BY_NAME as MCP_SCENARIOS
     if name in MCP_SCENARIOS:  # its proxies and the SDK (labs/catalogue/mcp.py)
-        return _unique([*hop_needs(MCP_SCENARIOS[name].proxies), "python-mcp"])
+        return _unique([*hop_needs(MCP_SCENARIOS[name].proxies), "python-mcp", "mcp1-venv"])
     return scenario_needs(catalogue.get(name))
 
 

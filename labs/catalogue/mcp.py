@@ -23,9 +23,10 @@ MCP_SCENARIOS: tuple[McpScenario, ...] = (
         symptom="MCP tool calls fail with 'Session not found' as soon as the server has two replicas",
         proxies=("nginx", "haproxy"),
         workload=McpWorkload(sessions=SESSIONS, calls=2, replicas=2),
-        # Two stateful replicas (the 2025 revisions' sessions, the SDK's default) behind the
-        # proxy's default balancing, round-robin; the client opens its session with initialize.
-        broken=McpVariant(origin={"sessions": True}, client={"mode": "legacy"}),
+        # Two stateful replicas on the 1.x SDK most servers run (the 2025 revisions' sessions, its
+        # default) behind the proxy's default balancing, round-robin; the client opens its session
+        # with initialize, the only handshake a 1.x server answers.
+        broken=McpVariant(origin={"sessions": True}, client={"mode": "legacy"}, sdk="1.30"),
         fixes=(
             McpFix("one-replica", McpVariant(replicas=1), ("nginx", "haproxy"),
                    (*KEPT_ON_ONE, checks.one_replica_only()),
@@ -45,7 +46,9 @@ MCP_SCENARIOS: tuple[McpScenario, ...] = (
                                      "haproxy": {"balance": "hdr(Mcp-Session-Id)"}}, sessions=LOOKALIKE_SESSIONS),
                    ("nginx", "haproxy"), (checks.some_sessions_not_found(), checks.not_found_from_another_replica()),
                    "NOT a fix: hash $http_mcp_session_id / balance hdr(Mcp-Session-Id)", cures=False),
-            McpFix("stateless", McpVariant(client={"mode": "modern"}), ("nginx", "haproxy"),
+            # The same stateful replicas upgraded to mcp 2.3, which answers a 2026-07-28 client on
+            # its stateless path whatever --sessions says, and the client speaking that revision.
+            McpFix("stateless", McpVariant(client={"mode": "modern"}, sdk="2.3"), ("nginx", "haproxy"),
                    (checks.sessions_complete(), checks.requests_spread()),
                    "the 2026-07-28 revision, no sessions (mcp 2.3)"),
         ),
@@ -63,13 +66,14 @@ MCP_SCENARIOS: tuple[McpScenario, ...] = (
             "balanced elsewhere than where the id later hashes to. The 2026-07-28 revision has no "
             "sessions: every request stands alone and round-robin is fine."),
         finding=(
-            "Measured here (nginx 1.22.1, HAProxy 2.6.12, two replicas of `python -m server.mcp` on mcp "
-            "2.3, the mcp 2.3 client in legacy mode, 10 sessions): hashing on the header "
-            "(`hash $http_mcp_session_id consistent`) failed 4 of 10 sessions and HAProxy's "
-            "`balance hdr(Mcp-Session-Id)` 4 of 6 with the same 'Session not found': initialize "
-            "went round-robin (an empty key) and the id then hashed to the other replica about half "
-            "the time. The SDK's client swallows the 404 on the `initialized` notification and on the "
-            "GET stream; the tool call is the first failure its user sees."),
+            "Measured here (`python -m labs.catalogue.mcp`: nginx 1.22.1, HAProxy 2.6.12, two replicas of "
+            "`python -m server.mcp` on mcp 1.30, the mcp 2.3 client in legacy mode): 4 of 4 sessions failed "
+            "through either proxy, every refused tool call answered by the replica that did not open the "
+            "session. Hashing on the header (`hash $http_mcp_session_id consistent`, `balance "
+            "hdr(Mcp-Session-Id)`) failed 6 and 4 of 12 sessions (7 and 9 of 12 in a run on mcp 2.3 "
+            "replicas): initialize went round-robin (an empty key) and the id then hashed to the other "
+            "replica about half the time. The SDK's client swallows the 404 on the `initialized` "
+            "notification and on the GET stream; the tool call is the first failure its user sees."),
         sources=(STREAMABLE_HTTP, f"{NGINX_UPSTREAM}#hash", f"{HAPROXY}#4.2-stick%20store-response",
                  f"{HAPROXY}#4.2-cookie", "https://github.com/PrefectHQ/fastmcp/issues/482"),
     ),

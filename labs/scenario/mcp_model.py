@@ -26,6 +26,7 @@ class McpVariant:
     replicas: how many origin processes (None: the broken variant's).
     client: `labs.client.mcp_session.measure_session` keyword arguments (mode, calls).
     sessions: how many sessions (None: the workload's), for a variant whose outcome is by chance.
+    sdk: the SDK line the replicas run (a key of server.mcp.sdks.SDK_LINES; None: the lab's own).
     """
 
     proxy: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
@@ -33,13 +34,15 @@ class McpVariant:
     replicas: int | None = None
     client: Mapping[str, Any] = field(default_factory=dict)
     sessions: int | None = None
+    sdk: str | None = None
 
     def then(self, fix: "McpVariant") -> "McpVariant":
         proxies = {name: {**self.proxy.get(name, {}), **fix.proxy.get(name, {})} for name in {*self.proxy, *fix.proxy}}
         return McpVariant(proxy=proxies, origin={**self.origin, **fix.origin},
                           replicas=fix.replicas if fix.replicas is not None else self.replicas,
                           client={**self.client, **fix.client},
-                          sessions=fix.sessions if fix.sessions is not None else self.sessions)
+                          sessions=fix.sessions if fix.sessions is not None else self.sessions,
+                          sdk=fix.sdk if fix.sdk is not None else self.sdk)
 
 
 @dataclass

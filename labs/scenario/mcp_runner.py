@@ -18,6 +18,7 @@ from labs.scenario.model import CheckResult
 from server.mcp.app import MCP_PATH
 from server.mcp.knobs import OriginKnobs
 from server.mcp.replicas import running_replicas
+from server.mcp.sdks import DEFAULT_SDK
 from server.processes import free_port
 from server.signals import run_async
 
@@ -33,8 +34,10 @@ def run_mcp(scenario: McpScenario, proxy: str, variant_name: str,
     count = variant.replicas if variant.replicas is not None else workload.replicas
     knobs = OriginKnobs(**variant.origin)
     started = time.monotonic()
-    say(f"{scenario.name}: {variant_name} through {proxy}, {count} replica(s) of {' '.join(['python -m server.mcp', *knobs.argv()])}")
-    with running_replicas(count, knobs) as replicas:
+    sdk = variant.sdk or DEFAULT_SDK
+    say(f"{scenario.name}: {variant_name} through {proxy}, {count} replica(s) of "
+        f"{' '.join(['python -m server.mcp', *knobs.argv()])} on mcp {sdk}")
+    with running_replicas(count, knobs, sdk=sdk) as replicas:
         settings = hop_settings(proxy, variant.proxy.get(proxy, {}), listen_port=free_port(),
                                 upstream_port=replicas.ports[0], upstream_replica_ports=tuple(replicas.ports[1:]))
         with runtime_named("local").run_proxy(settings) as hop:  # type: ignore[arg-type]

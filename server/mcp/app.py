@@ -13,7 +13,12 @@ import time
 from typing import Any
 
 import anyio
-from mcp.server.mcpserver import Context, MCPServer
+try:  # mcp 2.x, the lab's venv
+    from mcp.server.mcpserver import Context, MCPServer
+    SDK_2 = True
+except ImportError:  # mcp 1.x, its own venv (server/mcp/sdks.py): the same server named FastMCP
+    from mcp.server.fastmcp import Context, FastMCP as MCPServer  # type: ignore[assignment,no-redef]
+    SDK_2 = False
 from mcp.server.transport_security import TransportSecuritySettings
 from sse_starlette import EventSourceResponse
 from starlette.requests import Request
@@ -35,7 +40,18 @@ def build(knobs: OriginKnobs) -> "RecordingApp":
     # The SDK builds each SSE response with sse-starlette's default ping interval (it passes
     # none); 0 turns the pings off (sse-starlette skips its ping task then, Issue #206).
     EventSourceResponse.DEFAULT_PING_INTERVAL = knobs.keepalive_s  # type: ignore[assignment]
-    server = MCPServer(name="streamlab-mcp-origin", version="1")
+    # The SDK turns on its DNS-rebinding check (Host must be 127.0.0.1:*, else 421) when told it
+    # binds loopback (mcp/server/lowlevel/server.py); a deployed origin behind a proxy binds its
+    # network address, where the check is off, and a proxy's Host (nginx: the upstream's name)
+    # reaches it. The lab binds loopback for safety only, so it keeps the deployed behaviour.
+    transport = dict(streamable_http_path=MCP_PATH, json_response=knobs.json_response,
+                     stateless_http=not knobs.sessions,
+                     event_store=MemoryEventStore() if knobs.resumable else None,
+                     retry_interval=knobs.retry_ms or None,
+                     transport_security=TransportSecuritySettings(enable_dns_rebinding_protection=False))
+    # 2.x takes the transport's settings when it builds the app, 1.x when it builds the server.
+    server = MCPServer(name="streamlab-mcp-origin", version="1") if SDK_2 else \
+        MCPServer(name="streamlab-mcp-origin", **transport)  # type: ignore[arg-type]
 
     @server.tool(name=SLOW_TOOL, description="Works for a while, reporting progress as it goes.")
     async def slow_task(ctx: Context) -> str:
@@ -56,16 +72,7 @@ def build(knobs: OriginKnobs) -> "RecordingApp":
     async def recorded(request: Request) -> JSONResponse:
         return JSONResponse(records)
 
-    # The SDK turns on its DNS-rebinding check (Host must be 127.0.0.1:*, else 421) when told it
-    # binds loopback (mcp/server/lowlevel/server.py); a deployed origin behind a proxy binds its
-    # network address, where the check is off, and a proxy's Host (nginx: the upstream's name)
-    # reaches it. The lab binds loopback for safety only, so it keeps the deployed behaviour.
-    app = server.streamable_http_app(streamable_http_path=MCP_PATH, json_response=knobs.json_response,
-                                     stateless_http=not knobs.sessions,
-                                     event_store=MemoryEventStore() if knobs.resumable else None,
-                                     retry_interval=knobs.retry_ms or None,
-                                     transport_security=TransportSecuritySettings(
-                                         enable_dns_rebinding_protection=False))
+    app = server.streamable_http_app(**transport) if SDK_2 else server.streamable_http_app()  # type: ignore[arg-type]
     return RecordingApp(app, knobs.replica, records)
 
 

@@ -12,7 +12,7 @@ from collections import deque
 from uuid import uuid4
 
 from mcp.server.streamable_http import EventCallback, EventId, EventMessage, EventStore, StreamId
-from mcp_types import JSONRPCMessage
+from mcp.types import JSONRPCMessage
 
 # Events kept, across all streams, oldest dropped first: a lab session sends far fewer.
 KEPT_EVENTS = 10_000

@@ -10,7 +10,6 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import json
-import sys
 import tempfile
 import urllib.request
 from dataclasses import dataclass
@@ -20,6 +19,7 @@ from typing import Any, Iterator
 from server.locations import checkout
 from server.mcp.app import HEALTH_PATH, MCP_PATH, RECORDS_PATH
 from server.mcp.knobs import OriginKnobs
+from server.mcp.sdks import DEFAULT_SDK, SDK_LINES
 from server.processes import ManagedProcess, free_port, managed
 
 HOST = "127.0.0.1"
@@ -58,12 +58,13 @@ def _healthy(port: int) -> bool:
 
 
 @contextlib.contextmanager
-def running_replicas(count: int, knobs: OriginKnobs = OriginKnobs(), *,
+def running_replicas(count: int, knobs: OriginKnobs = OriginKnobs(), *, sdk: str = DEFAULT_SDK,
                      ready_timeout_s: float = 60.0) -> Iterator[Replicas]:
-    """Start `count` origin processes (replica numbers 0..count-1), wait until each answers, yield
-    them, and stop every one of them however the body ends."""
-    if count < 1:
-        raise ValueError("at least one replica")
+    """Start `count` origin processes (replica numbers 0..count-1) on the SDK line `sdk` (a key of
+    server.mcp.sdks.SDK_LINES), wait until each answers, yield them, and stop every one of them
+    however the body ends."""
+    if count < 1 or sdk not in SDK_LINES:
+        raise ValueError(f"at least one replica, on one of the SDK lines {sorted(SDK_LINES)}")
     with contextlib.ExitStack() as stack:
         folder = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="streamlab-mcp-")))
         ports, processes = [], []
@@ -72,7 +73,7 @@ def running_replicas(count: int, knobs: OriginKnobs = OriginKnobs(), *,
             own = dataclasses.replace(knobs, replica=replica)
             process = ManagedProcess(
                 name=f"mcp-origin:{port}",
-                argv=[sys.executable, "-m", "server.mcp", "--host", HOST, "--port", str(port), *own.argv()],
+                argv=[str(SDK_LINES[sdk].python), "-m", "server.mcp", "--host", HOST, "--port", str(port), *own.argv()],
                 log_path=folder / f"replica-{replica}.log", cwd=checkout() or folder)
             processes.append(stack.enter_context(managed(process, lambda port=port: _healthy(port),
                                                          ready_timeout_s)))

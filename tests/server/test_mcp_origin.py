@@ -158,3 +158,15 @@ def test_json_responses_carry_the_result_without_progress() -> None:
     with running_replicas(1, OriginKnobs(json_response=True, duration_s=0.2)) as replicas:
         outcome = run_async(measure_session(replicas.url(), calls=1))
     assert outcome.completed and outcome.calls[0].progress_at_s == []  # no stream to carry them
+
+
+def test_the_1x_line_serves_the_handshake_but_not_the_2026_revision() -> None:
+    """The origin on mcp 1.30 (its own venv): a session as deployed servers serve it, and the
+    2026-07-28 client's discover refused (a 1.x server knows only sessions)."""
+    with running_replicas(1, OriginKnobs(duration_s=0.2), sdk="1.30") as replicas:
+        legacy = run_async(measure_session(replicas.url(), mode="legacy", calls=1))
+        modern = run_async(measure_session(replicas.url(), mode="modern", calls=1))
+        requests = replicas.requests()
+    assert legacy.completed and legacy.session_id and len(legacy.calls[0].progress_at_s) == 4
+    assert not modern.opened and modern.statuses == [400]
+    assert ("server/discover", 400) in [(r["method"], r["status"]) for r in requests]
