@@ -16,7 +16,7 @@ def sessions_not_found() -> McpCheck:
         errors = [session.error for session in run.sessions]
         opened = sum(session.opened for session in run.sessions)
         returned = sum(call.result is not None for session in run.sessions for call in session.calls)
-        failed = sum(bool(error) and NOT_FOUND in error for error in errors)
+        failed = sum(NOT_FOUND in (error or "") for error in errors)
         return (f"{opened}/{len(run.sessions)} opened, {failed} failed with '{NOT_FOUND}', {returned} tool "
                 f"calls returned; errors: {sorted(set(filter(None, errors)))}",
                 bool(run.sessions) and opened == failed == len(run.sessions) and returned == 0)

@@ -17,7 +17,7 @@ try:  # mcp 2.x, the lab's venv
     from mcp.server.mcpserver import Context, MCPServer
     SDK_2 = True
 except ImportError:  # mcp 1.x, its own venv (server/mcp/sdks.py): the same server named FastMCP
-    from mcp.server.fastmcp import Context, FastMCP as MCPServer  # type: ignore[assignment,no-redef]
+    from mcp.server.fastmcp import Context, FastMCP as MCPServer  # type: ignore[attr-defined,assignment,no-redef]
     SDK_2 = False
 from mcp.server.transport_security import TransportSecuritySettings
 from sse_starlette import EventSourceResponse
@@ -112,7 +112,8 @@ def record(replica: int, http_method: str, body: bytes, session: bytes | None, s
     except ValueError:
         message = {}
     message = message if isinstance(message, dict) else {}
-    params = message.get("params") if isinstance(message.get("params"), dict) else {}
+    raw_params = message.get("params")
+    params = raw_params if isinstance(raw_params, dict) else {}
     return {"replica": replica, "at": time.time(), "http_method": http_method,
             "method": message.get("method"), "tool": params.get("name"),
             "session": session.decode("latin-1") if session else None, "status": status}

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import functools
 import json
 import tempfile
 import urllib.request
@@ -75,7 +76,7 @@ def running_replicas(count: int, knobs: OriginKnobs = OriginKnobs(), *, sdk: str
                 name=f"mcp-origin:{port}",
                 argv=[str(SDK_LINES[sdk].python), "-m", "server.mcp", "--host", HOST, "--port", str(port), *own.argv()],
                 log_path=folder / f"replica-{replica}.log", cwd=checkout() or folder)
-            processes.append(stack.enter_context(managed(process, lambda port=port: _healthy(port),
+            processes.append(stack.enter_context(managed(process, functools.partial(_healthy, port),
                                                          ready_timeout_s)))
             ports.append(port)
         yield Replicas(ports=ports, processes=processes, knobs=knobs)
