@@ -15,6 +15,9 @@ quotes), with a progress bar and the time left while it runs. One module per par
                       stream, gap p99 and hop delay, then 1,000 streams at 20 tok/s; the targets
     server_cpu        2. server CPU per token without and with write coalescing; 1,000 streams x
                       20 tok/s beside the reference servers; the target, and why it is missed
+    apis              2b. what each wire protocol costs (chat, responses, messages: the server's
+                      table): CPU per token and per request, bytes, as ratios to chat's and the
+                      raw ASGI app's; the target (each at most 1.25x chat's per token)
     references        the reference servers: plain FastAPI (plain_server) and bare asyncio
     profile           `python -m labs.bench.profile`: py-spy on the server during a burst or
                       many streams, the path's phases (not a part of `make bench`)

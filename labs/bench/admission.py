@@ -48,7 +48,7 @@ TARGET_CPU_RATIO = 1.5
 TARGET_ROW = ("workers=1", "direct")
 
 
-def _burst_path(proxy: str | None) -> LoadPath:
+def burst_path(proxy: str | None) -> LoadPath:
     base = path_to(proxy)
     return LoadPath(base.name, base.role, base.limit, proxy=proxy, duration_s=BURST_TOKENS_S)
 
@@ -69,7 +69,7 @@ def bench_admission(progress: Progress, arrivals: int = ARRIVALS, rounds: int = 
                 for name in rows:
                     progress(f"admission: --workers {workers}, {arrivals} arrivals, {name}, "
                              f"round {round_ + 1}/{rounds}")
-                    step = lab.run_step(_burst_path(None if name == "direct" else name), arrivals,
+                    step = lab.run_step(burst_path(None if name == "direct" else name), arrivals,
                                         server, proxies.get(name))
                     rows[name].append({
                         "ttft_p50_s": step.ttft_p50_s, "ttft_p99_s": step.ttft_p99_s,
@@ -78,7 +78,7 @@ def bench_admission(progress: Progress, arrivals: int = ARRIVALS, rounds: int = 
                         "client_cpu_ms": step.client_cpu_s * 1e3,
                         "machine_busy_pct": step.machine_busy_pct,
                         "tcp_counters": step.tcp_counters})
-                body = lab.body(_burst_path(None), max(2, round(BURST_TOKENS_S * lab.tokens_per_s)))
+                body = lab.body(burst_path(None), max(2, round(BURST_TOKENS_S * lab.tokens_per_s)))
                 for name, (url, pid) in servers.items():
                     progress(f"admission: {arrivals} arrivals, reference: {name}, round {round_ + 1}/{rounds}")
                     measured = references.measure(url, pid, references.reference_body(name, body),

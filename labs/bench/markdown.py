@@ -4,7 +4,7 @@ from __future__ import annotations
 from functools import partial
 from typing import Any, Mapping
 
-from labs.bench import admission, prefill
+from labs.bench import admission, apis, prefill
 from labs.bench.proxies import PROXIES
 from labs.client.durations import milliseconds
 
@@ -89,6 +89,8 @@ def markdown(results: Mapping[str, Any], command: str) -> str:
                  for r in cpu["many"]])
             if cpu.get("reason"):
                 lines += [f"Why the target is missed here (measured in this run): {cpu['reason']}", ""]
+    if (results.get("apis") or {}).get("apis"):
+        lines += apis.markdown_lines(results["apis"])
     server = results.get("server")
     if server is not None:
         lines += ["## Framing and the whole server path (`python -m server.tools.bench`)", ""]

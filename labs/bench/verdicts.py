@@ -31,6 +31,12 @@ def _server_cpu(result: Mapping[str, Any]) -> Iterator[Verdict]:
             yield f"server-cpu {row['server']}: CPU per token / raw ASGI", row["target_met"]
 
 
+def _apis(result: Mapping[str, Any]) -> Iterator[Verdict]:
+    for name, row in (result.get("apis") or {}).items():
+        if "target_met" in row:
+            yield f"apis {name}: CPU per token / chat's", row["target_met"]
+
+
 def _proxies(result: Mapping[str, Any]) -> Iterator[Verdict]:
     for name, row in (result.get("comparison") or {}).items():
         for target, met in (row.get("targets") or {}).items():
@@ -50,7 +56,7 @@ def _tools(result: Mapping[str, Any]) -> Iterator[Verdict]:
 
 # The parts with targets; the others (prefill, server, engine, client) only measure.
 TARGETS: dict[str, Callable[[Mapping[str, Any]], Iterator[Verdict]]] = {
-    "admission": _admission, "server-cpu": _server_cpu, "proxies": _proxies, "locust": _locust,
+    "admission": _admission, "server-cpu": _server_cpu, "apis": _apis, "proxies": _proxies, "locust": _locust,
     "tools": _tools,
 }
 

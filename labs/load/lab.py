@@ -11,6 +11,7 @@ from labs.load.analysis import PathResult, diagnose
 from labs.load.evidence import _Marks
 from labs.load.paths import LoadPath, ServerSpec, script
 from labs.load.results import StepResult
+from labs.client.apis import DEFAULT_API, client_api
 from labs.client.driver import httpx_defaults_at_once, no_gc_pauses, streams_at_once, uvloop_runner
 from labs.load.summary import summarize
 from labs.client.resources import Sampler, raise_own_fd_limit
@@ -123,23 +124,25 @@ class LoadLab:
         with self.runtime.run_proxy(settings) as proxy:
             yield proxy
 
-    def body(self, path: LoadPath, tokens: int, extra_lab: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    def body(self, path: LoadPath, tokens: int, extra_lab: Mapping[str, Any] | None = None,
+             api: str = DEFAULT_API) -> dict[str, Any]:
         lab: dict[str, Any] = {"tokens_per_s": self.tokens_per_s, "stamp": True,
                                "script": script(tokens), **(extra_lab or {})}
-        return {"model": self._model, "messages": PROMPT, "stream": True, "max_tokens": tokens,
-                "lab": lab}
+        return client_api(api).body(self._model, PROMPT, tokens, lab=lab)
 
     def run_step(self, path: LoadPath, n: int, server: Any, proxy: Any | None,
-                 extra_lab: Mapping[str, Any] | None = None) -> StepResult:
+                 extra_lab: Mapping[str, Any] | None = None, api: str = DEFAULT_API) -> StepResult:
         """N streams at once through `proxy` (or straight to `server`); `extra_lab` adds `lab`
-        request fields (the benchmark's coalesce_ms)."""
+        request fields (the benchmark's coalesce_ms); `api` is the wire protocol they speak
+        (labs/client/apis: the benchmark's per-protocol cost)."""
         from labs.lab.server import wait_idle
 
         duration = path.duration_s or self.duration_s
         tokens = max(2, round(duration * self.tokens_per_s))
         entry = proxy.url if proxy is not None else server.url
-        url = entry + "/v1/chat/completions"
-        body = self.body(path, tokens, extra_lab)
+        spoken = client_api(api)
+        url = entry + spoken.path
+        body = self.body(path, tokens, extra_lab, api)
         # Bounded: a stream that waited a whole stream in a queue still fits; nothing runs on.
         deadline = 3 * duration + 15.0
         pids = {"server": server.process.pid}
@@ -150,9 +153,10 @@ class LoadLab:
         ports = sorted({entry_port, server.port})
         with Sampler(pids, ports=ports) as sampler, uvloop_runner() as runner, no_gc_pauses():
             if path.client == "httpx-default":
-                batch = runner.run(httpx_defaults_at_once(url, body, n, deadline))
+                batch = runner.run(httpx_defaults_at_once(url, body, n, deadline, api=api))
             else:
-                batch = runner.run(streams_at_once(url, body, n, deadline))
+                batch = runner.run(streams_at_once(url, body, n, deadline, headers=spoken.headers(),
+                                                   api=api))
         wait_idle(server, timeout_s=15.0)  # every stream finished (or aborted) before the next step
         step = summarize(path.name, batch, tokens, self.tokens_per_s, duration)
         step.server = sampler.usage["server"].to_dict()
