@@ -60,10 +60,10 @@ def parts(args: argparse.Namespace) -> dict[str, Part]:
         Part("server-cpu", lambda progress: bench_server_cpu(SERVER_CPU_DURATION_S, progress),
              2 * START_S + sum(2 * step_s(streams, SERVER_CPU_DURATION_S) for streams, _ in CPU_CASES)
              + (1 + len(REFERENCES)) * step_s(1000, SERVER_CPU_DURATION_S)),
-        # Per protocol: its many streams, its burst, two single streams; then the raw ASGI floor.
+        # Per protocol: its many streams, two single streams, its bursts; then the raw ASGI floor.
         Part("apis", lambda progress: apis.bench_apis(progress),
              START_S + (len(apis.APIS) + 1) * (step_s(apis.STREAMS, apis.DURATION_S)
-                                                + step_s(apis.ARRIVALS, BURST_TOKENS_S))),
+                                                + apis.ROUNDS * step_s(apis.ARRIVALS, BURST_TOKENS_S))),
         # Measured here: server.tools.bench ~12 s, server.tools.engine_bench ~5 s (one model load).
         Part("server", lambda progress: run_module("server.tools.bench", args.out / "server.json"), 12.0),
         Part("engine", lambda progress: run_module("server.tools.engine_bench", args.out / "engine.json"), 5.0),
