@@ -19,6 +19,8 @@ from labs.scenario.browser_spec import browser_spec, from_browser
 
 STATIC = Path(__file__).resolve().parents[1] / "view" / "static"
 CLIENT_JS = STATIC / "client.js"
+# What a page loads before running client.js: the wire protocols' classifiers it reads events with.
+CLIENT_SCRIPTS = (STATIC / "apis.js", CLIENT_JS)
 LAUNCH_ARGS = ("--no-sandbox", "--disable-gpu", "--disable-background-networking",
                "--disable-component-update", "--disable-sync", "--no-first-run")
 PAGE_PATH = "/__streamlab/browser-client"
@@ -76,7 +78,8 @@ async def run_streams(url: str, spec: Mapping[str, Any], streams: int = 1,
             await page.route(page_url, lambda route: route.fulfill(
                 status=200, content_type="text/html; charset=utf-8", body=PAGE_HTML))
             await page.goto(page_url)
-            await page.add_script_tag(content=CLIENT_JS.read_text(encoding="utf-8"))
+            for script in CLIENT_SCRIPTS:
+                await page.add_script_tag(content=script.read_text(encoding="utf-8"))
             results = await page.evaluate(
                 "([spec, n, c]) => StreamlabClient.runMany(spec, n, c)",
                 [dict(spec), streams, concurrency])

@@ -7,6 +7,7 @@ from typing import Any
 
 from labs import catalogue
 from labs.scenario.model import Scenario
+from server.apis.table import APIS
 
 LAYER_TITLES = {"proxy": "proxies", "chain": "chains of proxies", "server": "the server",
                 "client": "the client and the browser", "load": "load"}
@@ -47,6 +48,8 @@ def scenario_page_data(scenario: Scenario) -> dict[str, Any]:
         "interval_ms": workload.interval_s * 1000.0,
         "first_due_ms": workload.first_due_s() * 1000.0,
         "script": workload.script,
+        "api": workload.api,  # the protocol the page speaks unless the reader picks another
+        "apis": [{"name": api.name, "path": api.path, "title": api.title} for api in APIS.values()],
         "notes": notes,
     }
 

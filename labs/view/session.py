@@ -1,5 +1,7 @@
 """One scenario at a time: its server and both variants' proxies, started through the lab runner
 and kept up while the page runs it; then the lab client's run of the same variants, judged.
+Both clients speak the protocol the page chose (`api`: the scenario's own by default; one of
+the server's table, server.apis.table.APIS), the browser's read by static/apis.js.
 
 The view adds one thing to the servers it starts: `--cors-origin` for the page's own origins,
 so the browser can call each variant's entry point directly (the proxies pass the server's CORS
@@ -23,7 +25,9 @@ from labs.scenario.runner import Lab, ScenarioOutcome
 from labs.scenario.model import VARIANTS, Scenario, VariantName
 from labs.lab.hops import hop_kind
 from labs.scenario.browser_spec import browser_spec, from_browser, skipped_options
+from labs.client.apis import client_api
 from proxies.runtime.base import RunningProxy
+from server.apis.table import APIS
 
 # A page may ask for many streams; the lab client's own bound for a run stays the workload's.
 MAX_BROWSER_STREAMS = 200
@@ -38,7 +42,6 @@ class OpenScenario:
     scenario: Scenario
     stack: contextlib.ExitStack
     hops: dict[VariantName, list[RunningProxy]] = field(default_factory=dict)
-    specs: dict[VariantName, dict[str, Any]] = field(default_factory=dict)
     # The scenario as the page's controls last ran it (streams, at once, leave after N tokens),
     # so that the lab client's run is the browser's run.
     as_run: Scenario | None = None
@@ -80,18 +83,20 @@ class ViewSession:
         workload = scenario.workload
         streams = _bounded_int(controls.get("streams"), workload.streams, 1, MAX_BROWSER_STREAMS)
         concurrency = _bounded_int(controls.get("concurrency"), workload.concurrency, 1, streams)
+        api = _api(controls.get("api"), workload.api)
         _with_controls({}, controls)
         with self._lock:
             if self._open is None or self._open.scenario.name != name:
                 self._close_open()
                 self._open = self._start(scenario)
             opened = self._open
-            specs = {v: _with_controls(spec, controls) for v, spec in opened.specs.items()}
+            spoken = dataclasses.replace(scenario, workload=dataclasses.replace(workload, api=api))
+            specs = {v: _with_controls(self._spec(spoken, v, opened.hops[v]), controls) for v in VARIANTS}
             leave = specs["broken"].get("abortAfterEvents")
-            opened.as_run = dataclasses.replace(scenario, workload=dataclasses.replace(
-                workload, streams=streams, concurrency=concurrency, disconnect_after_events=leave))
+            opened.as_run = dataclasses.replace(spoken, workload=dataclasses.replace(
+                spoken.workload, streams=streams, concurrency=concurrency, disconnect_after_events=leave))
         self._progress(f"{name}: ready")
-        return {"scenario": name, "variants": specs, "streams": streams, "concurrency": concurrency}
+        return {"scenario": name, "api": api, "variants": specs, "streams": streams, "concurrency": concurrency}
 
     def _start(self, scenario: Scenario) -> OpenScenario:
         opened = OpenScenario(scenario, contextlib.ExitStack())
@@ -103,16 +108,22 @@ class ViewSession:
                 hops = opened.stack.enter_context(
                     self.lab.path(scenario.path, variant, server.port, scenario.base))
                 opened.hops[name] = hops
-                url = self.lab.entry_url(scenario, name, hops) + "/v1/chat/completions"
-                body = self.lab.request_body(scenario.workload, variant)
-                options = {**scenario.workload.client, **variant.client}
-                spec = browser_spec(url, body, scenario.workload, options)
-                spec["skipped"] = skipped_options(options)
-                opened.specs[name] = spec
         except BaseException:
             opened.stack.close()
             raise
         return opened
+
+    def _spec(self, scenario: Scenario, name: VariantName, hops: list[RunningProxy]) -> dict[str, Any]:
+        """What the variant's panel runs: client.js's spec, in the workload's protocol."""
+        variant, api = scenario.variant(name), client_api(scenario.workload.api)
+        entry = self.lab.entry_url(scenario, name, hops)
+        body = self.lab.request_body(scenario.workload, variant)
+        # The client options' `api` is the browser's reader (fetch, eventsource), not the protocol.
+        options = {**scenario.workload.client, **variant.client}
+        spec = browser_spec(entry + api.path, body, scenario.workload, options)
+        spec.update(entry=entry, wireApi=api.name, protocolHeaders=api.headers(),
+                    skipped=skipped_options(options))
+        return spec
 
     # ---- after the browser ran -----------------------------------------------------------------
 
@@ -184,6 +195,15 @@ def _scenario(name: str) -> Scenario:
         return catalogue.get(name)
     except catalogue.UnknownScenario as exc:
         raise ViewError(str(exc)) from None
+
+
+def _api(value: Any, default: str) -> str:
+    """The protocol the page chose (its default: the scenario's), one of the server's table."""
+    if value in (None, ""):
+        return default
+    if value not in APIS:
+        raise ViewError(f"unknown api {value!r}: choose one of {', '.join(APIS)}")
+    return str(value)
 
 
 def _bounded_int(value: Any, default: int, low: int, high: int) -> int:

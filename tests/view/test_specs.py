@@ -1,6 +1,9 @@
 """Between the lab and the browser's client: options in, measurements out (no browser needed)."""
 from __future__ import annotations
 
+import contextlib
+from typing import Iterator
+
 import pytest
 
 from labs import catalogue
@@ -85,3 +88,56 @@ def test_the_comparison_sets_the_browsers_numbers_beside_the_lab_clients() -> No
     assert row["browser"]["outcomes"] == "complete 2" and row["lab"]["outcomes"] == "complete 1, reset 1"
     assert row["browser"]["ttft_max_ms"] == 1500.0 and row["lab"]["streams"] == 2
     assert compare(outcome, {})[0]["browser"] is None  # a run the page did not report
+
+
+class _FakeLab:
+    """The lab runner's surface the view session uses, with nothing started."""
+
+    def server(self, args: object, nofile: object) -> object:
+        return type("Server", (), {"port": 1})()
+
+    @contextlib.contextmanager
+    def path(self, *args: object) -> Iterator[list]:
+        yield []
+
+    def entry_url(self, scenario: object, name: str, hops: object) -> str:
+        return f"http://127.0.0.1:{1 if name == 'broken' else 2}"
+
+    def request_body(self, workload: Workload, variant: object) -> dict:
+        from labs.scenario.runner import request_body
+        return request_body(workload, variant, "tiny")
+
+    def close(self) -> None:
+        pass
+
+
+def test_the_page_s_protocol_makes_both_panels_and_the_lab_client_speak_it(tmp_path) -> None:
+    from labs.client.apis.messages import ANTHROPIC_VERSION
+    from labs.view.session import ViewSession
+
+    session = ViewSession((), "local", tmp_path)
+    session.lab = _FakeLab()  # type: ignore[assignment]
+    with pytest.raises(ViewError, match="unknown api 'soap': choose one of chat, responses, messages"):
+        session.prepare("nginx-buffering", {"api": "soap"})
+    assert session._open is None  # refused before anything started
+    default = session.prepare("nginx-buffering", {})
+    assert default["api"] == "chat" and default["variants"]["fixed"]["url"] == "http://127.0.0.1:2/v1/chat/completions"
+    plan = session.prepare("nginx-buffering", {"api": "responses"})
+    assert plan["api"] == "responses" and session._open is not None
+    for variant, port in (("broken", 1), ("fixed", 2)):
+        spec = plan["variants"][variant]
+        assert spec["url"] == f"http://127.0.0.1:{port}/v1/responses" and spec["entry"] == f"http://127.0.0.1:{port}"
+        assert spec["wireApi"] == "responses" and spec["protocolHeaders"] == {}
+        assert "input" in spec["body"] and "messages" not in spec["body"]
+    assert session._open.as_run is not None and session._open.as_run.workload.api == "responses"
+    messages = session.prepare("nginx-buffering", {"api": "messages"})["variants"]["broken"]
+    assert messages["url"].endswith("/v1/messages")
+    assert messages["protocolHeaders"]["anthropic-version"] == ANTHROPIC_VERSION
+
+
+def test_the_page_offers_the_servers_protocols_with_the_scenarios_own_chosen() -> None:
+    from server.apis.table import APIS
+
+    data = scenario_page_data(catalogue.get("nginx-buffering"))
+    assert data["api"] == "chat" and [a["name"] for a in data["apis"]] == list(APIS)
+    assert [a["path"] for a in data["apis"]] == [api.path for api in APIS.values()]

@@ -10,6 +10,7 @@ from typing import Any
 
 from labs import catalogue
 from labs.scenario.checks.base import STREAM_SLACK_INTERVALS, STREAMED_READ_SHARE
+from server.apis.table import APIS
 from tests.view.conftest import SCREENSHOTS, Page, View
 
 RUN_TIMEOUT_MS = 120_000
@@ -25,10 +26,12 @@ def numbers(tab: Any, variant: str) -> dict[str, Any]:
             "outcome": data["outcome"], "text": section.locator(".text").inner_text()}
 
 
-def run(tab: Any, view: View, name: str, **controls: str) -> None:
+def run(tab: Any, view: View, name: str, api: str | None = None, **controls: str) -> None:
     tab.goto(f"{view.url}/scenario/{name}")
     for field, value in controls.items():
         tab.fill(f"#{field}", value)
+    if api is not None:
+        tab.select_option("#api", api)
     tab.click("button#run")
     tab.wait_for_selector("body[data-state=running]")
     tab.wait_for_selector("body[data-state=done], body[data-state=error]", timeout=RUN_TIMEOUT_MS)
@@ -75,6 +78,38 @@ def test_nginx_buffering_blank_then_all_at_once_beside_a_flowing_stream(view: Vi
     assert tab.locator("section#report img.picture").count() == 1
     tab.screenshot(path=str(SCREENSHOTS / "nginx-buffering.png"), full_page=True)
     assert (view.reports / "nginx-buffering" / "browser.json").is_file()
+    assert page.errors == []
+
+
+def test_nginx_buffering_on_the_responses_api_plays_as_a_chat_stream_does(view: View, page: Page) -> None:
+    tab = page.page
+    # The page offers the server's protocols, the scenario's own selected.
+    assert tab.goto(f"{view.url}/scenario/nginx-buffering") is not None
+    assert tab.eval_on_selector_all("#api option", "options => options.map(o => o.value)") == list(APIS)
+    assert tab.input_value("#api") == BUFFERING.workload.api == "chat"
+    run(tab, view, "nginx-buffering", api="responses")
+    assert tab.get_attribute("body", "data-api") == "responses"
+    assert "/v1/responses" not in tab.inner_text("section[data-variant=broken] .entry")
+    assert "(responses)" in tab.inner_text("section[data-variant=broken] .entry")
+    workload = BUFFERING.workload
+    due_ms, interval_ms = workload.first_due_s() * 1000, workload.interval_s * 1000
+    broken, fixed = numbers(tab, "broken"), numbers(tab, "fixed")
+    # TTFT is the first text delta: the lifecycle events before it (response.created ...) sent
+    # at once by the server do not move it, so the fixed panel's first token is on time.
+    assert broken["ttft"] >= due_ms + 5 * interval_ms, broken
+    assert broken["reads"] * 4 <= broken["events"], broken
+    assert fixed["ttft"] <= due_ms + STREAM_SLACK_INTERVALS * interval_ms, fixed
+    assert fixed["reads"] >= STREAMED_READ_SHARE * fixed["events"], fixed
+    # complete: response.completed arrived (there is no [DONE] on this protocol).
+    for measured in (broken, fixed):
+        assert measured["outcome"] == "complete" and measured["text"] == workload.script
+    assert broken["events"] == fixed["events"] > 1
+    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+    tab.screenshot(path=str(SCREENSHOTS / "nginx-buffering-responses-panels.png"))
+    # The lab client ran the same protocol through the same path, and judged it alike.
+    tab.wait_for_selector("body[data-report=ready]", timeout=RUN_TIMEOUT_MS)
+    verdicts = tab.inner_text("table.rows tr.verdict")
+    assert "symptom reproduced" in verdicts and "cured" in verdicts
     assert page.errors == []
 
 

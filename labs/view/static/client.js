@@ -1,12 +1,18 @@
-// The browser's measuring client: one chat-completion stream read by the browser itself, timed
-// with performance.now() from the moment the request is sent (t = 0), as labs/measurements.py
-// defines each number for the lab's own client. The view's panels and the browser-layer
-// scenarios' guards (Chromium under Playwright) both run this file.
+// The browser's measuring client: one stream read by the browser itself, timed with
+// performance.now() from the moment the request is sent (t = 0), as labs/measurements.py
+// defines each number for the lab's own client. Each event is classified by its wire protocol
+// (apis.js, loaded first: chat, responses, messages); TTFT is the first text delta, never a
+// lifecycle event. The view's panels and the browser-layer scenarios' guards (Chromium under
+// Playwright) both run this file.
 //
 //   const result = await StreamlabClient.runStream(spec, onUpdate);
 //
-// spec: {url, body, api: "fetch" | "eventsource", decoder: "stream" | "naive",
+// spec: {url, body, wireApi: "chat" | "responses" | "messages", protocolHeaders,
+//        api: "fetch" | "eventsource", decoder: "stream" | "naive",
 //        mode: "stream" | "read-body", readTimeoutMs, abortAfterEvents, maxConnections}
+//   wireApi is the protocol the body speaks (default chat), protocolHeaders the headers it
+//   needs (Messages: anthropic-version); api is the browser API that reads it (EventSource
+//   reaches only the chat route: GET /v1/chat/completions?request=, unnamed events).
 // result: {status, protocol, ttftMs, ttfbMs, e2eMs, reads, splitReads, connections,
 //          events: [{t, read, kind, text}], text, outcome, sawDone, error}
 "use strict";
@@ -15,29 +21,16 @@
   const KINDS_WITH_TEXT = new Set(["content"]);
 
   function newResult(spec) {
-    return {url: spec.url, api: spec.api || "fetch", decoder: spec.decoder || "stream",
+    return {url: spec.url, api: spec.api || "fetch", wireApi: spec.wireApi || "chat", decoder: spec.decoder || "stream",
             status: null, protocol: null, ttfbMs: null, ttftMs: null, e2eMs: null, reads: 0,
             splitReads: 0, connections: 0, events: [], text: "", outcome: "truncated",
             sawDone: false, error: null, startMs: null};
   }
 
-  // What one SSE data payload is, in the lab's words (labs/sse_parser.py: EventKind).
-  function classify(data) {
-    if (data === "[DONE]") return {kind: "done", text: ""};
-    let chunk;
-    try { chunk = JSON.parse(data); } catch (e) { return {kind: "other", text: ""}; }
-    if (chunk.error) return {kind: "error", text: chunk.error.message || "error"};
-    const choice = (chunk.choices || [])[0];
-    if (!choice) return {kind: chunk.usage ? "usage" : "other", text: ""};
-    const delta = choice.delta || {};
-    if (delta.content) return {kind: "content", text: delta.content};
-    if (choice.finish_reason) return {kind: "finish", text: ""};
-    if (delta.role !== undefined) return {kind: "role", text: ""};
-    return {kind: "other", text: ""};
-  }
-
-  function record(result, t, read, data, onUpdate) {
-    const {kind, text} = classify(data);
+  function record(result, t, read, data, eventName, onUpdate) {
+    // A protocol's keep-alive event (Messages' ping) is a heartbeat, as an SSE comment is.
+    const {kind, text} = StreamlabApis.isHeartbeat(result.wireApi, eventName)
+      ? {kind: "comment", text: eventName} : StreamlabApis.classify(result.wireApi, data, eventName);
     const event = {t, read, kind, text};
     result.events.push(event);
     if (kind === "content") {
@@ -67,9 +60,10 @@
     return false;
   }
 
-  // The WHATWG event-stream rules, on decoded text fed piece by piece.
+  // The WHATWG event-stream rules, on decoded text fed piece by piece: onData(data, eventName)
+  // per dispatched event (the `event:` name, or null), onData(null) per comment line.
   function lineParser(onData) {
-    let tail = "", data = [], skipLF = false;
+    let tail = "", data = [], name = null, skipLF = false;
     return function feed(text) {
       if (skipLF && text.startsWith("\n")) text = text.slice(1);
       skipLF = text.endsWith("\r");
@@ -77,12 +71,15 @@
       tail = lines.pop();
       for (const line of lines) {
         if (line === "") {
-          if (data.length) onData(data.join("\n"));
+          if (data.length) onData(data.join("\n"), name);
           data = [];
+          name = null;
         } else if (line.startsWith(":")) {
-          onData(null);  // a comment (`: ping`)
+          onData(null, null);  // a comment (`: ping`)
         } else if (line.startsWith("data:")) {
           data.push(line.slice(5).replace(/^ /, ""));
+        } else if (line.startsWith("event:")) {
+          name = line.slice(6).replace(/^ /, "");
         }
       }
     };
@@ -111,7 +108,8 @@
     armReadTimeout();
     let response;
     try {
-      response = await fetch(url, {method: "POST", headers: {"Content-Type": "application/json"},
+      const headers = {"Content-Type": "application/json", ...(spec.protocolHeaders || {})};
+      response = await fetch(url, {method: "POST", headers,
                                    body: JSON.stringify(spec.body), signal: controller.signal,
                                    cache: "no-store"});
     } catch (e) {
@@ -133,10 +131,10 @@
     const decoder = new TextDecoder("utf-8");
     const naive = spec.decoder === "naive";
     let read = 0, events = 0, left = false;
-    const feed = lineParser((data) => {
+    const feed = lineParser((data, eventName) => {
       if (left) return;  // gone: what else came in the same chunk is never read
       if (data === null) { result.events.push({t: at(), read, kind: "comment", text: ""}); return; }
-      const event = record(result, at(), read, data, onUpdate);
+      const event = record(result, at(), read, data, eventName, onUpdate);
       if (event.kind === "content") events += 1;
       if (spec.abortAfterEvents && events >= spec.abortAfterEvents && !left) {
         left = true;  // "close the tab": the client leaves on purpose
@@ -207,7 +205,7 @@
       source.onmessage = (message) => {
         result.reads += 1;
         lastId = message.lastEventId;
-        const event = record(result, at(), result.reads, message.data, onUpdate);
+        const event = record(result, at(), result.reads, message.data, null, onUpdate);
         if (event.kind === "done") finish("complete");
       };
       source.onerror = () => {
@@ -245,5 +243,5 @@
     return results;
   }
 
-  window.StreamlabClient = {runStream, runMany, contentEvents, classify, endsMidCharacter};
+  window.StreamlabClient = {runStream, runMany, contentEvents, endsMidCharacter};
 })();

@@ -2,7 +2,8 @@
 // browser streams from each variant's real entry point at once, both panels live, and finally
 // asks for the lab client's run of the same path.
 //
-// Page structure for tests: body[data-state=idle|running|done|error],
+// Page structure for tests: body[data-state=idle|running|done|error], body[data-api] (the
+// protocol both clients spoke),
 // body[data-report=waiting|ready|error], section[data-variant] with data-ttft-ms, data-e2e-ms,
 // data-events, data-reads, data-outcome (the first stream; data-streams, data-outcomes and
 // data-ttft-max-ms for many), and .text for the answer.
@@ -116,7 +117,7 @@
   }
 
   async function runPanel(panel, spec, plan) {
-    panel.section.querySelector(".entry").textContent = spec.url.replace("/v1/chat/completions", "") +
+    panel.section.querySelector(".entry").textContent = `${spec.entry} (${spec.wireApi})` +
       (spec.skipped && spec.skipped.length ? ` (not applied in a browser: ${spec.skipped.join(", ")})` : "");
     panel.results = new Array(plan.streams).fill(null);
     const results = await StreamlabClient.runMany(spec, plan.streams, plan.concurrency,
@@ -136,8 +137,9 @@
     let stopAnimation = () => {};
     try {
       const controls = {streams: value("streams"), concurrency: value("concurrency"),
-                        abort_after_events: value("abort")};
+                        abort_after_events: value("abort"), api: value("api")};
       const plan = await post(`/api/scenarios/${data.name}/prepare`, controls);
+      body.dataset.api = plan.api;
       stopFollowing();
       say("streaming in your browser");
       stopAnimation = animate(performance.now());
