@@ -31,7 +31,7 @@ from typing import Any
 from labs.bench import references
 from labs.bench.admission import BURST_TOKENS_S, burst_path
 from labs.bench.proxies import Progress, path_to
-from labs.bench.verdicts import at_most
+from labs.bench.verdicts import at_most, ratio_cell
 from labs.client.apis import DEFAULT_API
 from labs.client.durations import milliseconds
 from labs.load import SYNTHETIC, LoadLab, StepResult
@@ -155,14 +155,6 @@ def _number(value: float | None, digits: int = 0) -> str:
     return "-" if value is None else f"{value:,.{digits}f}"
 
 
-def verdict(row: dict[str, Any], target: float) -> str:
-    if "target_met" not in row:
-        return "-"
-    if row["target_met"] is None:
-        return f"skipped: {row.get('skipped', 'no figure')}"
-    return f"<= {target:g}x chat: {'pass' if row['target_met'] else '**miss**'}"
-
-
 def markdown_lines(result: dict[str, Any]) -> list[str]:
     n, arrivals, floor = result["streams"], result["arrivals"], result["floor"]
     lines = [f"## What a protocol costs: server CPU per token at {n:,} streams x {result['tokens_per_s']:g} "
@@ -181,7 +173,7 @@ def markdown_lines(result: dict[str, Any]) -> list[str]:
             f"{row['server_cpu_us_per_request']:.0f} | {_x(row['request_ratio_to_chat'])} | "
             f"{_x(row['request_ratio_to_raw'])} | {milliseconds(row['ttft_p50_s'], digits=0, unit=False)} / "
             f"{milliseconds(row['ttft_p99_s'], digits=0, unit=False)} | {failed} | "
-            f"{verdict(row, result['target_ratio'])} |")
+            f"{ratio_cell(row, result['target_ratio'], ' chat')} |")
     lines += ["", f"The floor, {floor['server']} given the same streams in the same part: "
               f"{floor['server_cpu_us_per_token']:.1f} us/token, {floor['server_cpu_us_per_request']:.0f} "
               f"us/request ({floor['failed']} failed).", ""]

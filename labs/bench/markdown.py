@@ -6,6 +6,7 @@ from typing import Any, Mapping
 
 from labs.bench import admission, apis, prefill
 from labs.bench.proxies import PROXIES
+from labs.bench.verdicts import ratio_cell
 from labs.client.durations import milliseconds
 
 
@@ -85,7 +86,7 @@ def markdown(results: Mapping[str, Any], command: str) -> str:
                 "| server | tokens | server CPU us/token | / raw ASGI | gap p99 (ms) | failed | target |",
                 [f"| {r['server']} | {r['tokens']:,} | {r['server_cpu_us_per_token']:.1f} | "
                  f"{_x(r.get('ratio_to_raw'))} | "
-                 f"{_ms_cell(r['gap_p99_s'], digits=1)} | {r['failed']} | {_cpu_verdict(r, cpu['target_ratio'])} |"
+                 f"{_ms_cell(r['gap_p99_s'], digits=1)} | {r['failed']} | {ratio_cell(r, cpu['target_ratio'])} |"
                  for r in cpu["many"]])
             if cpu.get("reason"):
                 lines += [f"Why the target is missed here (measured in this run): {cpu['reason']}", ""]
@@ -131,11 +132,3 @@ def markdown(results: Mapping[str, Any], command: str) -> str:
         if isinstance(result, Mapping) and "error" in result and name not in ("server", "engine"):
             lines += [f"## {name}: not measured", "", f"The part failed: {result['error']}", ""]
     return "\n".join(lines)
-
-
-def _cpu_verdict(row: dict[str, Any], ratio: float) -> str:
-    if "target_met" not in row:
-        return "-"
-    if row["target_met"] is None:
-        return f"skipped: {row.get('skipped', 'no figure')}"
-    return f"<= {ratio:g}x: {'pass' if row['target_met'] else '**miss**'}"

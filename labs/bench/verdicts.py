@@ -18,6 +18,16 @@ def at_most(ratio: float, target: float) -> bool:
     return ratio <= target or math.isclose(ratio, target)
 
 
+def ratio_cell(row: Mapping[str, Any], target: float, against: str = "") -> str:
+    """A table's target cell for a row judged by `at_most`: "-" (no target), skipped with why,
+    or pass / **miss** against "<= {target}x{against}"."""
+    if "target_met" not in row:
+        return "-"
+    if row["target_met"] is None:
+        return f"skipped: {row.get('skipped', 'no figure')}"
+    return f"<= {target:g}x{against}: {'pass' if row['target_met'] else '**miss**'}"
+
+
 def _admission(result: Mapping[str, Any]) -> Iterator[Verdict]:
     for config, paths in (result.get("configs") or {}).items():
         for name, row in paths.items():

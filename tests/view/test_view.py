@@ -38,6 +38,24 @@ def run(tab: Any, view: View, name: str, api: str | None = None, **controls: str
     assert tab.get_attribute("body", "data-state") == "done", tab.inner_text("#status")
 
 
+def assert_buffered_beside_streamed(tab: Any) -> None:
+    """nginx-buffering's panels as the browser measured them, bounds from the workload's pacing."""
+    workload = BUFFERING.workload
+    due_ms, interval_ms = workload.first_due_s() * 1000, workload.interval_s * 1000
+    broken, fixed = numbers(tab, "broken"), numbers(tab, "fixed")
+    # The symptom: the first token far past its due time, in lumps.
+    assert broken["ttft"] >= due_ms + 5 * interval_ms, broken
+    assert broken["reads"] * 4 <= broken["events"], broken
+    # The cure: the first token on time, (nearly) one read per event.
+    assert fixed["ttft"] <= due_ms + STREAM_SLACK_INTERVALS * interval_ms, fixed
+    assert fixed["reads"] >= STREAMED_READ_SHARE * fixed["events"], fixed
+    # Both finished (on the protocol's terminal event), with the same events; the text is the script.
+    for measured in (broken, fixed):
+        assert measured["outcome"] == "complete" and measured["text"] == workload.script
+        assert measured["e2e"] >= measured["ttft"]
+    assert broken["events"] == fixed["events"] > 1
+
+
 def test_the_index_lists_every_scenario(view: View, page: Page) -> None:
     tab = page.page
     tab.goto(view.url + "/")
@@ -53,20 +71,7 @@ def test_the_index_lists_every_scenario(view: View, page: Page) -> None:
 def test_nginx_buffering_blank_then_all_at_once_beside_a_flowing_stream(view: View, page: Page) -> None:
     tab = page.page
     run(tab, view, "nginx-buffering")
-    workload = BUFFERING.workload
-    due_ms, interval_ms = workload.first_due_s() * 1000, workload.interval_s * 1000
-    broken, fixed = numbers(tab, "broken"), numbers(tab, "fixed")
-    # The symptom as the browser measured it: the first token far past its due time, in lumps.
-    assert broken["ttft"] >= due_ms + 5 * interval_ms, broken
-    assert broken["reads"] * 4 <= broken["events"], broken
-    # The cure: the first token on time, (nearly) one read per event.
-    assert fixed["ttft"] <= due_ms + STREAM_SLACK_INTERVALS * interval_ms, fixed
-    assert fixed["reads"] >= STREAMED_READ_SHARE * fixed["events"], fixed
-    # Both finished, with the same events, and the text is the script.
-    for measured in (broken, fixed):
-        assert measured["outcome"] == "complete" and measured["text"] == workload.script
-        assert measured["e2e"] >= measured["ttft"]
-    assert broken["events"] == fixed["events"] > 1
+    assert_buffered_beside_streamed(tab)
     SCREENSHOTS.mkdir(parents=True, exist_ok=True)
     tab.screenshot(path=str(SCREENSHOTS / "nginx-buffering-panels.png"))
     # Then the lab client's run of the same path, side by side with the browser's numbers.
@@ -91,19 +96,9 @@ def test_nginx_buffering_on_the_responses_api_plays_as_a_chat_stream_does(view: 
     assert tab.get_attribute("body", "data-api") == "responses"
     assert "/v1/responses" not in tab.inner_text("section[data-variant=broken] .entry")
     assert "(responses)" in tab.inner_text("section[data-variant=broken] .entry")
-    workload = BUFFERING.workload
-    due_ms, interval_ms = workload.first_due_s() * 1000, workload.interval_s * 1000
-    broken, fixed = numbers(tab, "broken"), numbers(tab, "fixed")
-    # TTFT is the first text delta: the lifecycle events before it (response.created ...) sent
-    # at once by the server do not move it, so the fixed panel's first token is on time.
-    assert broken["ttft"] >= due_ms + 5 * interval_ms, broken
-    assert broken["reads"] * 4 <= broken["events"], broken
-    assert fixed["ttft"] <= due_ms + STREAM_SLACK_INTERVALS * interval_ms, fixed
-    assert fixed["reads"] >= STREAMED_READ_SHARE * fixed["events"], fixed
-    # complete: response.completed arrived (there is no [DONE] on this protocol).
-    for measured in (broken, fixed):
-        assert measured["outcome"] == "complete" and measured["text"] == workload.script
-    assert broken["events"] == fixed["events"] > 1
+    # TTFT is the first text delta: the lifecycle events the server sends before it
+    # (response.created ...) do not move it; complete is response.completed (no [DONE] here).
+    assert_buffered_beside_streamed(tab)
     SCREENSHOTS.mkdir(parents=True, exist_ok=True)
     tab.screenshot(path=str(SCREENSHOTS / "nginx-buffering-responses-panels.png"))
     # The lab client ran the same protocol through the same path, and judged it alike.
