@@ -28,6 +28,7 @@ from server.stream.sse import OpenFrame, compact_json, quoted
 
 # The header Anthropic requires on every request (400 without it: a hop that strips it shows).
 VERSION_HEADER = "anthropic-version"
+KEY_HEADER = "x-api-key"  # accepted, never checked (as chat ignores Authorization)
 OVERLOADED = 529  # https://docs.anthropic.com/en/api/errors
 # An HTTP status -> Anthropic's error type (https://docs.anthropic.com/en/api/errors).
 ERROR_TYPES = {400: "invalid_request_error", 401: "authentication_error", 403: "permission_error",

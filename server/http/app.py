@@ -24,6 +24,7 @@ from starlette.routing import Route
 
 from server import errors, metrics
 from server.apis.chat import ChatCompletionRequest
+from server.apis.messages import KEY_HEADER, VERSION_HEADER
 from server.config import ServerConfig
 from server.engine.base import Engine
 from server.http import event_source, records
@@ -173,7 +174,9 @@ def wrap_middleware(app: Any, config: ServerConfig) -> Any:
     if config.cors_origins:
         app = CORSMiddleware(app, allow_origins=list(config.cors_origins),
                              allow_methods=["GET", "POST"],
+                             # A page's Messages request carries Anthropic's two headers: without
+                             # them here the browser's preflight refused every Messages run.
                              allow_headers=["content-type", "authorization", TOKEN_HEADER.lower(),
-                                            event_source.LAST_EVENT_ID],
+                                            event_source.LAST_EVENT_ID, VERSION_HEADER, KEY_HEADER],
                              max_age=600)
     return app

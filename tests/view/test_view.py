@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
+
 from labs import catalogue
 from labs.scenario.checks.base import STREAM_SLACK_INTERVALS, STREAMED_READ_SHARE
 from server.apis.table import APIS
@@ -86,21 +88,24 @@ def test_nginx_buffering_blank_then_all_at_once_beside_a_flowing_stream(view: Vi
     assert page.errors == []
 
 
-def test_nginx_buffering_on_the_responses_api_plays_as_a_chat_stream_does(view: View, page: Page) -> None:
+@pytest.mark.parametrize("api", ["responses", "messages"])
+def test_nginx_buffering_on_another_api_plays_as_a_chat_stream_does(view: View, page: Page, api: str) -> None:
     tab = page.page
     # The page offers the server's protocols, the scenario's own selected.
     assert tab.goto(f"{view.url}/scenario/nginx-buffering") is not None
     assert tab.eval_on_selector_all("#api option", "options => options.map(o => o.value)") == list(APIS)
     assert tab.input_value("#api") == BUFFERING.workload.api == "chat"
-    run(tab, view, "nginx-buffering", api="responses")
-    assert tab.get_attribute("body", "data-api") == "responses"
-    assert "/v1/responses" not in tab.inner_text("section[data-variant=broken] .entry")
-    assert "(responses)" in tab.inner_text("section[data-variant=broken] .entry")
+    # Messages: the page's request carries anthropic-version and x-api-key, which the server's
+    # CORS answer must allow (the preflight refused every Messages run before).
+    run(tab, view, "nginx-buffering", api=api)
+    assert tab.get_attribute("body", "data-api") == api
+    assert APIS[api].path not in tab.inner_text("section[data-variant=broken] .entry")
+    assert f"({api})" in tab.inner_text("section[data-variant=broken] .entry")
     # TTFT is the first text delta: the lifecycle events the server sends before it
     # (response.created ...) do not move it; complete is response.completed (no [DONE] here).
     assert_buffered_beside_streamed(tab)
     SCREENSHOTS.mkdir(parents=True, exist_ok=True)
-    tab.screenshot(path=str(SCREENSHOTS / "nginx-buffering-responses-panels.png"))
+    tab.screenshot(path=str(SCREENSHOTS / f"nginx-buffering-{api}-panels.png"))
     # The lab client ran the same protocol through the same path, and judged it alike.
     tab.wait_for_selector("body[data-report=ready]", timeout=RUN_TIMEOUT_MS)
     verdicts = tab.inner_text("table.rows tr.verdict")

@@ -12,6 +12,7 @@ from typing import Any, Mapping
 
 from labs.client.apis.base import ClientApi, Prompt, json_object, lifecycle, messages_of, stamp, with_lab
 from labs.client.sse import Classified
+from server.apis.messages import KEY_HEADER, VERSION_HEADER
 from server.apis.table import MESSAGES
 
 # The API version every request names (https://docs.anthropic.com/en/api/versioning).
@@ -34,7 +35,7 @@ def body(model: str, prompt: Prompt, max_tokens: int, lab: Mapping[str, Any] | N
 
 
 def api_key_header(api_key: str | None) -> dict[str, str]:
-    return {"x-api-key": api_key or PLACEHOLDER_KEY}
+    return {KEY_HEADER: api_key or PLACEHOLDER_KEY}
 
 
 def classify(payload: str, event_name: str | None = None) -> Classified:
@@ -64,5 +65,5 @@ def classify(payload: str, event_name: str | None = None) -> Classified:
 
 
 API = ClientApi(api=MESSAGES, body=body, classify=classify, auth_headers=api_key_header,
-                fixed_headers={"anthropic-version": ANTHROPIC_VERSION},
+                fixed_headers={VERSION_HEADER: ANTHROPIC_VERSION},
                 heartbeat_events=frozenset({"ping"}))
