@@ -17,10 +17,11 @@ from proxies.apps.nextjs.kind import KIND as NEXTJS
 from proxies.apps.privoxy.kind import KIND as PRIVOXY
 from proxies.apps.relay.kind import KIND as RELAY
 from proxies.apps.settings import AppSettings
+from proxies.apps.starlette.kind import KIND as STARLETTE
 from proxies.apps.webpack.kind import KIND as WEBPACK
 
 APP_KINDS: dict[str, AppKind] = {kind.name: kind for kind in (
-    EXPRESS, NEXTJS, WEBPACK, GUNICORN, DJANGO, JUPYTER, LITELLM, PRIVOXY, RELAY)}
+    EXPRESS, NEXTJS, WEBPACK, GUNICORN, DJANGO, JUPYTER, LITELLM, PRIVOXY, RELAY, STARLETTE)}
 APP_NAMES: tuple[str, ...] = tuple(APP_KINDS)
 
 

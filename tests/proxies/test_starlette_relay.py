@@ -1,0 +1,128 @@
+"""The Starlette relay (proxies/apps/starlette): each forwarding mode, on exact bytes from a fixed
+upstream and on the lab server's paced chat stream (the heartbeats a `first_token_delay_s` makes)."""
+from __future__ import annotations
+
+import asyncio
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Iterator
+
+import httpx
+import pytest
+from pydantic import ValidationError
+
+from labs.client import measure_stream
+from proxies.apps.starlette.modes import MODES
+from proxies.apps.starlette.settings import StarletteSettings
+from proxies.runtime import get_runtime
+from server.launcher import ServerHandle
+from server.processes import free_port
+from tests.proxies.test_apps import body_for
+
+# An Anthropic-shaped stream with every kind of line a relay may mishandle: named events, an id,
+# a comment heartbeat and a named ping event.
+NAMED_EVENTS = (
+    b'event: message_start\ndata: {"type":"message_start"}\n\n'
+    b": ping\n\n"
+    b'event: ping\ndata: {"type": "ping"}\n\n'
+    b'id: 7\nevent: content_block_delta\ndata: {"type":"content_block_delta","delta":{"text":"\xe6\x9d\xb1"}}\n\n'
+    b'event: message_stop\ndata: {"type":"message_stop"}\n\n'
+)
+
+
+def lines_of(payload: bytes) -> list[bytes]:
+    return payload.split(b"\n")[:-1]
+
+
+EXPECTED: dict[str, bytes] = {
+    "lines": NAMED_EVENTS,
+    "iter-raw": NAMED_EVENTS,
+    "data-only": b"".join(line + b"\n" for line in lines_of(NAMED_EVENTS)
+                          if not line or line.startswith(b"data:")),
+    # The comment goes (its blank line stays: an empty event, which SSE parsers ignore), and the
+    # ping event goes whole.
+    "drop-pings": (b'event: message_start\ndata: {"type":"message_start"}\n\n' b"\n"
+                   b'id: 7\nevent: content_block_delta\ndata: {"type":"content_block_delta","delta":{"text":"\xe6\x9d\xb1"}}\n\n'
+                   b'event: message_stop\ndata: {"type":"message_stop"}\n\n'),
+}
+
+
+class FixedStream(BaseHTTPRequestHandler):
+    """Answers every request with NAMED_EVENTS (and says which path and method it was asked)."""
+
+    def _answer(self) -> None:
+        self.rfile.read(int(self.headers.get("Content-Length") or 0))
+        self.send_response(200 if self.command == "GET" else 201)  # GET: the runtime's readiness
+        self.send_header("Content-Type", "text/event-stream")
+        self.send_header("X-Asked", f"{self.command} {self.path}")
+        self.end_headers()
+        self.wfile.write(NAMED_EVENTS)
+
+    do_GET = do_POST = do_PUT = _answer
+
+    def log_message(self, *args: object) -> None:
+        pass
+
+
+@pytest.fixture(scope="module")
+def fixed_upstream() -> Iterator[int]:
+    with ThreadingHTTPServer(("127.0.0.1", 0), FixedStream) as upstream:
+        thread = threading.Thread(target=upstream.serve_forever, daemon=True)
+        thread.start()
+        yield upstream.server_address[1]
+        upstream.shutdown()
+
+
+@pytest.fixture(scope="module")
+def server(synthetic_server: ServerHandle) -> ServerHandle:
+    return synthetic_server
+
+
+def test_every_mode_says_what_it_does_and_where_it_was_seen() -> None:
+    for mode in MODES.values():
+        assert mode.does and mode.source.startswith("https://"), mode.name
+    assert set(EXPECTED) == set(MODES), "a mode without its expected bytes here"
+    with pytest.raises(ValidationError, match="known: lines"):
+        StarletteSettings(mode="iter_raw")
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_each_mode_forwards_what_it_says(fixed_upstream: int, mode: str) -> None:
+    settings = StarletteSettings(listen_port=free_port(), upstream_port=fixed_upstream, mode=mode)
+    with get_runtime("local").run_app(settings) as running:
+        # Any method and path: the relay is protocol-blind, the status and headers pass through.
+        response = httpx.put(running.url + "/v1/messages?beta=true", content=b"{}", timeout=10)
+    assert response.status_code == 201 and response.headers["x-asked"] == "PUT /v1/messages?beta=true"
+    assert response.content == EXPECTED[mode]
+
+
+def stream_through(server: ServerHandle, settings: StarletteSettings, **lab: object):
+    with get_runtime("local").run_app(settings.with_(listen_port=free_port(), upstream_port=server.port)) as running:
+        body = body_for(server, **lab)
+        return asyncio.run(measure_stream(running.url + "/v1/chat/completions", body, accept_encoding=None))
+
+
+THINK_S = 1.0  # the silence before the first token
+PING_S = 0.2  # the server's heartbeat during it
+SILENCE = {"first_token_delay_s": THINK_S, "heartbeat_s": PING_S}
+
+
+def test_lines_forwards_each_heartbeat_as_it_is_sent(server: ServerHandle) -> None:
+    result = stream_through(server, StarletteSettings(mode="lines"), **SILENCE)
+    assert result.outcome == "complete" and result.text == "Every token counts."
+    pings = [e.t for e in result.events if e.kind == "comment"]
+    # Four pings fit the silence; the first arrives one heartbeat in, long before the first token.
+    assert len(pings) >= 3 and pings[0] < THINK_S / 2, pings
+
+
+def test_iter_raw_holds_every_byte_until_its_chunk_fills(server: ServerHandle) -> None:
+    """The whole answer (about 1.5 KB) is less than one 8192-byte chunk: nothing, not the role
+    chunk nor a heartbeat, reaches the client before the body ends; the pings were sent all the same."""
+    result = stream_through(server, StarletteSettings(mode="iter-raw"), **SILENCE)
+    assert result.outcome == "complete" and result.text == "Every token counts."
+    assert result.heartbeats >= 3  # the server pinged through the silence: they arrive, late
+    first_byte = min(e.t for e in result.events)
+    assert result.ttft_s is not None and first_byte >= THINK_S, (first_byte, result.ttft_s)
+    # A chunk size of one byte makes the same iterator hand over what it reads.
+    flowing = stream_through(server, StarletteSettings(mode="iter-raw", chunk_bytes=1), **SILENCE)
+    assert min(e.t for e in flowing.events) < THINK_S / 2 and flowing.text == "Every token counts."
