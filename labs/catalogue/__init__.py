@@ -6,7 +6,7 @@
 from __future__ import annotations
 
 from labs.catalogue import apache, apps, caddy, cdn, chain, envoy, haproxy, http2, kubernetes, nginx, reload
-from labs.catalogue import mesh, nginx_upstream, traefik
+from labs.catalogue import mesh, nginx_upstream, relays, traefik
 from labs.catalogue import browser, client, libraries, server
 from labs.scenario.model import VARIANTS, Scenario
 
@@ -14,7 +14,7 @@ SCENARIOS: tuple[Scenario, ...] = (
     *nginx.SCENARIOS, *nginx_upstream.SCENARIOS, *http2.SCENARIOS, *haproxy.SCENARIOS, *envoy.SCENARIOS,
     *cdn.SCENARIOS, *apache.SCENARIOS,
     *caddy.SCENARIOS, *traefik.SCENARIOS, *kubernetes.SCENARIOS, *reload.SCENARIOS, *chain.SCENARIOS, *mesh.SCENARIOS,
-    *apps.SCENARIOS, *server.SCENARIOS, *client.SCENARIOS, *libraries.SCENARIOS, *browser.SCENARIOS,
+    *apps.SCENARIOS, *relays.SCENARIOS, *server.SCENARIOS, *client.SCENARIOS, *libraries.SCENARIOS, *browser.SCENARIOS,
 )
 BY_NAME: dict[str, Scenario] = {s.name: s for s in SCENARIOS}
 

@@ -7,7 +7,7 @@ nothing, is found in milliseconds instead of in a guard. Times follow the scenar
 """
 from __future__ import annotations
 
-from labs.catalogue import apps
+from labs.catalogue import apps, relays
 from labs.catalogue import client as client_layer
 from labs.catalogue import apache, browser, cdn, envoy, haproxy, kubernetes, nginx, nginx_upstream, server, traefik
 from labs.scenario.checks.cache import REQUESTS_OK
@@ -252,4 +252,14 @@ HANDMADE: dict[str, Handmade] = {
                                                      http_version="2", headers_s=0.005)),
         symptom_without_stress=lambda s: s.run(s.stream([0.01 + s.dt * i for i in range(20)],
                                                         http_version="2", headers_s=s.due))),
+    # The think before the first token, with the server pinging: nothing reached the client until
+    # nginx cut (symptom), or the pings and then every token did (cure); without the think (the
+    # first token at once) the cure faced no silence, and a cut at once is no idle timeout's.
+    "relay-iter-raw": Handmade(
+        symptom=lambda s: s.run(s.cut(0, relays.RELAY_IDLE_TIMEOUT_S + 0.003),
+                                server_delta={"streamlab_heartbeats_total": 7}),
+        cure=lambda s: s.run(s.streamed(heartbeats=15), server_delta={"streamlab_heartbeats_total": 15}),
+        cure_without_stress=lambda s: s.run(s.stream([0.01 + s.dt * i for i in range(20)], heartbeats=15),
+                                            server_delta={"streamlab_heartbeats_total": 15}),
+        symptom_without_stress=lambda s: s.run(s.cut(0, 0.02), server_delta={"streamlab_heartbeats_total": 1})),
 }

@@ -1,0 +1,62 @@
+"""Relay- and gateway-layer scenarios of the streams coding agents use: a hop between a proxy and
+the model that reads, filters or translates the events on the way (the Starlette relay's modes,
+proxies/apps/starlette/modes.py; LiteLLM)."""
+from __future__ import annotations
+
+from labs.catalogue.nginx import DOCS as NGINX_DOCS
+from labs.scenario import checks
+from labs.scenario.model import Scaled, Scenario, Variant, Workload
+from proxies.apps.starlette.modes import DEFAULT_CHUNK_BYTES, HTTPX_RAW, UNITY_GATEWAY
+
+RELAY_IDLE_TIMEOUT_S = 2.0  # relay-iter-raw: nginx's proxy_read_timeout in front of the relay
+THINK_S = 4.0  # the model's silence before its first token (a long reasoning step)
+SERVER_PING_S = 0.25  # the server's `: ping` heartbeat during it
+
+SCENARIOS = [
+    Scenario(
+        name="relay-iter-raw",
+        layer="gateway",
+        kind="idle-timeout",
+        symptom="behind the Python gateway the model's long thinks are cut, though the server pings "
+                "every few seconds; the client saw 0 bytes",
+        path=("nginx", "starlette"),
+        base="fixed",
+        workload=Workload(lab={"first_token_delay_s": THINK_S, "heartbeat_s": SERVER_PING_S}),
+        broken=Variant(proxy={"nginx": {"proxy_read_timeout": RELAY_IDLE_TIMEOUT_S},
+                              "starlette": {"mode": "iter-raw"}}),
+        fix=Variant(proxy={"starlette": {"mode": "lines"}}),
+        symptom_checks=(checks.outcome_is("truncated"), checks.heartbeats_dropped(),
+                        checks.cut_after_silence(RELAY_IDLE_TIMEOUT_S, "nginx's proxy_read_timeout"),
+                        checks.finding("idle-timeout")),
+        cure_checks=(checks.complete_with_done(), checks.heartbeats_at_least(2),
+                     checks.server_sent_heartbeats(),
+                     checks.silence_outlasted(RELAY_IDLE_TIMEOUT_S, "nginx's proxy_read_timeout"),
+                     checks.no_finding("idle-timeout")),
+        server_metrics=("streamlab_heartbeats_total",),
+        explanation=(
+            "A relay that reads its upstream with httpx's `iter_raw(8192)` (or `aiter_raw`, or "
+            "`iter_bytes` with a chunk size) gets only whole chunks of that many bytes: httpx "
+            "buffers smaller reads until the chunk is full or the body ends. A heartbeat is 8 "
+            "bytes, an event a few hundred: during a think, the pings the server sends every few "
+            "seconds pile up inside the relay, and every hop in front of it sees silence. An idle "
+            "timeout there (a proxy's read timeout, a load balancer's idle timeout, the client's "
+            "own) cuts the stream before the first token. Read without a chunk size: "
+            "`aiter_raw()` / `aiter_bytes()` hand over what each read returned, `aiter_lines()` "
+            "each line as its newline arrives."),
+        fix_summary="forward as you read: `async for line in upstream.aiter_lines()` "
+                    "(or `aiter_raw()` without a chunk size)",
+        finding=(
+            "Measured here (`python -m labs run relay-iter-raw`: Starlette 1.10.0, uvicorn 0.55.0, "
+            "httpx 0.29.0, nginx 1.30.6, a 4 s think with a ping every 0.25 s): through "
+            "`aiter_raw(8192)` nginx sent 0 body bytes and cut the stream 2.00 s in (\"upstream timed "
+            "out\") while the server had sent 7 pings; forwarding lines, all 15 pings arrived, TTFT "
+            "4,012 ms, complete. The relay alone (no nginx, a short answer after the same think): "
+            "the whole 2,989-byte answer, under one chunk, reached the client in one piece at the "
+            "end (first byte 4.80 s = E2E); `aiter_raw(1024)` handed over its first chunk at 4.20 s; "
+            "lines, the role chunk at 19 ms and each ping as sent."),
+        scaled=(Scaled("nginx proxy_read_timeout", f"{RELAY_IDLE_TIMEOUT_S:g}s", "60s (nginx's default)"),
+                Scaled("think before the first token", f"{THINK_S:g}s", "284 s in the report"),
+                Scaled("server heartbeat", f"{SERVER_PING_S:g}s", "a ping every few seconds")),
+        sources=(UNITY_GATEWAY, HTTPX_RAW, f"{NGINX_DOCS}#proxy_read_timeout"),
+    ),
+]
