@@ -29,7 +29,7 @@ from proxies.needs import (HOP_NEEDS, REQUIREMENTS, CannotInstall, Requirement, 
 # The measuring client's libraries (labs.client.libraries.LIBRARIES) that are not base dependencies.
 LIBRARY_NEEDS: dict[str, tuple[str, ...]] = {
     "requests-iter-lines": ("python-apps",), "requests-chunk-1": ("python-apps",),
-    "openai": ("python-sdk",), "aiohttp-lines": ("python-sdk",), "aiohttp-events": ("python-sdk",),
+    "openai": ("python-sdk",), "anthropic": ("python-sdk",), "aiohttp-lines": ("python-sdk",), "aiohttp-events": ("python-sdk",),
     "node-fetch": ("node-modules",),
 }
 

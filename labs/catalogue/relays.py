@@ -6,11 +6,19 @@ from __future__ import annotations
 from labs.catalogue.nginx import DOCS as NGINX_DOCS
 from labs.scenario import checks
 from labs.scenario.model import Scaled, Scenario, Variant, Workload
-from proxies.apps.starlette.modes import DEFAULT_CHUNK_BYTES, HTTPX_RAW, UNITY_GATEWAY
+from proxies.apps.litellm.kind import LITELLM_KEY
+from proxies.apps.litellm.settings import MESSAGES_BRIDGE
+from proxies.apps.starlette.modes import AI_GATEWAY_PING, HTTPX_RAW, UNITY_GATEWAY
 
 RELAY_IDLE_TIMEOUT_S = 2.0  # relay-iter-raw: nginx's proxy_read_timeout in front of the relay
 THINK_S = 4.0  # the model's silence before its first token (a long reasoning step)
 SERVER_PING_S = 0.25  # the server's `: ping` heartbeat during it
+GATEWAY_IDLE_TIMEOUT_S = 2.0  # gateway-drops-ping: nginx's proxy_read_timeout in front of LiteLLM
+# LiteLLM's own keep-alive in the fix: once a second is its floor (litellm-heartbeats measured it).
+GATEWAY_PING_S = 1.0
+LITELLM_KEEPALIVE = "https://docs.litellm.ai/docs/proxy/config_settings"
+# What a Messages client sends LiteLLM: its key as Anthropic's SDK sends one.
+MESSAGES_CLIENT = {"library": "anthropic", "headers": {"x-api-key": LITELLM_KEY}}
 
 SCENARIOS = [
     Scenario(
@@ -58,5 +66,55 @@ SCENARIOS = [
                 Scaled("think before the first token", f"{THINK_S:g}s", "284 s in the report"),
                 Scaled("server heartbeat", f"{SERVER_PING_S:g}s", "a ping every few seconds")),
         sources=(UNITY_GATEWAY, HTTPX_RAW, f"{NGINX_DOCS}#proxy_read_timeout"),
+    ),
+    Scenario(
+        name="gateway-drops-ping",
+        layer="gateway",
+        kind="idle-timeout",
+        symptom="Claude Code through the LiteLLM gateway fails on long thinks with a 504, though the "
+                "model server pings while it thinks",
+        path=("nginx", "litellm"),
+        base="fixed",
+        workload=Workload(lab={"first_token_delay_s": THINK_S, "heartbeat_s": SERVER_PING_S},
+                          client=MESSAGES_CLIENT),
+        # LiteLLM's /v1/messages bridge, translating to the model server's chat route.
+        broken=Variant(proxy={"nginx": {"proxy_read_timeout": GATEWAY_IDLE_TIMEOUT_S},
+                              "litellm": {"messages_upstream": "chat"}}),
+        fix=Variant(proxy={"litellm": {"keepalive_ping_s": GATEWAY_PING_S}}),
+        symptom_checks=(checks.status_is(504), checks.heartbeats_dropped(),
+                        checks.cut_after_silence(GATEWAY_IDLE_TIMEOUT_S, "nginx's proxy_read_timeout"),
+                        checks.finding("idle-timeout")),
+        cure_checks=(checks.complete_with_done(), checks.heartbeats_at_least(2),
+                     checks.server_sent_heartbeats(),
+                     checks.silence_outlasted(GATEWAY_IDLE_TIMEOUT_S, "nginx's proxy_read_timeout"),
+                     checks.no_finding("idle-timeout")),
+        server_metrics=("streamlab_heartbeats_total",),
+        explanation=(
+            "A gateway that translates one protocol into another (LiteLLM's /v1/messages in front "
+            "of an OpenAI-compatible model server, Envoy AI Gateway between Anthropic and OpenAI) "
+            "parses the upstream's events and writes its own: the `: ping` comments the model "
+            "server sends while it thinks are not events, so none comes out. LiteLLM's bridge "
+            "also sends no response headers until the first translated event: through a long "
+            "think every hop in front of it sees a request without an answer, and an idle or "
+            "header timeout there (nginx's `proxy_read_timeout`, a load balancer's idle timeout) "
+            "answers 504 before the first token. Have the gateway send its own keep-alives: "
+            "LiteLLM's `sse_keepalive_ping_interval_seconds` applies to its Messages route too "
+            "(the headers go with the first ping)."),
+        fix_summary=f"litellm_settings: {{sse_keepalive_ping_interval_seconds: {GATEWAY_PING_S:g}}}",
+        finding=(
+            "Measured here (`python -m labs run gateway-drops-ping`: LiteLLM proxy 1.108.7, nginx "
+            "1.30.6, the Anthropic SDK 2.17 as the client, a 4 s think with a ping every 0.25 s): "
+            "nginx answered 504 at 2,056 ms (\"upstream timed out while reading response header\") "
+            "while the server had sent 7 pings; with LiteLLM's keep-alive at 1 s the headers and "
+            "the first `: ping` came at 1,021 ms, 4 pings in all, TTFT 4,043 ms, complete. Without "
+            "nginx, the bridge's headers came with the first token (TTFB = TTFT, 3.05 s after a "
+            "3 s think). LiteLLM 1.108.7 sends /v1/messages for an `openai/` model to the "
+            "upstream's /v1/responses by default (`_RESPONSES_API_PROVIDERS`); "
+            "`use_chat_completions_url_for_anthropic_messages` (the hop's `messages_upstream: "
+            "chat`) makes it translate to chat/completions, the route measured here. The first "
+            "/v1/messages after a start was 3.4 s slower than the next: the hop warms it."),
+        scaled=(Scaled("nginx proxy_read_timeout", f"{GATEWAY_IDLE_TIMEOUT_S:g}s", "60s (nginx's default)"),
+                Scaled("think before the first token", f"{THINK_S:g}s", "minutes of extended thinking")),
+        sources=(AI_GATEWAY_PING, MESSAGES_BRIDGE, LITELLM_KEEPALIVE, f"{NGINX_DOCS}#proxy_read_timeout"),
     ),
 ]

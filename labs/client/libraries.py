@@ -37,6 +37,8 @@ LIBRARIES: dict[str, str] = {
                      "buffer allows raises)",
     "aiohttp-events": "aiohttp: `async for chunk in response.content.iter_any()`, bytes buffered "
                       "to the blank line that ends an event",
+    "anthropic": "the Anthropic SDK: `client.messages.create(..., stream=True)` on /v1/messages, "
+                 "each text_delta as it is yielded (heartbeats counted from the same bytes)",
     "node-fetch": "Node's built-in `fetch`: `for await (const chunk of response.body)`, with an "
                   "undici Agent's `bodyTimeout` when `body_timeout_s` is set",
 }
@@ -258,6 +260,12 @@ def _node_fetch(url: str, body: Mapping[str, Any], headers: Mapping[str, str], r
     node_fetch.stream(url, body, headers, record, body_timeout_s)
 
 
+def _anthropic(url: str, body: Mapping[str, Any], headers: Mapping[str, str], record: Recorder) -> None:
+    from labs.client import anthropic_sdk
+
+    anthropic_sdk.stream(url, body, headers, record, TIMEOUT_S)
+
+
 CLIENTS: dict[str, Callable[..., None]] = {
     "requests-iter-lines": lambda u, b, h, r: _requests(u, b, h, r, 512),
     "requests-chunk-1": lambda u, b, h, r: _requests(u, b, h, r, 1),
@@ -268,6 +276,7 @@ CLIENTS: dict[str, Callable[..., None]] = {
     "buffered-sse": _buffered,
     "aiohttp-lines": lambda u, b, h, r: _aiohttp(u, b, h, r, by_lines=True),
     "aiohttp-events": lambda u, b, h, r: _aiohttp(u, b, h, r, by_lines=False),
+    "anthropic": _anthropic,
     "node-fetch": _node_fetch,
 }
 

@@ -34,6 +34,8 @@ class Launch:
     cwd: Path = REPO_ROOT
     ready_headers: dict[str, str] = field(default_factory=dict)
     warm_up: dict[str, Any] | None = None  # a completion body sent once when ready (any answer will do)
+    # Where it is sent, in turn: a hop whose other routes pay their own lazy imports names them too.
+    warm_up_paths: tuple[str, ...] = ("/v1/chat/completions",)
     # A forward proxy's origin: clients reach `forward_origin` through the app (absolute-form
     # requests, as with HTTP_PROXY set), not the app as the origin itself.
     forward_origin: str | None = None

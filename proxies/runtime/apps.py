@@ -96,15 +96,16 @@ class RunningApp:
         if self.launched.warm_up is None or self.warm:
             return True
         body = json.dumps(self.launched.warm_up).encode()
-        request = urllib.request.Request(self.url + "/v1/chat/completions", data=body, headers={
-            **self.launched.ready_headers, "Content-Type": "application/json"})
-        try:
-            with urllib.request.urlopen(request, timeout=30) as response:
-                response.read()
-        except urllib.error.HTTPError as answered:  # a 4xx/5xx is an answer: the path is warm
-            answered.read()
-        except OSError:
-            return False
+        for path in self.launched.warm_up_paths:
+            request = urllib.request.Request(self.url + path, data=body, headers={
+                **self.launched.ready_headers, "Content-Type": "application/json"})
+            try:
+                with urllib.request.urlopen(request, timeout=30) as response:
+                    response.read()
+            except urllib.error.HTTPError as answered:  # a 4xx/5xx is an answer: the path is warm
+                answered.read()
+            except OSError:
+                return False
         self.warm = True
         return True
 

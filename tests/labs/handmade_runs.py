@@ -262,4 +262,15 @@ HANDMADE: dict[str, Handmade] = {
         cure_without_stress=lambda s: s.run(s.stream([0.01 + s.dt * i for i in range(20)], heartbeats=15),
                                             server_delta={"streamlab_heartbeats_total": 15}),
         symptom_without_stress=lambda s: s.run(s.cut(0, 0.02), server_delta={"streamlab_heartbeats_total": 1})),
+    # The gateway held its headers through the think: nginx answered 504 at its timeout (symptom),
+    # or the gateway's own pings reached the client through the same think (cure).
+    "gateway-drops-ping": Handmade(
+        symptom=lambda s: s.run(s.cut(0, relays.GATEWAY_IDLE_TIMEOUT_S + 0.05, outcome="http-error", status=504),
+                                server_delta={"streamlab_heartbeats_total": 7}),
+        cure=lambda s: s.run(s.streamed(heartbeats=4), server_delta={"streamlab_heartbeats_total": 15}),
+        cure_without_stress=lambda s: s.run(s.stream([0.01 + s.dt * i for i in range(20)], heartbeats=4),
+                                            server_delta={"streamlab_heartbeats_total": 15}),
+        # A 504 at once: no timeout of the silence's.
+        symptom_without_stress=lambda s: s.run(s.cut(0, 0.02, outcome="http-error", status=504),
+                                               server_delta={"streamlab_heartbeats_total": 1})),
 }
