@@ -8,7 +8,8 @@ from labs.scenario import checks
 from labs.scenario.model import Scaled, Scenario, Variant, Workload
 from proxies.apps.litellm.kind import LITELLM_KEY
 from proxies.apps.litellm.settings import MESSAGES_BRIDGE
-from proxies.apps.starlette.modes import AI_GATEWAY_PING, HTTPX_RAW, UNITY_GATEWAY
+from proxies.apps.starlette.modes import (AI_GATEWAY_PING, CLAUDE_CODE_PROXY, HTTPX_RAW, LITELLM_EVENT_LINES,
+                                          UNITY_GATEWAY)
 
 RELAY_IDLE_TIMEOUT_S = 2.0  # relay-iter-raw: nginx's proxy_read_timeout in front of the relay
 THINK_S = 4.0  # the model's silence before its first token (a long reasoning step)
@@ -19,6 +20,8 @@ GATEWAY_PING_S = 1.0
 LITELLM_KEEPALIVE = "https://docs.litellm.ai/docs/proxy/config_settings"
 # What a Messages client sends LiteLLM: its key as Anthropic's SDK sends one.
 MESSAGES_CLIENT = {"library": "anthropic", "headers": {"x-api-key": LITELLM_KEY}}
+SDK_SKIPS_NAMELESS = "https://github.com/anthropics/anthropic-sdk-python/blob/main/src/anthropic/_streaming.py"
+MESSAGES_EVENTS = "https://docs.anthropic.com/en/api/messages-streaming"
 
 SCENARIOS = [
     Scenario(
@@ -116,5 +119,51 @@ SCENARIOS = [
         scaled=(Scaled("nginx proxy_read_timeout", f"{GATEWAY_IDLE_TIMEOUT_S:g}s", "60s (nginx's default)"),
                 Scaled("think before the first token", f"{THINK_S:g}s", "minutes of extended thinking")),
         sources=(AI_GATEWAY_PING, MESSAGES_BRIDGE, LITELLM_KEEPALIVE, f"{NGINX_DOCS}#proxy_read_timeout"),
+    ),
+    Scenario(
+        name="proxy-strips-event-lines",
+        layer="gateway",
+        symptom="through the logging proxy every streamed answer is empty, with a 200 and no error "
+                "(Claude Code: \"Stream completed without receiving message_start event\")",
+        # A relay that forwards only `data:` lines, in front of a Messages endpoint: LiteLLM's
+        # /v1/messages bridge to the model server's chat route (the server's own Messages route
+        # serves the same events).
+        path=("starlette", "litellm"),
+        workload=Workload(client={"library": "anthropic"}),
+        # The relay holds the gateway's key, as claude-code-proxy holds the provider's.
+        broken=Variant(proxy={"starlette": {"mode": "data-only", "upstream_key": LITELLM_KEY},
+                              "litellm": {"messages_upstream": "chat"}}),
+        fix=Variant(proxy={"starlette": {"mode": "lines"}}),
+        symptom_checks=(checks.status_is(200), checks.content_events_at_most(0),
+                        checks.server_metric_at_least("streamlab_tokens_generated_total", 10,
+                                                      "the server generated the answer"),
+                        checks.server_requests(1, at_least=False)),
+        cure_checks=(checks.complete_with_done(), checks.text_is_script(),
+                     checks.server_requests(1, at_least=False)),
+        server_metrics=("streamlab_tokens_generated_total", 'streamlab_requests_total{status="200"}'),
+        explanation=(
+            "Anthropic Messages names every event on its own `event:` line (`message_start`, "
+            "`content_block_delta`, ..., `message_stop`), and the clients dispatch on that name: "
+            "a hop that forwards only the `data:` lines (a logging proxy that re-frames what it "
+            "parsed, a gateway that writes OpenAI-style frames) delivers every byte of JSON and "
+            "no event a client will take. The Anthropic Python SDK skips every event without a "
+            "name, raises nothing and ends on a 200 with an empty answer; Claude Code checks that a "
+            "`message_start` came, logs \"Stream completed without receiving message_start event\" "
+            "and sends the request again without streaming, so every request costs the model "
+            "twice. Forward the event lines with their data: relay each line as it comes (or the "
+            "raw bytes), never a re-framing of `data:` payloads alone."),
+        fix_summary="relay every line (`async for line in upstream.aiter_lines(): yield line + \"\\n\"`), "
+                    "`event:` lines included",
+        finding=(
+            "Measured here (`python -m labs run proxy-strips-event-lines`: the Starlette relay's "
+            "data-only mode in front of LiteLLM 1.108.7's /v1/messages, the Anthropic SDK 2.17 as "
+            "the client, 20 tokens at 10 tok/s): a 200 and 2,711 body bytes (the server generated "
+            "all 21 tokens for one request), and 0 events: the SDK skipped every nameless one and "
+            "raised nothing, so the app's answer was empty at 2.06 s. Relaying every line: 3,393 "
+            "bytes, 21 text deltas, TTFT 54 ms, the exact text. The Python SDK does not retry: the "
+            "server answered one request either way. The doubled request of the reports is Claude "
+            "Code's own fallback (its CLI, not the SDK), not run here: the CLI is not installed "
+            "offline."),
+        sources=(CLAUDE_CODE_PROXY, LITELLM_EVENT_LINES, MESSAGES_EVENTS, SDK_SKIPS_NAMELESS),
     ),
 ]

@@ -273,4 +273,12 @@ HANDMADE: dict[str, Handmade] = {
         # A 504 at once: no timeout of the silence's.
         symptom_without_stress=lambda s: s.run(s.cut(0, 0.02, outcome="http-error", status=504),
                                                server_delta={"streamlab_heartbeats_total": 1})),
+    # A 200 and no event the SDK takes, though the server generated the answer (symptom); the
+    # exact text (cure); an empty answer because nothing was generated is another fault.
+    "proxy-strips-event-lines": Handmade(
+        symptom=lambda s: s.run(s.stream([], outcome="truncated", saw_done=False, text="", end_s=2.06),
+                                server_delta={"streamlab_tokens_generated_total": 21, REQUESTS_OK: 1}),
+        cure=lambda s: s.run(s.streamed(), server_delta={"streamlab_tokens_generated_total": 21, REQUESTS_OK: 1}),
+        symptom_without_stress=lambda s: s.run(s.stream([], outcome="truncated", saw_done=False, text=""),
+                                               server_delta={REQUESTS_OK: 1})),
 }

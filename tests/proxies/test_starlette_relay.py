@@ -55,6 +55,7 @@ class FixedStream(BaseHTTPRequestHandler):
         self.send_response(200 if self.command == "GET" else 201)  # GET: the runtime's readiness
         self.send_header("Content-Type", "text/event-stream")
         self.send_header("X-Asked", f"{self.command} {self.path}")
+        self.send_header("X-Keys", f"{self.headers.get('x-api-key')} {self.headers.get('authorization')}")
         self.end_headers()
         self.wfile.write(NAMED_EVENTS)
 
@@ -94,6 +95,18 @@ def test_each_mode_forwards_what_it_says(fixed_upstream: int, mode: str) -> None
         response = httpx.put(running.url + "/v1/messages?beta=true", content=b"{}", timeout=10)
     assert response.status_code == 201 and response.headers["x-asked"] == "PUT /v1/messages?beta=true"
     assert response.content == EXPECTED[mode]
+
+
+def test_a_relay_that_holds_the_key_sends_its_own(fixed_upstream: int) -> None:
+    settings = StarletteSettings(listen_port=free_port(), upstream_port=fixed_upstream, upstream_key="sk-relay")
+    with get_runtime("local").run_app(settings) as running:
+        passed = httpx.post(running.url + "/v1/messages", content=b"{}", headers={"x-api-key": "sk-client"})
+    assert passed.headers["x-keys"] == "sk-relay Bearer sk-relay"
+    with get_runtime("local").run_app(settings.with_(upstream_key=None)) as running:
+        passed = httpx.post(running.url + "/v1/messages", content=b"{}", headers={"x-api-key": "sk-client"})
+    assert passed.headers["x-keys"] == "sk-client None"
+    with pytest.raises(ValidationError):
+        StarletteSettings(upstream_key="sk relay\nInjected: 1")
 
 
 def stream_through(server: ServerHandle, settings: StarletteSettings, **lab: object):
