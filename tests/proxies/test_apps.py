@@ -76,6 +76,9 @@ def test_litellm_pings_only_when_asked(tmp_path) -> None:
     assert quiet.env["LITELLM_LOCAL_MODEL_COST_MAP"] == "True"  # no cost map from the network
     pinging = json.loads(launch(LitellmSettings(keepalive_ping_s=1.0), tmp_path).files["litellm.yaml"])
     assert pinging["litellm_settings"] == {"sse_keepalive_ping_interval_seconds": 1.0}
+    to_chat = json.loads(launch(LitellmSettings(messages_upstream="chat"), tmp_path).files["litellm.yaml"])
+    assert to_chat["litellm_settings"] == {"use_chat_completions_url_for_anthropic_messages": True}
+    assert quiet.warm_up_paths == ("/v1/chat/completions", "/v1/messages")  # each route's own imports
 
 
 def test_a_container_mounts_the_side_folder_its_kind_made() -> None:
