@@ -2,6 +2,7 @@
 and the model spoils a stream every proxy passes. Each runs the real component (proxies/apps)."""
 from __future__ import annotations
 
+from labs.catalogue.common import NGINX_READ, pings_kept_through, pings_lost_to
 from labs.scenario import checks
 from labs.catalogue.nginx import DOCS as NGINX_DOCS
 from labs.catalogue.server import LONG_ANSWER
@@ -316,13 +317,8 @@ SCENARIOS = [
                           client={"headers": {"Authorization": f"Bearer {LITELLM_KEY}"}}),
         broken=Variant(proxy={"nginx": {"proxy_read_timeout": GATEWAY_IDLE_TIMEOUT_S}}),
         fix=Variant(proxy={"litellm": {"keepalive_ping_s": GATEWAY_PING_S}}),
-        symptom_checks=(checks.outcome_is("truncated"), checks.heartbeats_dropped(),
-                        checks.cut_after_silence(GATEWAY_IDLE_TIMEOUT_S, "nginx's proxy_read_timeout"),
-                        checks.finding("idle-timeout")),
-        cure_checks=(checks.complete_with_done(), checks.heartbeats_at_least(2),
-                     checks.server_sent_heartbeats(),
-                     checks.silence_outlasted(GATEWAY_IDLE_TIMEOUT_S, "nginx's proxy_read_timeout"),
-                     checks.no_finding("idle-timeout")),
+        symptom_checks=(checks.outcome_is("truncated"), *pings_lost_to(GATEWAY_IDLE_TIMEOUT_S, NGINX_READ)),
+        cure_checks=pings_kept_through(GATEWAY_IDLE_TIMEOUT_S, NGINX_READ),
         server_metrics=("streamlab_heartbeats_total",),
         explanation=(
             "The model server sends `: ping` comments while the model is silent, so every idle "

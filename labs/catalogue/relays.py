@@ -4,6 +4,7 @@ proxies/apps/starlette/modes.py; LiteLLM)."""
 from __future__ import annotations
 
 from labs.catalogue.nginx import DOCS as NGINX_DOCS
+from labs.catalogue.common import NGINX_READ, pings_kept_through, pings_lost_to
 from labs.scenario import checks
 from labs.scenario.model import Scaled, Scenario, Variant, Workload
 from proxies.apps.litellm.kind import LITELLM_KEY
@@ -36,13 +37,8 @@ SCENARIOS = [
         broken=Variant(proxy={"nginx": {"proxy_read_timeout": RELAY_IDLE_TIMEOUT_S},
                               "starlette": {"mode": "iter-raw"}}),
         fix=Variant(proxy={"starlette": {"mode": "lines"}}),
-        symptom_checks=(checks.outcome_is("truncated"), checks.heartbeats_dropped(),
-                        checks.cut_after_silence(RELAY_IDLE_TIMEOUT_S, "nginx's proxy_read_timeout"),
-                        checks.finding("idle-timeout")),
-        cure_checks=(checks.complete_with_done(), checks.heartbeats_at_least(2),
-                     checks.server_sent_heartbeats(),
-                     checks.silence_outlasted(RELAY_IDLE_TIMEOUT_S, "nginx's proxy_read_timeout"),
-                     checks.no_finding("idle-timeout")),
+        symptom_checks=(checks.outcome_is("truncated"), *pings_lost_to(RELAY_IDLE_TIMEOUT_S, NGINX_READ)),
+        cure_checks=pings_kept_through(RELAY_IDLE_TIMEOUT_S, NGINX_READ),
         server_metrics=("streamlab_heartbeats_total",),
         explanation=(
             "A relay that reads its upstream with httpx's `iter_raw(8192)` (or `aiter_raw`, or "
@@ -84,13 +80,8 @@ SCENARIOS = [
         broken=Variant(proxy={"nginx": {"proxy_read_timeout": GATEWAY_IDLE_TIMEOUT_S},
                               "litellm": {"messages_upstream": "chat"}}),
         fix=Variant(proxy={"litellm": {"keepalive_ping_s": GATEWAY_PING_S}}),
-        symptom_checks=(checks.status_is(504), checks.heartbeats_dropped(),
-                        checks.cut_after_silence(GATEWAY_IDLE_TIMEOUT_S, "nginx's proxy_read_timeout"),
-                        checks.finding("idle-timeout")),
-        cure_checks=(checks.complete_with_done(), checks.heartbeats_at_least(2),
-                     checks.server_sent_heartbeats(),
-                     checks.silence_outlasted(GATEWAY_IDLE_TIMEOUT_S, "nginx's proxy_read_timeout"),
-                     checks.no_finding("idle-timeout")),
+        symptom_checks=(checks.status_is(504), *pings_lost_to(GATEWAY_IDLE_TIMEOUT_S, NGINX_READ)),
+        cure_checks=pings_kept_through(GATEWAY_IDLE_TIMEOUT_S, NGINX_READ),
         server_metrics=("streamlab_heartbeats_total",),
         explanation=(
             "A gateway that translates one protocol into another (LiteLLM's /v1/messages in front "
