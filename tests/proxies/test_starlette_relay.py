@@ -139,3 +139,32 @@ def test_iter_raw_holds_every_byte_until_its_chunk_fills(server: ServerHandle) -
     # A chunk size of one byte makes the same iterator hand over what it reads.
     flowing = stream_through(server, StarletteSettings(mode="iter-raw", chunk_bytes=1), **SILENCE)
     assert min(e.t for e in flowing.events) < THINK_S / 2 and flowing.text == "Every token counts."
+
+
+def _departures(server: ServerHandle) -> float:
+    lines = httpx.get(server.url + "/metrics", timeout=10).text.splitlines()
+    return sum(float(line.rsplit(" ", 1)[1]) for line in lines
+               if line.startswith('streamlab_requests_aborted_total{reason="disconnect"}'))
+
+
+@pytest.mark.parametrize("mode", ["lines", "iter-raw"])
+def test_a_client_that_leaves_is_passed_on(server: ServerHandle, mode: str) -> None:
+    """The relay closes its upstream request when its client leaves: the server hears it."""
+    settings = StarletteSettings(mode=mode, chunk_bytes=64, listen_port=free_port(), upstream_port=server.port)
+    before = _departures(server)
+    with get_runtime("local").run_app(settings) as running:
+        body = body_for(server, script="word " * 60, tokens_per_s=20)
+        result = asyncio.run(measure_stream(running.url + "/v1/chat/completions", body, accept_encoding=None,
+                                            disconnect_after_events=3))
+        assert result.outcome == "disconnected"
+        # 60 tokens at 20 tok/s: the answer would run 3 s more; the departure is heard within it.
+        heard = asyncio.run(_heard(server, before))
+    assert heard, "the server never heard the departure"
+
+
+async def _heard(server: ServerHandle, before: float) -> bool:
+    for _ in range(50):  # polled: up to 2.5 s, under the 3 s the answer had left
+        if await asyncio.to_thread(_departures, server) > before:
+            return True
+        await asyncio.sleep(0.05)
+    return False
