@@ -114,16 +114,12 @@ SCENARIOS = [
     Scenario(
         name="proxy-strips-event-lines",
         layer="gateway",
-        symptom="through the logging proxy every streamed answer is empty, with a 200 and no error "
-                "(Claude Code: \"Stream completed without receiving message_start event\")",
-        # A relay that forwards only `data:` lines, in front of a Messages endpoint: LiteLLM's
-        # /v1/messages bridge to the model server's chat route (the server's own Messages route
-        # serves the same events).
-        path=("starlette", "litellm"),
+        symptom="through the logging proxy the Python app's streamed answers are empty with a 200, "
+                "and Claude Code sends every prompt twice",
+        # A relay that forwards only `data:` lines, in front of the server's Messages route.
+        path=("starlette",),
         workload=Workload(client={"library": "anthropic"}),
-        # The relay holds the gateway's key, as claude-code-proxy holds the provider's.
-        broken=Variant(proxy={"starlette": {"mode": "data-only", "upstream_key": LITELLM_KEY},
-                              "litellm": {"messages_upstream": "chat"}}),
+        broken=Variant(proxy={"starlette": {"mode": "data-only"}}),
         fix=Variant(proxy={"starlette": {"mode": "lines"}}),
         symptom_checks=(checks.status_is(200), checks.content_events_at_most(0),
                         checks.server_metric_at_least("streamlab_tokens_generated_total", 10,
@@ -138,23 +134,23 @@ SCENARIOS = [
             "a hop that forwards only the `data:` lines (a logging proxy that re-frames what it "
             "parsed, a gateway that writes OpenAI-style frames) delivers every byte of JSON and "
             "no event a client will take. The Anthropic Python SDK skips every event without a "
-            "name, raises nothing and ends on a 200 with an empty answer; Claude Code checks that a "
-            "`message_start` came, logs \"Stream completed without receiving message_start event\" "
-            "and sends the request again without streaming, so every request costs the model "
-            "twice. Forward the event lines with their data: relay each line as it comes (or the "
+            "name, raises nothing and ends on a 200 with an empty answer. Claude Code finds no "
+            "`message_start` (\"Stream completed without receiving message_start event\", in the "
+            "reports) and sends the prompt again without streaming: the user gets the answer, "
+            "late, and every prompt costs the model twice. Forward the event lines with their data: relay each line as it comes (or the "
             "raw bytes), never a re-framing of `data:` payloads alone."),
         fix_summary="relay every line (`async for line in upstream.aiter_lines(): yield line + \"\\n\"`), "
                     "`event:` lines included",
         finding=(
             "Measured here (`python -m labs run proxy-strips-event-lines`: the Starlette relay's "
-            "data-only mode in front of LiteLLM 1.108.7's /v1/messages, the Anthropic SDK 2.17 as "
-            "the client, 20 tokens at 10 tok/s): a 200 and 2,711 body bytes (the server generated "
-            "all 21 tokens for one request), and 0 events: the SDK skipped every nameless one and "
-            "raised nothing, so the app's answer was empty at 2.06 s. Relaying every line: 3,393 "
-            "bytes, 21 text deltas, TTFT 54 ms, the exact text. The Python SDK does not retry: the "
-            "server answered one request either way. The doubled request of the reports is Claude "
-            "Code's own fallback (its CLI, not the SDK), not run here: the CLI is not installed "
-            "offline."),
+            "data-only mode in front of the lab's /v1/messages, the Anthropic SDK 2.17 as the "
+            "client, 20 tokens at 10 tok/s): a 200 and 2,461 body bytes (the server generated all "
+            "21 tokens, one request) and 0 events: the SDK skipped every nameless one and raised "
+            "nothing, so the app's answer was empty at 2.01 s. Relaying every line: 3,155 bytes, "
+            "21 text deltas, TTFT 17 ms, the exact text. The Python SDK does not retry. Claude "
+            "Code 2.1.332 through the same relays (tests/labs/test_relay_agents.py): data-only, a "
+            "streamed request and then the same prompt unstreamed, 2 answers for 1 prompt (its "
+            "answer right, from the second); every line, 1 streamed request."),
         sources=(CLAUDE_CODE_PROXY, LITELLM_EVENT_LINES, MESSAGES_EVENTS, SDK_SKIPS_NAMELESS),
     ),
 ]

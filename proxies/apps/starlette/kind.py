@@ -14,8 +14,6 @@ PROGRAM = "proxies.apps.starlette.relay_app"
 def launch(settings: StarletteSettings, workdir: Path, python: str) -> Launch:
     env = {"STREAMLAB_UPSTREAM": settings.upstream, "STREAMLAB_RELAY_MODE": settings.mode,
            "STREAMLAB_RELAY_CHUNK_BYTES": str(settings.chunk_bytes)}
-    if settings.upstream_key is not None:
-        env["STREAMLAB_RELAY_UPSTREAM_KEY"] = settings.upstream_key
     # One warm-up completion when ready, as for Django's view: the first request pays for the
     # upstream client's connection and lazy imports.
     return Launch([python, "-m", "uvicorn", f"{PROGRAM}:app", "--host", settings.listen_host,

@@ -26,7 +26,6 @@ from proxies.apps.starlette.modes import DEFAULT_CHUNK_BYTES, MODES
 UPSTREAM = os.environ.get("STREAMLAB_UPSTREAM", "http://127.0.0.1:8000")
 MODE = MODES[os.environ.get("STREAMLAB_RELAY_MODE", "lines")]
 CHUNK_BYTES = int(os.environ.get("STREAMLAB_RELAY_CHUNK_BYTES", DEFAULT_CHUNK_BYTES))
-UPSTREAM_KEY = os.environ.get("STREAMLAB_RELAY_UPSTREAM_KEY")
 # Set by the connection itself, never forwarded (RFC 9110 7.6.1); content-length too, since a
 # mode may change the body's length, and host, which httpx sets for the upstream.
 HOP_BY_HOP = frozenset({"connection", "keep-alive", "proxy-connection", "te", "trailer",
@@ -41,15 +40,6 @@ def _end_to_end(headers: httpx.Headers | list[tuple[str, str]]) -> list[tuple[st
     return [(name, value) for name, value in items if name.lower() not in HOP_BY_HOP]
 
 
-def _upstream_headers(headers: list[tuple[str, str]]) -> list[tuple[str, str]]:
-    """The client's end-to-end headers, its key replaced by the relay's own when it holds one."""
-    forwarded = _end_to_end(headers)
-    if UPSTREAM_KEY is None:
-        return forwarded
-    kept = [(name, value) for name, value in forwarded if name.lower() not in ("x-api-key", "authorization")]
-    return [*kept, ("x-api-key", UPSTREAM_KEY), ("authorization", f"Bearer {UPSTREAM_KEY}")]
-
-
 @asynccontextmanager
 async def lifespan(app: Starlette) -> AsyncIterator[None]:
     async with httpx.AsyncClient(base_url=UPSTREAM, timeout=TIMEOUT) as client:
@@ -61,11 +51,15 @@ async def relay(request: Request) -> StreamingResponse:
     client: httpx.AsyncClient = request.app.state.client
     upstream_request = client.build_request(
         request.method, request.url.path, params=request.url.query,
-        headers=_upstream_headers(list(request.headers.items())), content=await request.body())
+        headers=_end_to_end(list(request.headers.items())), content=await request.body())
     upstream = await client.send(upstream_request, stream=True)
-    # The mode's generator reads the upstream as the client is written to; when the client
-    # leaves, Starlette stops iterating and the background task closes the upstream response.
-    return StreamingResponse(MODE.forward(upstream, CHUNK_BYTES), status_code=upstream.status_code,
+    # The mode is how the relay handles event streams; any other body (a JSON answer, an error)
+    # passes as it is read, as the reports' relays pass them.
+    streamed = upstream.headers.get("content-type", "").startswith("text/event-stream")
+    body = MODE.forward(upstream, CHUNK_BYTES) if streamed else upstream.aiter_raw()
+    # The generator reads the upstream as the client is written to; when the client leaves,
+    # Starlette stops iterating and the background task closes the upstream response.
+    return StreamingResponse(body, status_code=upstream.status_code,
                              headers=dict(_end_to_end(upstream.headers)),
                              background=BackgroundTask(upstream.aclose))
 

@@ -6,7 +6,7 @@ from typing import ClassVar
 from pydantic import field_validator
 
 from proxies.apps.settings import AppSettings, knob
-from proxies.apps.starlette.modes import CLAUDE_CODE_PROXY, DEFAULT_CHUNK_BYTES, HTTPX_RAW, MODE_NAMES, MODES
+from proxies.apps.starlette.modes import DEFAULT_CHUNK_BYTES, HTTPX_RAW, MODE_NAMES, MODES
 
 STREAMING_RESPONSE = "https://www.starlette.io/responses/#streamingresponse"
 
@@ -21,11 +21,6 @@ class StarletteSettings(AppSettings):
                      STREAMING_RESPONSE)
     chunk_bytes: int = knob(DEFAULT_CHUNK_BYTES, "iter-raw's chunk size: `aiter_raw(chunk_bytes)` yields "
                             "only whole chunks of this many bytes", HTTPX_RAW, ge=1, le=1 << 20)
-
-    upstream_key: str | None = knob(
-        None, "the key it sends upstream as `x-api-key` and `Authorization: Bearer`, in place of the "
-        "client's (a relay that holds the provider's key, as claude-code-proxy does; None: the "
-        "client's headers pass)", CLAUDE_CODE_PROXY, pattern=r"^[\w.-]{1,200}$")
 
     @field_validator("mode")
     @classmethod
