@@ -16,6 +16,7 @@ from labs.client import measure_stream
 from proxies.apps.starlette.modes import MODES
 from proxies.apps.starlette.settings import StarletteSettings
 from proxies.runtime import get_runtime
+from server.apis.table import APIS
 from server.launcher import ServerHandle
 from server.processes import free_port
 from tests.proxies.test_apps import body_for
@@ -169,3 +170,30 @@ async def _heard(server: ServerHandle, before: float) -> bool:
             return True
         await asyncio.sleep(0.05)
     return False
+
+
+# One streamed request per protocol of the server's table, and the line that ends its stream.
+PROTOCOL_BODIES = {
+    "chat": ({"messages": [{"role": "user", "content": "hi"}]}, "data: [DONE]"),
+    "responses": ({"input": "hi"}, "event: response.completed"),
+    "messages": ({"messages": [{"role": "user", "content": "hi"}], "max_tokens": 64}, "event: message_stop"),
+}
+
+
+@pytest.mark.parametrize("api", sorted(APIS))
+def test_every_protocol_passes_and_data_only_strips_its_names(server: ServerHandle, api: str) -> None:
+    fields, last = PROTOCOL_BODIES[api]
+    body = {"model": body_for(server)["model"], "stream": True, **fields,
+            "lab": {"script": "Every token counts.", "tokens_per_s": 50}}
+    seen = {}
+    for mode in ("lines", "data-only"):
+        settings = StarletteSettings(mode=mode, listen_port=free_port(), upstream_port=server.port)
+        with get_runtime("local").run_app(settings) as running:
+            # Messages requires its version header (the SDK sends it); the others ignore it.
+            seen[mode] = httpx.post(running.url + APIS[api].path, json=body, timeout=30,
+                                    headers={"anthropic-version": "2023-06-01"}).text.splitlines()
+    assert last in seen["lines"]  # the whole stream, to its terminal event
+    named = [line for line in seen["lines"] if line.startswith("event:")]
+    assert bool(named) == (api != "chat")  # chat's events have no names to lose
+    assert not any(line.startswith("event:") for line in seen["data-only"])
+    assert [line for line in seen["data-only"] if line.startswith("data:")] != []
