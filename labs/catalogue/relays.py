@@ -73,8 +73,8 @@ SCENARIOS = [
         name="gateway-drops-ping",
         layer="gateway",
         kind="idle-timeout",
-        symptom="Claude Code through the LiteLLM gateway fails on long thinks with a 504, though the "
-                "model server pings while it thinks",
+        symptom="through the LiteLLM gateway, Anthropic-API clients get a 504 whenever the model "
+                "thinks long, though the model server pings while it thinks",
         path=("nginx", "litellm"),
         base="fixed",
         workload=Workload(lab={"first_token_delay_s": THINK_S, "heartbeat_s": SERVER_PING_S},
