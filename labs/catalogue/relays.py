@@ -11,6 +11,7 @@ from proxies.apps.litellm.kind import LITELLM_KEY
 from proxies.apps.litellm.settings import MESSAGES_BRIDGE
 from proxies.apps.starlette.modes import (AI_GATEWAY_PING, CLAUDE_CODE_PROXY, HTTPX_RAW, LITELLM_EVENT_LINES,
                                           UNITY_GATEWAY)
+from server.apis.table import MESSAGES
 
 RELAY_IDLE_TIMEOUT_S = 2.0  # relay-iter-raw: nginx's proxy_read_timeout in front of the relay
 THINK_S = 4.0  # the model's silence before its first token (a long reasoning step)
@@ -78,7 +79,7 @@ SCENARIOS = [
         path=("nginx", "litellm"),
         base="fixed",
         workload=Workload(lab={"first_token_delay_s": THINK_S, "heartbeat_s": SERVER_PING_S},
-                          client=MESSAGES_CLIENT),
+                          client=MESSAGES_CLIENT, api=MESSAGES.name),
         # LiteLLM's /v1/messages bridge, translating to the model server's chat route.
         broken=Variant(proxy={"nginx": {"proxy_read_timeout": GATEWAY_IDLE_TIMEOUT_S},
                               "litellm": {"messages_upstream": "chat"}}),
@@ -123,7 +124,7 @@ SCENARIOS = [
                 "and Claude Code sends every prompt twice",
         # A relay that forwards only `data:` lines, in front of the server's Messages route.
         path=("starlette",),
-        workload=Workload(client={"library": "anthropic"}),
+        workload=Workload(client={"library": "anthropic"}, api=MESSAGES.name),
         broken=Variant(proxy={"starlette": {"mode": "data-only"}}),
         fix=Variant(proxy={"starlette": {"mode": "lines"}}),
         symptom_checks=(checks.status_is(200), checks.content_events_at_most(0),

@@ -5,7 +5,7 @@ The SDK hides what a relay does to the stream (it skips pings and events without
 never shows comments), so its HTTP client's transport also reads the same bytes into the lab's
 SSE parser: the heartbeats that reached the client are counted from the wire, the content from
 the SDK. `record` is labs.client.libraries' Recorder (which imports this module). `url` is the
-lab's chat URL; the SDK posts to `/v1/messages` under the same base.
+Messages URL (`.../v1/messages`), `body` a Messages request (labs.client.apis.messages).
 """
 from __future__ import annotations
 
@@ -14,8 +14,8 @@ import time
 from typing import Any, Iterator, Mapping
 
 from labs.client.sse import SSEParser
+from server.apis.table import MESSAGES
 
-CHAT_PATH = "/v1/chat/completions"
 # The fields of a lab request body the Messages API has under the same name; the rest (`lab`, ...)
 # go as extra body fields, as an app passes a gateway's own fields.
 MESSAGES_FIELDS = ("model", "messages", "max_tokens", "stop_sequences", "temperature")
@@ -61,7 +61,7 @@ def stream(url: str, body: Mapping[str, Any], headers: Mapping[str, str], record
 
     sent = {k: v for k, v in headers.items() if k.lower() != "x-api-key"}
     key = next((v for k, v in headers.items() if k.lower() == "x-api-key"), "streamlab")
-    base = url.rsplit(CHAT_PATH, 1)[0]
+    base = url.rsplit(MESSAGES.path, 1)[0]  # the SDK adds the path itself
     client = anthropic.Anthropic(base_url=base, api_key=key, max_retries=0, timeout=timeout_s,
                                  default_headers=sent,
                                  http_client=httpx2.Client(transport=TeeTransport(), timeout=timeout_s))

@@ -20,6 +20,7 @@ from urllib.parse import parse_qsl, urlsplit, urlunsplit
 
 from labs.client.results import Event, StreamResult
 from labs.client.sse import SSEParser, classify
+from server.apis.table import CHAT, MESSAGES
 
 # One line each: what the application code does with the stream.
 LIBRARIES: dict[str, str] = {
@@ -42,6 +43,8 @@ LIBRARIES: dict[str, str] = {
     "node-fetch": "Node's built-in `fetch`: `for await (const chunk of response.body)`, with an "
                   "undici Agent's `bodyTimeout` when `body_timeout_s` is set",
 }
+# The protocol a library speaks (server.apis.table.APIS), where it is not chat.
+LIBRARY_APIS: dict[str, str] = {"anthropic": MESSAGES.name}
 # Options a library takes besides `headers`: what the app would set on it.
 LIBRARY_OPTIONS: dict[str, tuple[str, ...]] = {"node-fetch": ("body_timeout_s",)}
 TIMEOUT_S = 60.0
@@ -49,6 +52,11 @@ TIMEOUT_S = 60.0
 
 class UnknownLibrary(ValueError):
     pass
+
+
+def library_api(name: str) -> str:
+    """The protocol client library `name` speaks: the path it is sent to and the body it gets."""
+    return LIBRARY_APIS.get(name, CHAT.name)
 
 
 def check_library(name: str, options: Mapping[str, Any] | None = None) -> str:

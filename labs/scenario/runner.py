@@ -30,7 +30,6 @@ from proxies.apps import is_app
 from proxies.kinds import choose_releases, has_admin
 from proxies.releases import CHOICE_VARIABLE
 from proxies.runtime.base import RunningProxy, Runtime
-from server.apis.table import CHAT
 from server.launcher import ServerHandle
 from server.processes import free_port
 from server.signals import run_async
@@ -294,8 +293,9 @@ async def drive(url: str, body: dict[str, Any], workload: Workload,
     opts = dict(options)
     if "library" in opts:
         library, headers = str(opts.pop("library")), opts.pop("headers", None)
-        if opts.pop("api", workload.api) != CHAT.name:  # labs.client.libraries reads chat streams
-            raise ValueError(f"client library {library!r} measures chat streams only, not {workload.api}")
+        speaks = libraries.library_api(library)
+        if opts.pop("api", workload.api) != speaks:  # each library reads its one protocol's streams
+            raise ValueError(f"client library {library!r} measures {speaks} streams only, not {workload.api}")
         # Its own options only (measure_stream names an unknown one).
         return [await libraries.measure_stream(library, url, body, headers, **opts)]
     if workload.disconnect_after_events is not None:

@@ -66,7 +66,7 @@ def messages_url() -> Iterator[str]:
 
 
 def test_the_sdk_reads_every_event_and_the_wire_counts_the_pings(messages_url: str) -> None:
-    result = libclients.measure_sync("anthropic", messages_url + "/v1/chat/completions", BODY)
+    result = libclients.measure_sync("anthropic", messages_url + "/v1/messages", BODY)
     assert result.outcome == "complete" and result.status == 200, result.error
     assert result.text == "Hi there." and result.content_events == 2 and result.finish_reason == "end_turn"
     assert result.heartbeats == 2  # the `: ping` comment and the `ping` event, which the SDK skips
@@ -76,13 +76,13 @@ def test_nameless_events_are_skipped_by_the_sdk_without_an_error(messages_url: s
     """What a relay that drops `event:` lines does to the SDK: it skips every event that has no
     name (anthropic/_streaming.py: `if sse.event is None: continue`), raises nothing, and the
     app gets an empty answer from a 200."""
-    result = libclients.measure_sync("anthropic", messages_url + "/nameless/v1/chat/completions", BODY)
+    result = libclients.measure_sync("anthropic", messages_url + "/nameless/v1/messages", BODY)
     assert result.status == 200 and result.error is None
     assert result.text == "" and result.events == [] and result.outcome == "truncated"
     assert result.body_bytes > 0  # the bytes came: only the SDK dropped them
 
 
 def test_a_refusal_is_its_status(messages_url: str) -> None:
-    result = libclients.measure_sync("anthropic", messages_url + "/refused/v1/chat/completions", BODY)
+    result = libclients.measure_sync("anthropic", messages_url + "/refused/v1/messages", BODY)
     assert result.outcome == "http-error" and result.status == 529
     assert "OverloadedError" in (result.error or "") or "529" in (result.error or "")
