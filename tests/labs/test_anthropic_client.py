@@ -3,6 +3,7 @@ streams: the whole stream with its pings counted, the same events without their 
 (a relay that forwards only `data:` lines), and a refusal."""
 from __future__ import annotations
 
+import asyncio
 import json
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -86,3 +87,13 @@ def test_a_refusal_is_its_status(messages_url: str) -> None:
     result = libclients.measure_sync("anthropic", messages_url + "/refused/v1/messages", BODY)
     assert result.outcome == "http-error" and result.status == 529
     assert "OverloadedError" in (result.error or "") or "529" in (result.error or "")
+
+
+def test_a_library_runs_only_on_the_protocol_it_speaks() -> None:
+    from labs.scenario.model import Workload
+    from labs.scenario.runner import drive
+
+    assert libclients.library_api("anthropic") == "messages" and libclients.library_api("openai") == "chat"
+    with pytest.raises(ValueError, match="'anthropic' measures messages streams only, not chat"):
+        asyncio.run(drive("http://127.0.0.1:9/v1/chat/completions", dict(BODY), Workload(),
+                          {"library": "anthropic", "api": "chat"}))
