@@ -11,7 +11,7 @@ from proxies.apps.litellm.kind import LITELLM_KEY
 from proxies.apps.litellm.settings import MESSAGES_BRIDGE
 from proxies.apps.starlette.modes import (AI_GATEWAY_PING, CLAUDE_CODE_PROXY, HTTPX_RAW, LITELLM_EVENT_LINES,
                                           UNITY_GATEWAY)
-from server.apis.table import MESSAGES
+from server.apis.table import CHAT, MESSAGES
 
 RELAY_IDLE_TIMEOUT_S = 2.0  # relay-iter-raw: nginx's proxy_read_timeout in front of the relay
 THINK_S = 4.0  # the model's silence before its first token (a long reasoning step)
@@ -25,16 +25,17 @@ MESSAGES_CLIENT = {"library": "anthropic", "headers": {"x-api-key": LITELLM_KEY}
 SDK_SKIPS_NAMELESS = "https://github.com/anthropics/anthropic-sdk-python/blob/main/src/anthropic/_streaming.py"
 MESSAGES_EVENTS = "https://docs.anthropic.com/en/api/messages-streaming"
 
-SCENARIOS = [
-    Scenario(
-        name="relay-iter-raw",
+def iter_raw_relay(name: str, api: str, symptom: str, finding: str) -> Scenario:
+    """The iter_raw(8192) relay behind nginx's read timeout, on one protocol: the lesson is the
+    same on every protocol whose heartbeats are small (chat's `: ping`, Messages' `event: ping`)."""
+    return Scenario(
+        name=name,
         layer="gateway",
         kind="idle-timeout",
-        symptom="behind the Python gateway the model's long thinks are cut, though the server pings "
-                "every few seconds; the client saw 0 bytes",
+        symptom=symptom,
         path=("nginx", "starlette"),
         base="fixed",
-        workload=Workload(lab={"first_token_delay_s": THINK_S, "heartbeat_s": SERVER_PING_S}),
+        workload=Workload(lab={"first_token_delay_s": THINK_S, "heartbeat_s": SERVER_PING_S}, api=api),
         broken=Variant(proxy={"nginx": {"proxy_read_timeout": RELAY_IDLE_TIMEOUT_S},
                               "starlette": {"mode": "iter-raw"}}),
         fix=Variant(proxy={"starlette": {"mode": "lines"}}),
@@ -44,16 +45,29 @@ SCENARIOS = [
         explanation=(
             "A relay that reads its upstream with httpx's `iter_raw(8192)` (or `aiter_raw`, or "
             "`iter_bytes` with a chunk size) gets only whole chunks of that many bytes: httpx "
-            "buffers smaller reads until the chunk is full or the body ends. A heartbeat is 8 "
-            "bytes, an event a few hundred: during a think, the pings the server sends every few "
-            "seconds pile up inside the relay, and every hop in front of it sees silence. An idle "
-            "timeout there (a proxy's read timeout, a load balancer's idle timeout, the client's "
-            "own) cuts the stream before the first token. Read without a chunk size: "
+            "buffers smaller reads until the chunk is full or the body ends. A heartbeat is 8 to "
+            "40 bytes, an event a few hundred: during a think, the pings the server sends every "
+            "few seconds pile up inside the relay, and every hop in front of it sees silence. An "
+            "idle timeout there (a proxy's read timeout, a load balancer's idle timeout, the "
+            "client's own) cuts the stream before the first token. Read without a chunk size: "
             "`aiter_raw()` / `aiter_bytes()` hand over what each read returned, `aiter_lines()` "
             "each line as its newline arrives."),
         fix_summary="forward as you read: `async for line in upstream.aiter_lines()` "
                     "(or `aiter_raw()` without a chunk size)",
-        finding=(
+        finding=finding,
+        scaled=(Scaled("nginx proxy_read_timeout", f"{RELAY_IDLE_TIMEOUT_S:g}s", "60s (nginx's default)"),
+                Scaled("think before the first token", f"{THINK_S:g}s", "284 s in the report"),
+                Scaled("server heartbeat", f"{SERVER_PING_S:g}s", "a ping every few seconds")),
+        sources=(UNITY_GATEWAY, HTTPX_RAW, f"{NGINX_DOCS}#proxy_read_timeout"),
+    )
+
+
+SCENARIOS = [
+    iter_raw_relay(
+        "relay-iter-raw", CHAT.name,
+        "behind the Python gateway the model's long thinks are cut, though the server pings every few "
+        "seconds; the client saw 0 bytes",
+        (
             "Measured here (`python -m labs run relay-iter-raw`: Starlette 1.10.0, uvicorn 0.55.0, "
             "httpx 0.29.0, nginx 1.30.6, a 4 s think with a ping every 0.25 s): through "
             "`aiter_raw(8192)` nginx sent 0 body bytes and cut the stream 2.00 s in (\"upstream timed "
@@ -61,15 +75,19 @@ SCENARIOS = [
             "4,012 ms, complete. The relay alone (no nginx, a short answer after the same think): "
             "the whole 2,989-byte answer, under one chunk, reached the client in one piece at the "
             "end (first byte 4.80 s = E2E); `aiter_raw(1024)` handed over its first chunk at 4.20 s; "
-            "lines, the role chunk at 19 ms and each ping as sent. The same on /v1/messages (the "
-            "Anthropic SDK through the relay alone): `aiter_raw(8192)` handed it the whole "
-            "2,267-byte stream, `message_start` and 16 pings included, in one read at 4.83 s; "
-            "lines, 90 reads, TTFT 4.01 s."),
-        scaled=(Scaled("nginx proxy_read_timeout", f"{RELAY_IDLE_TIMEOUT_S:g}s", "60s (nginx's default)"),
-                Scaled("think before the first token", f"{THINK_S:g}s", "284 s in the report"),
-                Scaled("server heartbeat", f"{SERVER_PING_S:g}s", "a ping every few seconds")),
-        sources=(UNITY_GATEWAY, HTTPX_RAW, f"{NGINX_DOCS}#proxy_read_timeout"),
-    ),
+            "lines, the role chunk at 19 ms and each ping as sent.")),
+    iter_raw_relay(
+        "relay-messages-iter-raw", MESSAGES.name,
+        "behind the Python gateway, Anthropic Messages streams (Claude Code's) lose long thinks to an "
+        "idle timeout, though the model sends `event: ping` every few seconds",
+        "Measured here (`python -m labs run relay-messages-iter-raw`: the lab's client on "
+        "/v1/messages, Starlette 1.10.0, httpx 0.29.0, nginx 1.30.6, a 4 s think with an `event: "
+        "ping` every 0.25 s): through `aiter_raw(8192)` nginx sent 0 body bytes, not even "
+        "`message_start`, and cut the stream 2.01 s in while the server had sent 7 pings; "
+        "forwarding lines, 16 pings arrived, TTFT 4,010 ms, complete (3,998 body bytes). The "
+        "Anthropic SDK through the relay alone: `aiter_raw(8192)` handed it the whole 2,267-byte "
+        "stream, `message_start` and 16 pings included, in one read at 4.83 s; lines, 90 reads, "
+        "TTFT 4.01 s."),
     Scenario(
         name="gateway-drops-ping",
         layer="gateway",

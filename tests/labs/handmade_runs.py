@@ -21,6 +21,19 @@ from tests.labs.handmade_shapes import ACTIVE, TOKENS, Handmade, Shapes, at, in_
 __all__ = ["HANDMADE", "Handmade", "Shapes"]
 
 
+# The think before the first token, with the server pinging: nothing reached the client until
+# nginx cut (symptom), or the pings and then every token did (cure); without the think (the first
+# token at once) the cure faced no silence, and a cut at once is no idle timeout's. The same on
+# every protocol (relay-iter-raw, relay-messages-iter-raw).
+ITER_RAW_RELAY = Handmade(
+    symptom=lambda s: s.run(s.cut(0, relays.RELAY_IDLE_TIMEOUT_S + 0.003),
+                            server_delta={"streamlab_heartbeats_total": 7}),
+    cure=lambda s: s.run(s.streamed(heartbeats=15), server_delta={"streamlab_heartbeats_total": 15}),
+    cure_without_stress=lambda s: s.run(s.stream([0.01 + s.dt * i for i in range(20)], heartbeats=15),
+                                        server_delta={"streamlab_heartbeats_total": 15}),
+    symptom_without_stress=lambda s: s.run(s.cut(0, 0.02), server_delta={"streamlab_heartbeats_total": 1}))
+
+
 HANDMADE: dict[str, Handmade] = {
     "nginx-buffering": _held(),
     "nginx-accel-header": _held(),
@@ -252,16 +265,8 @@ HANDMADE: dict[str, Handmade] = {
                                                      http_version="2", headers_s=0.005)),
         symptom_without_stress=lambda s: s.run(s.stream([0.01 + s.dt * i for i in range(20)],
                                                         http_version="2", headers_s=s.due))),
-    # The think before the first token, with the server pinging: nothing reached the client until
-    # nginx cut (symptom), or the pings and then every token did (cure); without the think (the
-    # first token at once) the cure faced no silence, and a cut at once is no idle timeout's.
-    "relay-iter-raw": Handmade(
-        symptom=lambda s: s.run(s.cut(0, relays.RELAY_IDLE_TIMEOUT_S + 0.003),
-                                server_delta={"streamlab_heartbeats_total": 7}),
-        cure=lambda s: s.run(s.streamed(heartbeats=15), server_delta={"streamlab_heartbeats_total": 15}),
-        cure_without_stress=lambda s: s.run(s.stream([0.01 + s.dt * i for i in range(20)], heartbeats=15),
-                                            server_delta={"streamlab_heartbeats_total": 15}),
-        symptom_without_stress=lambda s: s.run(s.cut(0, 0.02), server_delta={"streamlab_heartbeats_total": 1})),
+    "relay-iter-raw": ITER_RAW_RELAY,
+    "relay-messages-iter-raw": ITER_RAW_RELAY,
     # The gateway held its headers through the think: nginx answered 504 at its timeout (symptom),
     # or the gateway's own pings reached the client through the same think (cure).
     "gateway-drops-ping": Handmade(
