@@ -112,11 +112,11 @@ def _command(argv: list[str]) -> int:
         return 2
 
     if args.command == "names":
-        print("\n".join([*(s.name for s in catalogue.SCENARIOS), "load"]))
+        print("\n".join([*(s.name for s in catalogue.ALL), "load"]))
         return 0
     if args.command == "list":
         from labs.scenario.listing import print_list
-        return print_list(catalogue.SCENARIOS, json_output=args.json)
+        return print_list(catalogue.ALL, json_output=args.json)
     if args.command == "run" and args.name == "load":
         from labs import load
         return load.main(["--out", str(args.out / "load")]
@@ -142,37 +142,38 @@ def _command(argv: list[str]) -> int:
         else:
             print(scenario_table())
         return 0
+    from labs.scenario import play
     if args.command == "run":
         try:
-            scenario = catalogue.get(args.name)
+            scenario = catalogue.find(args.name)
         except catalogue.UnknownScenario as exc:
             print(f"error: {exc}", file=sys.stderr)
             return 2
-        if not _model_ready():
+        if play.needs_model(scenario) and not _model_ready():
             return 2
         variants = ("broken", "fixed") if args.variant == "both" else (args.variant,)
         return _run([scenario], variants, args.runtime, args.out, as_json=args.json)
     if not _model_ready():
         return 2
     from labs.scenario.run_all import run_all
-    return run_all(list(catalogue.SCENARIOS), args.runtime, args.out)
+    return run_all(list(catalogue.ALL), args.runtime, args.out)
 
 
 def _release_problem(args: argparse.Namespace, catalogue) -> str | None:  # type: ignore[no-untyped-def]
     """Why the chosen releases cannot run here (a release no proxy on the scenario's path has, or
     none the lab has at all), None when they can."""
     from proxies.kinds import KINDS, choose_releases
-    from labs.lab.hops import hop_kind
+    from labs.scenario.play import proxy_kinds
 
     choice = os.environ.get(CHOICE_VARIABLE)
     if not choice:
         return None
     try:
-        scenario = catalogue.get(args.name) if args.command in ("run", "render") and args.name != "load" else None
+        scenario = catalogue.find(args.name) if args.command in ("run", "render") and args.name != "load" else None
         # (list, serve and run-all span every scenario: a choice any proxy of the lab has will do)
     except catalogue.UnknownScenario:
         return None  # said below, as for any run
-    kinds = [hop_kind(hop) for hop in scenario.path] if scenario else list(KINDS)
+    kinds = proxy_kinds(scenario) if scenario else list(KINDS)
     try:
         choose_releases(choice, kinds)
     except ValueError as exc:
@@ -198,7 +199,7 @@ def _run(scenarios, variants, runtime, out: Path, *, as_json: bool = False) -> i
     from rich.markup import escape
 
     from labs import provenance
-    from labs.scenario import report
+    from labs.scenario import play
     from labs.scenario.runner import Lab
 
     console = Console(stderr=as_json)
@@ -208,18 +209,21 @@ def _run(scenarios, variants, runtime, out: Path, *, as_json: bool = False) -> i
     failed = False
     with console.status("starting") as status, Lab(runtime=runtime, progress=status.update) as lab:
         for scenario in scenarios:
+            if (reason := play.cannot_run(scenario, lab)) is not None:
+                print(f"error: {reason}", file=sys.stderr)
+                return 2
             # With no --proxy-version, a scenario whose lesson changed between releases runs on
             # the older ones too (Scenario.since), its report a table by release.
-            outcome = lab.run(scenario, variants, by_release=True)
+            outcome = play.run(lab, scenario, variants, by_release=True)
             status.update(f"{scenario.name}: writing the report")
-            paths = report.write_report(outcome, out / scenario.name)
+            paths = play.write_report(outcome, out / scenario.name)
             if as_json:
-                print(json.dumps(report.report_dict(outcome), indent=2, default=str))
+                print(json.dumps(play.report_dict(outcome), indent=2, default=str))
             else:
                 status.stop()
-                report.print_outcome(outcome, console)
+                play.print_outcome(outcome, console)
                 pictures = "  ".join(str(paths[k]) for k in ("png", "hops") if k in paths)
-                console.print(f"report: {paths['md']}  pictures: {pictures}")
+                console.print(f"report: {paths['md']}" + (f"  pictures: {pictures}" if pictures else ""))
                 console.print(f"[dim]{escape(provenance.one_line(outcome.provenance))}[/]")
                 status.start()
             # As expected on each release: the symptom reproduces (not where the release fixed it,

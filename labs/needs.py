@@ -16,6 +16,7 @@ import sys
 import time
 from typing import Iterable, Sequence
 
+from labs.scenario.mcp_model import McpScenario
 from labs.scenario.model import Scenario
 from labs.lab.hops import hop_kind
 from labs.scenario.chromium import NEEDS as BROWSER_DRIVER_NEEDS
@@ -60,7 +61,9 @@ ALL: dict[str, Requirement] = {**REQUIREMENTS, **{r.name: r for r in (
 # What a browser-driven workload needs, as labs.scenario.chromium.chromium_driver declares it.
 BROWSER_NEEDS = BROWSER_DRIVER_NEEDS
 # Besides every hop: what the whole test suite needs (pytest and its plugins are in [test]).
-SUITE_NEEDS = (*BROWSER_NEEDS, "python-sdk", "python-apps", "agents", "python-mcp", "mcp1-venv")
+# What an MCP scenario's origin and client need besides its proxies: the SDK, and its 1.x line.
+MCP_NEEDS = ("python-mcp", "mcp1-venv")
+SUITE_NEEDS = (*BROWSER_NEEDS, "python-sdk", "python-apps", "agents", *MCP_NEEDS)
 
 
 def _unique(names: Iterable[str]) -> list[str]:
@@ -117,10 +120,10 @@ def needs_of(name: str) -> list[str]:
     if name == "view":
         return view_needs()
     from labs import catalogue
-    from labs.catalogue.mcp import BY_NAME as MCP_SCENARIOS
-    if name in MCP_SCENARIOS:  # its proxies and the SDK (labs/catalogue/mcp.py)
-        return _unique([*hop_needs(MCP_SCENARIOS[name].proxies), "python-mcp", "mcp1-venv"])
-    return scenario_needs(catalogue.get(name))
+    scenario = catalogue.find(name)
+    if isinstance(scenario, McpScenario):  # its proxies, the SDK and its 1.x line (labs/catalogue/mcp.py)
+        return _unique([*hop_needs(scenario.proxies), *MCP_NEEDS])
+    return scenario_needs(scenario)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -1,28 +1,54 @@
-"""The MCP scenarios' guards, generated from labs/catalogue/mcp.py: one test per proxy and variant.
+"""The MCP scenarios' guards, generated from the catalogue's one table (`labs.catalogue.ALL`, whose
+MCP sessions' scenarios are `catalogue.MCP_SCENARIOS`): one test per proxy, variant and release.
 
 `pytest -k mcp-session-affinity` runs the broken variant through each proxy (fails if the symptom
-stops reproducing: 'Session not found' from the replica that does not hold the session) and each
-fix on the proxies it names (fails if a session does not complete, or its requests went where the
-fix says they must not). Local processes only: the origin has no image yet (docs/mcp.md).
+stops reproducing: 'Session not found' from the replica that does not hold the session, two
+replicas having answered) and each fix on the proxies it names (fails if a session does not
+complete, or its requests went where the fix says they must not), on each proxy's current release;
+and again on the oldest release (Debian 12's, `...-oldest`) the broken variant and the fixes that
+are the proxy's own settings. The token streams' guards (tests/test_scenarios.py) prove the oldest
+release in containers; an MCP scenario runs local processes only (its origin has no image yet,
+docs/mcp.md), so its oldest release is proven here, locally.
 """
 from __future__ import annotations
 
 import pytest
 
-from labs.catalogue.mcp import MCP_SCENARIOS
+from labs import catalogue
 from labs.scenario.mcp_model import McpScenario
 from labs.scenario.mcp_runner import run_mcp
 
-RUNS = [pytest.param(scenario, proxy, variant, id=f"{scenario.name}-{proxy}-{variant}")
-        for scenario in MCP_SCENARIOS for proxy, variant in scenario.runs()]
+
+def _proxy_setting(scenario: McpScenario, variant: str) -> bool:
+    """Whether the variant is the proxy's behaviour (the broken balancing, or a setting of its own):
+    what a proxy's release could change."""
+    return variant == "broken" or bool(scenario.fix(variant).variant.proxy)
 
 
-@pytest.mark.parametrize(("scenario", "proxy", "variant"), RUNS)
-def test_mcp_guard(scenario: McpScenario, proxy: str, variant: str) -> None:
-    run, results = run_mcp(scenario, proxy, variant)
+RUNS = [pytest.param(scenario, proxy, variant, releases, id=f"{scenario.name}-{proxy}-{variant}{suffix}")
+        for releases, suffix in (("current", ""), ("oldest", "-oldest"))
+        for scenario in catalogue.MCP_SCENARIOS for proxy, variant in scenario.runs()
+        if releases == "current" or _proxy_setting(scenario, variant)]
+
+
+@pytest.mark.parametrize(("scenario", "proxy", "variant", "releases"), RUNS)
+def test_mcp_guard(scenario: McpScenario, proxy: str, variant: str, releases: str) -> None:
+    run, results = run_mcp(scenario, proxy, variant, choice=releases)
     failed = [result for result in results if not result.passed]
     expectation = "symptom" if variant == "broken" else "cure"
     assert results and not failed, (
-        f"{scenario.name} ({variant} through {proxy}): the {expectation} checks failed:\n"
+        f"{scenario.name} ({variant} through {proxy} {run.release}): the {expectation} checks failed:\n"
         + "\n".join(f"  - {r.label}: observed {r.observed}" for r in failed)
         + "\nsessions:\n" + "\n".join(f"  {s.session_id}: {s.statuses} {s.error}" for s in run.sessions))
+
+
+def test_the_guards_cover_every_mcp_run_of_the_table_on_both_releases() -> None:
+    """Every MCP entry of the one table is guarded, each run on the current release, and the broken
+    variant also on the oldest (so the table cannot grow an unguarded MCP scenario)."""
+    ids = {param.id for param in RUNS}
+    assert catalogue.MCP_SCENARIOS and all(s in catalogue.ALL for s in catalogue.MCP_SCENARIOS)
+    for scenario in catalogue.MCP_SCENARIOS:
+        for proxy, variant in scenario.runs():
+            assert f"{scenario.name}-{proxy}-{variant}" in ids
+        for proxy in scenario.proxies:
+            assert f"{scenario.name}-{proxy}-broken-oldest" in ids

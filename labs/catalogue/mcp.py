@@ -1,10 +1,9 @@
 """MCP over Streamable HTTP through the proxies (issue 44): an MCP origin's replicas behind one
-proxy, the official Python SDK's client in front. `python -m labs.catalogue.mcp [NAME]` runs every
-variant on every proxy it names and prints what the client and the replicas saw (docs/mcp.md).
+proxy, the official Python SDK's client in front. In the catalogue's one table like every scenario:
+`python -m labs run mcp-session-affinity` runs every variant on every proxy it names and prints
+what the client and the replicas saw (docs/mcp.md).
 """
 from __future__ import annotations
-
-import sys
 
 from labs.scenario import mcp_checks as checks
 from labs.scenario.mcp_model import McpFix, McpScenario, McpVariant, McpWorkload
@@ -16,8 +15,11 @@ STREAMABLE_HTTP = "https://modelcontextprotocol.io/specification/2025-11-25/basi
 SESSIONS = 4  # sessions per run, one after another, each initialize and two tool calls
 LOOKALIKE_SESSIONS = 12
 KEPT_ON_ONE = (checks.sessions_complete(), checks.each_session_on_one_replica())
+# Affinity learnt per session: the sessions still spread over both replicas (the precondition: two
+# replicas really answered), each kept on its own.
+KEPT_AND_SPREAD = (*KEPT_ON_ONE, checks.requests_spread(how="the sessions spread over them"))
 
-MCP_SCENARIOS: tuple[McpScenario, ...] = (
+SCENARIOS: tuple[McpScenario, ...] = (
     McpScenario(
         name="mcp-session-affinity",
         symptom="MCP tool calls fail with 'Session not found' as soon as the server has two replicas",
@@ -35,10 +37,10 @@ MCP_SCENARIOS: tuple[McpScenario, ...] = (
                    ("nginx",), KEPT_ON_ONE,
                    "nginx: hash $remote_addr; (a client address per replica)"),
             McpFix("stick-table", McpVariant(proxy={"haproxy": {"session_stick_table": True}}), ("haproxy",),
-                   KEPT_ON_ONE,
+                   KEPT_AND_SPREAD,
                    "HAProxy: stick store-response res.hdr(mcp-session-id) + stick match req.hdr(mcp-session-id)"),
             McpFix("cookie", McpVariant(proxy={"haproxy": {"affinity_cookie": True}}), ("haproxy",),
-                   KEPT_ON_ONE, "HAProxy: cookie SERVERID insert (the SDK's client keeps cookies)"),
+                   KEPT_AND_SPREAD, "HAProxy: cookie SERVERID insert (the SDK's client keeps cookies)"),
             # By chance: each session passes when its id hashes to the replica that answered its
             # initialize (half the time with two); 12 sessions all passing: 1 in 4096.
             McpFix("session-header-hash",
@@ -78,38 +80,3 @@ MCP_SCENARIOS: tuple[McpScenario, ...] = (
                  f"{HAPROXY}#4.2-cookie", "https://github.com/PrefectHQ/fastmcp/issues/482"),
     ),
 )
-
-BY_NAME = {scenario.name: scenario for scenario in MCP_SCENARIOS}
-
-
-def main(argv: list[str] | None = None) -> int:
-    """Run every variant of the named scenarios (all by default) and print each run's numbers."""
-    from labs.scenario.mcp_runner import run_mcp
-
-    names = (argv if argv is not None else sys.argv[1:]) or list(BY_NAME)
-    unknown = [name for name in names if name not in BY_NAME]
-    if unknown:
-        print(f"python -m labs.catalogue.mcp: error: no MCP scenario {unknown[0]!r} ({', '.join(BY_NAME)})",
-              file=sys.stderr)
-        return 2
-    failed = 0
-    for name in names:
-        scenario = BY_NAME[name]
-        for proxy, variant in scenario.runs():
-            run, results = run_mcp(scenario, proxy, variant, progress=lambda line: print(line, flush=True))
-            for session in run.sessions:
-                firsts = [round(call.first_progress_s, 3) if call.first_progress_s is not None else None
-                          for call in session.calls]
-                gaps = [round(max(call.gaps_s), 3) for call in session.calls if call.gaps_s]
-                print(f"  session {session.session_id}: {'completed' if session.completed else 'FAILED'}, "
-                      f"statuses {session.statuses}, first progress {firsts} s, max gap {gaps} s, "
-                      f"cookies {session.cookies or '{}'}, error {session.error}")
-            print(f"  replicas: {run.counts()}; {run.wall_s:.1f} s")
-            for result in results:
-                print(f"  [{'pass' if result.passed else 'FAIL'}] {result.label}: {result.observed}")
-            failed += not all(result.passed for result in results)
-    return 1 if failed else 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

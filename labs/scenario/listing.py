@@ -19,6 +19,7 @@ from rich.table import Table
 
 from labs.findings import lab_command
 from labs.scenario.model import Scenario
+from labs.scenario.play import AnyScenario, proxy_kinds
 from labs.lab.hops import hop_kind
 from proxies.kinds import KINDS, choose_releases
 from proxies.releases import CHOICE_VARIABLE
@@ -42,7 +43,7 @@ class Row:
     also_on: list[str] = field(default_factory=list)
 
     @classmethod
-    def of(cls, scenario: Scenario) -> "Row":
+    def of(cls, scenario: AnyScenario) -> "Row":
         chosen = chosen_releases(scenario)
         also = [f"{change.proxy} {release.label}" for change in scenario.since
                 for release in KINDS[change.proxy].releases if release.series != chosen.get(change.proxy)]
@@ -51,20 +52,22 @@ class Row:
                    {name: KINDS[name].release(series).label for name, series in chosen.items()}, also)
 
 
-def chosen_releases(scenario: Scenario) -> dict[str, str]:
+def chosen_releases(scenario: AnyScenario) -> dict[str, str]:
     """Proxy -> the series a run of this scenario uses (the lab's choice, default: current)."""
-    return choose_releases(os.environ.get(CHOICE_VARIABLE), [hop_kind(h) for h in scenario.path], strict=False)
+    return choose_releases(os.environ.get(CHOICE_VARIABLE), proxy_kinds(scenario), strict=False)
 
 
-def hops_with_releases(scenario: Scenario) -> list[str]:
+def hops_with_releases(scenario: AnyScenario) -> list[str]:
     """The path as shown (Scenario.shown_hops), each proxy with the release it runs: `nginx 1.30`."""
     chosen = chosen_releases(scenario)
+    if not isinstance(scenario, Scenario):  # an MCP scenario: one proxy or the other, then the replicas
+        return [" or ".join(f"{kind} {chosen[kind]}" for kind in scenario.proxies), scenario.shown_hops[-1]]
     hops = [f"{hop_kind(hop)} {chosen[hop_kind(hop)]}{shown.removeprefix(hop)}" if hop_kind(hop) in chosen else shown
             for hop, shown in zip(scenario.path, scenario.shown_hops)] or list(scenario.shown_hops[:-1])
     return [*hops, scenario.shown_hops[-1]]
 
 
-def rows(scenarios: Sequence[Scenario]) -> list[Row]:
+def rows(scenarios: Sequence[AnyScenario]) -> list[Row]:
     """Every scenario, then the load lab (which is no Scenario: it ramps many paths)."""
     return [*(Row.of(s) for s in scenarios),
             Row("load", "load", "client -> each proxy -> server", LOAD_SYMPTOM, lab_command("load"))]
@@ -102,7 +105,7 @@ def fits_a_table(listed: Sequence[Row], width: int) -> bool:
     return width >= name_w + MIN_OTHER_COLUMNS
 
 
-def print_list(scenarios: Sequence[Scenario], *, json_output: bool = False,
+def print_list(scenarios: Sequence[AnyScenario], *, json_output: bool = False,
                out: IO[str] | None = None, console: Console | None = None) -> int:
     out = out or sys.stdout
     listed = rows(scenarios)

@@ -72,13 +72,13 @@ def each_session_on_one_replica() -> McpCheck:
     return McpCheck("every request of a session reached the replica that holds it", measure)
 
 
-def requests_spread(replicas: int = 2) -> McpCheck:
-    """Stateless: the requests still went round-robin to several replicas (the fix is not that
-    the balancer stopped balancing)."""
+def requests_spread(replicas: int = 2, how: str = "with no session to keep") -> McpCheck:
+    """The requests still reached several replicas (the fix is not that the balancer stopped
+    balancing): stateless, round-robin as before; with affinity, the sessions spread, each kept."""
     def measure(run: McpRun) -> tuple[str, bool]:
         answering = sorted({r["replica"] for r in run.requests})
         return f"requests answered by replicas {answering}; {run.counts()}", len(answering) >= replicas
-    return McpCheck(f"requests answered by {replicas} replicas, with no session to keep", measure)
+    return McpCheck(f"requests answered by {replicas} replicas, {how}", measure)
 
 
 def one_replica_only() -> McpCheck:

@@ -5,16 +5,19 @@ It is the chat scenario's shape (labs/scenario/model.py) for another origin and 
 the origin is `python -m server.mcp` run as several replicas (server/mcp/), the client the SDK's
 own (labs/client/mcp_session.py), and what a check reads is the sessions' records and every
 request each replica recorded, not a token stream. Declared in labs/catalogue/mcp.py; guarded by
-tests/test_mcp_scenarios.py; run by labs/scenario/mcp_runner.py.
+tests/test_mcp_scenarios.py; run by labs/scenario/mcp_runner.py, which `labs run` picks for it
+(labs/scenario/play.py).
 """
 from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import Any, Callable, Mapping
+from typing import TYPE_CHECKING, Any, Callable, Mapping
 
-from labs.client.mcp_session import McpResult
-from labs.scenario.model import Check, CheckResult, Scaled
+from labs.scenario.model import Check, CheckResult, Scaled, Since
+
+if TYPE_CHECKING:  # the SDK (the [mcp] extra) is imported where a session runs, not by the catalogue
+    from labs.client.mcp_session import McpResult
 
 
 @dataclass(frozen=True)
@@ -57,6 +60,7 @@ class McpRun:
     replicas: int
     config: str = ""
     wall_s: float = 0.0
+    release: str = ""  # the proxy's series that ran (proxies.kinds.choose_releases)
 
     def replica_of(self, session: str | None, method: str = "initialize") -> int | None:
         """The replica that answered `method` for a session id, or None."""
@@ -120,6 +124,8 @@ class McpScenario:
     sources: tuple[str, ...] = ()
     finding: str | None = None
     scaled: tuple[Scaled, ...] = ()
+    # Where a proxy's releases differ here (Scenario.since); empty: measured alike on each (docs/mcp.md).
+    since: tuple[Since, ...] = ()
 
     def fix(self, name: str) -> McpFix:
         return next(fix for fix in self.fixes if fix.name == name)
@@ -131,10 +137,19 @@ class McpScenario:
     def checks(self, name: str) -> tuple[McpCheck, ...]:
         return self.symptom_checks if name == "broken" else self.fix(name).cure_checks
 
+    # The layer the failure is in, as `labs list` shows it: the balancer's (a proxy's) choice of replica.
+    layer = "proxy"
+
     @property
-    def shown_path(self) -> str:
-        """The path as the README shows it: the client, the proxies it is measured through, the replicas."""
-        return f"client → {' or '.join(self.proxies)} → {self.workload.replicas} MCP replicas"
+    def shown_hops(self) -> tuple[str, ...]:
+        """The path as the listing and the README show it (Scenario.shown_hops): the proxies it is
+        measured through, one at a time, then the replicas."""
+        return (" or ".join(self.proxies), f"{self.workload.replicas} MCP replicas")
+
+    def symptom_ended(self, releases: Mapping[str, str | None]) -> bool:
+        """Scenario.symptom_ended: whether a release on the path carries a fix for the symptom."""
+        return any(change.ends_symptom and releases.get(change.proxy)
+                   and change.reached_by(str(releases[change.proxy])) for change in self.since)
 
     @property
     def fix_summary(self) -> str:

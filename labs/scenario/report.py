@@ -7,7 +7,7 @@ from __future__ import annotations
 import difflib
 import json
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
 from rich.console import Console
 from rich.markup import escape
@@ -20,6 +20,9 @@ from labs.client.durations import milliseconds
 from labs.client.results import aggregate
 from labs.scenario.runner import ScenarioOutcome
 from labs.scenario.model import Run, Scenario, VariantName
+
+if TYPE_CHECKING:
+    from labs.scenario.mcp_runner import McpOutcome
 
 
 def _num(value: Any) -> str:
@@ -304,7 +307,7 @@ def report_markdown(outcome: ScenarioOutcome) -> str:
     return "\n".join(lines) + "\n"
 
 
-def write_index(outcomes: Sequence[ScenarioOutcome], folder: Path,
+def write_index(outcomes: Sequence[ScenarioOutcome | McpOutcome], folder: Path,
                 errors: Mapping[str, str] | None = None) -> Path:
     """reports/index.md: each scenario's verdicts and wall time; `errors`: those that could not run."""
     lines = ["# streamlab: every scenario", "", "| scenario | symptom | broken | fixed | wall |",

@@ -19,10 +19,14 @@ from rich.markup import escape
 from rich.table import Table
 
 from labs.progress import WorkBar, clock
+from labs.scenario.mcp_model import McpScenario
 from labs.scenario.model import VARIANTS, Scenario, Workload
+from labs.scenario.play import AnyScenario
 
 # Per scenario, beyond its streams: proxies to start, the server to drain, the report to draw.
 OVERHEAD_S = 2.0
+# One MCP variant through one proxy: the replicas start (about 2 s each on mcp 1.30), then the sessions.
+MCP_RUN_S = 8.0
 
 
 @dataclass(frozen=True)
@@ -40,9 +44,10 @@ class SummaryRow:
         return self.error is None and bool(self.cured) and bool(self.reproduced) != self.gone
 
 
-def planned_s(scenario: Scenario, reports: Path) -> float:
+def planned_s(scenario: AnyScenario, reports: Path) -> float:
     """How long the scenario should take: its last run's wall time when a report is there,
-    else its workload's stream time, twice (broken and fixed), plus the per-scenario overhead."""
+    else its workload's stream time, twice (broken and fixed), plus the per-scenario overhead
+    (an MCP scenario: MCP_RUN_S per proxy and variant)."""
     try:
         last = json.loads((reports / scenario.name / "report.json").read_text())
         walls = [v["wall_s"] for v in last["variants"].values()]
@@ -50,6 +55,8 @@ def planned_s(scenario: Scenario, reports: Path) -> float:
             return float(sum(walls)) + OVERHEAD_S
     except (OSError, ValueError, KeyError, TypeError, AttributeError):
         pass
+    if isinstance(scenario, McpScenario):
+        return MCP_RUN_S * len(scenario.runs()) + OVERHEAD_S
     return sum(stream_s(scenario.workload, scenario.variant(v).lab) for v in VARIANTS) + OVERHEAD_S
 
 
@@ -89,9 +96,9 @@ def summary_table(rows: Sequence[SummaryRow], total_s: float) -> Table:
     return table
 
 
-def run_all(scenarios: Sequence[Scenario], runtime: str | None, out: Path,
+def run_all(scenarios: Sequence[AnyScenario], runtime: str | None, out: Path,
             console: Console | None = None) -> int:
-    from labs.scenario import report
+    from labs.scenario import play, report
     from labs.scenario.runner import Lab
 
     console = console or Console()
@@ -100,14 +107,20 @@ def run_all(scenarios: Sequence[Scenario], runtime: str | None, out: Path,
     outcomes = []
     errors: dict[str, str] = {}
     started = time.monotonic()
+    skipped: list[str] = []
     with WorkBar(console, sum(plan.values()), "lab-all") as bar, \
             Lab(runtime=runtime, progress=bar.say) as lab:
         for index, scenario in enumerate(scenarios, 1):
+            if (reason := play.cannot_run(scenario, lab)) is not None:
+                skipped.append(scenario.name)
+                bar.console.print(f"[yellow]-[/] {scenario.name}: skipped: {escape(reason)}")
+                bar.advance(plan[scenario.name])
+                continue
             bar.say(f"{scenario.name} ({index}/{len(scenarios)})")
             began = time.monotonic()
             try:
-                outcome = lab.run(scenario)
-                paths = report.write_report(outcome, out / scenario.name)
+                outcome = play.run(lab, scenario)
+                paths = play.write_report(outcome, out / scenario.name)
             except Exception as exc:  # noqa: BLE001 - one scenario must not lose the others
                 error = f"{type(exc).__name__}: {exc}".splitlines()[0]
                 errors[scenario.name] = error
@@ -123,9 +136,11 @@ def run_all(scenarios: Sequence[Scenario], runtime: str | None, out: Path,
                 bar.console.print(f"{mark} {scenario.name}: {verdict['broken']} / {verdict['fixed']} "
                                   f"({row.wall_s:.1f} s)  [dim]{paths['md']}[/]")
             bar.advance(plan[scenario.name])
-        bar.finish(f"{len(scenarios)} scenarios")
+        bar.finish(f"{len(scenarios) - len(skipped)} scenarios")
     console.print(summary_table(rows, time.monotonic() - started))
     for name, error in errors.items():
         console.print(f"[red]{name}[/]: {escape(error)}")
+    if skipped:
+        console.print(f"skipped in the {lab.runtime.name} runtime: {', '.join(skipped)}")
     console.print(f"index: {report.write_index(outcomes, out, errors)}")
     return 0 if all(r.ok for r in rows) else 1

@@ -2,15 +2,18 @@
 hand-made runs (a symptom check must reject a cured run, a cure check a broken one)."""
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
-from labs.catalogue.mcp import MCP_SCENARIOS
+from labs import catalogue
 from labs.client.mcp_session import McpCall, McpResult, main, measure_session
-from labs.scenario.mcp_model import McpRun
+from labs.scenario.mcp_model import McpRun, McpScenario
 from server.processes import free_port
 from server.signals import run_async
 
-SCENARIO = MCP_SCENARIOS[0]
+SCENARIO = catalogue.find("mcp-session-affinity")
+assert isinstance(SCENARIO, McpScenario)
 
 
 def test_the_client_cli_names_a_wrong_argument_with_exit_2(capsys: pytest.CaptureFixture[str]) -> None:
@@ -66,7 +69,19 @@ def test_the_symptom_checks_accept_the_broken_run_and_reject_the_others() -> Non
 @pytest.mark.parametrize("fix", [fix.name for fix in SCENARIO.fixes if fix.name in ("stick-table", "cookie")])
 def test_the_cure_checks_accept_a_kept_run_and_reject_the_broken_one(fix: str) -> None:
     assert all(check(kept_run()).passed for check in SCENARIO.checks(fix))
-    assert not any(check(broken_run()).passed for check in SCENARIO.checks(fix))
+    # Every check of the cure rejects it but the precondition (both replicas answered), which a
+    # broken run meets too.
+    judged = {check.label: check(broken_run()).passed for check in SCENARIO.checks(fix)}
+    assert [label for label, passed in judged.items() if passed] == [
+        "requests answered by 2 replicas, the sessions spread over them"]
+
+
+@pytest.mark.parametrize("fix", ["stick-table", "cookie"])
+def test_an_affinity_cure_needs_both_replicas_to_have_answered(fix: str) -> None:
+    """The precondition of a learnt affinity: the sessions still spread, each kept on its replica."""
+    run = kept_run()
+    run.requests = [{**r, "replica": 0} for r in run.requests]  # every session on one replica
+    assert not all(check(run).passed for check in SCENARIO.checks(fix))
 
 
 def test_the_stateless_cure_needs_both_replicas_to_have_answered() -> None:
@@ -109,10 +124,18 @@ def test_a_get_stream_cut_at_an_idle_limit_is_reopened_and_counted(keepalive_s: 
     assert outcome.reconnects == reconnects and len(gets) == 1 + reconnects
 
 
-def test_the_scenario_cli_names_an_unknown_scenario_with_exit_2(capsys: pytest.CaptureFixture[str]) -> None:
-    from labs.catalogue.mcp import main as run_scenarios
-    assert run_scenarios(["mcp-no-such-thing"]) == 2
-    assert "no MCP scenario 'mcp-no-such-thing'" in capsys.readouterr().err
+def test_labs_run_refuses_the_docker_runtime_for_an_mcp_scenario_in_one_line(
+        capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    from labs.__main__ import main as labs
+    assert labs(["run", "mcp-session-affinity", "--runtime", "docker", "--out", str(tmp_path)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "local runtime only" in err[0] and not list(tmp_path.iterdir())
+
+
+def test_labs_render_names_an_mcp_scenario_and_what_plays_it(capsys: pytest.CaptureFixture[str]) -> None:
+    from labs.__main__ import main as labs
+    assert labs(["render", "mcp-session-affinity"]) == 2
+    assert "is an MCP scenario: `python -m labs run mcp-session-affinity`" in capsys.readouterr().err
 
 
 def test_labs_setup_knows_what_an_mcp_scenario_needs() -> None:

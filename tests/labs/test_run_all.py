@@ -9,7 +9,7 @@ from rich.console import Console
 
 from labs import catalogue
 from labs.scenario import runner
-from labs.scenario.run_all import SummaryRow, planned_s, run_all, summary_table
+from labs.scenario.run_all import MCP_RUN_S, SummaryRow, planned_s, run_all, summary_table
 from tests.ids import other_id
 from tests.labs.test_report import outcome
 
@@ -104,3 +104,25 @@ def test_run_all_shows_progress_each_scenario_and_the_summary(tmp_path: Path, mo
     index = (tmp_path / "index.md").read_text()
     assert "| nginx-gzip | could not run: RuntimeError: nginx would not start |" in index
     assert "(nginx-buffering/report.md)" in index and "runtime local" in index
+
+
+class _DockerLab(_FakeLab):
+    runtime = type("Runtime", (), {"name": "docker"})()
+
+
+def test_run_all_in_docker_skips_an_mcp_scenario_in_one_line_and_runs_the_others(tmp_path: Path, monkeypatch) -> None:
+    monkeypatch.setattr(runner, "Lab", _DockerLab)
+    scenarios = [catalogue.get("nginx-buffering"), catalogue.find("mcp-session-affinity")]
+    console = Console(record=True, width=200, color_system=None, force_terminal=True)
+    status = run_all(scenarios, "docker", tmp_path, console)
+    text = console.export_text()
+    assert status == 0 and "✓ nginx-buffering: symptom reproduced / cured" in text
+    skipped = [line for line in text.splitlines() if "mcp-session-affinity: skipped" in line]
+    assert len(skipped) == 1 and "local runtime only" in skipped[0]
+    assert "skipped in the docker runtime: mcp-session-affinity" in text
+    assert not (tmp_path / "mcp-session-affinity").exists()
+
+
+def test_the_plan_of_an_mcp_scenario_counts_its_runs(tmp_path: Path) -> None:
+    scenario = catalogue.find("mcp-session-affinity")
+    assert planned_s(scenario, tmp_path) == pytest.approx(MCP_RUN_S * len(scenario.runs()) + 2.0)

@@ -1,0 +1,135 @@
+"""An MCP scenario's report (labs/scenario/report.py's counterpart for an `McpOutcome`): in the
+terminal, one row per proxy and variant with its verdict, what the official client saw of each
+session and what each replica answered; on disk, reports/<scenario>/report.json and report.md.
+"""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+from rich.markup import escape
+from rich.panel import Panel
+from rich.table import Table
+
+from labs import provenance
+from labs.scenario.mcp_model import McpRun
+from labs.scenario.mcp_runner import McpMeasured, McpOutcome
+
+
+def _rounded(values: list[float]) -> str:
+    return f"{min(values) * 1000:.0f}-{max(values) * 1000:.0f} ms" if values else "-"
+
+
+def client_saw(run: McpRun) -> str:
+    """The sessions as the SDK's user saw them: how many completed, the errors, when progress came."""
+    done = sum(session.completed for session in run.sessions)
+    errors = sorted({session.error for session in run.sessions if session.error})
+    calls = [call for session in run.sessions for call in session.calls]
+    firsts = [call.first_progress_s for call in calls if call.first_progress_s is not None]
+    gaps = [max(call.gaps_s) for call in calls if call.gaps_s]
+    text = f"{done}/{len(run.sessions)} sessions completed"
+    if errors:
+        text += f"; errors: {'; '.join(errors)}"
+    if firsts:
+        text += f"; first progress {_rounded(firsts)}, largest gap {_rounded(gaps)}"
+    return text
+
+
+def replicas_saw(run: McpRun) -> str:
+    """Requests per replica and status, e.g. 'replica 0 -> 200: 6, replica 1 -> 404: 4'."""
+    return ", ".join(f"{key}: {count}" for key, count in run.counts().items()) or "no request"
+
+
+def rows(outcome: McpOutcome) -> list[tuple[str, McpMeasured]]:
+    """(variant label, its run) in the order they ran; a fix carries its one-line summary."""
+    labelled = []
+    for runs in outcome.runs.values():
+        for measured in runs:
+            name = measured.run.variant
+            fix = outcome.scenario.fix(name) if name != "broken" else None
+            labelled.append((name if fix is None else f"{name} ({'NOT a fix' if not fix.cures else fix.summary})",
+                             measured))
+    return labelled
+
+
+def expectation(outcome: McpOutcome, measured: McpMeasured) -> str:
+    """A run's verdict in the words of its side: the symptom reproduced, a fix cured, a look-alike still failed."""
+    if measured.run.variant == "broken":
+        return "symptom reproduced" if measured.passed else "symptom did NOT reproduce"
+    if outcome.scenario.fix(measured.run.variant).cures:
+        return "cured" if measured.passed else "NOT cured"
+    return "still fails (not a fix)" if measured.passed else "did NOT fail: its lesson is wrong here"
+
+
+def print_outcome(outcome: McpOutcome, console: Console | None = None) -> None:
+    console = console or Console()
+    scenario = outcome.scenario
+    console.rule(f"[bold]{scenario.name}[/bold]: {scenario.symptom}")
+    table = Table(show_header=True, header_style="bold")
+    for column in ("variant", "proxy", "the client saw", "the replicas answered", "verdict"):
+        table.add_column(column, overflow="fold")
+    for label, measured in rows(outcome):
+        run = measured.run
+        colour = "green" if measured.passed else "red"
+        table.add_row(escape(label), f"{run.proxy} {run.release}", escape(client_saw(run)),
+                      escape(replicas_saw(run)), f"[{colour}]{expectation(outcome, measured)}[/]")
+    console.print(table)
+    failed = [(label, result) for label, measured in rows(outcome) for result in measured.results if not result.passed]
+    for label, result in failed:
+        console.print(f"[red]FAIL[/] {escape(label)} through {escape(result.label)}: {escape(result.observed)}")
+    lines = [scenario.explanation, "", f"Fix: {scenario.fix_summary}"]
+    if scenario.finding:
+        lines += ["", scenario.finding]
+    if scenario.sources:
+        lines += ["", "Sources: " + " ".join(scenario.sources)]
+    console.print(Panel(escape("\n".join(lines)), title="why", title_align="left"))
+
+
+def _run_dict(measured: McpMeasured) -> dict[str, Any]:
+    run = measured.run
+    return {"variant": run.variant, "proxy": run.proxy, "release": run.release, "replicas": run.replicas,
+            "wall_s": round(run.wall_s, 3), "passed": measured.passed, "client": client_saw(run),
+            "requests_per_replica": run.counts(),
+            "sessions": [session.as_dict() for session in run.sessions],
+            "checks": [{"label": r.label, "observed": r.observed, "passed": r.passed} for r in measured.results],
+            "config": run.config}
+
+
+def report_dict(outcome: McpOutcome) -> dict[str, Any]:
+    scenario = outcome.scenario
+    return {
+        "scenario": {"name": scenario.name, "layer": scenario.layer, "symptom": scenario.symptom,
+                     "path": list(scenario.shown_hops), "explanation": scenario.explanation,
+                     "fix_summary": scenario.fix_summary, "finding": scenario.finding,
+                     "sources": list(scenario.sources)},
+        "releases": outcome.releases,
+        # As a token stream's report: each side's wall time and verdict (run-all plans from them).
+        "variants": {name: {"wall_s": round(sum(m.run.wall_s for m in runs), 3), "verdict": outcome.verdict[name],
+                            "runs": [_run_dict(m) for m in runs]} for name, runs in outcome.runs.items()},
+        "provenance": outcome.provenance,
+    }
+
+
+def report_markdown(outcome: McpOutcome) -> str:
+    scenario = outcome.scenario
+    lines = [f"# {scenario.name}", "", scenario.symptom, "", provenance.one_line(outcome.provenance), "",
+             "| variant | proxy | the client saw | the replicas answered | verdict |", "|---|---|---|---|---|"]
+    for label, measured in rows(outcome):
+        run = measured.run
+        lines.append(f"| {label} | {run.proxy} {run.release} | {client_saw(run)} | {replicas_saw(run)} | "
+                     f"{expectation(outcome, measured)} |".replace("\n", " "))
+    lines += ["", "## Why", "", scenario.explanation, "", f"Fix: {scenario.fix_summary}"]
+    if scenario.finding:
+        lines += ["", scenario.finding]
+    return "\n".join(lines) + "\n"
+
+
+def write_report(outcome: McpOutcome, folder: Path) -> dict[str, Path]:
+    """reports/<scenario>/report.json and report.md (no timeline: a session is not a token stream)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    paths = {"json": folder / "report.json", "md": folder / "report.md"}
+    paths["json"].write_text(json.dumps(report_dict(outcome), indent=2, default=str))
+    paths["md"].write_text(report_markdown(outcome))
+    return paths
