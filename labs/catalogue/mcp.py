@@ -9,7 +9,7 @@ from labs.scenario import mcp_checks as checks
 from labs.scenario.mcp_model import McpFix, McpScenario, McpVariant, McpWorkload
 
 NGINX_UPSTREAM = "https://nginx.org/en/docs/http/ngx_http_upstream_module.html"
-HAPROXY = "https://docs.haproxy.org/2.6/configuration.html"
+HAPROXY = "https://docs.haproxy.org/3.2/configuration.html"
 STREAMABLE_HTTP = "https://modelcontextprotocol.io/specification/2025-11-25/basic/transports#session-management"
 
 SESSIONS = 4  # sessions per run, one after another, each initialize and two tool calls
@@ -68,12 +68,13 @@ SCENARIOS: tuple[McpScenario, ...] = (
             "balanced elsewhere than where the id later hashes to. The 2026-07-28 revision has no "
             "sessions: every request stands alone and round-robin is fine."),
         finding=(
-            "Measured here (`python -m labs.catalogue.mcp`: nginx 1.22.1, HAProxy 2.6.12, two replicas of "
-            "`python -m server.mcp` on mcp 1.30, the mcp 2.3 client in legacy mode): 4 of 4 sessions failed "
-            "through either proxy, every refused tool call answered by the replica that did not open the "
-            "session. Hashing on the header (`hash $http_mcp_session_id consistent`, `balance "
-            "hdr(Mcp-Session-Id)`) failed 6 and 4 of 12 sessions (7 and 9 of 12 in a run on mcp 2.3 "
-            "replicas): initialize went round-robin (an empty key) and the id then hashed to the other "
+            "Measured here (`python -m labs run mcp-session-affinity`, and with `--proxy-version oldest`: "
+            "nginx 1.30.6 and 1.22.1, HAProxy 3.2.26 and 2.6.12, two replicas of `python -m server.mcp` on "
+            "mcp 1.30, the mcp 2.3 client in legacy mode): 4 of 4 sessions failed through either proxy on "
+            "either release, every refused tool call answered by the replica that did not open the session; "
+            "no release behaved differently. Hashing on the header (`hash $http_mcp_session_id consistent`, "
+            "`balance hdr(Mcp-Session-Id)`) failed 4 and 8 of 12 sessions on the current releases, 6 and 4 "
+            "on the oldest: initialize went round-robin (an empty key) and the id then hashed to the other "
             "replica about half the time. The SDK's client swallows the 404 on the `initialized` "
             "notification and on the GET stream; the tool call is the first failure its user sees."),
         sources=(STREAMABLE_HTTP, f"{NGINX_UPSTREAM}#hash", f"{HAPROXY}#4.2-stick%20store-response",

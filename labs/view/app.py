@@ -21,7 +21,7 @@ from fastapi.templating import Jinja2Templates
 
 from labs import catalogue
 from labs.scenario.listing import hops_with_releases
-from labs.view.pages import layers, past_reports, scenario_page_data
+from labs.view.pages import layers, past_reports, scenario_page_data, terminal_only
 from labs.view.session import ViewError, ViewSession
 
 HERE = Path(__file__).resolve().parent
@@ -47,7 +47,8 @@ def create_app(session: ViewSession) -> FastAPI:
 
     @app.get("/", response_class=HTMLResponse)
     def index(request: Request) -> HTMLResponse:
-        return templates.TemplateResponse(request, "index.html", {"layers": layers()})
+        return templates.TemplateResponse(request, "index.html", {"layers": layers(),
+                                                                  "terminal_only": terminal_only()})
 
     @app.get("/scenario/{name}", response_class=HTMLResponse)
     def scenario_page(request: Request, name: str) -> HTMLResponse:

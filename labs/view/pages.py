@@ -23,6 +23,18 @@ def layers() -> list[dict[str, Any]]:
             for layer, scenarios in grouped.items()]
 
 
+# Why the view does not play them: its measuring client is the browser, reading a token stream;
+# an MCP scenario's client is the official MCP SDK's, opening sessions (labs/client/mcp_session.py).
+TERMINAL_ONLY_WHY = ("These play in the terminal only: their client is the official MCP SDK's, which opens "
+                     "sessions and calls tools, not the browser reading a token stream. Run them with")
+
+
+def terminal_only() -> dict[str, Any]:
+    """The catalogue's MCP scenarios, which the index lists with why and how to run them instead."""
+    return {"title": "MCP sessions (in the terminal)", "why": TERMINAL_ONLY_WHY,
+            "scenarios": list(catalogue.MCP_SCENARIOS)}
+
+
 def scenario_page_data(scenario: Scenario) -> dict[str, Any]:
     """What the scenario page's script needs before Run: the workload's defaults and notes."""
     workload = scenario.workload
