@@ -16,6 +16,7 @@ from rich.table import Table
 from labs import provenance
 from labs.scenario.mcp_model import McpRun
 from labs.scenario.mcp_runner import McpMeasured, McpOutcome
+from labs.scenario.report import scenario_fields
 
 
 def _rounded(values: list[float]) -> str:
@@ -40,6 +41,11 @@ def client_saw(run: McpRun) -> str:
 def replicas_saw(run: McpRun) -> str:
     """Requests per replica and status, e.g. 'replica 0 -> 200: 6, replica 1 -> 404: 4'."""
     return ", ".join(f"{key}: {count}" for key, count in run.counts().items()) or "no request"
+
+
+def proxy_shown(run: McpRun) -> str:
+    """`nginx 1.30`: the proxy with the release that ran."""
+    return f"{run.proxy} {run.release}".strip()
 
 
 def rows(outcome: McpOutcome) -> list[tuple[str, McpMeasured]]:
@@ -73,7 +79,7 @@ def print_outcome(outcome: McpOutcome, console: Console | None = None) -> None:
     for label, measured in rows(outcome):
         run = measured.run
         colour = "green" if measured.passed else "red"
-        table.add_row(escape(label), f"{run.proxy} {run.release}", escape(client_saw(run)),
+        table.add_row(escape(label), f"{run.proxy} {run.release}".strip(), escape(client_saw(run)),
                       escape(replicas_saw(run)), f"[{colour}]{expectation(outcome, measured)}[/]")
     console.print(table)
     failed = [(label, result) for label, measured in rows(outcome) for result in measured.results if not result.passed]
@@ -100,10 +106,8 @@ def _run_dict(measured: McpMeasured) -> dict[str, Any]:
 def report_dict(outcome: McpOutcome) -> dict[str, Any]:
     scenario = outcome.scenario
     return {
-        "scenario": {"name": scenario.name, "layer": scenario.layer, "symptom": scenario.symptom,
-                     "path": list(scenario.shown_hops), "explanation": scenario.explanation,
-                     "fix_summary": scenario.fix_summary, "finding": scenario.finding,
-                     "sources": list(scenario.sources)},
+        "scenario": scenario_fields(scenario, scenario.shown_hops),
+        "verdict": outcome.verdict,
         "releases": outcome.releases,
         # As a token stream's report: each side's wall time and verdict (run-all plans from them).
         "variants": {name: {"wall_s": round(sum(m.run.wall_s for m in runs), 3), "verdict": outcome.verdict[name],
@@ -118,7 +122,7 @@ def report_markdown(outcome: McpOutcome) -> str:
              "| variant | proxy | the client saw | the replicas answered | verdict |", "|---|---|---|---|---|"]
     for label, measured in rows(outcome):
         run = measured.run
-        lines.append(f"| {label} | {run.proxy} {run.release} | {client_saw(run)} | {replicas_saw(run)} | "
+        lines.append(f"| {label} | {proxy_shown(run)} | {client_saw(run)} | {replicas_saw(run)} | "
                      f"{expectation(outcome, measured)} |".replace("\n", " "))
     lines += ["", "## Why", "", scenario.explanation, "", f"Fix: {scenario.fix_summary}"]
     if scenario.finding:

@@ -22,6 +22,7 @@ from labs.scenario.runner import ScenarioOutcome
 from labs.scenario.model import Run, Scenario, VariantName
 
 if TYPE_CHECKING:
+    from labs.scenario.mcp_model import McpScenario
     from labs.scenario.mcp_runner import McpOutcome
 
 
@@ -236,13 +237,18 @@ def write_report(outcome: ScenarioOutcome, folder: Path) -> dict[str, Path]:
     return paths
 
 
+def scenario_fields(scenario: Scenario | McpScenario, path: Sequence[str]) -> dict[str, Any]:
+    """What report.json says of the scenario itself, whatever its workload."""
+    return {"name": scenario.name, "layer": scenario.layer, "symptom": scenario.symptom,
+            "path": list(path), "explanation": scenario.explanation,
+            "fix": scenario.fix_summary, "finding": scenario.finding,
+            "scaled": [vars(s) for s in scenario.scaled], "sources": list(scenario.sources)}
+
+
 def report_dict(outcome: ScenarioOutcome) -> dict[str, Any]:
     scenario = outcome.scenario
     return {
-        "scenario": {"name": scenario.name, "layer": scenario.layer, "symptom": scenario.symptom,
-                     "path": list(scenario.path), "explanation": scenario.explanation,
-                     "fix": scenario.fix_summary, "finding": scenario.finding,
-                     "scaled": [vars(s) for s in scenario.scaled], "sources": list(scenario.sources)},
+        "scenario": scenario_fields(scenario, scenario.path),
         "verdict": outcome.verdict,
         "provenance": outcome.provenance,
         "releases": outcome.releases,

@@ -144,3 +144,21 @@ def test_labs_setup_knows_what_an_mcp_scenario_needs() -> None:
     needed = needs_of("mcp-session-affinity")
     assert "python-mcp" in needed and set(hop_needs(["nginx", "haproxy"])) <= set(needed)
     assert ALL["python-mcp"].present()  # the SDK the origin and the client import is installed
+
+
+def test_an_outcome_reads_as_a_token_streams_does_and_its_report_names_each_run() -> None:
+    """`labs run` and `run-all` read an McpOutcome as a ScenarioOutcome: verdicts per side, all judged."""
+    from labs.scenario.mcp_report import report_dict, report_markdown
+    from labs.scenario.mcp_runner import McpMeasured, McpOutcome
+
+    def measured(run: McpRun) -> McpMeasured:
+        return McpMeasured(run, [check(run) for check in SCENARIO.checks(run.variant)])
+
+    outcome = McpOutcome(SCENARIO, {"broken": [measured(broken_run())], "fixed": [measured(kept_run())]},
+                         releases={"nginx": "1.30", "haproxy": "3.2"})
+    assert outcome.verdict == {"broken": "symptom reproduced", "fixed": "cured"} and outcome.all_passed
+    outcome.runs["fixed"].append(measured(McpRun("haproxy", "cookie", broken_run().sessions, broken_run().requests, 2)))
+    assert outcome.verdict["fixed"] == "NOT cured" and not outcome.all_passed
+    text = report_markdown(outcome)
+    assert "| broken | nginx | 0/2 sessions completed; errors: MCPError: Session not found |" in text
+    assert "| NOT cured |" in text and report_dict(outcome)["variants"]["fixed"]["verdict"] == "NOT cured"
