@@ -20,7 +20,7 @@ from rich.table import Table
 
 from labs.progress import WorkBar, clock
 from labs.scenario.mcp_model import McpScenario
-from labs.scenario.model import VARIANTS, Scenario, Workload
+from labs.scenario.model import VARIANTS, Workload
 from labs.scenario.play import AnyScenario
 
 # Per scenario, beyond its streams: proxies to start, the server to drain, the report to draw.
