@@ -91,11 +91,13 @@ class McpResult:
         return shown
 
 
-async def measure_session(url: str, *, mode: Mode = "legacy", calls: int = 1, tool: str = DEFAULT_TOOL,
+async def measure_session(url: str, *, mode: Mode = "legacy", calls: int = 1, tool: str | None = DEFAULT_TOOL,
                           arguments: dict[str, Any] | None = None, timeout_s: float = 30.0,
                           headers: dict[str, str] | None = None) -> McpResult:
-    """Open one session on `url`, call `tool` `calls` times, one after another; never raises for
-    what the server or a hop did (that is the measurement), only for a wrong argument."""
+    """Open one session on `url`, call `tool` `calls` times, one after another (`tool=None`: list
+    the tools instead, a request with no side effect on a server the lab does not own; each call's
+    result is then the tool names); never raises for what the server or a hop did (that is the
+    measurement), only for a wrong argument."""
     if mode not in MODES:
         raise ValueError(f"mode must be one of {MODES}, not {mode!r}")
     outcome = McpResult(url=url, mode=mode)
@@ -140,7 +142,7 @@ async def measure_session(url: str, *, mode: Mode = "legacy", calls: int = 1, to
     return outcome
 
 
-async def _call(session: ClientSession, tool: str, arguments: dict[str, Any] | None, call: McpCall,
+async def _call(session: ClientSession, tool: str | None, arguments: dict[str, Any] | None, call: McpCall,
                 began: float) -> None:
     sent = time.monotonic()
 
@@ -148,15 +150,15 @@ async def _call(session: ClientSession, tool: str, arguments: dict[str, Any] | N
         call.progress_at_s.append(time.monotonic() - sent)
 
     try:
-        result = await session.call_tool(tool, arguments or {}, progress_callback=progressed)
+        if tool is None:
+            listed = await session.list_tools()
+            call.result = " ".join(item.name for item in listed.tools)
+        else:
+            result = await session.call_tool(tool, arguments or {}, progress_callback=progressed)
+            text = " ".join(getattr(part, "text", "") for part in result.content)
+            call.result, call.error = (None, f"the tool failed: {text}") if result.is_error else (text, None)
     except Exception as exc:  # noqa: BLE001 - what the SDK raised is what its user would see
         call.error = _describe(exc)
-    else:
-        text = " ".join(getattr(part, "text", "") for part in result.content)
-        if result.is_error:
-            call.error = f"the tool failed: {text}"
-        else:
-            call.result = text
     call.elapsed_s = time.monotonic() - sent
 
 

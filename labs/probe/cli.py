@@ -9,6 +9,8 @@ from typing import Sequence
 from labs.client.apis import add_api_option
 from labs.findings import EXIT_UNUSABLE, UnusableInput
 from labs.probe.base import DEFAULT_BUDGET_S, DEFAULT_MAX_SILENCE_S, DEFAULT_MAX_STREAM_S, DEFAULT_STREAMS
+from labs.probe.mcp.names import CHECK_NAMES as MCP_CHECK_NAMES
+from labs.probe.mcp.names import DEFAULT_MCP_MAX_SILENCE_S, DEFAULT_SESSIONS
 
 TOOL = "streamlab probe"
 
@@ -19,6 +21,9 @@ it). Behind the path, the lab's server as a canary origin lets the probe steer e
     python -m server --engine synthetic --http h11 --slots 64
 (--http h11 answers HTTP/1.0 close-delimited, as most servers do, so a buffering hop shows).
 Against any other origin only what a client can see is measured.
+With --mcp the URLs are MCP endpoints (http://host:port/mcp), checked with the official MCP client:
+a session survives several requests, progress notifications stream, the silent GET stream lives
+up to --max-silence (default 20 s for MCP) and its headers are not held.
 Exit status: 0 no failure, 1 a failure found, 2 the input cannot be used.
 """
 
@@ -26,10 +31,22 @@ Exit status: 0 no failure, 1 a failure found, 2 the input cannot be used.
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="python -m labs probe", description=__doc__.splitlines()[0],
                                 epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("urls", nargs="+", metavar="URL", help="OpenAI base URLs, outermost first")
-    p.add_argument("--max-silence", type=float, default=DEFAULT_MAX_SILENCE_S, metavar="S",
+    p.add_argument("urls", nargs="+", metavar="URL", help="OpenAI base URLs (with --mcp: MCP endpoints), "
+                                                          "outermost first")
+    p.add_argument("--max-silence", "--max-silence-s", type=float, default=None, metavar="S",
                    help=f"longest silence to try, before the headers, after them and in mid-stream "
-                        f"(default {DEFAULT_MAX_SILENCE_S:g})")
+                        f"(default {DEFAULT_MAX_SILENCE_S:g}); with --mcp, how long the GET stream is held "
+                        f"open (default {DEFAULT_MCP_MAX_SILENCE_S:g})")
+    p.add_argument("--mcp", action="store_true",
+                   help="the URLs are MCP endpoints (Streamable HTTP): run the MCP checks "
+                        f"({', '.join(MCP_CHECK_NAMES)})")
+    p.add_argument("--mcp-tool", metavar="NAME",
+                   help="with --mcp: the tool whose progress notifications are timed (default: the lab "
+                        "origin's slow_task when the server lists it)")
+    p.add_argument("--mcp-args", metavar="JSON", help="with --mcp: the tool's arguments, a JSON object")
+    p.add_argument("--mcp-sessions", type=int, default=DEFAULT_SESSIONS, metavar="N",
+                   help=f"with --mcp: sessions opened one after another, each initialize and two "
+                        f"tools/list requests (default {DEFAULT_SESSIONS})")
     p.add_argument("--max-stream", type=float, default=DEFAULT_MAX_STREAM_S, metavar="S",
                    help=f"a stream longer than this looks for a total-duration limit "
                         f"(default {DEFAULT_MAX_STREAM_S:g}, above Envoy's 15 s route timeout)")
@@ -67,6 +84,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     from rich.console import Console
 
     from labs.findings import ci
+    from labs.probe.mcp.report import print_mcp_report
+    from labs.probe.mcp.run import probe_mcp
     from labs.probe.report import print_report
     from labs.probe.run import probe_path
 
@@ -74,7 +93,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     errors = Console(stderr=True)
     try:
         with console.status("probing") as status:
-            report = probe_path(
+            report = probe_mcp(
+                args.urls, max_silence_s=args.max_silence, budget_s=args.budget, sessions=args.mcp_sessions,
+                tool=args.mcp_tool, arguments=args.mcp_args, api_key_env=args.api_key_env,
+                insecure=args.insecure, checks=args.checks, progress=status.update) if args.mcp else probe_path(
                 args.urls, max_silence_s=args.max_silence, max_stream_s=args.max_stream,
                 streams=args.streams, budget_s=args.budget, api_key_env=args.api_key_env,
                 lab_token_env=args.lab_token_env, model=args.model, checks=args.checks,
@@ -96,6 +118,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                          indent=2))
     elif fmt == "github":
         print("\n".join(ci.workflow_commands(report, tool=TOOL, place=report.place)))
+    elif args.mcp:
+        print_mcp_report(report, console)  # type: ignore[arg-type]
     else:
         print_report(report, console)
     return report.exit_status

@@ -106,6 +106,14 @@ def print_report(report: ProbeReport, console: Console) -> None:
               else "not the lab's server: only what a client can see was measured")
     console.print(f"[bold]path[/bold]: {' -> '.join(report.urls)}")
     console.print(f"[bold]origin[/bold]: {origin}")
+    console.print(check_table(report))
+    if len(report.protocols) > 1:
+        console.print(protocol_table(report.protocols))
+    print_findings(report, console)
+    console.print(verdict_line(report))
+
+
+def check_table(report: ProbeReport) -> Table:
     checks = Table(title="checks", show_header=True, header_style="bold")
     for column in ("check", "result", "observed"):
         checks.add_column(column)
@@ -113,9 +121,10 @@ def print_report(report: ProbeReport, console: Console) -> None:
         verdict = ("[yellow]skipped[/yellow]" if check.skipped else
                    "[green]pass[/green]" if check.passed else "[red]FAIL[/red]")
         checks.add_row(check.name, verdict, check.observed)
-    console.print(checks)
-    if len(report.protocols) > 1:
-        console.print(protocol_table(report.protocols))
+    return checks
+
+
+def print_findings(report: ProbeReport, console: Console) -> None:
     for f in report.findings:
         style = "red" if f.severity == "failure" else "yellow"
         limit = "" if f.limit_s is None else f", limit {f.limit_s:.2f} s"
@@ -131,12 +140,16 @@ def print_report(report: ProbeReport, console: Console) -> None:
                 console.print(f"  fix: {fix}", highlight=False)
         if f.scenario:
             console.print(f"  see it in the lab: {lab_command(f.scenario)}", highlight=False)
+
+
+def verdict_line(report: ProbeReport, failures: int | None = None) -> str:
+    """The last line; `failures`: the failures counted, when more than the findings (MCP's named faults)."""
     verdict = {"ok": "[green]ok: no failure found[/green]", "failure": "[red]failures found[/red]",
                "inconclusive": "[yellow]inconclusive: no failure found, not everything measured[/yellow]"
                }[report.verdict]
-    verdict += f" ({len(report.findings)} findings, {len(report.checks)} checks)"
+    verdict += f" ({len(report.findings) if failures is None else failures} findings, {len(report.checks)} checks)"
     skipped = len(report.skipped())
     if skipped:  # what could not be measured is never part of the "no failure"
         verdict += (f"; [yellow]{skipped} check(s) skipped (not measured)[/yellow], "
                     f"see their reasons above")
-    console.print(verdict)
+    return verdict
