@@ -165,7 +165,10 @@ async def _read(http: httpx.AsyncClient, url: str, headers: dict[str, str], stre
         stream.end_s = time.monotonic() - sent
         # Cut by the path: after its 200, or before any header once the wait had begun (a refused
         # connection ends at once).
-        stream.ended = f"reset: {type(exc).__name__}"
+        # httpx's words: RemoteProtocolError is a body that ended without its last chunk (nginx at
+        # proxy_read_timeout), ReadError the connection reset.
+        stream.ended = ("cut mid-body (no last chunk)" if isinstance(exc, httpx.RemoteProtocolError)
+                        else f"reset ({type(exc).__name__})")
         stream.cut = stream.status == 200 or (stream.status is None and stream.end_s >= HELD_AFTER_S)
 
 
