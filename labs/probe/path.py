@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 import uuid
 from dataclasses import dataclass, field
-from typing import Any, Literal, Mapping, Sequence
+from typing import Any, Callable, Literal, Mapping, Sequence
 from urllib.parse import urlsplit
 
 import httpx
@@ -43,6 +43,25 @@ def check_url(url: str) -> str:
     return url.rstrip("/")
 
 
+def entries(urls: Sequence[str], check: Callable[[str], str], what: str) -> list[str]:
+    """The path's entry URLs, each checked, none twice (the chat probe's and the MCP probe's)."""
+    if not urls:
+        raise UnusableInput(f"give at least one {what} (the outermost entry of the path)")
+    checked = [check(u) for u in urls]
+    if len(set(checked)) != len(checked):
+        raise UnusableInput("the same URL is given twice: give each entry of the path once")
+    return checked
+
+
+def key_from(api_key_env: str | None, env: Mapping[str, str]) -> str | None:
+    """The API key in the variable --api-key-env names (None: no key asked for)."""
+    if not api_key_env:
+        return None
+    if not env.get(api_key_env):
+        raise UnusableInput(f"--api-key-env {api_key_env}: that environment variable is not set")
+    return env[api_key_env]
+
+
 def entry_root(url: str) -> str:
     """Where the lab endpoints are: the base URL without its trailing `/v1`."""
     return url[: -len("/v1")] if url.endswith("/v1") else url
@@ -70,16 +89,8 @@ class Path:
                   environ: Mapping[str, str] | None = None, insecure: bool = False,
                   api: str = DEFAULT_API) -> "Path":
         env = os.environ if environ is None else environ
-        if not urls:
-            raise UnusableInput("give at least one URL (the outermost entry of the path)")
-        checked = [check_url(u) for u in urls]
-        if len(set(checked)) != len(checked):
-            raise UnusableInput("the same URL is given twice: give each entry of the path once")
-        api_key = None
-        if api_key_env:
-            api_key = env.get(api_key_env)
-            if not api_key:
-                raise UnusableInput(f"--api-key-env {api_key_env}: that environment variable is not set")
+        checked = entries(urls, check_url, "URL")
+        api_key = key_from(api_key_env, env)
         token = env.get(lab_token_env) if lab_token_env else None
         try:
             client_api(api)

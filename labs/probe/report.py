@@ -135,11 +135,16 @@ def print_findings(report: ProbeReport, console: Console) -> None:
             console.print(f"  matches the documented limit of {hint}", highlight=False)
         if f.reason:
             console.print(f"  only a warning: {f.reason}", highlight=False)
-        for fix in (f.fix or "").split(" | "):
-            if fix:
-                console.print(f"  fix: {fix}", highlight=False)
-        if f.scenario:
-            console.print(f"  see it in the lab: {lab_command(f.scenario)}", highlight=False)
+        print_fixes(f.fix, f.scenario, console)
+
+
+def print_fixes(fixes: str | None, scenario: str | None, console: Console) -> None:
+    """A finding's fixes (` | ` between them) and the lab command that shows its scenario."""
+    for fix in (fixes or "").split(" | "):
+        if fix:
+            console.print(f"  fix: {fix}", highlight=False)
+    if scenario:
+        console.print(f"  see it in the lab: {lab_command(scenario)}", highlight=False)
 
 
 def verdict_line(report: ProbeReport, failures: int | None = None) -> str:

@@ -17,6 +17,7 @@ from urllib.parse import urlsplit
 from labs.client.mcp_session import Mode, McpResult, measure_session
 from labs.findings import UnusableInput
 from labs.probe.base import Budget, Settings
+from labs.probe.path import entries, key_from
 
 # The lab's own origin's tool that reports progress (server/mcp/app.py SLOW_TOOL): the default
 # when the server lists it.
@@ -53,16 +54,9 @@ class McpPath:
                   api_key_env: str | None = None, insecure: bool = False,
                   environ: Mapping[str, str] | None = None) -> "McpPath":
         env = os.environ if environ is None else environ
-        if not urls:
-            raise UnusableInput("give at least one MCP endpoint URL (the outermost entry of the path)")
-        checked = [check_mcp_url(u) for u in urls]
-        if len(set(checked)) != len(checked):
-            raise UnusableInput("the same URL is given twice: give each entry of the path once")
-        headers: dict[str, str] = {}
-        if api_key_env:
-            if not env.get(api_key_env):
-                raise UnusableInput(f"--api-key-env {api_key_env}: that environment variable is not set")
-            headers["authorization"] = f"Bearer {env[api_key_env]}"
+        checked = entries(urls, check_mcp_url, "MCP endpoint URL")
+        key = key_from(api_key_env, env)
+        headers = {"authorization": f"Bearer {key}"} if key else {}
         try:
             parsed = json.loads(arguments) if arguments else {}
         except ValueError as exc:

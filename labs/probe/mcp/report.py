@@ -9,8 +9,8 @@ from typing import Any, Literal
 
 from rich.console import Console
 
-from labs.findings import BY_ID, CheckOutcome, lab_command
-from labs.probe.report import ProbeReport, check_table, print_findings, verdict_line
+from labs.findings import BY_ID, CheckOutcome
+from labs.probe.report import ProbeReport, check_table, print_findings, print_fixes, verdict_line
 
 
 @dataclass
@@ -54,10 +54,6 @@ def print_mcp_report(report: McpProbeReport, console: Console) -> None:
         console.print(f"[red]failure[/red] [bold]{fault.kind}[/bold] at hop {report.hop_name(fault.hop)}",
                       highlight=False)
         console.print(f"  evidence: {fault.evidence}", highlight=False)
-        for fix in (fault.fix or "").split(" | "):
-            if fix:
-                console.print(f"  fix: {fix}", highlight=False)
-        if fault.scenario:
-            console.print(f"  see it in the lab: {lab_command(fault.scenario)}", highlight=False)
+        print_fixes(fault.fix, fault.scenario, console)
     print_findings(report, console)
     console.print(verdict_line(report, len(report.findings) + len(report.faults)))
