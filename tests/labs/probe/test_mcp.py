@@ -5,6 +5,7 @@ through nginx's own settings, so each probe takes seconds."""
 from __future__ import annotations
 
 import contextlib
+import json
 import time
 from typing import Any, Iterator
 
@@ -13,6 +14,7 @@ import pytest
 from labs.client.mcp_session import McpCall, McpResult
 from labs.probe.cli import main
 from labs.probe.mcp.checks import ProgressStreams, judge_sessions
+from labs.probe.mcp.get_stream import GetStream
 from labs.probe.mcp.report import McpProbeReport
 from labs.probe.mcp.run import probe_mcp
 from server.mcp.knobs import OriginKnobs
@@ -79,11 +81,15 @@ def test_round_robin_over_two_stateful_replicas_loses_the_sessions_at_the_proxy(
     assert refused and all(r["replica"] != opened_on[r["session"]] for r in refused)
 
 
-def test_the_same_pair_with_a_client_hash_keeps_every_session() -> None:
+def test_the_same_pair_with_a_client_hash_keeps_every_session(capsys: pytest.CaptureFixture[str]) -> None:
     with behind_nginx(2, OriginKnobs(), "1.30", upstream_hash="$remote_addr") as (url, replicas):
         report = probe([url], checks=["session-survives", "progress-streams"])
+        capsys.readouterr()  # what probe() printed is not the command's
+        code = main(["--mcp", url, "--check", "session-survives", "--json"])
         answering = {r["replica"] for r in replicas.requests()}
     assert report.exit_status == 0 and not report.faults, report.checks
+    shown = json.loads(capsys.readouterr().out)  # the command's own answer: ok, no fault, exit 0
+    assert code == 0 and shown["ok"] and shown["faults"] == [] and shown["checks"][0]["passed"]
     assert "4 of 4 sessions kept" in result(report, "session-survives").observed
     assert len(answering) == 1  # the hash sent this client to one replica: the fix did act
 
@@ -159,3 +165,9 @@ def test_sessions_lost_and_sessions_failed_otherwise_are_told_apart() -> None:
     assert judge_sessions([kept, gone], 2)[0]
     fault, _, untold = judge_sessions([kept, timed_out], 2)
     assert not fault and untold and "failed otherwise" in untold
+
+
+def test_headers_are_held_only_when_they_come_late_and_with_the_first_byte() -> None:
+    assert GetStream(status=200, headers_s=15.0, first_byte_s=15.01).held_headers  # a hop waited for a body byte
+    assert not GetStream(status=200, headers_s=0.01, first_byte_s=15.0).held_headers  # headers at once
+    assert not GetStream(status=200, headers_s=15.0, first_byte_s=None).held_headers  # late, but no byte
