@@ -81,6 +81,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.json and args.format not in (None, "json"):
         p.error(f"--json is --format json: give --format {args.format} alone")
     fmt = "json" if args.json else args.format or "text"
+    if args.mcp and fmt in ("sarif", "github"):  # they would show a lost session as "ok: no finding"
+        p.error(f"--format {fmt} does not carry the MCP faults yet: give --mcp with text or --json")
     from rich.console import Console
 
     from labs.findings import ci

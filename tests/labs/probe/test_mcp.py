@@ -134,6 +134,12 @@ def test_bad_input_is_exit_2_with_one_line(argv: list[str], capsys: pytest.Captu
     assert err.startswith("error:") and err.count("error:") == 1 and "Traceback" not in err
 
 
+def test_a_ci_format_that_cannot_carry_the_mcp_faults_is_refused(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exit_:
+        main(["--mcp", "--format", "sarif", "http://127.0.0.1:1/mcp"])
+    assert exit_.value.code == 2 and "does not carry the MCP faults" in capsys.readouterr().err
+
+
 def test_an_endpoint_that_is_not_mcp_is_exit_2_with_one_line(capsys: pytest.CaptureFixture[str]) -> None:
     """The origin's health route answers 200 to GET, but it is no MCP endpoint."""
     with running_replicas(1, OriginKnobs()) as replicas:
