@@ -81,6 +81,21 @@ def test_round_robin_over_two_stateful_replicas_loses_the_sessions_at_the_proxy(
     assert refused and all(r["replica"] != opened_on[r["session"]] for r in refused)
 
 
+def test_behind_a_sound_outer_proxy_the_fault_is_named_at_the_inner_one() -> None:
+    """outer nginx -> inner nginx round-robin -> two 1.30 replicas: the innermost entry that still
+    loses sessions is the inner proxy (hop 1); replica 0 alone (hop 2) keeps them."""
+    from labs.lab.hops import hop_settings, runtime_named
+
+    with behind_nginx(2, OriginKnobs(), "1.30") as (inner, replicas):
+        port = int(inner.split(":")[2].split("/")[0])
+        outer = hop_settings("nginx", {}, listen_port=free_port(), upstream_port=port)
+        with runtime_named("local").run_proxy(outer) as hop:  # type: ignore[arg-type]
+            report = probe([hop.url + "/mcp", inner, replicas.url(0)], checks=["session-survives"])
+    [fault] = report.faults
+    assert fault.kind == "session-affinity" and fault.hop == 1, report.measurements.get("hops")
+    assert report.measurements["hops"]["session-survives"] == {"0": True, "2": False, "1": True}
+
+
 def test_the_same_pair_with_a_client_hash_keeps_every_session(capsys: pytest.CaptureFixture[str]) -> None:
     with behind_nginx(2, OriginKnobs(), "1.30", upstream_hash="$remote_addr") as (url, replicas):
         report = probe([url], checks=["session-survives", "progress-streams"])
