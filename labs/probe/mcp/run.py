@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any, Sequence
 
-from labs.catalogue.mcp import BY_NAME as MCP_SCENARIOS
+from labs.catalogue import MCP_SCENARIOS
 from labs.findings import BY_ID, UnusableInput
 from labs.probe.base import Budget, Observation, Progress, Settings
 from labs.probe.mcp.checks import CHECKS, MCP_CHECK_NAMES
@@ -15,7 +15,7 @@ from labs.probe.mcp.report import McpProbeReport
 from labs.probe.run import attribute, observe, references
 from server.signals import run_async
 
-AFFINITY = MCP_SCENARIOS["mcp-session-affinity"]
+AFFINITY = next(s for s in MCP_SCENARIOS if s.name == "mcp-session-affinity")
 # Named faults that no finding kind declares yet: the scenario that shows each, and its fix.
 FAULT_REFERENCES: dict[str, tuple[str | None, str]] = {
     "session-affinity": (AFFINITY.name, AFFINITY.fix_summary),
