@@ -2,14 +2,16 @@
 the server's per-stream flags (server/knobs.py declares each knob; this is its schema, pydantic 2).
 
 The object forbids unknown fields so a typo in a scenario fails loudly (400, param `lab.<field>`).
-SDKs send it through `extra_body` on every route (chat, responses, messages).
+SDKs send it through `extra_body` on every route (chat, responses, messages); a client that can
+only set headers (Codex CLI) sends it as the header `X-Streamlab-Lab: <json>` (`lab_with_header`).
 """
 from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, create_model
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, create_model
 
+from server.errors import APIError, from_validation_errors
 from server.knobs import KNOBS, STREAM_KNOBS, Knob
 
 # Floats are finite; JSON numbers beyond them (1e999) or NaN literals are refused, not clamped.
@@ -66,3 +68,28 @@ def _lab_doc() -> str:
 LabOptions = create_model("LabOptions", __base__=_LabBase, __doc__=_lab_doc(),
                           __module__=__name__,
                           **{knob.name: _lab_field(knob) for knob in KNOBS})
+
+
+# The same object as a request header, for clients that cannot add a body field (Codex CLI sets
+# only headers and query parameters on a model provider: `http_headers`). Merged under the body's
+# `lab` (the body wins), validated and guarded (server/http/lab_access.py) as the body's field is.
+LAB_HEADER = "X-Streamlab-Lab"
+
+
+def lab_with_header(body_lab: Any, header: str | None) -> Any:
+    """The request's lab options: the header's JSON object under the body's `lab` (its fields
+    win), or the body's alone; a bad header is a 400 naming it (param `X-Streamlab-Lab...`)."""
+    if header is None:
+        return body_lab
+    try:
+        from_header = LabOptions.model_validate_json(header)
+    except ValidationError as exc:
+        refusal = from_validation_errors(exc.errors())
+        detail = refusal.message.replace("the request body is", "the header is")
+        raise APIError(400, f"{LAB_HEADER}: {detail}", code=refusal.code,
+                       param=f"{LAB_HEADER}.{refusal.param}" if refusal.param else LAB_HEADER) from None
+    if body_lab is None:
+        return from_header
+    merged = {**from_header.model_dump(include=from_header.model_fields_set),
+              **body_lab.model_dump(include=body_lab.model_fields_set)}
+    return LabOptions.model_validate(merged)

@@ -16,6 +16,7 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from server import errors, metrics
+from server.apis.lab import LAB_HEADER
 from server.apis.messages import VERSION_HEADER
 from server.apis.table import MESSAGES, RESPONSES, Api
 from server.errors import APIError
@@ -41,7 +42,8 @@ def api_routes(service: Service) -> list[Route]:
             body = await service.read_body(request)
             parsed, job = await service.accept(api, body, request.headers.get(TOKEN_HEADER),
                                                arrived_at, request.receive,
-                                               VERSION_HEADER in request.headers)
+                                               VERSION_HEADER in request.headers,
+                                               request.headers.get(LAB_HEADER))
         except ClientDisconnect:
             metrics.REQUESTS.labels(status=errors.CLIENT_CLOSED).inc()
             return Response(status_code=int(errors.CLIENT_CLOSED))

@@ -24,6 +24,7 @@ from starlette.routing import Route
 
 from server import errors, metrics
 from server.apis.chat import ChatCompletionRequest
+from server.apis.lab import LAB_HEADER
 from server.apis.messages import KEY_HEADER, VERSION_HEADER
 from server.config import ServerConfig
 from server.engine.base import Engine
@@ -111,7 +112,7 @@ def create_app(config: ServerConfig, engine: Engine, tokenizer: Any,
 
     async def answer(request: Request, parsed: ChatCompletionRequest, arrived_at: float) -> Response:
         """Both forms of the route, once the request is parsed: admit it, then stream or reply."""
-        service.check_lab(parsed, request.headers.get(TOKEN_HEADER))
+        service.check_lab(parsed, request.headers.get(TOKEN_HEADER), request.headers.get(LAB_HEADER))
         try:
             job = await service.admit(parsed, arrived_at, request.receive)
         except ClientLeft:
@@ -177,6 +178,6 @@ def wrap_middleware(app: Any, config: ServerConfig) -> Any:
                              # A page's Messages request carries Anthropic's two headers: without
                              # them here the browser's preflight refused every Messages run.
                              allow_headers=["content-type", "authorization", TOKEN_HEADER.lower(),
-                                            event_source.LAST_EVENT_ID, VERSION_HEADER, KEY_HEADER],
+                                            LAB_HEADER.lower(), event_source.LAST_EVENT_ID, VERSION_HEADER, KEY_HEADER],
                              max_age=600)
     return app

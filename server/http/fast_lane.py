@@ -31,6 +31,7 @@ import time
 from typing import Any
 
 from server import errors, metrics
+from server.apis.lab import LAB_HEADER
 from server.apis.table import APIS, CHAT, Api
 from server.config import ServerConfig
 from server.errors import APIError, RequestTooLarge
@@ -47,6 +48,7 @@ PATH = CHAT.path
 # The lane's routes: each protocol's POST.
 LANE_APIS: dict[str, Api] = {api.path: api for api in APIS.values()}
 _TOKEN = b"x-lab-token"
+_LAB = LAB_HEADER.lower().encode()
 _ANTHROPIC_VERSION = b"anthropic-version"
 _LAST_EVENT_ID = b"last-event-id"
 _REQUEST_ID = b"x-request-id"
@@ -106,7 +108,7 @@ class CompletionLane:
     async def _serve(self, cycle: Any, app: Any) -> None:
         scope = cycle.scope
         arrived_at = time.monotonic()
-        announced = token = last_event_id = None
+        announced = token = last_event_id = lab_header = None
         kind: bytes | None = None
         versioned = False
         size = 0
@@ -120,6 +122,8 @@ class CompletionLane:
             # The first of a repeated field, as Starlette's `Headers.get` reads it.
             if name == _TOKEN and token is None:
                 token = value.decode("latin-1")
+            elif name == _LAB and lab_header is None:
+                lab_header = value.decode("latin-1")
             elif name == _LAST_EVENT_ID and last_event_id is None:
                 last_event_id = value.decode("latin-1")
             elif name == _CONTENT_LENGTH and announced is None:
@@ -142,7 +146,7 @@ class CompletionLane:
                 metrics.REQUESTS.labels(status=errors.CLIENT_CLOSED).inc()
                 return
             parsed, job = await self.service.accept(api, body, token, arrived_at, cycle.receive,
-                                                    versioned)
+                                                    versioned, lab_header)
         except RequestTooLarge as exc:
             await send_error(scope, cycle.send, exc)
             return

@@ -24,7 +24,7 @@ from pydantic import ValidationError
 from server import errors, metrics
 from server.apis.base import AdmittedRequest
 from server.apis.chat import ChatCompletionRequest
-from server.apis.lab import LabOptions
+from server.apis.lab import LAB_HEADER, LabOptions, lab_with_header
 from server.apis.messages import VERSION_HEADER
 from server.apis.response_store import ResponseStore
 from server.apis.table import CHAT, MESSAGES, RESPONSES, Api
@@ -97,9 +97,15 @@ class Service:
                            f"{self.config.body_timeout_s:g} s", code="request_timeout",
                            headers={"Connection": "close"}) from None
 
-    def check_lab(self, request: AdmittedRequest, presented: str | None) -> None:
+    def check_lab(self, request: AdmittedRequest, presented: str | None,
+                  lab_header: str | None = None) -> None:
+        """Who may use lab knobs (`presented`: the lab token), for the body's `lab` field and
+        the `X-Streamlab-Lab` header alike; the header's knobs merged under the body's."""
+        if lab_header is not None:
+            self.lab_access.check(presented, f"the {LAB_HEADER} header", param=LAB_HEADER)
         if request.lab is not None:
             self.lab_access.check(presented, "the `lab` request field", param="lab")
+        request.lab = lab_with_header(request.lab, lab_header)
 
     async def parse(self, body: bytes, schema: Any = ChatCompletionRequest) -> Any:
         """The body as the protocol's request (`schema`: its row's `request`), or a 400."""
@@ -111,13 +117,15 @@ class Service:
             raise errors.from_validation_errors(exc.errors()) from None
 
     async def accept(self, api: Api, body: bytes, token: str | None, arrived_at: float,
-                     receive: Any, versioned: bool = False) -> tuple[Any, CompletionJob]:
+                     receive: Any, versioned: bool = False,
+                     lab_header: str | None = None) -> tuple[Any, CompletionJob]:
         """A body parsed in its protocol, checked and admitted, for the ASGI routes and the lane
-        alike (APIError, ClientLeft). `versioned`: the request carries `anthropic-version`."""
+        alike (APIError, ClientLeft). `versioned`: the request carries `anthropic-version`;
+        `lab_header`: its `X-Streamlab-Lab`."""
         if api is MESSAGES and not versioned:
             raise APIError(400, f"{VERSION_HEADER}: header is required")
         parsed = await self.parse(body, api.request)
-        self.check_lab(parsed, token)
+        self.check_lab(parsed, token, lab_header)
         response_id = created = keep = None
         if api is RESPONSES and parsed.store:
             response_id, created = new_id(api), int(time.time())
