@@ -36,6 +36,9 @@ def parse_args(argv: Sequence[str] | None = None) -> ServerConfig:
     add("--served-model-name", default=None, help="the name clients use (default: folder name)")
     add("--device", choices=("auto", "cpu", "cuda"), default="auto")
     add("--engine", choices=("transformers", "synthetic"), default="transformers")
+    add("--context-length", type=int, default=None, metavar="TOKENS",
+        help="with --engine synthetic: the context a prompt must fit (default: the model's; a "
+             "coding agent's first prompt is ~11,100 tokens, the tiny model's context 2,048)")
     add("--slots", type=int, default=8, help="sequences decoded together (KV-cache slots)")
     add("--max-queue", type=int, default=64, help="requests waiting for a slot before 429")
     add("--max-body-bytes", type=int, default=8 * 1024 * 1024, help="larger bodies get 413")
@@ -109,6 +112,9 @@ def parse_args(argv: Sequence[str] | None = None) -> ServerConfig:
                  "responses_window_s"):
         if not 0 < getattr(ns, name) <= knobs.MAX_WAIT_S:
             parser.error(f"--{name.replace('_', '-')} must be > 0 and at most {knobs.MAX_WAIT_S:g}")
+    if ns.context_length is not None and (ns.engine != "synthetic" or ns.context_length < 1):
+        parser.error("--context-length takes a positive number, with --engine synthetic only "
+                     "(a real model's context is its own)")
     if ns.lab_token is not None and not ns.lab_token.strip():
         parser.error("--lab-token must not be empty")
     stream = StreamSettings(**knobs.settings_from_flags(ns))
@@ -125,7 +131,8 @@ def parse_args(argv: Sequence[str] | None = None) -> ServerConfig:
         gzip_sync_flush=ns.gzip_sync_flush, blocking_loop=ns.blocking_loop,
         serial_prefill=ns.serial_prefill,
         keep_fd_limit=ns.keep_fd_limit, stream=stream, workers=ns.workers,
-        reuse_port=ns.reuse_port, responses_window_s=ns.responses_window_s)
+        reuse_port=ns.reuse_port, responses_window_s=ns.responses_window_s,
+        context_length=ns.context_length)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

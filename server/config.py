@@ -42,6 +42,9 @@ class ServerConfig:
     served_model_name: str | None = None  # default: the model folder's name, or the hub id
     device: Literal["auto", "cpu", "cuda"] = "auto"
     engine: Literal["transformers", "synthetic"] = "transformers"
+    # The synthetic engine's context (None: the model's). The coding agents' prompts (~11,100
+    # tokens, labs/client/agents.py) do not fit the tiny model's 2,048.
+    context_length: int | None = None
     slots: int = 8
     max_queue: int = 64
     max_body_bytes: int = 8 * 1024 * 1024

@@ -36,6 +36,10 @@ from server.apis.table import APIS
 # The key the agents send; the lab's server takes any (a lab token is a separate header).
 API_KEY = "sk-streamlab"
 TIMEOUT_S = 120.0
+# Their first prompts (~11,100 tokens for Codex 0.171.0, 9,937 for Claude Code 2.1.332 in the tiny
+# tokenizer) do not fit the tiny model's 2,048 positions: the synthetic engine serves them this.
+CONTEXT_LENGTH = 16_384
+AGENT_SERVER = ("--engine", "synthetic", "--context-length", str(CONTEXT_LENGTH))
 
 
 @dataclass(frozen=True)

@@ -75,7 +75,8 @@ class Service:
         self.model_name = config.model_name
         self.model_names = frozenset((self.model_name, config.model))
         self.eos_token_ids = eos_token_ids
-        self.context_length = context_length or model_context_length(config.model, tokenizer)
+        self.context_length = (context_length or config.context_length
+                               or model_context_length(config.model, tokenizer))
         # No token covers more characters than the longest one in the vocabulary, so a text
         # longer than context x this cannot fit: refused before it is tokenized (an 8 MB prompt
         # took seconds of CPU and ~1 GB to learn that).

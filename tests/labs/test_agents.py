@@ -3,35 +3,23 @@
 
 Their prompts do not fit the tiny model's 2,048 positions (Claude Code 2.1.332 sends 9,937 tokens
 of system prompt and tools, Codex 0.171.0 about 11,100): the synthetic engine reads only a
-tokenizer and a context length, so it serves them the tiny tokenizer with a 16,384-token context.
+tokenizer and a context length, so it serves them the tiny tokenizer with a 16,384-token context
+(`--context-length`, agents.AGENT_SERVER).
 """
 from __future__ import annotations
 
 import json
-import shutil
 from pathlib import Path
-from typing import Iterator
 
 import httpx
 import pytest
 
 from labs.client import agents
-from server.launcher import ServerHandle, running_server
-from server.locations import SHIPPED_TOKENIZER
+from server.launcher import ServerHandle
 
 MODEL = "tiny"
-CONTEXT = 16_384
+CONTEXT = agents.CONTEXT_LENGTH
 SCRIPT = "Hello from the lab: 鬱蒼とした森で🦩が踊る."
-
-
-@pytest.fixture(scope="module")
-def agent_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerHandle]:
-    model = tmp_path_factory.mktemp("long-context")
-    for source in SHIPPED_TOKENIZER.iterdir():
-        shutil.copy(source, model / source.name)
-    (model / "config.json").write_text(json.dumps({"max_position_embeddings": CONTEXT}), encoding="utf-8")
-    with running_server(["--engine", "synthetic", "--model", str(model), "--served-model-name", MODEL]) as handle:
-        yield handle
 
 
 def streamed(server: ServerHandle, api: str) -> float:
