@@ -79,10 +79,12 @@ def scenario_needs(scenario: Scenario) -> list[str]:
     variants = (scenario.variant("broken"), scenario.variant("fixed"))
     libraries = {options.get("library") for options in
                  (scenario.workload.client, *(variant.client for variant in variants))}
+    agents = any(options.get("agent") for options in
+                 (scenario.workload.client, *(variant.client for variant in variants)))
     driver_needs = getattr(scenario.workload.driver, "needs", ())
     return _unique([*hop_needs(hop_kind(hop) for hop in scenario.path),
                     *(need for library in libraries if library for need in LIBRARY_NEEDS.get(library, ())),
-                    *driver_needs])
+                    *(["agents"] if agents else []), *driver_needs])
 
 
 def load_needs() -> list[str]:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from labs.catalogue import apache, apps, caddy, cdn, chain, envoy, haproxy, http2, kubernetes, nginx, reload
 from labs.catalogue import mesh, nginx_upstream, relays, traefik
-from labs.catalogue import browser, client, libraries, mcp, server
+from labs.catalogue import agents, browser, client, libraries, mcp, server
 from labs.scenario.mcp_model import McpScenario
 from labs.scenario.model import VARIANTS, Scenario
 
@@ -19,7 +19,7 @@ ALL: tuple[Scenario | McpScenario, ...] = (
     *cdn.SCENARIOS, *apache.SCENARIOS,
     *caddy.SCENARIOS, *traefik.SCENARIOS, *kubernetes.SCENARIOS, *reload.SCENARIOS, *chain.SCENARIOS, *mesh.SCENARIOS,
     *apps.SCENARIOS, *relays.SCENARIOS, *server.SCENARIOS, *client.SCENARIOS, *libraries.SCENARIOS, *browser.SCENARIOS,
-    *mcp.SCENARIOS,
+    *agents.SCENARIOS, *mcp.SCENARIOS,
 )
 # The token streams' scenarios, what reads a chat path, its two variants and its stream checks
 # (their guards, the view, verify's and probe's citations); and the MCP sessions' ones.

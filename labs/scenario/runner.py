@@ -17,6 +17,7 @@ from typing import Any, Callable, Iterator, Mapping, Sequence
 
 from labs import client, provenance
 from labs.client import libraries
+from labs.client.agent_streams import measure_agent
 from labs.client.apis import client_api
 from labs.client.results import StreamResult
 from labs.client.peaks import GaugePeaks
@@ -199,6 +200,8 @@ class Lab:
         body = self.request_body(scenario.workload, variant)
         api = client_api(scenario.workload.api)
         options = {"api": api.name, **scenario.workload.client, **variant.client}
+        if "agent" in options:  # it reads its request's record from the server itself
+            options["server_url"] = server.url
         url = self.entry_url(scenario, name, hops) + api.path
         # A forward proxy in front (an app hop that has an origin, Privoxy): the client asks it
         # for the origin's URL, as a client with HTTP_PROXY set does. Proxies have no such origin.
@@ -289,8 +292,13 @@ def _sample_interval(workload: Workload) -> float:
 async def drive(url: str, body: dict[str, Any], workload: Workload,
                 options: Mapping[str, Any]) -> list[StreamResult]:
     """Run the workload: one stream, several in sequence, or several at once. The client option
-    `library` measures one stream through a real client library instead (labs.client.libraries)."""
+    `library` measures one stream through a real client library instead (labs.client.libraries),
+    `agent` one run of a coding agent (labs.client.agent_streams; `agent_settings` as the user
+    would set them, `server_url` where its request's record is read)."""
     opts = dict(options)
+    if "agent" in opts:
+        return [await measure_agent(str(opts.pop("agent")), url, body, opts.pop("agent_settings", None),
+                                    opts.pop("server_url", None))]
     if "library" in opts:
         library, headers = str(opts.pop("library")), opts.pop("headers", None)
         speaks = libraries.library_api(library)

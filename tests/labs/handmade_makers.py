@@ -8,6 +8,7 @@ from typing import Any, Callable
 from labs.catalogue import cdn, haproxy, mesh, nginx_upstream, reload
 from labs.scenario.checks.cache import REQUESTS_OK
 from labs.scenario.checks.stress import DISCONNECTS
+from labs.client.agent_streams import AgentResult
 from labs.client.results import StreamResult
 from labs.scenario.model import Run
 from labs.scenario.browser_spec import BrowserStreamResult
@@ -212,3 +213,28 @@ def _waiting_list() -> Handmade:
         cure=lambda s: s.run(s.streamed(14), at(s.streamed(14), cdn.SECOND_AFTER_S)),
         cure_without_stress=lambda s: s.run(*in_turn([s.streamed(14), s.streamed(14)])),
         symptom_without_stress=lambda s: s.run(*in_turn([s.streamed(14), late(s)])))
+
+
+def _agent_cut(timeout_s: float, think_s: float, retries: int, error: str) -> Handmade:
+    """A coding agent behind an idle timeout (labs/catalogue/agents.py): each try cut in the think
+    before any token, the agent retrying, then failing (symptom); one try through the think with
+    pings, the script printed (cure). Without the stress: a try that failed at once, not in a
+    silence; a cure with neither a think nor a ping."""
+    requests = 'streamlab_api_requests_total{api="responses",stream="true"}'
+
+    def agent(s: Shapes, returncode: int, gone_s: float | None, first_s: float | None, **fields: Any) -> AgentResult:
+        record = {"outcome": "complete" if gone_s is None else "client-gone", "client_gone_after_s": gone_s,
+                  "first_token_after_s": first_s}
+        return AgentResult(url="http://127.0.0.1:9/v1/responses", mode="agent:codex", returncode=returncode,
+                           record=record, **fields)
+
+    def failed(s: Shapes, gone_s: float) -> Run:
+        return s.run(agent(s, 1, gone_s, None, outcome="error-in-band", error=error, retries=retries),
+                     server_delta={requests: 1 + retries})
+
+    def passed(s: Shapes, first_s: float, pings: int) -> Run:
+        return s.run(agent(s, 0, None, first_s, outcome="complete", text=s.script),
+                     server_delta={requests: 1, "streamlab_heartbeats_total": pings})
+    return Handmade(symptom=lambda s: failed(s, timeout_s + 0.01), cure=lambda s: passed(s, think_s + 0.01, 11),
+                    cure_without_stress=lambda s: passed(s, 0.01, 0),
+                    symptom_without_stress=lambda s: failed(s, 0.01))

@@ -7,12 +7,12 @@ nothing, is found in milliseconds instead of in a guard. Times follow the scenar
 """
 from __future__ import annotations
 
-from labs.catalogue import apps, relays
+from labs.catalogue import agents, apps, relays
 from labs.catalogue import client as client_layer
 from labs.catalogue import apache, browser, cdn, envoy, haproxy, kubernetes, nginx, nginx_upstream, server, traefik
 from labs.scenario.checks.cache import REQUESTS_OK
 from labs.scenario.checks.stress import DISCONNECTS
-from tests.labs.handmade_makers import (CHUNKED, MOJIBAKE, SIZED, UNDICI_CUT, _chain, _decoded,
+from tests.labs.handmade_makers import (CHUNKED, MOJIBAKE, SIZED, UNDICI_CUT, _agent_cut, _chain, _decoded,
                                         _departure, _gateway, _held, _idle, _load, _mesh_raced,
                                         _raced, _reconnects, _reload, _retried, _stop_texts, _tabs,
                                         _waiting_list, _waves, _worker_timeout, in_browser)
@@ -286,4 +286,6 @@ HANDMADE: dict[str, Handmade] = {
         cure=lambda s: s.run(s.streamed(), server_delta={"streamlab_tokens_generated_total": 21, REQUESTS_OK: 1}),
         symptom_without_stress=lambda s: s.run(s.stream([], outcome="truncated", saw_done=False, text=""),
                                                server_delta={REQUESTS_OK: 1})),
+    "codex-idle-timeout": _agent_cut(agents.PROXY_TIMEOUT_S, agents.THINK_S, agents.CODEX_RETRIES,
+                                     "ERROR: stream disconnected before completion: Transport error"),
 }

@@ -39,6 +39,7 @@ from labs.client.libraries import UnknownLibrary, check_library
 from labs.client.results import StreamResult
 from labs.findings import UnusableInput
 from labs.scenario.manifest_hop import ManifestMismatch, prepared
+from labs.scenario import runner
 from labs.scenario.runner import drive, request_body
 from labs.lab.hops import hop_kind, hop_settings
 from labs.scenario.model import VARIANTS, Check, Run, Scenario, Since, Variant, VariantName
@@ -48,7 +49,8 @@ from proxies.apps import is_app
 from proxies.kinds import KINDS
 from proxies.validation import ConfigInvalid, validate
 from server.http.event_source import body_from_query
-from server.apis.chat import ChatCompletionRequest
+from labs.client.agents import AGENTS
+from server.apis.table import APIS, CHAT
 from tests.ids import other_id
 from tests.labs.handmade_runs import HANDMADE, Handmade, Shapes
 
@@ -106,7 +108,12 @@ def recorded_sends(pauses: list[float] | None = None) -> Iterator[list[Sent]]:
         sent.append((body, {"library": name, **({"headers": headers} if headers else {}), **options}))
         return StreamResult(url=url)
 
+    async def agent(name: str, url: str, body: Mapping[str, Any], settings: Any = None, server_url: Any = None) -> StreamResult:
+        sent.append((body, {"agent": name, "agent_settings": settings or {}}))
+        return StreamResult(url=url)
+
     with mock.patch.object(client, "measure_stream", one), mock.patch.object(client, "measure_many", many), \
+            mock.patch.object(runner, "measure_agent", agent), \
             mock.patch.object(chromium, "run_streams", in_the_browser), \
             mock.patch.object(libclients, "measure_stream", library), \
             mock.patch.object(asyncio, "sleep", paced):
@@ -117,12 +124,14 @@ def request_problems(scenario: Scenario, variant_name: VariantName) -> list[str]
     """What the server's schema, or the client, would reject in what this variant sends."""
     variant = scenario.variant(variant_name)
     options = {**scenario.workload.client, **variant.client}
+    api = APIS[scenario.workload.api]
     with recorded_sends() as sent:
-        asyncio.run(drive(URL, request_body(scenario.workload, variant, "tiny"), scenario.workload, options))
+        asyncio.run(drive(URL.removesuffix(CHAT.path) + api.path, request_body(scenario.workload, variant, "tiny"),
+                          scenario.workload, options))
     problems = []
     for body, opts in sent:
         try:
-            ChatCompletionRequest.model_validate(body)
+            api.request.model_validate(body)
         except ValidationError as exc:
             problems.append(f"{variant_name} body: {exc}")
         # A browser's options: the measuring client's (the page applies those it can) or its own.
@@ -130,13 +139,16 @@ def request_problems(scenario: Scenario, variant_name: VariantName) -> list[str]
             name: value for name, value in options.items() if name not in BROWSER_ONLY}
         try:
             client_options = dict(client_options)
+            if "agent" in client_options:  # it takes its own settings, all strings (labs.client.agents)
+                agent, settings = AGENTS[client_options.pop("agent")], client_options.pop("agent_settings", {})
+                assert agent.api == api.name and all(isinstance(v, str) for v in settings.values()), agent
             if "library" in client_options:
                 library = client_options.pop("library")
                 client_options.pop("headers", None)
                 check_library(library, client_options)
                 client_options = {}
             Options(**client_options)
-        except (TypeError, UnknownLibrary) as exc:
+        except (TypeError, UnknownLibrary, KeyError, AssertionError) as exc:
             problems.append(f"{variant_name} client options: {exc}")
     return problems or ([] if sent else [f"{variant_name}: the workload sends no request"])
 

@@ -9,6 +9,8 @@ from __future__ import annotations
 from labs.findings.buffering import HELD_SLACK_INTERVALS
 from labs.scenario.checks.base import (ARRIVAL_SLACK_INTERVALS, STREAM_SLACK_INTERVALS, STREAMED_READ_SHARE,
                                        threshold)
+from labs.scenario.checks.agent import (agent_exited, agent_requests, agent_retried, cut_in_the_silence,
+                                        sat_through_the_silence)
 from labs.scenario.checks.layers import (close_delimited, framed_as, heartbeats_dropped, hop_said,
                                          resplit, server_sent_heartbeats)
 from labs.scenario.checks.cache import every_stream_live, replayed_from_cache, server_requests
@@ -35,6 +37,11 @@ from labs.scenario.checks.text import (no_stop_leak, replacement_chars_at_least,
                               text_is_script)
 
 __all__ = [
+    "agent_exited",
+    "agent_requests",
+    "agent_retried",
+    "cut_in_the_silence",
+    "sat_through_the_silence",
     "ARRIVAL_SLACK_INTERVALS",
     "close_delimited",
     "framed_as",
