@@ -8,6 +8,8 @@ from labs.catalogue.nginx import STREAMING_UPSTREAM
 from labs.client.agents import AGENT_SERVER
 from labs.scenario import checks
 from labs.scenario.model import Scaled, Scenario, Variant, Workload
+from proxies.apps.starlette.modes import CLAUDE_CODE_PROXY, LITELLM_EVENT_LINES
+from server.apis.table import MESSAGES
 
 CODEX_CONFIG = "https://developers.openai.com/codex/config-reference"
 CODEX_ISSUE = "https://github.com/openai/codex/issues/3229"
@@ -23,6 +25,9 @@ CODEX_RETRIES = 2
 CODEX_SETTINGS = {"stream_idle_timeout_ms": str(CODEX_IDLE_MS), "stream_max_retries": str(CODEX_RETRIES)}
 GATEWAY = {"nginx": {"proxy_buffering": False, **STREAMING_UPSTREAM, "proxy_read_timeout": PROXY_TIMEOUT_S}}
 HEARTBEAT_S = 0.25
+# claude-code-event-lines: its default max_tokens (32,000 for a model it does not know) would not
+# fit the context beside its prompt.
+CLAUDE_CODE_SETTINGS = {"CLAUDE_CODE_MAX_OUTPUT_TOKENS": "256"}
 
 SCENARIOS = [
     Scenario(
@@ -73,5 +78,38 @@ SCENARIOS = [
                 Scaled("Codex stream_max_retries", str(CODEX_RETRIES), "5"),
                 Scaled("heartbeat interval", f"{HEARTBEAT_S:g}s", "10s")),
         sources=(CODEX_ISSUE, CODEX_CONFIG, f"{NGINX_DOCS}#proxy_read_timeout", SSE_COMMENTS),
+    ),
+    Scenario(
+        name="claude-code-event-lines",
+        layer="gateway",
+        symptom="behind the logging proxy Claude Code answers, but slower, and the model bills every "
+                "prompt twice",
+        # proxy-strips-event-lines' relay (forwards only `data:` lines), Claude Code as its client.
+        path=("starlette",),
+        workload=Workload(api=MESSAGES.name, client={"agent": "claude-code", "agent_settings": CLAUDE_CODE_SETTINGS}),
+        broken=Variant(proxy={"starlette": {"mode": "data-only"}}, server_args=AGENT_SERVER),
+        fix=Variant(proxy={"starlette": {"mode": "lines"}}, server_args=AGENT_SERVER),
+        symptom_checks=(checks.agent_exited(0), checks.text_is_script(), checks.agent_requests("messages", 1),
+                        checks.agent_requests("messages", 1, stream=False)),
+        cure_checks=(checks.agent_exited(0), checks.text_is_script(), checks.agent_requests("messages", 1),
+                     checks.agent_requests("messages", 0, stream=False)),
+        explanation=(
+            "Claude Code dispatches a Messages stream on its `event:` lines. Through a hop that "
+            "forwards only the `data:` lines it sees no `message_start` (\"Stream completed without "
+            "receiving message_start event\", in the reports), and asks again without streaming: "
+            "the answer comes, whole and late, and every prompt costs the model two requests. "
+            "`CLAUDE_CODE_DISABLE_NONSTREAMING_FALLBACK=1` turns the second request off and shows "
+            "the error instead. Relay every line as it comes (or the raw bytes)."),
+        fix_summary="relay every line, `event:` lines included (the hop's fix in proxy-strips-event-lines)",
+        finding=(
+            "Measured here (`python -m labs run claude-code-event-lines`: Claude Code 2.1.332 offline, "
+            "the Starlette relay in front of the lab's /v1/messages, a 66-character script at 10 tok/s): "
+            "forwarding only `data:` lines, the server served a streamed and then an unstreamed "
+            "request for the one prompt, and Claude Code printed the script (exit 0) after 5.5 s; "
+            "relaying every line, one streamed request, 2.9 s. With "
+            "CLAUDE_CODE_DISABLE_NONSTREAMING_FALLBACK=1 through the same data-only relay: one "
+            "request, exit 1 after 2.7 s, \"API Error: Stream ended without receiving any events\" "
+            "(that variant's settings in the fixed variant, measured once)."),
+        sources=(CLAUDE_CODE_PROXY, LITELLM_EVENT_LINES, "https://docs.anthropic.com/en/api/messages-streaming"),
     ),
 ]

@@ -172,7 +172,8 @@ SCENARIOS = [
             "21 tokens, one request) and 0 events: the SDK skipped every nameless one and raised "
             "nothing, so the app's answer was empty at 2.01 s. Relaying every line: 3,155 bytes, "
             "21 text deltas, TTFT 17 ms, the exact text. The Python SDK does not retry. Claude "
-            "Code 2.1.332 through the same relays (tests/labs/test_relay_agents.py): data-only, a "
+            "Code 2.1.332 through the same relays (tests/labs/test_relay_agents.py; its own "
+            "scenario, claude-code-event-lines): data-only, a "
             "streamed request and then the same prompt unstreamed, 2 answers for 1 prompt (its "
             "answer right, from the second); every line, 1 streamed request."),
         sources=(CLAUDE_CODE_PROXY, LITELLM_EVENT_LINES, MESSAGES_EVENTS, SDK_SKIPS_NAMELESS),

@@ -238,3 +238,17 @@ def _agent_cut(timeout_s: float, think_s: float, retries: int, error: str) -> Ha
     return Handmade(symptom=lambda s: failed(s, timeout_s + 0.01), cure=lambda s: passed(s, think_s + 0.01, 11),
                     cure_without_stress=lambda s: passed(s, 0.01, 0),
                     symptom_without_stress=lambda s: failed(s, 0.01))
+
+
+def _agent_fallback() -> Handmade:
+    """A coding agent that asks again without streaming when the stream failed it
+    (claude-code-event-lines): a streamed and an unstreamed request for one prompt, the answer
+    right (symptom), against one streamed request (cure)."""
+    def requests(stream: str) -> str:
+        return f'streamlab_api_requests_total{{api="messages",stream="{stream}"}}'
+
+    def answered(s: Shapes, unstreamed: int) -> Run:
+        result = AgentResult(url="http://127.0.0.1:9/v1/messages", mode="agent:claude-code", returncode=0,
+                             outcome="complete", text=s.script)
+        return s.run(result, server_delta={requests("true"): 1, requests("false"): unstreamed})
+    return Handmade(symptom=lambda s: answered(s, 1), cure=lambda s: answered(s, 0))

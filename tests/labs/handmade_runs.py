@@ -12,7 +12,7 @@ from labs.catalogue import client as client_layer
 from labs.catalogue import apache, browser, cdn, envoy, haproxy, kubernetes, nginx, nginx_upstream, server, traefik
 from labs.scenario.checks.cache import REQUESTS_OK
 from labs.scenario.checks.stress import DISCONNECTS
-from tests.labs.handmade_makers import (CHUNKED, MOJIBAKE, SIZED, UNDICI_CUT, _agent_cut, _chain, _decoded,
+from tests.labs.handmade_makers import (CHUNKED, MOJIBAKE, SIZED, UNDICI_CUT, _agent_cut, _agent_fallback, _chain, _decoded,
                                         _departure, _gateway, _held, _idle, _load, _mesh_raced,
                                         _raced, _reconnects, _reload, _retried, _stop_texts, _tabs,
                                         _waiting_list, _waves, _worker_timeout, in_browser)
@@ -288,4 +288,5 @@ HANDMADE: dict[str, Handmade] = {
                                                server_delta={REQUESTS_OK: 1})),
     "codex-idle-timeout": _agent_cut(agents.PROXY_TIMEOUT_S, agents.THINK_S, agents.CODEX_RETRIES,
                                      "ERROR: stream disconnected before completion: Transport error"),
+    "claude-code-event-lines": _agent_fallback(),
 }

@@ -39,9 +39,11 @@ def test_headers_are_each_agents_own_setting() -> None:
 
 
 def test_the_error_line_is_the_last_failure_not_a_retry_note() -> None:
-    stderr = "warning: no bubblewrap\nERROR: Reconnecting... 1/2\nERROR: stream disconnected: x\nERROR: Reconnecting... 2/2\n"
+    stderr = ("warning: no bubblewrap\nERROR: Reconnecting... 1/2\nERROR: stream disconnected: x\n"
+              "ERROR: Reconnecting... 2/2\n")
     assert error_line(agents.AgentRun("codex", 1, "", stderr, 1.0)) == "ERROR: stream disconnected: x"
-    assert error_line(agents.AgentRun("claude-code", 1, "API Error: 400 too long", "", 1.0)) == "API Error: 400 too long"
+    refused = "API Error: 400 too long"
+    assert error_line(agents.AgentRun("claude-code", 1, refused, "", 1.0)) == refused
     assert error_line(agents.AgentRun("codex", 0, "hello", "ERROR: Reconnecting... 1/5", 1.0)) is None
 
 
@@ -70,10 +72,11 @@ def test_codex_idle_timer_counts_events_not_ping_comments(agent_server: ServerHa
                       stream_idle_timeout_ms="1000", stream_max_retries="1")
     sent = agent_server.metrics().get("streamlab_heartbeats_total", 0) - pings
     assert short.returncode == 1 and "idle timeout waiting for SSE" in (short.error or ""), short.stderr_tail
-    assert short.retries == 1 and streamed(agent_server, "responses") - before == 2
-    assert sent >= 4 * 2 * 0.8  # the precondition: pings were on the wire through each try's second
+    seen = (short.retries, streamed(agent_server, "responses") - before, sent, short.record)
+    assert seen[:2] == (1, 2), seen
+    assert sent >= 4, seen  # the precondition: pings were on the wire through each try's second
     record = short.record
-    assert record["first_token_after_s"] is None and 0.8 <= record["client_gone_after_s"] < THINK_S
+    assert record["first_token_after_s"] is None and 0.8 <= record["client_gone_after_s"] < THINK_S, seen
 
     before = streamed(agent_server, "responses")
     long = run_agent(agent_server, "codex", {"first_token_delay_s": THINK_S, **PINGS},
@@ -91,3 +94,30 @@ def test_the_agents_context_is_a_synthetic_engine_flag() -> None:
     for refused in (["--context-length", "16384"], ["--engine", "synthetic", "--context-length", "0"]):
         with pytest.raises(SystemExit):
             parse_args(refused)
+
+
+def test_claude_code_without_its_fallback_fails_once_through_a_data_only_relay(agent_server: ServerHandle) -> None:
+    """claude-code-event-lines' third measurement: the unstreamed retry switched off, the relay's
+    stripped stream is one request and an error (through every line: one request, the script)."""
+    from proxies.apps.starlette.settings import StarletteSettings
+    from proxies.runtime import get_runtime
+    from server.processes import free_port
+
+    settings = {"CLAUDE_CODE_MAX_OUTPUT_TOKENS": "256", "CLAUDE_CODE_DISABLE_NONSTREAMING_FALLBACK": "1"}
+    outcomes = {}
+    for mode in ("data-only", "lines"):
+        relay = StarletteSettings(mode=mode, listen_port=free_port(), upstream_port=agent_server.port)
+        with get_runtime("local").run_app(relay) as running:
+            before = {stream: agent_server.metrics().get(
+                f'streamlab_api_requests_total{{api="messages",stream="{stream}"}}', 0) for stream in ("true", "false")}
+            result = run_async(measure_agent("claude-code", running.url + APIS["messages"].path, body(), settings,
+                                             agent_server.url))
+            after = {stream: agent_server.metrics().get(
+                f'streamlab_api_requests_total{{api="messages",stream="{stream}"}}', 0) for stream in ("true", "false")}
+        outcomes[mode] = (result, {stream: after[stream] - before[stream] for stream in after})
+    stripped, requests = outcomes["data-only"]
+    assert stripped.returncode == 1 and "Stream ended without receiving any events" in (stripped.error or "")
+    assert requests == {"true": 1, "false": 0}
+    relayed, requests = outcomes["lines"]
+    assert relayed.returncode == 0 and relayed.text == SCRIPT, relayed.stderr_tail
+    assert requests == {"true": 1, "false": 0}

@@ -108,7 +108,8 @@ def recorded_sends(pauses: list[float] | None = None) -> Iterator[list[Sent]]:
         sent.append((body, {"library": name, **({"headers": headers} if headers else {}), **options}))
         return StreamResult(url=url)
 
-    async def agent(name: str, url: str, body: Mapping[str, Any], settings: Any = None, server_url: Any = None) -> StreamResult:
+    async def agent(name: str, url: str, body: Mapping[str, Any], settings: Any = None,
+                    server_url: Any = None) -> StreamResult:
         sent.append((body, {"agent": name, "agent_settings": settings or {}}))
         return StreamResult(url=url)
 

@@ -11,10 +11,11 @@ from proxies.apps.starlette.settings import StarletteSettings
 from proxies.runtime import get_runtime
 from server.launcher import ServerHandle
 from server.processes import free_port
-from tests.labs.test_agents import MODEL, agent_server  # noqa: F401 - the long-context server fixture
+from tests.labs.test_agents import MODEL
 
 SCRIPT = "Hello from the lab."
-# Its max_tokens must fit the context beside its prompt (tests/labs/test_agents.py).
+# Its max_tokens must fit the context beside its prompt (tests/labs/test_agents.py); the server is
+# tests/labs/conftest.py's `agent_server`.
 SETTINGS = {"CLAUDE_CODE_EXTRA_BODY": json.dumps({"lab": {"script": SCRIPT}}), "CLAUDE_CODE_MAX_OUTPUT_TOKENS": "256"}
 
 

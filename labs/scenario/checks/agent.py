@@ -30,15 +30,16 @@ def agent_retried(at_least: int) -> Check:
     return Check(f"the agent retried the stream (>= {at_least} `Reconnecting...` lines)", measure)
 
 
-def agent_requests(api: str, count: int) -> Check:
-    """The server admitted exactly `count` streamed requests of `api` during the variant: one per
-    try the agent made, its retries included."""
-    metric = f'streamlab_api_requests_total{{api="{api}",stream="true"}}'
+def agent_requests(api: str, count: int, stream: bool = True) -> Check:
+    """The server admitted exactly `count` streamed (or unstreamed) requests of `api` during the
+    variant: one per try the agent made, its retries and fallbacks included."""
+    metric = f'streamlab_api_requests_total{{api="{api}",stream="{str(stream).lower()}"}}'
+    kind = "streamed" if stream else "unstreamed"
 
     def measure(run: Run) -> tuple[str, bool]:
         served = run.metric(metric)
-        return f"{served:g} streamed {api} requests served", served == count
-    return Check(f"the server served {count} streamed {api} request(s)", measure)
+        return f"{served:g} {kind} {api} requests served", served == count
+    return Check(f"the server served {count} {kind} {api} request(s)", measure)
 
 
 def _record(run: Run) -> dict[str, Any]:
