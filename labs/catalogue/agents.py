@@ -29,6 +29,22 @@ HEARTBEAT_S = 0.25
 # fit the context beside its prompt.
 CLAUDE_CODE_SETTINGS = {"CLAUDE_CODE_MAX_OUTPUT_TOKENS": "256"}
 
+# codex-idle-timeout's measurements, and the two settings measured beside its variants.
+CODEX_FINDING = (
+    "Measured here (Codex CLI 0.171.0 offline, nginx with proxy_read_timeout 1 s, a 3 s "
+    "think before the first token, Codex's stream_idle_timeout_ms 5000 and "
+    "stream_max_retries 2): nginx cut each try 1.0 s into the think (\"upstream timed out\"), "
+    "before any token; Codex printed `Reconnecting... 1/2` and `2/2`, the server served 3 "
+    "requests, and Codex exited 1 after 4.6 s with \"stream disconnected before completion: "
+    "Transport error: network error: error decoding response body\". With `: ping` every "
+    "0.25 s (11 sent) the same path served 1 request, the first token left after 3.0 s and "
+    "Codex printed the script (exit 0, 6.0 s). So a gateway's cut is this transport error; "
+    "\"idle timeout waiting for SSE\" is Codex's own timer: with stream_idle_timeout_ms 1000 "
+    "below the think, the pings on the wire (12 sent) did not stop it: 3 requests, each left "
+    "by Codex after 1.0 s, exit 1 with that line. nginx at 10 s without pings also passed "
+    "(1 request, exit 0). Commands: `python -m labs run codex-idle-timeout`; the other two "
+    "are this scenario's fixed variant with those settings.")
+
 SCENARIOS = [
     Scenario(
         name="codex-idle-timeout",
@@ -58,20 +74,7 @@ SCENARIOS = [
             "that needs the setting raised, whatever the server sends."),
         fix_summary="`: ping` heartbeats from the server more often than the gateway's idle timeout "
                     "(and Codex's `stream_idle_timeout_ms` above the longest think)",
-        finding=(
-            "Measured here (Codex CLI 0.171.0 offline, nginx with proxy_read_timeout 1 s, a 3 s "
-            "think before the first token, Codex's stream_idle_timeout_ms 5000 and "
-            "stream_max_retries 2): nginx cut each try 1.0 s into the think (\"upstream timed out\"), "
-            "before any token; Codex printed `Reconnecting... 1/2` and `2/2`, the server served 3 "
-            "requests, and Codex exited 1 after 4.6 s with \"stream disconnected before completion: "
-            "Transport error: network error: error decoding response body\". With `: ping` every "
-            "0.25 s (11 sent) the same path served 1 request, the first token left after 3.0 s and "
-            "Codex printed the script (exit 0, 6.0 s). So a gateway's cut is this transport error; "
-            "\"idle timeout waiting for SSE\" is Codex's own timer: with stream_idle_timeout_ms 1000 "
-            "below the think, the pings on the wire (12 sent) did not stop it: 3 requests, each left "
-            "by Codex after 1.0 s, exit 1 with that line. nginx at 10 s without pings also passed "
-            "(1 request, exit 0). Commands: `python -m labs run codex-idle-timeout`; the other two "
-            "are this scenario's fixed variant with those settings."),
+        finding=CODEX_FINDING,
         scaled=(Scaled("nginx proxy_read_timeout", f"{PROXY_TIMEOUT_S:g}s", "60s"),
                 Scaled("the model's think before its first token", f"{THINK_S:g}s", "minutes"),
                 Scaled("Codex stream_idle_timeout_ms", str(CODEX_IDLE_MS), "300000"),
