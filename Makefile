@@ -91,7 +91,7 @@ test: setup
 # The fast tests for the inner loop (no proxy, server or browser started): the catalogue, the
 # layout and the docs, the units, verify's static reading. They prove configs with each proxy's
 # own check (nginx -t, haproxy -c ...): `labs setup check` installs those binaries if missing.
-CHECK_TESTS  := tests/labs/test_catalogue.py tests/test_layout.py tests/test_docs.py \
+CHECK_TESTS  := tests/labs/test_catalogue.py tests/labs/test_catalogue_checks.py tests/test_layout.py tests/test_docs.py \
                 tests/verify/test_static.py tests/labs/test_measurements.py tests/labs/test_peaks.py \
                 tests/labs/test_timeline.py tests/server/test_sse.py tests/server/test_detokenizer.py \
                 tests/proxies/test_settings.py tests/view/test_specs.py
