@@ -10,17 +10,13 @@ but for each completion's own id and time), whether the connection is kept, what
 counted, and for a departure the slot or the queue place freed within one bound. Each row also asserts what it depends on really happened (the lane
 served the one side; the body was over 64 KiB, chunked, trickled past its timeout; the request
 was queued, in its prefill, in its pause), so that a row cannot pass by both sides failing alike.
+How each row talks to a side and what it reads back: tests/server/lane_exchanges.py.
 """
 from __future__ import annotations
 
 import asyncio
-import contextlib
-import http.client
 import json
 import logging
-import re
-import threading
-import time
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Callable
@@ -29,48 +25,20 @@ import httpx
 import pytest
 import uvicorn
 
-from server import metrics
 from server.config import ServerConfig
 from server.http import fast_lane
 from server.http.connections import lane_hook_missing
 from server.http.fast_lane import CompletionLane
-from server.http.lingering import LINGER_BYTES, LINGER_S
 from server.launcher import running_server
 from server.processes import free_port, wait_until
 from tests.server import raw_http
+from tests.server.lane_exchanges import (BODY_TIMEOUT_S, FREED_WITHIN_S, JSON, LARGE, LARGE_PAD, MAX_BODY_BYTES,
+                                         MESSAGES, OVER, PATH, READ_TIMEOUT_S, SILENCE_S, chat_body,
+                                         chat_stream, chunked_post, continued, counted_metrics, is_idle,
+                                         left_during, left_mid_upload, messages_body, pipelined,
+                                         refused_when_full, responses_body, sending_on, sent_whole,
+                                         trickled_past_timeout)
 from tests.server.in_process import serving, serving_in_thread
-
-PATH = "/v1/chat/completions"
-MESSAGES = [{"role": "user", "content": "hi"}]
-JSON = {"Content-Type": "application/json"}
-COMPARED_HEADERS = ("content-type", "content-length", "cache-control", "x-accel-buffering",
-                    "transfer-encoding", "connection", "retry-after")
-# The servers' own limits, small enough to cross: a body limit above uvicorn's 64 KiB read
-# buffer (its flow control pauses reading there, so a larger body arrives in several reads),
-# and a body timeout a test can wait out.
-MAX_BODY_BYTES = 128 * 1024
-LARGE_PAD = 100_000  # a body over 64 KiB and under the limit
-OVER_PAD = 150_000  # a body over the limit
-BODY_TIMEOUT_S = 0.5
-# Pacing: a departure is heard from the connection and frees the slot (or queue place) at the
-# engine's next step; both ways must do so within a few token intervals of the departure.
-TOKENS_PER_S = 10
-FREED_WITHIN_S = 10 / TOKENS_PER_S
-# The silences a departure falls into (queue, prefill, pause) last 60x that bound, so a slot
-# freed within it was freed by the departure, not by the stream's own end.
-SILENCE_S = 60 * FREED_WITHIN_S
-READ_TIMEOUT_S = 10.0
-# A client still sending after its refusal: a 1 KiB chunk every PACE_S, so the server's close at
-# LINGER_S is met within a few of them; it is judged against half and twice LINGER_S.
-PACE_S = LINGER_S / 40
-
-
-def _body(**fields: Any) -> bytes:
-    return json.dumps({"model": "tiny", "messages": MESSAGES, **fields}).encode()
-
-
-def _stream(**lab: Any) -> bytes:
-    return _body(stream=True, lab={"script": "one two three", **lab})
 
 
 class CountingLane(CompletionLane):
@@ -101,240 +69,6 @@ def servers(model_dir: str) -> Any:
         yield Servers({"lane": with_lane.port, "asgi": asgi.port}, lanes[0])
 
 
-# -- what one side shows -----------------------------------------------------------------------
-
-def _health(port: int) -> dict[str, Any]:
-    return httpx.get(f"http://127.0.0.1:{port}/healthz", timeout=READ_TIMEOUT_S).json()
-
-
-def _idle(port: int) -> bool:
-    health = _health(port)
-    return health["slots_in_use"] == 0 and health["queued"] == 0
-
-
-def _counted() -> dict[str, float]:
-    """The chat requests counted by status, and those ended early by reason."""
-    return {sample.name + "{" + ",".join(f'{k}="{v}"' for k, v in sample.labels.items()) + "}":
-            sample.value
-            for family in (metrics.REQUESTS, metrics.REQUESTS_ABORTED)
-            for metric in family.collect() for sample in metric.samples
-            if sample.name.endswith("_total")}
-
-
-_VARYING = re.compile(rb'"(id|created|created_at|item_id)":("(chatcmpl-|resp_|msg_)[0-9a-f]+"|[0-9]+)')
-
-
-def _answer(reply: Any, body: bytes) -> dict[str, Any]:
-    """Status, the headers that matter, and the body byte for byte but for each completion's own
-    id and time (of the same length either way, so Content-Length is compared too)."""
-    return {"status": reply.status,
-            "headers": {name: reply.getheader(name) for name in COMPARED_HEADERS},
-            "body": _VARYING.sub(rb'"\1":_', body).decode()}
-
-
-RESPONSES_PATH, MESSAGES_PATH = "/v1/responses", "/v1/messages"
-ANTHROPIC = {"anthropic-version": "2023-06-01", "x-api-key": "unused"}
-
-
-def _responses(**fields: Any) -> bytes:
-    return raw_http.post(RESPONSES_PATH, json.dumps({"model": "tiny", "input": "hi", **fields}).encode())
-
-
-def _messages(headers: dict[str, str] | None = ANTHROPIC, **fields: Any) -> bytes:
-    return raw_http.post(MESSAGES_PATH, json.dumps(
-        {"model": "tiny", "max_tokens": 20, "messages": MESSAGES, **fields}).encode(), headers)
-
-
-# -- the rows: each sends to one side and returns what it saw ------------------------------------
-
-def sent_whole(request: bytes) -> Callable[[int], dict[str, Any]]:
-    """The request in one write; the whole answer read; then whether the connection is kept."""
-    def run(port: int) -> dict[str, Any]:
-        with raw_http.connection(port, READ_TIMEOUT_S) as conn:
-            conn.send(request)
-            reply = conn.response()
-            try:
-                body, complete = reply.read(), True
-            except http.client.IncompleteRead as cut:  # the body ended before its end
-                body, complete = cut.partial, False
-            return {**_answer(reply, body), "complete": complete, "kept": conn.kept()}
-    return run
-
-
-def pipelined(first: bytes, second: bytes) -> Callable[[int], dict[str, Any]]:
-    def run(port: int) -> dict[str, Any]:
-        with raw_http.connection(port, READ_TIMEOUT_S) as conn:
-            conn.send(first + second)
-            answers = []
-            for _ in range(2):
-                reply = conn.response()
-                answers.append(_answer(reply, reply.read()))
-            return {"answers": answers, "statuses": [answer["status"] for answer in answers],
-                    "kept": conn.kept()}
-    return run
-
-
-def trickled_past_timeout(body: bytes) -> Callable[[int], dict[str, Any]]:
-    """Half the body at once, one byte more halfway through the timeout, then nothing."""
-    def run(port: int) -> dict[str, Any]:
-        with raw_http.connection(port, READ_TIMEOUT_S) as conn:
-            head = raw_http.post(PATH, body)[: -len(body)]
-            sent_at = time.monotonic()
-            conn.send(head + body[: len(body) // 2])
-            time.sleep(BODY_TIMEOUT_S / 2)  # pacing: the trickle, inside the timeout
-            conn.send(body[len(body) // 2: len(body) // 2 + 1])
-            reply = conn.response()
-            answered_after = time.monotonic() - sent_at
-            seen = {**_answer(reply, reply.read()), "kept": conn.kept()}
-        # The body timeout, not something sooner or later, answered (slack: 4 timeouts).
-        seen["answered within its timeout's bound"] = (
-            BODY_TIMEOUT_S <= answered_after < BODY_TIMEOUT_S * 5)
-        return seen
-    return run
-
-
-def continued(body: bytes) -> Callable[[int], dict[str, Any]]:
-    """`Expect: 100-continue`: the body is sent only once the server has asked for it."""
-    def run(port: int) -> dict[str, Any]:
-        with raw_http.connection(port, READ_TIMEOUT_S) as conn:
-            head = raw_http.post(PATH, body, {"Expect": "100-continue"})[: -len(body)]
-            conn.send(head)
-            seen = {"asked for the body": conn.interim() == 100}
-            conn.send(body)
-            reply = conn.response()
-            return {**seen, **_answer(reply, reply.read()), "kept": conn.kept()}
-    return run
-
-
-def refused_when_full(holder: bytes, waiter: bytes, refused: bytes) -> Callable[[int], dict[str, Any]]:
-    """One request in the slot, one in the queue place: the third is refused."""
-    def run(port: int) -> dict[str, Any]:
-        with contextlib.ExitStack() as stack:
-            for request in (holder, waiter):
-                conn = stack.enter_context(raw_http.connection(port, READ_TIMEOUT_S))
-                conn.send(request)
-                assert conn.response().status == 200
-            full = _health(port)
-            return {"full": (full["slots_in_use"], full["queued"]),
-                    **sent_whole(refused)(port)}
-    return run
-
-
-def left_mid_upload(body: bytes) -> Callable[[int], dict[str, Any]]:
-    def run(port: int) -> dict[str, Any]:
-        before = _counted()
-        with raw_http.connection(port, READ_TIMEOUT_S) as conn:
-            conn.send(raw_http.post(PATH, body)[: -len(body) // 2])
-        # Counted when the server hears the departure: polled, as the counts are compared.
-        wait_until(lambda: _counted() != before, READ_TIMEOUT_S, interval_s=0.01,
-                   describe="the departure counted")
-        return {}
-    return run
-
-
-def left_during(request: bytes, events_before_leaving: int,
-                queued_behind: bytes | None = None) -> Callable[[int], dict[str, Any]]:
-    """Read the head and `events_before_leaving` data events, then leave. `queued_behind`: a
-    request sent first to take the one slot (and left after ours), so that ours waits in the
-    queue; then its queue place is what the departure must free."""
-    def run(port: int) -> dict[str, Any]:
-        with contextlib.ExitStack() as stack:
-            if queued_behind is not None:
-                holder = stack.enter_context(raw_http.connection(port, READ_TIMEOUT_S))
-                holder.send(queued_behind)
-                assert holder.response().status == 200
-            conn = raw_http.Connection(port, READ_TIMEOUT_S)
-            try:
-                conn.send(request)
-                reply = conn.response()
-                seen: list[Any] = []
-                while sum(isinstance(event, dict) for event in seen) < events_before_leaving:
-                    seen += raw_http.events(_next_event(reply))
-                health = _health(port)
-            finally:
-                conn.close()
-            left_at = time.monotonic()
-            freed = (lambda: _health(port)["queued"] == 0) if queued_behind else (lambda: _idle(port))
-            try:
-                wait_until(freed, FREED_WITHIN_S, interval_s=0.01, describe="the slot freed")
-            except TimeoutError:
-                pass
-            freed_after = time.monotonic() - left_at
-        # Where it was when it left: in the queue, or in the slot.
-        return {"status": reply.status, "seen before leaving": seen,
-                "where": {"queued": health["queued"], "slots_in_use": health["slots_in_use"]},
-                f"freed within {FREED_WITHIN_S:g} s": freed_after <= FREED_WITHIN_S}
-    return run
-
-
-def sending_on(flood: bool) -> Callable[[int], dict[str, Any]]:
-    """A chunked body over the limit, the client still sending while it reads the answer: a
-    paced chunk every PACE_S for up to 3 x LINGER_S, or (`flood`) as fast as it can, up to
-    2 x LINGER_BYTES. The answer must arrive whole with its FIN, never a reset, and the server
-    must end the connection at its time bound (paced) or its byte bound (flood)."""
-    def run(port: int) -> dict[str, Any]:
-        piece = b"x" * (64 * 1024 if flood else 1024)
-        chunk = b"%x\r\n%b\r\n" % (len(piece), piece)
-        answered = threading.Event()
-        sent = {"in all": 0, "after the answer": 0}
-        ended_at: list[float] = []
-        with raw_http.connection(port, READ_TIMEOUT_S) as conn:
-            conn.send(_chunked_post(_OVER, 16 * 1024)[: -len(b"0\r\n\r\n")])  # no last chunk
-
-            def send_on() -> None:
-                deadline = time.monotonic() + 3 * LINGER_S
-                try:
-                    while time.monotonic() < deadline and sent["in all"] < 2 * LINGER_BYTES:
-                        conn.send(chunk)
-                        sent["in all"] += len(piece)
-                        if answered.is_set():
-                            sent["after the answer"] += len(piece)
-                        if not flood:
-                            time.sleep(PACE_S)
-                except OSError:  # the server's close, as a reset or a broken pipe
-                    ended_at.append(time.monotonic())
-
-            sender = threading.Thread(target=send_on, daemon=True)
-            sender.start()
-            try:
-                reply = conn.response()
-                seen = _answer(reply, reply.read())
-                answered_at = time.monotonic()
-                answered.set()
-                try:
-                    seen["after the answer"] = "FIN" if conn.rest() == b"" else "more bytes"
-                except ConnectionResetError:
-                    seen["after the answer"] = "reset"
-            finally:
-                sender.join()
-        ended_after = ended_at[0] - answered_at if ended_at else None
-        if not flood:
-            # Flooding, whether the last bytes leave before or after this thread has read the
-            # answer is a race between the client's two threads, not the server's doing (it
-            # differed between the two sides in a loaded CI run): only the paced client tells.
-            seen["the client sent on after the answer"] = sent["after the answer"] > 0
-        if ended_after is None:
-            seen["ended"] = f"not within {3 * LINGER_S:g} s"
-        elif ended_after < LINGER_S / 2:
-            seen["ended"] = "before half the time bound"
-        else:
-            seen["ended"] = "at the time bound" if ended_after <= 2 * LINGER_S else "late"
-        seen["past the byte bound"] = sent["in all"] > LINGER_BYTES
-        return seen
-    return run
-
-
-def _next_event(reply: Any) -> bytes:
-    """One SSE event (its lines up to the blank one) from a chunked streaming reply."""
-    lines = []
-    while True:
-        line = reply.readline()
-        if not line:
-            raise AssertionError("the stream ended before the event")
-        if line in (b"\n", b"\r\n"):
-            return b"".join(lines)
-        lines.append(line)
-
 
 @dataclass
 class Row:
@@ -348,20 +82,6 @@ class Row:
     arrived_whole: bool | None = None
 
 
-_LARGE = _body(stream=True, pad="x" * LARGE_PAD, lab={"script": "one two three"})
-_OVER = _body(stream=True, pad="x" * OVER_PAD)
-assert len(_LARGE) > 64 * 1024 and len(_LARGE) < MAX_BODY_BYTES < len(_OVER)
-
-
-def _pieces(body: bytes, size: int) -> list[bytes]:
-    return [body[i:i + size] for i in range(0, len(body), size)]
-
-
-def _chunked_post(body: bytes, piece: int) -> bytes:
-    head = raw_http.request_head("POST", PATH, {"Content-Type": "application/json",
-                                                "Transfer-Encoding": "chunked"})
-    return head + raw_http.chunked(_pieces(body, piece))
-
 
 CLIENT_CLOSED = 'streamlab_requests_total{status="499"}'
 OK = {'streamlab_requests_total{status="200"}': 1}
@@ -369,36 +89,36 @@ LEFT = {'streamlab_requests_aborted_total{reason="disconnect"}': 1}
 _OK_STREAM = {"status": 200, "kept": True}
 _CLOSED = {"kept": False}
 ROWS = [
-    Row("stream", sent_whole(raw_http.post(PATH, _stream())), _OK_STREAM),
-    Row("stream with usage", sent_whole(raw_http.post(PATH, _body(
+    Row("stream", sent_whole(raw_http.post(PATH, chat_stream())), _OK_STREAM),
+    Row("stream with usage", sent_whole(raw_http.post(PATH, chat_body(
         stream=True, stream_options={"include_usage": True}, lab={"script": "a b"}))), _OK_STREAM),
-    Row("stream, in-band error", sent_whole(raw_http.post(PATH, _stream(error_after_tokens=2))),
+    Row("stream, in-band error", sent_whole(raw_http.post(PATH, chat_stream(error_after_tokens=2))),
         _OK_STREAM),
     Row("stream, event ids resumed", sent_whole(raw_http.post(
-        PATH, _stream(event_ids=True), {"Last-Event-ID": "2"})), _OK_STREAM),
-    Row("stream, aborted on purpose", sent_whole(raw_http.post(PATH, _stream(abort_after_tokens=1))),
+        PATH, chat_stream(event_ids=True), {"Last-Event-ID": "2"})), _OK_STREAM),
+    Row("stream, aborted on purpose", sent_whole(raw_http.post(PATH, chat_stream(abort_after_tokens=1))),
         {"status": 200, "complete": False, "kept": False}),
-    Row("json reply", sent_whole(raw_http.post(PATH, _body(max_tokens=4, lab={"script": "a b c d"}))),
+    Row("json reply", sent_whole(raw_http.post(PATH, chat_body(max_tokens=4, lab={"script": "a b c d"}))),
         {"status": 200, "kept": True}),
     Row("unknown model", sent_whole(raw_http.post(PATH, json.dumps(
         {"model": "nope", "messages": MESSAGES, "stream": True}).encode())), {"status": 404, "kept": True}),
-    Row("invalid field", sent_whole(raw_http.post(PATH, _body(stream=True, temperature="hot"))),
+    Row("invalid field", sent_whole(raw_http.post(PATH, chat_body(stream=True, temperature="hot"))),
         {"status": 400, "kept": True}),
-    Row("unknown lab knob", sent_whole(raw_http.post(PATH, _body(stream=True, lab={"no_such_knob": 1}))),
+    Row("unknown lab knob", sent_whole(raw_http.post(PATH, chat_body(stream=True, lab={"no_such_knob": 1}))),
         {"status": 400, "kept": True}),
     Row("not JSON", sent_whole(raw_http.post(PATH, b"{not json")), {"status": 400, "kept": True}),
     Row("wrong content type", sent_whole(raw_http.post(PATH, b"{}", {"Content-Type": "text/plain"})),
         {"status": 415}),
     Row("too many header fields", sent_whole(raw_http.post(
-        PATH, _stream(), {f"x-extra-{n}": "1" for n in range(120)})), {"status": 431}),
-    Row("body over 64 KiB with the headers", sent_whole(raw_http.post(PATH, _LARGE)), _OK_STREAM,
+        PATH, chat_stream(), {f"x-extra-{n}": "1" for n in range(120)})), {"status": 431}),
+    Row("body over 64 KiB with the headers", sent_whole(raw_http.post(PATH, LARGE)), _OK_STREAM,
         arrived_whole=True),
-    Row("body over the limit, announced", sent_whole(raw_http.post(PATH, _OVER)),
+    Row("body over the limit, announced", sent_whole(raw_http.post(PATH, OVER)),
         {"status": 413, **_CLOSED}),
-    Row("chunked body", sent_whole(_chunked_post(_stream(), 16)), _OK_STREAM),
-    Row("chunked body over 64 KiB, under the limit", sent_whole(_chunked_post(_LARGE, 16 * 1024)),
+    Row("chunked body", sent_whole(chunked_post(chat_stream(), 16)), _OK_STREAM),
+    Row("chunked body over 64 KiB, under the limit", sent_whole(chunked_post(LARGE, 16 * 1024)),
         _OK_STREAM),
-    Row("chunked body over the limit", sent_whole(_chunked_post(_OVER, 16 * 1024)),
+    Row("chunked body over the limit", sent_whole(chunked_post(OVER, 16 * 1024)),
         {"status": 413, **_CLOSED}),
     # The refusal ends with a lingering close (server/http/lingering.py): the client still sending
     # reads the whole 413 and a FIN, not a reset, and the connection ends at a bound.
@@ -408,52 +128,52 @@ ROWS = [
     Row("chunked body over the limit, the client sending on past the byte bound", sending_on(flood=True),
         {"status": 413, "after the answer": "FIN", "ended": "before half the time bound",
          "past the byte bound": True}),
-    Row("body sent on 100-continue", continued(_LARGE), {"asked for the body": True, **_OK_STREAM},
+    Row("body sent on 100-continue", continued(LARGE), {"asked for the body": True, **_OK_STREAM},
         arrived_whole=False),
     Row("queue full", refused_when_full(
-        raw_http.post(PATH, _stream(first_token_delay_s=SILENCE_S, heartbeat_s=0)),
-        raw_http.post(PATH, _stream(heartbeat_s=0)), raw_http.post(PATH, _stream())),
+        raw_http.post(PATH, chat_stream(first_token_delay_s=SILENCE_S, heartbeat_s=0)),
+        raw_http.post(PATH, chat_stream(heartbeat_s=0)), raw_http.post(PATH, chat_stream())),
         {"full": (1, 1), "status": 429, "kept": True}, chat_posts=3),
-    Row("body trickled past its timeout", trickled_past_timeout(_stream()),
+    Row("body trickled past its timeout", trickled_past_timeout(chat_stream()),
         {"status": 408, **_CLOSED, "answered within its timeout's bound": True}),
-    Row("two pipelined", pipelined(raw_http.post(PATH, _stream()),
-                                   raw_http.post(PATH, _body(max_tokens=2, lab={"script": "a b"}))),
+    Row("two pipelined", pipelined(raw_http.post(PATH, chat_stream()),
+                                   raw_http.post(PATH, chat_body(max_tokens=2, lab={"script": "a b"}))),
         {"statuses": [200, 200], "kept": True}, chat_posts=2),
-    Row("left mid-upload", left_mid_upload(_stream()), {"counted": {CLIENT_CLOSED: 1}}),
+    Row("left mid-upload", left_mid_upload(chat_stream()), {"counted": {CLIENT_CLOSED: 1}}),
     Row("left in the queue", left_during(
-        raw_http.post(PATH, _stream()), 1,
-        queued_behind=raw_http.post(PATH, _stream(first_token_delay_s=SILENCE_S, heartbeat_s=0))),
+        raw_http.post(PATH, chat_stream()), 1,
+        queued_behind=raw_http.post(PATH, chat_stream(first_token_delay_s=SILENCE_S, heartbeat_s=0))),
         {"status": 200, "where": {"queued": 1, "slots_in_use": 1},
          # the holder, left after it, counted as well
          f"freed within {FREED_WITHIN_S:g} s": True, "counted": {name: 2 for name in {**OK, **LEFT}}},
         chat_posts=2),
     Row("left in the prefill", left_during(raw_http.post(
-        PATH, _stream(first_token_delay_s=SILENCE_S, heartbeat_s=0)), 1),
+        PATH, chat_stream(first_token_delay_s=SILENCE_S, heartbeat_s=0)), 1),
         {"status": 200, "where": {"queued": 0, "slots_in_use": 1},
          f"freed within {FREED_WITHIN_S:g} s": True, "counted": {**OK, **LEFT}}),
     # The other protocols: the same replies in their own events and error shapes.
-    Row("responses stream", sent_whole(_responses(stream=True, lab={"script": "one two three"})),
+    Row("responses stream", sent_whole(responses_body(stream=True, lab={"script": "one two three"})),
         _OK_STREAM),
-    Row("responses stream, response.failed", sent_whole(_responses(
+    Row("responses stream, response.failed", sent_whole(responses_body(
         stream=True, lab={"script": "one two three", "error_after_tokens": 2})), _OK_STREAM),
-    Row("responses json reply", sent_whole(_responses(lab={"script": "a b c d"})),
+    Row("responses json reply", sent_whole(responses_body(lab={"script": "a b c d"})),
         {"status": 200, "kept": True}),
-    Row("responses, invalid field", sent_whole(_responses(max_output_tokens="many")),
+    Row("responses, invalid field", sent_whole(responses_body(max_output_tokens="many")),
         {"status": 400, "kept": True}),
-    Row("messages stream", sent_whole(_messages(stream=True, lab={"script": "one two three"})),
+    Row("messages stream", sent_whole(messages_body(stream=True, lab={"script": "one two three"})),
         _OK_STREAM),
-    Row("messages stream, event: error", sent_whole(_messages(
+    Row("messages stream, event: error", sent_whole(messages_body(
         stream=True, lab={"script": "one two three", "error_after_tokens": 2})), _OK_STREAM),
-    Row("messages json reply", sent_whole(_messages(lab={"script": "a b c d"})),
+    Row("messages json reply", sent_whole(messages_body(lab={"script": "a b c d"})),
         {"status": 200, "kept": True}),
-    Row("messages without anthropic-version", sent_whole(_messages(None, stream=True)),
+    Row("messages without anthropic-version", sent_whole(messages_body(None, stream=True)),
         {"status": 400, "kept": True}),
-    Row("messages, unknown model", sent_whole(_messages(model="nope")), {"status": 404, "kept": True}),
+    Row("messages, unknown model", sent_whole(messages_body(model="nope")), {"status": 404, "kept": True}),
     Row("messages, queue full", refused_when_full(
-        raw_http.post(PATH, _stream(first_token_delay_s=SILENCE_S, heartbeat_s=0)),
-        raw_http.post(PATH, _stream(heartbeat_s=0)), _messages(stream=True)),
+        raw_http.post(PATH, chat_stream(first_token_delay_s=SILENCE_S, heartbeat_s=0)),
+        raw_http.post(PATH, chat_stream(heartbeat_s=0)), messages_body(stream=True)),
         {"full": (1, 1), "status": 529, "kept": True}, chat_posts=3),
-    Row("left in a pause, large body", left_during(raw_http.post(PATH, _body(
+    Row("left in a pause, large body", left_during(raw_http.post(PATH, chat_body(
         stream=True, pad="x" * LARGE_PAD, lab={"script": "one two three four", "pause_after_tokens": 2,
                                                "pause_s": SILENCE_S, "heartbeat_s": 0})), 3),
         {"status": 200, "where": {"queued": 0, "slots_in_use": 1},
@@ -474,11 +194,11 @@ ARRIVAL_TRIES = 3
 
 def _run_side(servers: Servers, way: str, port: int, row: Row) -> dict[str, Any]:
     for _ in range(ARRIVAL_TRIES):
-        wait_until(lambda: _idle(port), READ_TIMEOUT_S, interval_s=0.01, describe="an idle server")
-        served_before, counted_before = len(servers.lane.served), _counted()
+        wait_until(lambda: is_idle(port), READ_TIMEOUT_S, interval_s=0.01, describe="an idle server")
+        served_before, counted_before = len(servers.lane.served), counted_metrics()
         seen = row.run(port)
-        wait_until(lambda: _idle(port), READ_TIMEOUT_S, interval_s=0.01, describe="an idle server")
-        counted_after = _counted()
+        wait_until(lambda: is_idle(port), READ_TIMEOUT_S, interval_s=0.01, describe="an idle server")
+        counted_after = counted_metrics()
         seen["counted"] = {name: value - counted_before.get(name, 0)
                            for name, value in counted_after.items() if value != counted_before.get(name, 0)}
         # The lane served each chat POST on its side, and none on the other.
@@ -505,13 +225,13 @@ def test_the_lane_takes_the_chat_post_and_nothing_else(model_dir: str) -> None:
             assert isinstance(counting, CountingLane)
             async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{config.port}", timeout=10) as client:
                 assert (await client.get("/healthz")).status_code == 200
-                streamed = await client.post(PATH, content=_stream(), headers=JSON)
+                streamed = await client.post(PATH, content=chat_stream(), headers=JSON)
                 assert streamed.status_code == 200 and "data: [DONE]" in streamed.text
-                recorded = await client.post(PATH, content=_stream(),
+                recorded = await client.post(PATH, content=chat_stream(),
                                              headers={**JSON, "X-Request-Id": "r1"})
                 assert recorded.headers["x-request-id"] == "r1"
-                assert (await client.get(PATH, params={"request": _body().decode()})).status_code == 200
-                assert (await client.post("/v1/other", content=_body(), headers=JSON)).status_code == 404
+                assert (await client.get(PATH, params={"request": chat_body().decode()})).status_code == 200
+                assert (await client.post("/v1/other", content=chat_body(), headers=JSON)).status_code == 404
         return counting.served
 
     served = asyncio.run(main())
@@ -579,7 +299,7 @@ def test_without_the_hook_the_server_serves_the_asgi_way_and_says_so_once(tmp_pa
     with running_server(["--engine", "synthetic"], env={"PYTHONPATH": str(tmp_path)}) as server:
         with httpx.Client(base_url=server.url, timeout=READ_TIMEOUT_S) as client:
             for _ in range(3):
-                reply = client.post(PATH, content=_stream(), headers=JSON)
+                reply = client.post(PATH, content=chat_stream(), headers=JSON)
                 assert reply.status_code == 200 and reply.text.endswith("data: [DONE]\n\n")
         log_text = server.log_tail(10_000)
     said = [line for line in log_text.splitlines() if "completion lane is off" in line]
