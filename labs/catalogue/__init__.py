@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from labs.catalogue import apache, apps, caddy, cdn, chain, envoy, haproxy, http2, kubernetes, nginx, reload
 from labs.catalogue import mesh, nginx_upstream, relays, traefik
-from labs.catalogue import agents, browser, client, libraries, mcp, server
+from labs.catalogue import agents, browser, client, libraries, mcp, responses, server
 from labs.scenario.mcp_model import McpScenario
 from labs.scenario.model import VARIANTS, Scenario
 
@@ -18,8 +18,8 @@ ALL: tuple[Scenario | McpScenario, ...] = (
     *nginx.SCENARIOS, *nginx_upstream.SCENARIOS, *http2.SCENARIOS, *haproxy.SCENARIOS, *envoy.SCENARIOS,
     *cdn.SCENARIOS, *apache.SCENARIOS,
     *caddy.SCENARIOS, *traefik.SCENARIOS, *kubernetes.SCENARIOS, *reload.SCENARIOS, *chain.SCENARIOS, *mesh.SCENARIOS,
-    *apps.SCENARIOS, *relays.SCENARIOS, *server.SCENARIOS, *client.SCENARIOS, *libraries.SCENARIOS, *browser.SCENARIOS,
-    *agents.SCENARIOS, *mcp.SCENARIOS,
+    *apps.SCENARIOS, *relays.SCENARIOS, *server.SCENARIOS, *responses.SCENARIOS, *client.SCENARIOS, *libraries.SCENARIOS,
+    *browser.SCENARIOS, *agents.SCENARIOS, *mcp.SCENARIOS,
 )
 # The token streams' scenarios, what reads a chat path, its two variants and its stream checks
 # (their guards, the view, verify's and probe's citations); and the MCP sessions' ones.

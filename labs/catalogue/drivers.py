@@ -20,7 +20,7 @@ def _with(body: Mapping[str, Any], overrides: Mapping[str, Any]) -> dict[str, An
     return merged
 
 
-async def _timed(epoch: float, url: str, body: Mapping[str, Any], **options: Any) -> StreamResult:
+async def _timed(epoch: float, url: str, body: Mapping[str, Any] | bytes, **options: Any) -> StreamResult:
     """One measured stream, placed on the workload's time line (`start_s`, for the picture)."""
     started = time.perf_counter()
     result = await client.measure_stream(url, body, **options)
@@ -85,4 +85,34 @@ def staggered(count: int, apart_s: float) -> Driver:
             await asyncio.sleep(index * apart_s)
             return await _timed(epoch, url, body, **options)
         return list(await asyncio.gather(*(user(i) for i in range(count))))
+    return drive
+
+
+def response_id(result: StreamResult) -> str | None:
+    """The id a Responses stream announced in its `response.created` event (the client keeps it
+    as that event's text), or None when none arrived."""
+    for event in result.events:
+        kind, _, rid = event.text.partition(" ")
+        if event.kind == "other" and kind == "response.created" and rid:
+            return rid
+    return None
+
+
+def cut_then_resume(resumes: int) -> Driver:
+    """A Responses stream cut mid-way (the body's `lab.abort_after_tokens`), then `resumes`
+    times `GET /v1/responses/{id}?stream=true&starting_after=N`, N the sequence number of the
+    last event that arrived (events count from 0), as the OpenAI SDK's
+    `responses.retrieve(id, stream=True, starting_after=N)` sends it. Without an id (the stream
+    never started) there is nothing to resume."""
+    async def drive(url: str, body: dict[str, Any], workload: Workload,
+                    options: Mapping[str, Any]) -> list[StreamResult]:
+        epoch = time.perf_counter()
+        cut = await _timed(epoch, url, body, **options)
+        rid = response_id(cut)
+        if rid is None:
+            return [cut]
+        last = sum(1 for event in cut.events if event.kind != "comment") - 1
+        again = f"{url}/{rid}?stream=true&starting_after={last}"
+        return [cut, *[await _timed(epoch, again, b"", **{**options, "method": "GET"})
+                       for _ in range(resumes)]]
     return drive

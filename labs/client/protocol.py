@@ -115,7 +115,8 @@ def request_bytes(target: Target, body: bytes, opts: Options) -> bytes:
     ]
     path = target.path if opts.proxy is None else f"http://{target.host_header}{target.path}"
     if opts.method == "GET":
-        path += ("&" if "?" in path else "?") + urlencode({"request": body.decode()})
+        if body:  # EventSource's form; an empty body is a plain GET (a Responses resume)
+            path += ("&" if "?" in path else "?") + urlencode({"request": body.decode()})
         body = b""
     else:
         headers += [("Content-Type", "application/json"), ("Content-Length", str(len(body)))]

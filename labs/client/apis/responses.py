@@ -47,6 +47,9 @@ def classify(payload: str, event_name: str | None = None) -> Classified:
         return "error", str(message or error or "response.failed"), None, sent_at, error
     if kind == "error":  # ResponseErrorEvent: code, message, param at the top level
         return "error", str(obj.get("message") or obj.get("code") or payload[:200]), None, sent_at, obj
+    if kind == "response.created" and isinstance(response.get("id"), str):
+        # Its id is what a resume (`GET /v1/responses/{id}?stream=true&starting_after=N`) names.
+        return lifecycle(f"{kind} {response['id']}", sent_at)
     return lifecycle(kind, sent_at)
 
 

@@ -18,7 +18,8 @@ from labs.scenario.checks.judged import finding, no_finding
 from labs.scenario.checks.many import (gap_p99_at_most, stayers_ttft_at_least, stayers_ttft_within,
                               ttft_max_at_least, ttft_p99_within, ttft_spread_at_least)
 from labs.scenario.checks.outcome import (client_error_names, complete_with_done, data_bytes_per_event_at_least,
-                                 error_reported, failed_share_at_least, finish_reason_is, outcome_is,
+                                 error_reported, failed_share_at_least, failure_on_time, finish_reason_is,
+                                 open_after_failure, outcome_is,
                                  outcome_not_only, status_is, status_seen, statuses_are,
                                  unseen_by_server)
 from labs.scenario.checks.proxy import culprit_hop, proxy_stat_at_least
@@ -33,8 +34,8 @@ from labs.scenario.checks.stream import (coalesced, content_encoded, content_eve
 from labs.scenario.checks.stress import (STRESS_MARGIN_INTERVALS, cut_after_silence, cut_at_deadline, departed,
                                 first_token_after, outlived, reloaded_mid_stream, sent_together_at_least,
                                 server_heard_departures, server_peak_at_least, silence_outlasted)
-from labs.scenario.checks.text import (no_stop_leak, replacement_chars_at_least, stop_leaked, text_cut_short,
-                              text_is_script)
+from labs.scenario.checks.text import (no_stop_leak, replacement_chars_at_least, resume_joins, stop_leaked,
+                              text_cut_short, text_is_script)
 
 __all__ = [
     "agent_exited",
@@ -64,6 +65,8 @@ __all__ = [
     "cut_at_deadline",
     "departed",
     "error_reported",
+    "failure_on_time",
+    "open_after_failure",
     "every_stream_live",
     "failed_share_at_least",
     "finding",
@@ -84,6 +87,7 @@ __all__ = [
     "reloaded_mid_stream",
     "replacement_chars_at_least",
     "replayed_from_cache",
+    "resume_joins",
     "sent_together_at_least",
     "server_heard_departures",
     "server_metric_at_least",

@@ -19,13 +19,14 @@ def _span(result: StreamResult) -> float | None:
     return times[-1] - times[0] if len(times) > 1 else None
 
 
-def replayed_from_cache() -> Check:
+def replayed_from_cache(paced_index: int = 0) -> Check:
     """A later stream got the whole answer at once (a complete stream, every event within half a
-    token interval), where the first was paced: it came from the cache, not the model."""
+    token interval), where stream `paced_index` (the first, unless a cut stream came before it) was
+    paced: it came from the cache, not the model."""
     def measure(run: Run) -> tuple[str, bool]:
-        if len(run.results) < 2:
+        if len(run.results) < paced_index + 2:
             return f"{len(run.results)} stream(s)", False
-        first, later = run.results[0], run.results[-1]
+        first, later = run.results[paced_index], run.results[-1]
         span, paced = _span(later), _span(first)
         passed = (later.outcome == "complete" and later.content_events == first.content_events
                   and span is not None and paced is not None
@@ -36,15 +37,17 @@ def replayed_from_cache() -> Check:
                  "(replayed by the cache)", measure)
 
 
-def every_stream_live() -> Check:
-    """Every stream's events came as the model made them (spread over at least half the time
-    their pacing takes), so none was a replay."""
+def every_stream_live(start: int = 0) -> Check:
+    """Every stream from `start` on (the first, unless a cut stream came before them) had its
+    events come as the model made them (spread over at least half the time their pacing takes),
+    so none was a replay."""
     def measure(run: Run) -> tuple[str, bool]:
-        spans = [_span(r) for r in run.results]
-        needs = [LIVE_SHARE * (r.content_events - 1) * run.interval_s for r in run.results]
-        passed = bool(run.results) and all(
+        judged = run.results[start:]
+        spans = [_span(r) for r in judged]
+        needs = [LIVE_SHARE * (r.content_events - 1) * run.interval_s for r in judged]
+        passed = bool(judged) and all(
             r.outcome == "complete" and s is not None and s >= need
-            for r, s, need in zip(run.results, spans, needs))
+            for r, s, need in zip(judged, spans, needs))
         return ", ".join(milliseconds(s) for s in spans) + " of events per stream", passed
     return Check(f"every stream is live: its events span >= {LIVE_SHARE:.0%} of their pacing", measure)
 

@@ -1,7 +1,8 @@
 """How streams ended: outcomes, HTTP statuses, reported errors, finish reasons, the events' size."""
 from __future__ import annotations
 
-from labs.scenario.checks.base import outcome_counts
+from labs.client.results import StreamResult
+from labs.scenario.checks.base import STREAM_SLACK_INTERVALS, after_due, outcome_counts, threshold
 from labs.scenario.model import Check, Run
 
 
@@ -103,3 +104,29 @@ def data_bytes_per_event_at_least(count: int, why: str) -> Check:
         sizes = [r.body_bytes / max(1, sum(e.kind != "comment" for e in r.events)) for r in run.results]
         return f"{min(sizes):,.0f} bytes per data event", min(sizes) >= count
     return Check(f"data events of at least {count:,} bytes ({why})", measure)
+
+
+def _failure_at(result: StreamResult) -> float | None:
+    """When the protocol's failure event arrived (chat's in-band error, `response.failed`,
+    Messages' `event: error`), or None when none did."""
+    return next((event.t for event in result.events if event.kind == "error"), None)
+
+
+def failure_on_time(tokens: int) -> Check:
+    """The failure event reached the client when the server sent it, after `tokens` tokens (within
+    the streamed slack), whatever the connection did next: the client reported it at once."""
+    return threshold(f"the failure event arrived with token {tokens} (reported at once)",
+                     lambda run: _failure_at(run.first), after_due(tokens + STREAM_SLACK_INTERVALS),
+                     at_least=False)
+
+
+def open_after_failure(seconds: float, why: str, *, at_least: bool) -> Check:
+    """How long the connection stayed open after the failure event: until the client's own idle
+    bound (a stream that never ends after its failure), or closed at once. A stream without a
+    failure event fails either way."""
+    def held(run: Run) -> float | None:
+        failed_at = _failure_at(run.first)
+        return None if failed_at is None or run.first.end_s is None else run.first.end_s - failed_at
+    word = "at least" if at_least else "at most"
+    return threshold(f"the connection stayed open {word} {seconds:g} s after the failure event ({why})",
+                     held, lambda run: seconds, at_least=at_least)

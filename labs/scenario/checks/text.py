@@ -45,3 +45,15 @@ def text_cut_short() -> Check:
         result, script = run.first, run.knobs["script"]
         return f"{len(result.text)} of {len(script)} characters", len(result.text) < len(script)
     return Check("the answer is cut short (less text than the script)", measure)
+
+
+def resume_joins(index: int) -> Check:
+    """Stream 0 was cut short and stream `index` resumed it (a Responses `GET ... starting_after=N`):
+    the resumed text starts exactly where the cut one ended, and the two make the whole script."""
+    def measure(run: Run) -> tuple[str, bool]:
+        cut, resumed, script = run.results[0], run.results[index], run.knobs["script"]
+        joined = cut.text + resumed.text
+        return (f"{len(cut.text)} + {len(resumed.text)} of {len(script)} characters, resume {resumed.outcome}, "
+                f"{'joined exactly' if joined == script else 'joined differs'}"), (
+            0 < len(cut.text) < len(script) and joined == script and resumed.outcome == "complete")
+    return Check(f"resume {index} continues the cut stream: together exactly the script", measure)
