@@ -8,6 +8,7 @@ The Responses stream has no `[DONE]`: it ends on its terminal event (`response.c
 from __future__ import annotations
 
 from labs.catalogue.drivers import cut_then_resume
+from proxies.apps.litellm.kind import LITELLM_KEY
 from labs.scenario import checks
 from labs.scenario.model import Scaled, Scenario, Variant, Workload
 from server.apis.table import RESPONSES
@@ -15,6 +16,9 @@ from server.apis.table import RESPONSES
 STREAMING = "https://platform.openai.com/docs/api-reference/responses-streaming"
 RETRIEVE = "https://platform.openai.com/docs/api-reference/responses/get"
 VARNISH = "https://varnish-cache.org/docs/7.1"
+# The server's count of Responses requests, streamed or not: who asked, and how.
+RESPONSES_STREAMED = 'streamlab_api_requests_total{api="responses",stream="true"}'
+RESPONSES_WHOLE = 'streamlab_api_requests_total{api="responses",stream="false"}'
 
 # ---- responses-terminal-event ----------------------------------------------------------------
 FAILED_AFTER_TOKENS = 5
@@ -24,6 +28,16 @@ IDLE_BOUND_S = 2.0
 # ---- responses-resume --------------------------------------------------------------------------
 CUT_AFTER_TOKENS = 6  # the first stream is cut (the server drops the connection) after these
 RESUMES = 2  # the same resume asked twice: a second client (or a retry after another cut)
+
+# ---- responses-pseudo-stream ------------------------------------------------------------------
+# LiteLLM's own overhead put the first delta 0.45-0.85 s after the request on this 2-core machine
+# (direct: 0.18 s): at 2 tokens/s the streamed slack (3 intervals, 1.5 s) covers it, and the held
+# answer still ends 5 s after its first token was due.
+GATEWAY_SCRIPT = "Every token should reach the reader at once."
+GATEWAY_TOKENS_PER_S = 2.0
+SERVED_MODEL = "lab-model"  # the name the server serves, and LiteLLM's named entry in the fix
+# LiteLLM's Responses route drops the body's `lab` object; its `extra_body` reaches the upstream.
+GATEWAY_LAB = {"script": GATEWAY_SCRIPT, "tokens_per_s": GATEWAY_TOKENS_PER_S}
 
 SCENARIOS = [
     Scenario(
@@ -73,11 +87,9 @@ SCENARIOS = [
         fix=Variant(proxy={"varnish": {"pass_event_streams": True}}),
         symptom_checks=(checks.outcome_is("truncated", share=1 / (1 + RESUMES)),
                         checks.resume_joins(1), checks.replayed_from_cache(paced_index=1),
-                        checks.server_metric_at_most('streamlab_api_requests_total{api="responses",stream="true"}',
-                                                     RESUMES, "the second resume never reached the server")),
+                        checks.server_metric_at_most(RESPONSES_STREAMED, RESUMES, "the second resume never reached the server")),
         cure_checks=(checks.resume_joins(1), checks.resume_joins(RESUMES), checks.every_stream_live(start=1),
-                     checks.server_metric_at_least('streamlab_api_requests_total{api="responses",stream="true"}',
-                                                   1 + RESUMES, "every resume reached the server")),
+                     checks.server_metric_at_least(RESPONSES_STREAMED, 1 + RESUMES, "every resume reached the server")),
         explanation=(
             "A Responses stream that breaks (a proxy's timeout, a deploy) is resumed with a GET: "
             "`/v1/responses/{id}?stream=true&starting_after=N` sends the events after sequence "
@@ -88,5 +100,36 @@ SCENARIOS = [
             "`Accept: text/event-stream`), or send `Cache-Control: no-store` on the resume."),
         fix_summary='VCL: if (req.http.Accept ~ "text/event-stream") { return (pass); }',
         sources=(RETRIEVE, STREAMING, f"{VARNISH}/users-guide/vcl-built-in-code.html"),
+    ),
+    Scenario(
+        name="responses-pseudo-stream",
+        layer="gateway",
+        symptom="behind the AI gateway the Responses stream shows nothing, then the whole answer at once",
+        path=("litellm",),
+        workload=Workload(api=RESPONSES.name, script=GATEWAY_SCRIPT, tokens_per_s=GATEWAY_TOKENS_PER_S,
+                          request={"extra_body": {"lab": GATEWAY_LAB}},
+                          client={"headers": {"Authorization": f"Bearer {LITELLM_KEY}"}}),
+        broken=Variant(server_args=("--served-model-name", SERVED_MODEL)),
+        fix=Variant(proxy={"litellm": {"named_model": SERVED_MODEL}}),
+        symptom_checks=(checks.held_to_end(), checks.outcome_is("complete"),
+                        checks.server_metric_at_least(RESPONSES_WHOLE, 1, "LiteLLM asked without streaming"),
+                        checks.server_metric_at_most(RESPONSES_STREAMED, 0, "and never with it")),
+        cure_checks=(checks.streamed(), checks.outcome_is("complete"), checks.text_is_script(),
+                     checks.server_metric_at_least(RESPONSES_STREAMED, 1, "LiteLLM asked with streaming"),
+                     checks.server_metric_at_most(RESPONSES_WHOLE, 0, "and never without it")),
+        server_metrics=(RESPONSES_STREAMED, RESPONSES_WHOLE),
+        explanation=(
+            "A gateway that calls its upstream without streaming and then re-frames the whole answer "
+            "as SSE sends a well-formed Responses stream whose first delta comes with the last: TTFT "
+            "= E2E (ZenMux/zenmux-doc#274: first byte at 42.1 s instead of 1.9 s). LiteLLM does this "
+            "on its `/v1/responses` route for every model its model map does not know: "
+            "`should_fake_stream` asks `supports_native_streaming`, whose lookup of an unknown model "
+            "fails and answers False, so a self-hosted model reached through the wildcard `*` entry "
+            "is called with `stream: false` and its answer re-chunked. A model_list entry of its own "
+            "for the model name is a known model: the upstream is called with streaming and the "
+            "deltas pass as they come."),
+        fix_summary="model_list: an entry of its own for the model (`model_name: lab-model`), not the wildcard alone",
+        sources=("https://github.com/ZenMux/zenmux-doc/issues/274",
+                 "https://docs.litellm.ai/docs/response_api", STREAMING),
     ),
 ]

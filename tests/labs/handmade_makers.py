@@ -9,7 +9,7 @@ from labs.catalogue import cdn, haproxy, mesh, nginx_upstream, reload
 from labs.scenario.checks.cache import REQUESTS_OK
 from labs.scenario.checks.stress import DISCONNECTS
 from labs.client.agent_streams import AgentResult
-from labs.client.results import StreamResult
+from labs.client.results import Event, StreamResult
 from labs.scenario.model import Run
 from labs.scenario.browser_spec import BrowserStreamResult
 from tests.labs.handmade_shapes import TOKENS, Handmade, Make, Shapes, at, in_turn, one_by_one
@@ -252,3 +252,49 @@ def _agent_fallback() -> Handmade:
                              outcome="complete", text=s.script)
         return s.run(result, server_delta={requests("true"): 1, requests("false"): unstreamed})
     return Handmade(symptom=lambda s: answered(s, 1), cure=lambda s: answered(s, 0))
+# ---- the Responses API's scenarios (labs/catalogue/responses.py) ---------------------------------
+def _failure(s: Shapes, open_after_s: float) -> StreamResult:
+    """Five tokens, then `response.failed`; the connection ends `open_after_s` after it."""
+    result = s.cut(5, 0.005 + open_after_s, outcome="error-in-band", error="engine failed")
+    result.events.append(Event(t=result.events[-1].t + 0.005, read=6, kind="error", text="engine failed"))
+    result.e2e_s = result.events[-1].t
+    return result
+
+
+def _failure_held(idle_bound_s: float) -> Handmade:
+    """A failure event held open until the client's idle bound (symptom) or closed with it (cure);
+    without the failure at all, a complete stream, neither."""
+    return Handmade(
+        symptom=lambda s: s.run(_failure(s, idle_bound_s + 0.002)),
+        cure=lambda s: s.run(_failure(s, 0.001)),
+        cure_without_stress=lambda s: s.run(s.streamed()),
+        symptom_without_stress=lambda s: s.run(s.streamed()))
+
+
+def _resumed(streamed_metric: str) -> Handmade:
+    """A stream cut after 6 tokens, then two resumes of it: live both (cure), or the second
+    replayed whole from a cache (symptom); without the cut, one whole stream and nothing to resume."""
+    def cut(s: Shapes) -> StreamResult:
+        result = s.cut(6, 0.005)
+        result.text = s.script[:22]
+        return result
+
+    def resumed(s: Shapes, replayed: bool = False) -> StreamResult:
+        result = s.stream([0.0003] * 15, [1] * 15) if replayed else s.streamed(15)
+        result.text = s.script[22:]
+        return result
+    return Handmade(
+        symptom=lambda s: s.run(cut(s), resumed(s), resumed(s, replayed=True), server_delta={streamed_metric: 2}),
+        cure=lambda s: s.run(cut(s), resumed(s), resumed(s), server_delta={streamed_metric: 3}),
+        cure_without_stress=lambda s: s.run(s.streamed(), server_delta={streamed_metric: 3}),
+        symptom_without_stress=lambda s: s.run(s.streamed(), server_delta={streamed_metric: 1}))
+
+
+def _pseudo_streamed(streamed_metric: str, whole_metric: str) -> Handmade:
+    """The gateway asked the upstream without streaming and sent the answer in one lump at the end
+    (symptom), or streamed it (cure); a run made all at once shows neither."""
+    return Handmade(
+        symptom=lambda s: s.run(s.lump(), server_delta={whole_metric: 1}),
+        cure=lambda s: s.run(s.streamed(), server_delta={streamed_metric: 1}),
+        cure_without_stress=lambda s: s.run(s.rushed(), server_delta={streamed_metric: 1}),
+        symptom_without_stress=lambda s: s.run(s.rushed_lump(), server_delta={whole_metric: 1}))

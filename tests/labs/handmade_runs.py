@@ -7,15 +7,16 @@ nothing, is found in milliseconds instead of in a guard. Times follow the scenar
 """
 from __future__ import annotations
 
-from labs.catalogue import agents, apps, relays
+from labs.catalogue import agents, apps, relays, responses
 from labs.catalogue import client as client_layer
 from labs.catalogue import apache, browser, cdn, envoy, haproxy, kubernetes, nginx, nginx_upstream, server, traefik
 from labs.scenario.checks.cache import REQUESTS_OK
 from labs.scenario.checks.stress import DISCONNECTS
-from tests.labs.handmade_makers import (CHUNKED, MOJIBAKE, SIZED, UNDICI_CUT, _agent_cut, _agent_fallback, _chain, _decoded,
-                                        _departure, _gateway, _held, _idle, _load, _mesh_raced,
-                                        _raced, _reconnects, _reload, _retried, _stop_texts, _tabs,
-                                        _waiting_list, _waves, _worker_timeout, in_browser)
+from tests.labs.handmade_makers import (CHUNKED, MOJIBAKE, SIZED, UNDICI_CUT, _agent_cut, _agent_fallback,
+                                        _chain, _decoded, _departure, _failure_held, _gateway, _held, _idle,
+                                        _load, _mesh_raced, _pseudo_streamed, _raced, _reconnects, _reload,
+                                        _resumed, _retried, _stop_texts, _tabs, _waiting_list, _waves,
+                                        _worker_timeout, in_browser)
 from tests.labs.handmade_shapes import ACTIVE, TOKENS, Handmade, Shapes, at, in_turn, one_by_one
 
 __all__ = ["HANDMADE", "Handmade", "Shapes"]
@@ -289,4 +290,7 @@ HANDMADE: dict[str, Handmade] = {
     "codex-idle-timeout": _agent_cut(agents.PROXY_TIMEOUT_S, agents.THINK_S, agents.CODEX_RETRIES,
                                      "ERROR: stream disconnected before completion: Transport error"),
     "claude-code-event-lines": _agent_fallback(),
+    "responses-terminal-event": _failure_held(responses.IDLE_BOUND_S),
+    "responses-resume": _resumed(responses.RESPONSES_STREAMED),
+    "responses-pseudo-stream": _pseudo_streamed(responses.RESPONSES_STREAMED, responses.RESPONSES_WHOLE),
 }

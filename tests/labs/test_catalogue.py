@@ -1,9 +1,9 @@
 """Every catalogue declaration, checked in seconds, without running a scenario.
 
 - Every body a variant sends (workload and variant merged, and each body a driver derives from
-  it) validates against the server's own request schema, and every client option is one the
-  measuring client knows: a typo'd `lab` key fails here, not in a guard. A browser driver's
-  streams are recorded as the page would send them (a POST body, or EventSource's GET with the
+  it) validates against the server's own request schema for the workload's protocol, and every
+  client option is one the measuring client knows: a typo'd `lab` key fails here, not in a
+  guard. A browser driver's streams are recorded as the page would send them (a POST body, or EventSource's GET with the
   body in `?request=`, read back by the server's own GET parsing), and its options are the
   measuring client's or the browser client's own.
 - Every hop's settings render and pass the proxy's own check (its kind's `check`: `nginx -t`,

@@ -16,10 +16,13 @@ LITELLM_KEY = "sk-streamlab-local"
 def launch(settings: LitellmSettings, workdir: Path, python: str) -> Launch:
     litellm = LITELLM_VENV / "bin" / "litellm"
     require(litellm, "The LiteLLM proxy")
+    named = [settings.named_model] if settings.named_model else []
     config = {
-        # Every model name the client asks for goes to the upstream's OpenAI-compatible API.
-        "model_list": [{"model_name": "*", "litellm_params": {
-            "model": "openai/*", "api_base": f"{settings.upstream}/v1", "api_key": "none"}}],
+        # Every model name the client asks for goes to the upstream's OpenAI-compatible API: a
+        # named entry first, then the wildcard for any other name.
+        "model_list": [{"model_name": name, "litellm_params": {
+            "model": f"openai/{name}", "api_base": f"{settings.upstream}/v1", "api_key": "none"}}
+            for name in (*named, "*")],
         "general_settings": {"master_key": LITELLM_KEY},
     }
     litellm_settings: dict[str, object] = {}

@@ -10,6 +10,7 @@ LITELLM = "https://docs.litellm.ai/docs/proxy/config_settings"
 # (LiteLLM 1.108's default, `_RESPONSES_API_PROVIDERS`) or, with
 # `use_chat_completions_url_for_anthropic_messages`, chat/completions.
 MESSAGES_BRIDGE = "https://docs.litellm.ai/docs/anthropic_unified"
+LITELLM_MODELS = "https://docs.litellm.ai/docs/proxy/configs#quick-start---config"
 
 
 class LitellmSettings(AppSettings):
@@ -22,3 +23,8 @@ class LitellmSettings(AppSettings):
     messages_upstream: Literal["responses", "chat"] = knob(
         "responses", "the upstream route its /v1/messages bridge translates to (chat: "
         "litellm_settings.use_chat_completions_url_for_anthropic_messages)", MESSAGES_BRIDGE)
+    named_model: str | None = knob(
+        None, "a model_list entry of its own for this model name, before the wildcard `*` (None: "
+        "the wildcard alone). LiteLLM's Responses route pseudo-streams a model its model map does "
+        "not know (the upstream is called without streaming, the answer re-framed as SSE); a named "
+        "entry is known", LITELLM_MODELS, pattern=r"^[A-Za-z0-9._:-]{1,64}$")
