@@ -67,19 +67,21 @@ SCENARIOS = [
             "OpenAI does."),
         fix_summary="end the body right after `response.failed` (error_mode: inband)",
         finding=(
-            "Measured here (server alone, 10 tok/s, the failure after 5 tokens, idle bound 3 s): the "
-            "failure event arrived at 0.41 s either way; with hold-open the connection ended at "
-            "3.41 s (the client's read timeout), with inband at 0.41 s. A reader with chat's habit "
-            "(waiting for `data: [DONE]`, reading `delta.content`) on a Responses stream finds no "
-            "token and no end: the measuring client with `api=chat` on a whole Responses stream "
-            "reported `truncated`, 0 tokens of 29 events, at the close (2.02 s)."),
+            "Measured here (`python -m labs run responses-terminal-event`, server alone, 10 tok/s, "
+            "the failure after 5 tokens, idle bound 2 s): the failure event arrived at 415 ms "
+            "(hold-open) and 434 ms (inband); the connection then stayed open 2,002 ms, to the "
+            "client's bound, against 1 ms. A reader with chat's habit (waiting for `data: [DONE]`, "
+            "reading `delta.content`) finds no token and no end on a Responses stream: the measuring "
+            "client with `api=chat` on a whole Responses stream reported `truncated` with 0 tokens "
+            "of its 29 events at the close (2.02 s), and on a held-open one it would wait for its "
+            "timeout."),
         scaled=(Scaled("client idle timeout", f"{IDLE_BOUND_S:g}s", "300s (Codex stream_idle_timeout_ms)"),),
         sources=(STREAMING, "https://github.com/openai/codex/issues/43140"),
     ),
     Scenario(
         name="responses-resume",
         layer="proxy",
-        symptom="after a dropped connection the agent resumes the answer, and gets it whole and late, or a stale copy",
+        symptom="a second resume of a dropped Responses stream comes from the CDN's cache, and the server never hears it",
         path=("varnish",),
         workload=Workload(api=RESPONSES.name, lab={"abort_after_tokens": CUT_AFTER_TOKENS},
                           driver=cut_then_resume(RESUMES)),
@@ -99,6 +101,18 @@ SCENARIOS = [
             "server never hears it. Pass event streams at the cache (`return (pass)` for "
             "`Accept: text/event-stream`), or send `Cache-Control: no-store` on the resume."),
         fix_summary='VCL: if (req.http.Accept ~ "text/event-stream") { return (pass); }',
+        finding=(
+            "Measured here (`python -m labs run responses-resume`; the other proxies by the same "
+            "workload on their defaults): cut after 6 tokens, both resumes joined the cut text into "
+            "the whole script through every proxy. Through Varnish without Cache-Control the second "
+            "resume came from the cache in one read (TTFT 0 ms) and the server counted 2 streamed "
+            "requests for 3; with the server's `Cache-Control: no-cache`, or the VCL pass, all 3 "
+            "reached it. nginx, HAProxy and Caddy on their defaults passed every resume to the "
+            "server, live (nginx and Caddy one read per event, HAProxy 15 events in 7 reads, its "
+            "usual grouping without http-no-delay): nginx caches nothing without `proxy_cache`, and "
+            "the server's `X-Accel-Buffering: no` turns its buffering off. A resume's first delta "
+            "comes about N token intervals late (0.5-0.8 s here): the lab's server regenerates the "
+            "answer and skips the events up to N (docs/server.md)."),
         sources=(RETRIEVE, STREAMING, f"{VARNISH}/users-guide/vcl-built-in-code.html"),
     ),
     Scenario(
@@ -129,6 +143,15 @@ SCENARIOS = [
             "for the model name is a known model: the upstream is called with streaming and the "
             "deltas pass as they come."),
         fix_summary="model_list: an entry of its own for the model (`model_name: lab-model`), not the wildcard alone",
+        finding=(
+            "Measured here (`python -m labs run responses-pseudo-stream`, LiteLLM 1.108.7, 2 tok/s): "
+            "through the wildcard entry the server counted one non-streamed request and the client "
+            "got its first delta at 5,950 ms, E2E 5,984 ms, 9 deltas in one read (LiteLLM re-chunks "
+            "the text); with the named entry one streamed request, TTFT 481 ms, 12 deltas in 12 "
+            "reads. `model_info: {supports_native_streaming: true}` on the wildcard entry did not "
+            "help (still `stream: false` upstream); a named entry without it did. LiteLLM's "
+            "Responses route also drops the body's `lab` object (it passes `extra_body`), so this "
+            "workload sends its pacing there."),
         sources=("https://github.com/ZenMux/zenmux-doc/issues/274",
                  "https://docs.litellm.ai/docs/response_api", STREAMING),
     ),
