@@ -9,8 +9,6 @@ and each resume reached the server (none was a cache's copy).
 from __future__ import annotations
 
 import asyncio
-from typing import Iterator
-
 import openai
 import pytest
 from openai.types.responses import ResponseCompletedEvent, ResponseTextDeltaEvent
@@ -18,6 +16,7 @@ from openai.types.responses import ResponseCompletedEvent, ResponseTextDeltaEven
 from labs import catalogue, client
 from labs.catalogue.drivers import response_id
 from labs.client.apis import client_api
+from labs.lab.server import served_model
 from labs.scenario.model import Variant
 from labs.scenario.runner import Lab
 from server.apis.table import RESPONSES
@@ -27,17 +26,6 @@ SCRIPT = "Every token should reach the reader the moment the model makes it."
 CUT_AFTER = 6  # tokens before the server drops the first connection
 STREAMED = 'streamlab_api_requests_total{api="responses",stream="true"}'
 SCENARIO = catalogue.get("responses-resume")
-
-
-@pytest.fixture(scope="module")
-def lab() -> Iterator[Lab]:
-    with Lab(engine="synthetic") as shared:
-        yield shared
-
-
-@pytest.fixture(scope="module")
-def server(synthetic_server: ServerHandle) -> ServerHandle:
-    return synthetic_server  # the one lab.server() would start, shared by the session
 
 
 def _cut_stream(entry: str, model: str) -> client.StreamResult:
@@ -56,11 +44,12 @@ def _sdk_resume(entry: str, rid: str, after: int) -> tuple[list[int], str, list[
 
 
 @pytest.mark.parametrize("path", [(), SCENARIO.path], ids=["direct", "varnish-fixed"])
-def test_sdk_reads_the_resume_after_n(lab: Lab, server: ServerHandle, path: tuple[str, ...]) -> None:
+def test_sdk_reads_the_resume_after_n(synthetic_server: ServerHandle, path: tuple[str, ...]) -> None:
+    server = synthetic_server
     variant = SCENARIO.variant("fixed") if path else Variant()
-    with lab.path(path, variant, server.port) as hops:
+    with Lab(engine="synthetic") as lab, lab.path(path, variant, server.port) as hops:
         entry = hops[0].url if hops else server.url
-        cut = _cut_stream(entry, lab.model_name())
+        cut = _cut_stream(entry, served_model(server.url))
         rid = response_id(cut)
         assert cut.outcome == "truncated" and rid, f"{cut.outcome}: {cut.error}"
         assert 0 < len(cut.text) < len(SCRIPT)
