@@ -72,9 +72,9 @@ SCENARIOS = [
             "(hold-open) and 434 ms (inband); the connection then stayed open 2,002 ms, to the "
             "client's bound, against 1 ms. A reader with chat's habit (waiting for `data: [DONE]`, "
             "reading `delta.content`) finds no token and no end on a Responses stream: the measuring "
-            "client with `api=chat` on a whole Responses stream reported `truncated` with 0 tokens "
-            "of its 29 events at the close (2.02 s), and on a held-open one it would wait for its "
-            "timeout."),
+            "client with `api=chat` reported a whole one `truncated` (0 tokens of its 29 events) and "
+            "a failed one held open as a read timeout, the failure unseen "
+            "(tests/labs/test_responses_terminal.py)."),
         scaled=(Scaled("client idle timeout", f"{IDLE_BOUND_S:g}s", "300s (Codex stream_idle_timeout_ms)"),),
         sources=(STREAMING, "https://github.com/openai/codex/issues/43140"),
     ),
