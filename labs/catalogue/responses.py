@@ -28,6 +28,23 @@ IDLE_BOUND_S = 2.0
 # ---- responses-resume --------------------------------------------------------------------------
 CUT_AFTER_TOKENS = 6  # the first stream is cut (the server drops the connection) after these
 RESUMES = 2  # the same resume asked twice: a second client (or a retry after another cut)
+RESUME_WORKLOAD = Workload(api=RESPONSES.name, lab={"abort_after_tokens": CUT_AFTER_TOKENS},
+                           driver=cut_then_resume(RESUMES))
+# Both resumes continue the cut stream; the second one is the cache's copy (symptom) or live (cure).
+RESUME_SYMPTOM = (checks.outcome_is("truncated", share=1 / (1 + RESUMES)), checks.resume_joins(1),
+                  checks.replayed_from_cache(paced_index=1),
+                  checks.server_metric_at_most(RESPONSES_STREAMED, RESUMES,
+                                               "the second resume never reached the server"))
+RESUME_CURE = (checks.resume_joins(1), checks.resume_joins(RESUMES), checks.every_stream_live(start=1),
+               checks.server_metric_at_least(RESPONSES_STREAMED, 1 + RESUMES, "every resume reached the server"))
+RESUME_WHY = (
+    "A Responses stream that breaks (a proxy's timeout, a deploy) is resumed with a GET: "
+    "`/v1/responses/{id}?stream=true&starting_after=N` sends the events after sequence number N. A "
+    "GET is what a cache stores: a second resume of the same response (another tab, a retry after "
+    "a second cut) is answered from the cache, whole in one read, and the server never hears it; "
+    "a response still running, or a sampled one, is then a stale copy. ")
+# nginx-cache-resume: the server's headers that would keep the answer out of nginx's cache.
+NGINX_CACHE_BLOCKERS = ["cache-control", "x-accel-buffering"]
 
 # ---- responses-pseudo-stream ------------------------------------------------------------------
 # LiteLLM's own overhead put the first delta 0.45-0.85 s after the request on this 2-core machine
@@ -83,23 +100,15 @@ SCENARIOS = [
         layer="proxy",
         symptom="a second resume of a dropped Responses stream comes from the CDN's cache, and the server never hears it",
         path=("varnish",),
-        workload=Workload(api=RESPONSES.name, lab={"abort_after_tokens": CUT_AFTER_TOKENS},
-                          driver=cut_then_resume(RESUMES)),
+        workload=RESUME_WORKLOAD,
         broken=Variant(lab={"omit_headers": ["cache-control"]}),
         fix=Variant(proxy={"varnish": {"pass_event_streams": True}}),
-        symptom_checks=(checks.outcome_is("truncated", share=1 / (1 + RESUMES)),
-                        checks.resume_joins(1), checks.replayed_from_cache(paced_index=1),
-                        checks.server_metric_at_most(RESPONSES_STREAMED, RESUMES, "the second resume never reached the server")),
-        cure_checks=(checks.resume_joins(1), checks.resume_joins(RESUMES), checks.every_stream_live(start=1),
-                     checks.server_metric_at_least(RESPONSES_STREAMED, 1 + RESUMES, "every resume reached the server")),
-        explanation=(
-            "A Responses stream that breaks (a proxy's timeout, a deploy) is resumed with a GET: "
-            "`/v1/responses/{id}?stream=true&starting_after=N` sends the events after sequence "
-            "number N. A GET is what a cache stores: Varnish's built-in VCL caches it when the "
-            "server sends no Cache-Control, so a second resume of the same response (another tab, a "
-            "retry after a second cut) is answered from the cache, whole in one read, and the "
-            "server never hears it. Pass event streams at the cache (`return (pass)` for "
-            "`Accept: text/event-stream`), or send `Cache-Control: no-store` on the resume."),
+        symptom_checks=RESUME_SYMPTOM,
+        cure_checks=RESUME_CURE,
+        explanation=RESUME_WHY + (
+            "Varnish's built-in VCL caches a GET when the server sends no Cache-Control. Pass event "
+            "streams at the cache (`return (pass)` for `Accept: text/event-stream`), or send "
+            "`Cache-Control: no-store` on the resume."),
         fix_summary='VCL: if (req.http.Accept ~ "text/event-stream") { return (pass); }',
         finding=(
             "Measured here (`python -m labs run responses-resume`; the other proxies by the same "
@@ -114,6 +123,34 @@ SCENARIOS = [
             "comes about N token intervals late (0.5-0.8 s here): the lab's server regenerates the "
             "answer and skips the events up to N (docs/server.md)."),
         sources=(RETRIEVE, STREAMING, f"{VARNISH}/users-guide/vcl-built-in-code.html"),
+    ),
+    Scenario(
+        name="nginx-cache-resume",
+        layer="proxy",
+        symptom="behind nginx with proxy_cache, a second resume of a dropped Responses stream is a cached copy",
+        path=("nginx",),
+        workload=RESUME_WORKLOAD,
+        broken=Variant(proxy={"nginx": {"proxy_cache_valid": "1m"}}, lab={"omit_headers": NGINX_CACHE_BLOCKERS}),
+        fix=Variant(proxy={"nginx": {"proxy_cache_valid": None}}),
+        symptom_checks=RESUME_SYMPTOM,
+        cure_checks=RESUME_CURE,
+        explanation=RESUME_WHY + (
+            "nginx with `proxy_cache` on the route stores a 200 GET for `proxy_cache_valid` unless "
+            "the upstream's headers keep it out: `Cache-Control: no-cache` (or private, no-store) "
+            "does, and so does `X-Accel-Buffering: no`, since nginx caches only what it buffers. "
+            "A server or a relay that sends neither has its resumes cached. Leave the Responses "
+            "route out of the cache (no `proxy_cache` in its location, or "
+            "`proxy_no_cache`/`proxy_cache_bypass` for it)."),
+        fix_summary="no `proxy_cache` on the Responses route (its resume GETs are streams for one user)",
+        finding=(
+            "Measured here (the same workload, nginx with `proxy_cache_valid 200 1m`): with both "
+            "headers omitted the first resume streamed live (16 reads for 15 events: nginx hands a "
+            "chunked reply on chunk by chunk while it stores it) and the second came from the store "
+            "in one read, the server counting 2 streamed requests for 3; with only Cache-Control "
+            "omitted (`X-Accel-Buffering: no` still sent) and with the server's defaults, all 3 "
+            "reached the server."),
+        sources=(RETRIEVE, "https://nginx.org/en/docs/http/ngx_http_proxy_module.html#proxy_cache",
+                 "https://nginx.org/en/docs/http/ngx_http_proxy_module.html#proxy_buffering"),
     ),
     Scenario(
         name="responses-pseudo-stream",

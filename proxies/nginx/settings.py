@@ -61,6 +61,10 @@ class NginxSettings(ProxySettings):
               "until a buffer fills or the response ends, and over TLS any reply; a chunked one over "
               "plain HTTP is handed on chunk by chunk)",
         f"{PROXY}#proxy_buffering")
+    proxy_cache_valid: NginxDuration | None = setting(
+        None, "store 200 answers to GET and HEAD for this long and answer again from the store "
+              "(`proxy_cache` with a zone inside the prefix; None: no cache, nginx's default). The "
+              "upstream's Cache-Control and Expires headers take precedence", f"{PROXY}#proxy_cache")
     pass_accel_buffering: bool = setting(
         False, "pass the upstream's `X-Accel-Buffering` header on to the client (`proxy_pass_header`); "
         "nginx honours it and, by default, removes it, so a proxy in front never sees it",

@@ -292,5 +292,6 @@ HANDMADE: dict[str, Handmade] = {
     "claude-code-event-lines": _agent_fallback(),
     "responses-terminal-event": _failure_held(responses.IDLE_BOUND_S),
     "responses-resume": _resumed(responses.RESPONSES_STREAMED),
+    "nginx-cache-resume": _resumed(responses.RESPONSES_STREAMED),
     "responses-pseudo-stream": _pseudo_streamed(responses.RESPONSES_STREAMED, responses.RESPONSES_WHOLE),
 }

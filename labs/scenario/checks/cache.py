@@ -31,8 +31,8 @@ def replayed_from_cache(paced_index: int = 0) -> Check:
         passed = (later.outcome == "complete" and later.content_events == first.content_events
                   and span is not None and paced is not None
                   and span <= REPLAY_SHARE * run.interval_s < paced)
-        return (f"first stream's events over {milliseconds(paced)}, the later one's over {milliseconds(span)} in "
-                f"{later.reads} read(s)", passed)
+        return (f"stream {paced_index + 1}'s events over {milliseconds(paced)}, the last one's over "
+                f"{milliseconds(span)} in {later.reads} read(s)", passed)
     return Check(f"a later user's whole answer arrived within {REPLAY_SHARE:g} token intervals "
                  "(replayed by the cache)", measure)
 
