@@ -48,6 +48,7 @@ NON_DEFAULT: dict[type[ProxySettings], dict[str, dict[str, Any]]] = {
         "upstream_peers": {"upstream_peers": 2},
         "upstream_replica_ports": {"upstream_replica_ports": (8001, 8002)},
         "upstream_hash": {"upstream_hash": "$http_mcp_session_id consistent", "upstream_replica_ports": (8001,)},
+        "proxy_cache_valid": {"proxy_cache_valid": "1m"},
         "pass_accel_buffering": {"pass_accel_buffering": True},
         "proxy_next_upstream": {"proxy_next_upstream": ("error", "timeout", "http_502", "non_idempotent")},
         "proxy_connect_timeout": {"proxy_connect_timeout": "5s"},
