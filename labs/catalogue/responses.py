@@ -7,6 +7,8 @@ The Responses stream has no `[DONE]`: it ends on its terminal event (`response.c
 """
 from __future__ import annotations
 
+from typing import Any
+
 from labs.catalogue.drivers import cut_then_resume
 from proxies.apps.litellm.kind import LITELLM_KEY
 from labs.scenario import checks
@@ -45,6 +47,13 @@ RESUME_WHY = (
     "a response still running, or a sampled one, is then a stale copy. ")
 # nginx-cache-resume: the server's headers that would keep the answer out of nginx's cache.
 NGINX_CACHE_BLOCKERS = ["cache-control", "x-accel-buffering"]
+
+
+def resumed_through_cache(*, why: str, **declared: Any) -> Scenario:
+    """A resume scenario: the shared workload, checks and explanation, then the cache's own `why`
+    and the rest of the declaration (name, symptom, path, variants, fix, finding, sources)."""
+    return Scenario(layer="proxy", workload=RESUME_WORKLOAD, symptom_checks=RESUME_SYMPTOM,
+                    cure_checks=RESUME_CURE, explanation=RESUME_WHY + why, **declared)
 
 # ---- responses-pseudo-stream ------------------------------------------------------------------
 # LiteLLM's own overhead put the first delta 0.45-0.85 s after the request on this 2-core machine
@@ -95,17 +104,13 @@ SCENARIOS = [
         scaled=(Scaled("client idle timeout", f"{IDLE_BOUND_S:g}s", "300s (Codex stream_idle_timeout_ms)"),),
         sources=(STREAMING, "https://github.com/openai/codex/issues/43140"),
     ),
-    Scenario(
+    resumed_through_cache(
         name="responses-resume",
-        layer="proxy",
         symptom="a second resume of a dropped Responses stream comes from the CDN's cache, and the server never hears it",
         path=("varnish",),
-        workload=RESUME_WORKLOAD,
         broken=Variant(lab={"omit_headers": ["cache-control"]}),
         fix=Variant(proxy={"varnish": {"pass_event_streams": True}}),
-        symptom_checks=RESUME_SYMPTOM,
-        cure_checks=RESUME_CURE,
-        explanation=RESUME_WHY + (
+        why=(
             "Varnish's built-in VCL caches a GET when the server sends no Cache-Control. Pass event "
             "streams at the cache (`return (pass)` for `Accept: text/event-stream`), or send "
             "`Cache-Control: no-store` on the resume."),
@@ -124,17 +129,13 @@ SCENARIOS = [
             "answer and skips the events up to N (docs/server.md)."),
         sources=(RETRIEVE, STREAMING, f"{VARNISH}/users-guide/vcl-built-in-code.html"),
     ),
-    Scenario(
+    resumed_through_cache(
         name="nginx-cache-resume",
-        layer="proxy",
         symptom="behind nginx with proxy_cache, a second resume of a dropped Responses stream is a cached copy",
         path=("nginx",),
-        workload=RESUME_WORKLOAD,
         broken=Variant(proxy={"nginx": {"proxy_cache_valid": "1m"}}, lab={"omit_headers": NGINX_CACHE_BLOCKERS}),
         fix=Variant(proxy={"nginx": {"proxy_cache_valid": None}}),
-        symptom_checks=RESUME_SYMPTOM,
-        cure_checks=RESUME_CURE,
-        explanation=RESUME_WHY + (
+        why=(
             "nginx with `proxy_cache` on the route stores a 200 GET for `proxy_cache_valid` unless "
             "the upstream's headers keep it out: `Cache-Control: no-cache` (or private, no-store) "
             "does, and so does `X-Accel-Buffering: no`, since nginx caches only what it buffers. "
