@@ -205,6 +205,17 @@ def test_each_protocols_request(api: str) -> None:
     assert ("anthropic-version: 2023-06-01" in sent and "x-api-key: " in sent) == (api == "messages")
 
 
+def test_a_resume_is_a_plain_get_and_names_the_created_id() -> None:
+    """`GET /v1/responses/{id}?stream=true&starting_after=N` goes as written (an empty body adds no
+    EventSource `request=` parameter), and the id it names is the one `response.created` carried."""
+    url = "http://127.0.0.1:1/v1/responses/resp_1?stream=true&starting_after=4"
+    sent = request_bytes(Target.parse(url), b"", Options(api="responses", method="GET")).decode()
+    assert sent.startswith("GET /v1/responses/resp_1?stream=true&starting_after=4 HTTP/1.1\r\n")
+    assert "content-length" not in sent.lower()
+    created = client_api("responses").classify('{"type": "response.created", "response": {"id": "resp_1"}}')
+    assert created[:2] == ("other", "response.created resp_1")
+
+
 def test_a_callers_key_replaces_the_placeholder() -> None:
     sent = request_bytes(Target.parse("http://127.0.0.1:1/v1/messages"), b"{}",
                          Options(api="messages", headers=client_api("messages").headers("k1")))
