@@ -62,6 +62,17 @@ sub vcl_recv {
     if (!std.cache_req_body(8388608B)) {
         return (synth(413));
     }
+    # Every API answer is for one client, and a stored response changes while it runs: never
+    # look one up in the cache. Without this a client with no key (a local server needs none;
+    # a request with an Authorization header is passed by the built-in VCL already) that polls
+    # GET /v1/responses/{id} while the response streams gets the first answer, `in_progress`,
+    # again after it completed (measured, Varnish 7.7: the server's JSON carries no
+    # Cache-Control, so it is kept for default_ttl, 120 s;
+    # tests/reliability/test_proxies_protocols.py).
+    # https://varnish-cache.org/docs/7.1/users-guide/vcl-built-in-code.html
+    if (req.url ~ "^/v1/") {
+        return (pass);
+    }
     # Event streams are answers for one user: never look them up in the cache. Without this a
     # GET stream the server did not mark uncacheable is stored (120 s by default) and replayed
     # whole to the next user, and a second user asking the same URL waits on the waiting list

@@ -34,6 +34,12 @@ class VarnishSettings(ProxySettings):
         False, "`return (pass)` for requests that accept text/event-stream: never cached, never "
                "coalesced on the waiting list (off: the built-in VCL looks the GET up in the cache)",
         f"{BUILTIN}")
+    pass_api_requests: bool = setting(
+        False, "`return (pass)` for every request under /v1/: an API answer is for one client and "
+               "changes while it runs (a stored response polled with GET /v1/responses/{id}), so "
+               "none is looked up in the cache (off: the built-in VCL caches a GET answer without "
+               "Cache-Control for default_ttl, 120 s, unless the request carries Authorization)",
+        f"{BUILTIN}")
     do_stream: bool = setting(
         True, "deliver the body while it is fetched (off: the whole answer is stored first)",
         f"{VCL_VAR}#beresp-do-stream")
