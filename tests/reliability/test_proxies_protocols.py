@@ -10,7 +10,6 @@ is a `lab.script` paced by `tokens_per_s`, so the text is known and a held strea
 """
 from __future__ import annotations
 
-import json
 import time
 from typing import Any, Iterator
 
@@ -27,6 +26,7 @@ from proxies.base import ProxyName
 from proxies.runtime.local import LocalProxy
 from tests.reliability.proxy_faults import fixed_proxy
 from tests.runtimes import PROXIES
+from tests.server.test_messages_sdk import HEADERS, raw_events
 
 pytestmark = pytest.mark.slow
 SCRIPT = "Streams through every proxy arrive whole, in order, and on time."
@@ -35,8 +35,6 @@ TOKENS_PER_S = 50.0  # a few hundred ms per answer: the first text delta leads t
 # (about 1 in 200, Go's proxy; docs/field-notes.md#traefiks-early-cut), which this module met
 # once in five runs before.
 HEADERS_DELAY_S = 0.05
-ANTHROPIC_HEADERS = {"anthropic-version": "2023-06-01", "x-api-key": "unused",
-                     "content-type": "application/json"}
 MESSAGES = [{"role": "user", "content": "Say something."}]
 
 
@@ -49,7 +47,19 @@ def lab(**knobs: Any) -> dict[str, Any]:
 def proxy(request: pytest.FixtureRequest, proxy_upstream: Any) -> Iterator[LocalProxy]:
     name: ProxyName = request.param
     with fixed_proxy(name, proxy_upstream.port) as running:
+        warm_up(running)
         yield running
+
+
+def warm_up(proxy: LocalProxy) -> None:
+    """One unpaced stream per SDK first: each builds its event types' validators on first use,
+    and a client busy with that reads the paced deltas late and at once (measured: the first
+    stream of a worker had its 24 deltas read within 90 ms of each other, sent over 460 ms)."""
+    with openai.OpenAI(base_url=proxy.url + "/v1", api_key="unused", max_retries=0, timeout=20) as sdk:
+        list(sdk.responses.create(model="tiny", input="Hi", stream=True, extra_body=lab(tokens_per_s=None)))
+    with anthropic.Anthropic(base_url=proxy.url, api_key="unused", max_retries=0, timeout=20) as sdk:
+        list(sdk.messages.create(model="tiny", max_tokens=200, messages=MESSAGES, stream=True,
+                                 extra_body=lab(tokens_per_s=None)))
 
 
 @pytest.fixture()
@@ -140,28 +150,14 @@ def test_messages_stream_event_by_event(anthropic_client: anthropic.Anthropic) -
     arrived = timed(anthropic_client.messages.create(model="tiny", max_tokens=200, messages=MESSAGES,
                                                      stream=True, extra_body=lab()))
     events = [event for _, event in arrived]
-    kinds = [type(event) for event in events]
-    assert kinds[:2] == [RawMessageStartEvent, RawContentBlockStartEvent]
-    assert kinds[-3:] == [RawContentBlockStopEvent, RawMessageDeltaEvent, RawMessageStopEvent]
-    assert set(kinds[2:-3]) == {RawContentBlockDeltaEvent}
+    texts = len(events) - 5  # all but the two opening and three closing events
+    assert [type(event) for event in events] == [
+        RawMessageStartEvent, RawContentBlockStartEvent, *[RawContentBlockDeltaEvent] * texts,
+        RawContentBlockStopEvent, RawMessageDeltaEvent, RawMessageStopEvent]
     assert all(isinstance(event.delta, TextDelta) for event in events[2:-3])
     assert "".join(event.delta.text for event in events[2:-3]) == SCRIPT
     assert events[-2].delta.stop_reason == "end_turn"
     assert_not_held([at for at, event in arrived if isinstance(event, RawContentBlockDeltaEvent)])
-
-
-def raw_messages(proxy: LocalProxy, body: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
-    """The stream's (event, data) pairs as the proxy passed them on the wire, pings included
-    (the SDK skips pings, so they are read raw)."""
-    with httpx.stream("POST", proxy.url + "/v1/messages", json=body, headers=ANTHROPIC_HEADERS,
-                      timeout=20) as response:
-        assert response.status_code == 200, response.read()[:300]
-        blocks = response.read().decode().split("\n\n")
-    pairs = []
-    for block in filter(None, blocks):
-        fields = dict(line.split(": ", 1) for line in block.split("\n"))
-        pairs.append((fields["event"], json.loads(fields["data"])))
-    return pairs
 
 
 def test_messages_event_lines_and_pings_pass(proxy: LocalProxy) -> None:
@@ -169,7 +165,7 @@ def test_messages_event_lines_and_pings_pass(proxy: LocalProxy) -> None:
     in a 0.5 s silence at 0.1 s each arrive too (margin: at least 2 of them)."""
     body = {"model": "tiny", "max_tokens": 200, "messages": MESSAGES, "stream": True,
             **lab(first_token_delay_s=0.5, heartbeat_s=0.1)}
-    events = raw_messages(proxy, body)
+    events = raw_events(proxy, body)  # the SDK skips pings: read raw, as the wire has them
     names = [name for name, _ in events]
     assert names[:3] == ["message_start", "content_block_start", "ping"] and names[-1] == "message_stop"
     assert all(data == {"type": "ping"} for name, data in events if name == "ping")
@@ -177,24 +173,27 @@ def test_messages_event_lines_and_pings_pass(proxy: LocalProxy) -> None:
 
 
 def test_messages_mid_stream_overloaded_error_is_raised(anthropic_client: anthropic.Anthropic) -> None:
-    seen = []
+    """`event: error` after the 200 and 4 tokens reaches the SDK, which raises it: the text
+    before it is the script's start, and no `message_stop` came (the hop did not end it cleanly)."""
+    text, kinds = "", set()
+    stream = anthropic_client.messages.create(model="tiny", max_tokens=200, messages=MESSAGES, stream=True,
+                                              extra_body=lab(error_after_tokens=4))
     with pytest.raises(anthropic.APIStatusError) as caught:
-        for event in anthropic_client.messages.create(model="tiny", max_tokens=200, messages=MESSAGES,
-                                                      stream=True, extra_body=lab(error_after_tokens=4)):
-            seen.append(event)
-    assert caught.value.status_code == 200  # after the 200, in-band
-    assert caught.value.body["error"]["type"] == "overloaded_error"
-    assert any(isinstance(event, RawContentBlockDeltaEvent) for event in seen)
-    assert not any(isinstance(event, RawMessageStopEvent) for event in seen)
+        for event in stream:
+            kinds.add(event.type)
+            text += event.delta.text if isinstance(event, RawContentBlockDeltaEvent) else ""
+    assert (caught.value.status_code, caught.value.body["error"]["type"]) == (200, "overloaded_error")
+    assert text and SCRIPT.startswith(text) and text != SCRIPT
+    assert "message_start" in kinds and "message_stop" not in kinds
 
 
 def test_messages_anthropic_version_reaches_the_server(proxy: LocalProxy) -> None:
     """Without the header the server answers 400; with it 200: the proxy forwards it (a hop
     that stripped it would turn both into the 400)."""
     body = {"model": "tiny", "max_tokens": 5, "messages": MESSAGES, **lab()}
-    without = {name: value for name, value in ANTHROPIC_HEADERS.items() if name != "anthropic-version"}
+    without = {name: value for name, value in HEADERS.items() if name != "anthropic-version"}
     refused = httpx.post(proxy.url + "/v1/messages", json=body, headers=without, timeout=10)
     assert refused.status_code == 400 and refused.json()["error"]["type"] == "invalid_request_error"
     assert "anthropic-version" in refused.json()["error"]["message"]
-    assert httpx.post(proxy.url + "/v1/messages", json=body, headers=ANTHROPIC_HEADERS,
+    assert httpx.post(proxy.url + "/v1/messages", json=body, headers=HEADERS,
                       timeout=10).status_code == 200
