@@ -31,7 +31,7 @@ SCENARIOS = [
         # request-body race (RACE below), with only the event-stream matcher taken away.
         base="fixed",
         workload=Workload(lab={"pad_bytes": FIRST_EVENT_BYTES}),
-        broken=Variant(proxy={"caddy": {"encode_skip_event_streams": False}}),
+        broken=Variant(proxy={"caddy": {"encode_skip_event_streams": False, "encode_types": ()}}),
         fix=Variant(proxy={"caddy": {"encode_skip_event_streams": True}}),
         symptom_checks=(checks.held_to_end(), checks.content_encoded("gzip")),
         cure_checks=(checks.streamed(), checks.content_encoded(None), checks.complete_with_done()),

@@ -43,7 +43,7 @@ SCENARIOS = [
         base="fixed",
         bisect=True,
         workload=Workload(lab={"pad_bytes": FIRST_EVENT_BYTES}),
-        broken=Variant(proxy={"caddy": {"encode_skip_event_streams": False}}),
+        broken=Variant(proxy={"caddy": {"encode_skip_event_streams": False, "encode_types": ()}}),
         fix=Variant(proxy={"caddy": {"encode_skip_event_streams": True}}),
         symptom_checks=(checks.ttft_late(), checks.culprit_hop("caddy")),
         cure_checks=(checks.streamed(), checks.culprit_hop(None)),

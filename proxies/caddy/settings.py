@@ -12,7 +12,7 @@ from typing_extensions import Self
 
 from proxies.base import ProxySettings, setting
 from proxies.errors import FALLBACK_SERVER, ProxyError, errors_for, json_errors_setting
-from proxies.types import CaddyDuration
+from proxies.types import CaddyDuration, MimeType
 
 DOCS = "https://caddyserver.com/docs/caddyfile"
 PROXY = f"{DOCS}/directives/reverse_proxy"
@@ -33,6 +33,9 @@ class CaddySettings(ProxySettings):
     encode_skip_event_streams: bool = setting(
         False, "the encode directive gets a request matcher that skips requests accepting "
                "text/event-stream", f"{DOCS}/matchers")
+    encode_types: tuple[MimeType, ...] = setting(
+        (), "response Content-Types encode compresses (`match { header Content-Type ... }`; "
+            "empty: Caddy's own list, whose text/* takes event streams too)", ENCODE)
     flush_interval: Optional[CaddyDuration] = setting(
         None, "how often reverse_proxy flushes (None: Caddy's default; text/event-stream answers "
               "are flushed at once anyway; -1: after every write)",
