@@ -1,5 +1,5 @@
 """The official SDKs, event by event, through every fixed config (proxies/fixed/) on the release
-the lab runs by default: `openai` on `POST /v1/responses` and its resume
+the lab runs by default, and Caddyfile-2.6 on Caddy 2.6: `openai` on `POST /v1/responses` and its resume
 `GET /v1/responses/{id}?stream=true&starting_after=N`, `anthropic` on `POST /v1/messages`.
 
 What a hop can break here and the chat route does not show: a route it does not proxy, a GET it
@@ -24,7 +24,7 @@ from openai.types.responses import (ResponseCompletedEvent, ResponseCreatedEvent
 
 from proxies.base import ProxyName
 from proxies.runtime.local import LocalProxy
-from tests.reliability.proxy_faults import fixed_proxy
+from tests.reliability.proxy_faults import fixed_proxy, on_releases
 from tests.runtimes import PROXIES
 from tests.server.test_messages_sdk import HEADERS, raw_events
 
@@ -43,7 +43,9 @@ def lab(**knobs: Any) -> dict[str, Any]:
                     **knobs}}
 
 
-@pytest.fixture(scope="module", params=PROXIES)
+# Each proxy on the run's release, and Caddy 2.6 too: its file differs (Caddyfile-2.6), and its
+# encoder is the one that held streams whole (docs/proxies.md).
+@pytest.fixture(scope="module", params=on_releases(PROXIES))
 def proxy(request: pytest.FixtureRequest, proxy_upstream: Any) -> Iterator[LocalProxy]:
     name: ProxyName = request.param
     with fixed_proxy(name, proxy_upstream.port) as running:
