@@ -132,6 +132,7 @@ NON_DEFAULT: dict[type[ProxySettings], dict[str, dict[str, Any]]] = {
     VarnishSettings: {
         **{name: {name: value} for name, value in ADDRESSING.items()},
         "pass_event_streams": {"pass_event_streams": True},
+        "pass_api_requests": {"pass_api_requests": True},
         "do_stream": {"do_stream": False},
         "connect_timeout": {"connect_timeout": "5s"},
         "first_byte_timeout": {"first_byte_timeout": 2},
@@ -163,6 +164,7 @@ NON_DEFAULT: dict[type[ProxySettings], dict[str, dict[str, Any]]] = {
         **{name: {name: value} for name, value in ADDRESSING.items()},
         "encode": {"encode": ("gzip", "zstd")},
         "encode_skip_event_streams": {"encode": ("gzip",), "encode_skip_event_streams": True},
+        "encode_types": {"encode": ("gzip", "zstd"), "encode_types": ("application/json", "text/plain")},
         "flush_interval": {"flush_interval": "-1"},
         "dial_timeout": {"dial_timeout": 5},
         "response_header_timeout": {"response_header_timeout": "30s"},
