@@ -70,7 +70,9 @@ def api_routes(service: Service) -> list[Route]:
                                f"{store.window_s:g} s after creation)", param="response_id",
                                code="response_not_found")
             if request.query_params.get("stream", "false").lower() != "true":
-                return JSONResponse(entry.current(response_id))
+                # Its status changes while it runs (in_progress, then completed): a cache in the
+                # way must not keep it (Varnish kept a poll's in_progress for 120 s without this).
+                return JSONResponse(entry.current(response_id), headers={"Cache-Control": "no-store"})
             after = request.query_params.get("starting_after", "-1")
             if not after.lstrip("-").isdigit() or int(after) < -1:
                 raise APIError(400, f"starting_after must be a sequence number, not {after!r}",
