@@ -109,18 +109,22 @@ SCENARIOS = [
         symptom="a second resume of a dropped Responses stream comes from the CDN's cache, and the server never hears it",
         path=("varnish",),
         broken=Variant(lab={"omit_headers": ["cache-control"]}),
-        fix=Variant(proxy={"varnish": {"pass_event_streams": True}}),
+        # The API's requests, not `Accept: text/event-stream`: the openai SDK resumes (and polls)
+        # with `Accept: application/json`, which a pass keyed on Accept never matches
+        # (tests/reliability/test_proxies_protocols.py; proxies/fixed/varnish.vcl does the same).
+        fix=Variant(proxy={"varnish": {"pass_api_requests": True}}),
         why=(
-            "Varnish's built-in VCL caches a GET when the server sends no Cache-Control. Pass event "
-            "streams at the cache (`return (pass)` for `Accept: text/event-stream`), or send "
-            "`Cache-Control: no-store` on the resume."),
-        fix_summary='VCL: if (req.http.Accept ~ "text/event-stream") { return (pass); }',
+            "Varnish's built-in VCL caches a GET when the server sends no Cache-Control. Pass the "
+            "API's requests at the cache (`return (pass)` under /v1/; a pass keyed on "
+            "`Accept: text/event-stream` misses the openai SDK, which asks for application/json), "
+            "or send `Cache-Control: no-store` on the resume."),
+        fix_summary='VCL: if (req.url ~ "^/v1/") { return (pass); }',
         finding=(
             "Measured here (`python -m labs run responses-resume`; the other proxies by the same "
             "workload on their defaults): cut after 6 tokens, both resumes joined the cut text into "
             "the whole script through every proxy. Through Varnish without Cache-Control the second "
             "resume came from the cache in one read (TTFT 0 ms) and the server counted 2 streamed "
-            "requests for 3; with the server's `Cache-Control: no-cache`, or the VCL pass, all 3 "
+            "requests for 3; with the server's `Cache-Control: no-cache`, or a VCL pass, all 3 "
             "reached it. nginx, HAProxy and Caddy on their defaults passed every resume to the "
             "server, live (nginx and Caddy one read per event, HAProxy 15 events in 7 reads, its "
             "usual grouping without http-no-delay): nginx caches nothing without `proxy_cache`, and "
