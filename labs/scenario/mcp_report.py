@@ -14,13 +14,14 @@ from rich.panel import Panel
 from rich.table import Table
 
 from labs import provenance
+from labs.client.durations import milliseconds
 from labs.scenario.mcp_model import McpRun
 from labs.scenario.mcp_runner import McpMeasured, McpOutcome
 from labs.scenario.report import scenario_fields
 
 
 def _rounded(values: list[float]) -> str:
-    return f"{min(values) * 1000:.0f}-{max(values) * 1000:.0f} ms" if values else "-"
+    return f"{milliseconds(min(values), unit=False)}-{milliseconds(max(values))}" if values else "-"
 
 
 def client_saw(run: McpRun) -> str:
