@@ -6,11 +6,16 @@ what the client and the replicas saw (docs/mcp.md).
 from __future__ import annotations
 
 from labs.scenario import mcp_checks as checks
+from labs.scenario import mcp_stream_checks as streams
 from labs.scenario.mcp_model import McpFix, McpScenario, McpVariant, McpWorkload
 
 NGINX_UPSTREAM = "https://nginx.org/en/docs/http/ngx_http_upstream_module.html"
 HAPROXY = "https://docs.haproxy.org/3.2/configuration.html"
 STREAMABLE_HTTP = "https://modelcontextprotocol.io/specification/2025-11-25/basic/transports#session-management"
+
+NGINX_PROXY = "https://nginx.org/en/docs/http/ngx_http_proxy_module.html"
+SSE_STARLETTE_PING = "https://github.com/sysid/sse-starlette/blob/main/sse_starlette/sse.py"
+TS_KEEPALIVE = "https://github.com/modelcontextprotocol/typescript-sdk/pull/2538"
 
 SESSIONS = 4  # sessions per run, one after another, each initialize and two tool calls
 LOOKALIKE_SESSIONS = 12
@@ -18,6 +23,15 @@ KEPT_ON_ONE = (checks.sessions_complete(), checks.each_session_on_one_replica())
 # Affinity learnt per session: the sessions still spread over both replicas (the precondition: two
 # replicas really answered), each kept on its own.
 KEPT_AND_SPREAD = (*KEPT_ON_ONE, checks.requests_spread(how="the sessions spread over them"))
+
+# mcp-idle-stream: the field's idle limits (60-300 s) scaled to 1 s; keep-alives well inside it.
+IDLE_LIMIT_S = 1.0
+KEEPALIVE_S = 0.3
+RAISED_LIMIT = "30s"  # above the session's whole idle time: nothing is cut
+# After the tool returns (~0.6 s): past the client's second cut, which came 3.2-6.5 s into the
+# session in hand runs (it noticed the first cut late), and within the hold.
+NOTIFY_AFTER_S = 8.0
+IDLE_HOLD_S = 10.0
 
 SCENARIOS: tuple[McpScenario, ...] = (
     McpScenario(
@@ -79,5 +93,45 @@ SCENARIOS: tuple[McpScenario, ...] = (
             "notification and on the GET stream; the tool call is the first failure its user sees."),
         sources=(STREAMABLE_HTTP, f"{NGINX_UPSTREAM}#hash", f"{HAPROXY}#4.2-stick%20store-response",
                  f"{HAPROXY}#4.2-cookie", "https://github.com/PrefectHQ/fastmcp/issues/482"),
+    ),
+    McpScenario(
+        name="mcp-idle-stream",
+        symptom="an idle MCP client stops receiving server notifications after the proxy's idle timeout; "
+                "nothing reports an error",
+        proxies=("nginx", "haproxy"),
+        workload=McpWorkload(sessions=1, calls=1, replicas=1),
+        # The proxy's idle limit scaled down from the field's 60-300 s to IDLE_LIMIT; the origin's
+        # keep-alives off, as a TypeScript server before typescript-sdk#2538; one tool call, then
+        # the client idles IDLE_HOLD_S while the origin sends a notification NOTIFY_AFTER_S later,
+        # after the client's reconnect is spent.
+        broken=McpVariant(proxy={"nginx": {"proxy_read_timeout": f"{IDLE_LIMIT_S:g}s"},
+                                 "haproxy": {"timeout_server": f"{IDLE_LIMIT_S:g}s"}},
+                          origin={"keepalive_s": 0.0, "notify_after_s": NOTIFY_AFTER_S},
+                          client={"hold_s": IDLE_HOLD_S}),
+        fixes=(
+            McpFix("keepalive", McpVariant(origin={"keepalive_s": KEEPALIVE_S}), ("nginx", "haproxy"),
+                   (streams.get_stream_held(IDLE_LIMIT_S), streams.notifications_received()),
+                   "keep-alive comments from the server more often than the shortest idle limit "
+                   "(the Python SDK's 15 s default; TypeScript: keepAliveMs)"),
+            McpFix("raised-timeout",
+                   McpVariant(proxy={"nginx": {"proxy_read_timeout": RAISED_LIMIT},
+                                     "haproxy": {"timeout_server": RAISED_LIMIT}}), ("nginx", "haproxy"),
+                   (streams.get_stream_held(IDLE_LIMIT_S), streams.notifications_received()),
+                   "raise the proxy's idle limit on /mcp above the keep-alive interval "
+                   "(nginx proxy_read_timeout, HAProxy timeout server)"),
+        ),
+        symptom_checks=(streams.get_stream_cut_then_abandoned(IDLE_LIMIT_S), streams.notification_lost(IDLE_LIMIT_S)),
+        explanation=(
+            "The standalone GET stream carries only the server's own notifications, so an idle session's "
+            "stream is silent by design and every idle limit on the way cuts it (the field: 125 s at a CDN, "
+            "300 s HTTP/2 CANCEL, Node's fetch 'terminated' at 301 s). The official Python client (mcp 2.3) "
+            "reopens it after the server's `retry:` or 1 s, and after two failures in a row stops "
+            "listening, logging at debug level only: the session goes on, tool calls work, and every "
+            "server notification after that is lost. A keep-alive comment more often than the shortest "
+            "idle limit keeps the stream alive (the Python SDK's sse-starlette pings every 15 s by "
+            "default; the TypeScript SDK only since #2538); raising the proxy's limit on the MCP route "
+            "above that interval is the other half."),
+        sources=(f"{NGINX_PROXY}#proxy_read_timeout", f"{HAPROXY}#4.2-timeout%20server", SSE_STARLETTE_PING,
+                 TS_KEEPALIVE, "https://github.com/robhunter/agentdeals/issues/1098"),
     ),
 )

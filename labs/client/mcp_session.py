@@ -35,6 +35,7 @@ Mode = Literal["legacy", "modern"]
 MODES: tuple[Mode, ...] = ("legacy", "modern")
 SESSION_HEADER = "mcp-session-id"
 DEFAULT_TOOL = "slow_task"
+PROGRESS = "notifications/progress"
 
 
 @dataclass
@@ -68,6 +69,9 @@ class McpResult:
     # Every HTTP response the SDK's client received, in order: (method, status, session id it carried).
     responses: list[tuple[str, int, str | None]] = field(default_factory=list)
     reconnects: int = 0
+    # Each server notification that was not a tool's progress (the standalone GET stream's own,
+    # e.g. notifications/tools/list_changed): (its method, seconds after the session began).
+    notifications: list[tuple[str, float]] = field(default_factory=list)
     cookies: dict[str, str] = field(default_factory=dict)
     error: str | None = None  # how the session ended, when it did not end well: the SDK's own text
     elapsed_s: float = 0.0
@@ -93,10 +97,11 @@ class McpResult:
 
 async def measure_session(url: str, *, mode: Mode = "legacy", calls: int = 1, tool: str | None = DEFAULT_TOOL,
                           arguments: dict[str, Any] | None = None, timeout_s: float = 30.0,
-                          headers: dict[str, str] | None = None) -> McpResult:
+                          headers: dict[str, str] | None = None, hold_s: float = 0.0) -> McpResult:
     """Open one session on `url`, call `tool` `calls` times, one after another (`tool=None`: list
     the tools instead, a request with no side effect on a server the lab does not own; each call's
-    result is then the tool names); never raises for what the server or a hop did (that is the
+    result is then the tool names), then stay in the session `hold_s` seconds more with nothing to
+    send, listening for server notifications as an idle agent does; never raises for what the server or a hop did (that is the
     measurement), only for a wrong argument."""
     if mode not in MODES:
         raise ValueError(f"mode must be one of {MODES}, not {mode!r}")
@@ -113,12 +118,17 @@ async def measure_session(url: str, *, mode: Mode = "legacy", calls: int = 1, to
             outcome.reconnects += 1
         outcome.responses.append((response.request.method, response.status_code, session))
 
+    async def notified(message: Any) -> None:
+        method = getattr(message, "method", None)
+        if isinstance(method, str) and method != PROGRESS:
+            outcome.notifications.append((method, time.monotonic() - began))
+
     http = create_mcp_http_client(headers=headers)
     http.event_hooks["response"] = [seen]
     try:
         with anyio.fail_after(timeout_s):
             async with http, streamable_http_client(url, http_client=http) as (read, write), \
-                    ClientSession(read, write) as session:
+                    ClientSession(read, write, message_handler=notified) as session:
                 if mode == "legacy":
                     await session.initialize()
                 else:
@@ -132,6 +142,7 @@ async def measure_session(url: str, *, mode: Mode = "legacy", calls: int = 1, to
                     if call.error is not None:
                         outcome.error = call.error
                         break
+                await anyio.sleep(hold_s)
                 outcome.cookies = dict(http.cookies.items())
     except BaseException as exc:  # the SDK's exception is the measurement; a stop signal is not
         if not isinstance(exc, Exception) and not _only_errors(exc):

@@ -8,6 +8,7 @@ is up. Neither is part of MCP; both are loopback-only like everything the lab bi
 """
 from __future__ import annotations
 
+import asyncio
 import json
 import time
 from typing import Any
@@ -26,13 +27,14 @@ from starlette.responses import JSONResponse, PlainTextResponse
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from server.mcp.events import MemoryEventStore
-from server.mcp.knobs import OriginKnobs
+from server.mcp.knobs import SENT_BY_SERVER, OriginKnobs
 
 MCP_PATH = "/mcp"
 RECORDS_PATH = "/lab/requests"
 HEALTH_PATH = "/healthz"
 SLOW_TOOL = "slow_task"
 SESSION_HEADER = b"mcp-session-id"
+SERVER_NOTIFICATION = "notifications/tools/list_changed"
 
 
 def build(knobs: OriginKnobs) -> "RecordingApp":
@@ -53,6 +55,15 @@ def build(knobs: OriginKnobs) -> "RecordingApp":
     server = MCPServer(name="streamlab-mcp-origin", version="1") if SDK_2 else \
         MCPServer(name="streamlab-mcp-origin", **transport)  # type: ignore[arg-type]
 
+    records: list[dict[str, Any]] = []
+    later: set[asyncio.Task[None]] = set()  # kept until done: the loop holds tasks weakly
+
+    async def notify_later(session: Any) -> None:
+        await anyio.sleep(knobs.notify_after_s)
+        await session.send_tool_list_changed()  # no related request: the standalone GET stream's
+        records.append({"replica": knobs.replica, "at": time.time(), "http_method": SENT_BY_SERVER,
+                        "method": SERVER_NOTIFICATION, "tool": None, "session": None, "status": None})
+
     @server.tool(name=SLOW_TOOL, description="Works for a while, reporting progress as it goes.")
     async def slow_task(ctx: Context) -> str:
         steps = max(1, round(knobs.duration_s / knobs.progress_interval_s))
@@ -60,9 +71,11 @@ def build(knobs: OriginKnobs) -> "RecordingApp":
         for step in range(1, steps + 1):
             await ctx.report_progress(step, steps, f"step {step} of {steps}")
             await anyio.sleep(knobs.progress_interval_s)
+        if knobs.notify_after_s:
+            task = asyncio.get_running_loop().create_task(notify_later(ctx.session))
+            later.add(task)
+            task.add_done_callback(later.discard)
         return f"done after {steps} steps on replica {knobs.replica}"
-
-    records: list[dict[str, Any]] = []
 
     @server.custom_route(HEALTH_PATH, methods=["GET"])
     async def healthz(request: Request) -> PlainTextResponse:

@@ -14,6 +14,9 @@ from typing import Any, Sequence
 # the standalone GET's), writes a `: ping - <time>` comment every 15 s unless told otherwise:
 # sse_starlette/sse.py DEFAULT_PING_INTERVAL. The SDK passes no `ping`, so 15 s is its default.
 SDK_KEEPALIVE_S = 15.0
+# The `http_method` of the record the origin writes when it sends a server notification of its
+# own (`notify_after_s`): no HTTP request carried it (server/mcp/app.py).
+SENT_BY_SERVER = "SERVER"
 
 
 def knob(default: Any, help: str) -> Any:
@@ -42,6 +45,10 @@ class OriginKnobs:
                                   "off, as the SDK's default: a cut stream is lost")
     retry_ms: int = knob(0, "the `retry:` an SSE stream suggests to a client that reconnects (resumable only); "
                             "0: none, the client's own default")
+    notify_after_s: float = knob(0.0, "a server notification (`notifications/tools/list_changed`, tied to no "
+                                      "request, so the SDK sends it on the session's standalone GET stream) this "
+                                      "many seconds after each tool call returns; 0: none. The origin records it "
+                                      "as sent, so a scenario can tell a lost one from one never sent")
     replica: int = knob(0, "this process's number among its replicas, written in each request it records")
 
     def argv(self) -> list[str]:
@@ -82,7 +89,7 @@ def from_args(args: Sequence[str] | None = None) -> tuple[OriginKnobs, str, int]
     host, port = values.pop("host"), values.pop("port")
     knobs = OriginKnobs(**values)
     if knobs.progress_interval_s <= 0 or knobs.duration_s < 0 or knobs.first_progress_delay_s < 0 \
-            or knobs.keepalive_s < 0 or knobs.replica < 0 \
+            or knobs.keepalive_s < 0 or knobs.replica < 0 or knobs.notify_after_s < 0 \
             or knobs.retry_ms < 0:
         parse.error("the intervals must be above 0, the other durations and the replica 0 or more")
     return knobs, host, port
