@@ -33,6 +33,10 @@ RAISED_LIMIT = "30s"  # above the session's whole idle time: nothing is cut
 NOTIFY_AFTER_S = 8.0
 IDLE_HOLD_S = 10.0
 
+# mcp-progress-buffered: the chat server's token pace, for long enough that lumps show.
+PROGRESS_INTERVAL_S = 0.05
+PROGRESS_DURATION_S = 1.0
+
 SCENARIOS: tuple[McpScenario, ...] = (
     McpScenario(
         name="mcp-session-affinity",
@@ -133,5 +137,34 @@ SCENARIOS: tuple[McpScenario, ...] = (
             "above that interval is the other half."),
         sources=(f"{NGINX_PROXY}#proxy_read_timeout", f"{HAPROXY}#4.2-timeout%20server", SSE_STARLETTE_PING,
                  TS_KEEPALIVE, "https://github.com/robhunter/agentdeals/issues/1098"),
+    ),
+    McpScenario(
+        name="mcp-progress-buffered",
+        symptom="a long MCP tool call's progress notifications arrive in lumps, late, through HAProxy",
+        proxies=("haproxy",),
+        workload=McpWorkload(sessions=1, calls=2, replicas=1),
+        broken=McpVariant(origin={"progress_interval_s": PROGRESS_INTERVAL_S, "duration_s": PROGRESS_DURATION_S}),
+        fixes=(
+            McpFix("http-no-delay", McpVariant(proxy={"haproxy": {"http_no_delay": True}}), ("haproxy",),
+                   (streams.progress_streams(PROGRESS_DURATION_S, PROGRESS_INTERVAL_S),),
+                   "HAProxy: option http-no-delay"),
+            # Not a fix but the lesson that nginx needs none: its default proxy_buffering on holds
+            # nothing here, because the SDK's SSE responses carry X-Accel-Buffering: no.
+            McpFix("nginx-buffering-on", McpVariant(proxy={"nginx": {"proxy_buffering": True}}), ("nginx",),
+                   (streams.progress_streams(PROGRESS_DURATION_S, PROGRESS_INTERVAL_S),),
+                   "nginx needs nothing: proxy_buffering on (its default) streams them, the SDK's SSE "
+                   "responses carry X-Accel-Buffering: no", workaround=True),
+        ),
+        symptom_checks=(streams.progress_in_lumps(PROGRESS_DURATION_S, PROGRESS_INTERVAL_S),),
+        explanation=(
+            "A tool that works for a while reports progress on the POST's SSE stream, one notification at a "
+            "time. HAProxy at its defaults sends a small write with MSG_MORE, so the kernel holds it for more "
+            "(the chat scenarios' coalescing): the notifications arrive about every 200 ms, four at a time, "
+            "the first late. `option http-no-delay` sends each at once. nginx's buffering, the usual suspect, "
+            "holds nothing: the Python SDK answers every SSE stream with sse-starlette's `EventSourceResponse`, "
+            "which sets `X-Accel-Buffering: no`, and "
+            "nginx obeys it whatever `proxy_buffering` says."),
+        sources=(f"{HAPROXY}#4.2-option%20http-no-delay", f"{NGINX_PROXY}#proxy_buffering",
+                 "https://modelcontextprotocol.io/specification/2025-11-25/basic/utilities/progress"),
     ),
 )

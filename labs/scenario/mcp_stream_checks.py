@@ -1,14 +1,19 @@
 """Checks on an MCP run's streams (labs/scenario/mcp_model.py): the standalone GET stream's life
 (how many times the replica saw it opened, and when) and the server notifications the origin
-recorded as sent against those the official client received. Each proves its precondition: a cut
-is the replica seeing the client reopen its GET at the proxy's idle limit plus the client's own
+recorded as sent against those the official client received. Progress notifications are judged
+in lumps by arrival. Each proves its precondition: a cut is the replica seeing the client reopen its GET at the proxy's idle limit plus the client's own
 reconnect delay; a lost notification is one the origin recorded sending."""
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from labs.findings.buffering import LUMP_GAP_SHARE
+from labs.findings.coalescing import COALESCED_EVENTS_PER_READ
 from labs.scenario.mcp_model import McpCheck, McpRun
 from server.mcp.knobs import SENT_BY_SERVER
+
+if TYPE_CHECKING:  # the SDK is imported where a session runs, not by the catalogue
+    from labs.client.mcp_session import McpCall
 
 # mcp 2.3's client reopens a cut GET stream after this (DEFAULT_RECONNECTION_DELAY_MS, with no
 # `retry:` from the server) and gives up after MAX_RECONNECTION_ATTEMPTS failures in a row
@@ -87,3 +92,47 @@ def notifications_received() -> McpCheck:
                 f"({sorted({method for method, _ in received})}); {done}/{len(run.sessions)} sessions completed",
                 bool(sent) and len(received) == len(sent) and done == len(run.sessions))
     return McpCheck("every server notification reaches the client", measure)
+
+
+def _lumps(times: list[float], interval_s: float) -> int:
+    """Progress notifications that arrived together, by the chat scenarios' buffering judge's rule:
+    a new lump after a gap of LUMP_GAP_SHARE of the origin's interval (labs/findings/buffering.py).
+    The SDK hands them over one by one and says nothing of socket reads, so arrival is all a
+    check can read."""
+    return 1 + sum(later - earlier >= LUMP_GAP_SHARE * interval_s for earlier, later in zip(times, times[1:])) \
+        if times else 0
+
+
+def _progress(run: McpRun, interval_s: float) -> tuple[list[McpCall], str]:
+    calls = [call for session in run.sessions for call in session.calls]
+    shown = "; ".join(f"{len(call.progress_at_s)} in {_lumps(call.progress_at_s, interval_s)} lumps, first "
+                      f"{(call.first_progress_s or 0) * 1000:.0f} ms, result {(call.elapsed_s or 0) * 1000:.0f} ms"
+                      for call in calls)
+    return calls, shown
+
+
+def paced_at_origin(call: McpCall, duration_s: float, interval_s: float) -> bool:
+    """The precondition: the tool reported every step and worked its whole duration (the origin
+    paced them; a burst made at once would say nothing about a hop)."""
+    return len(call.progress_at_s) >= round(duration_s / interval_s) and (call.elapsed_s or 0.0) >= duration_s
+
+
+def progress_in_lumps(duration_s: float, interval_s: float) -> McpCheck:
+    """Every call's notifications, paced at the origin, arrived grouped: COALESCED_EVENTS_PER_READ
+    or more per lump (the chat scenarios' coalescing bar), each call completing."""
+    def measure(run: McpRun) -> tuple[str, bool]:
+        calls, shown = _progress(run, interval_s)
+        lumped = [call for call in calls if call.result is not None and paced_at_origin(call, duration_s, interval_s)
+                  and len(call.progress_at_s) >= COALESCED_EVENTS_PER_READ * _lumps(call.progress_at_s, interval_s)]
+        return shown, bool(calls) and len(lumped) == len(calls)
+    return McpCheck(f"progress paced every {interval_s * 1000:.0f} ms at the origin arrives in lumps", measure)
+
+
+def progress_streams(duration_s: float, interval_s: float) -> McpCheck:
+    """Every call's notifications, paced at the origin, arrived one by one (one lump each)."""
+    def measure(run: McpRun) -> tuple[str, bool]:
+        calls, shown = _progress(run, interval_s)
+        streamed = [call for call in calls if call.result is not None and paced_at_origin(call, duration_s, interval_s)
+                    and _lumps(call.progress_at_s, interval_s) == len(call.progress_at_s)]
+        return shown, bool(calls) and len(streamed) == len(calls)
+    return McpCheck(f"progress arrives one notification at a time, every {interval_s * 1000:.0f} ms", measure)
