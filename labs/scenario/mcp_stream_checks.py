@@ -129,10 +129,11 @@ def progress_in_lumps(duration_s: float, interval_s: float) -> McpCheck:
 
 
 def progress_streams(duration_s: float, interval_s: float) -> McpCheck:
-    """Every call's notifications, paced at the origin, arrived one by one (one lump each)."""
+    """Every call's notifications, paced at the origin, arrived about one by one: fewer than
+    COALESCED_EVENTS_PER_READ per lump (a loaded machine's client merges an odd pair: 20 in 19)."""
     def measure(run: McpRun) -> tuple[str, bool]:
         calls, shown = _progress(run, interval_s)
         streamed = [call for call in calls if call.result is not None and paced_at_origin(call, duration_s, interval_s)
-                    and _lumps(call.progress_at_s, interval_s) == len(call.progress_at_s)]
+                    and len(call.progress_at_s) < COALESCED_EVENTS_PER_READ * _lumps(call.progress_at_s, interval_s)]
         return shown, bool(calls) and len(streamed) == len(calls)
-    return McpCheck(f"progress arrives one notification at a time, every {interval_s * 1000:.0f} ms", measure)
+    return McpCheck(f"progress arrives notification by notification, every {interval_s * 1000:.0f} ms", measure)
