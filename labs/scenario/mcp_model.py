@@ -144,7 +144,8 @@ class McpScenario:
     def shown_hops(self) -> tuple[str, ...]:
         """The path as the listing and the README show it (Scenario.shown_hops): the proxies it is
         measured through, one at a time, then the replicas."""
-        return (" or ".join(self.proxies), f"{self.workload.replicas} MCP replicas")
+        count = self.workload.replicas
+        return (" or ".join(self.proxies), f"{count} MCP replica{'' if count == 1 else 's'}")
 
     def symptom_ended(self, releases: Mapping[str, str | None]) -> bool:
         """Scenario.symptom_ended: whether a release on the path carries a fix for the symptom."""
