@@ -67,8 +67,10 @@ class McpRun:
         return next((r["replica"] for r in self.requests if r["session"] == session and r["method"] == method), None)
 
     def counts(self) -> dict[str, int]:
-        """Requests per replica and status, e.g. {'replica 0 -> 200': 9, 'replica 1 -> 404': 4}."""
-        counted = Counter(f"replica {r['replica']} -> {r['status']}" for r in self.requests)
+        """Requests per replica and status, e.g. {'replica 0 -> 200': 9, 'replica 1 -> 404': 4}, and
+        the server notifications a replica sent of its own ('replica 0 sent notifications/...')."""
+        counted = Counter(f"replica {r['replica']} -> {r['status']}" if r["status"] is not None
+                          else f"replica {r['replica']} sent {r['method']}" for r in self.requests)
         return dict(sorted(counted.items()))
 
 

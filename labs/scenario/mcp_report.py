@@ -36,6 +36,10 @@ def client_saw(run: McpRun) -> str:
         text += f"; errors: {'; '.join(errors)}"
     if firsts:
         text += f"; first progress {_rounded(firsts)}, largest gap {_rounded(gaps)}"
+    reconnects = sum(session.reconnects for session in run.sessions)
+    notified = sum(len(session.notifications) for session in run.sessions)
+    if reconnects or notified or any(r["status"] is None for r in run.requests):
+        text += f"; GET stream reopened {reconnects} times, {notified} server notifications received"
     return text
 
 

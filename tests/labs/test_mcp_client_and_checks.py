@@ -162,3 +162,70 @@ def test_an_outcome_reads_as_a_token_streams_does_and_its_report_names_each_run(
     text = report_markdown(outcome)
     assert "| broken | nginx | 0/2 sessions completed; errors: MCPError: Session not found |" in text
     assert "| NOT cured |" in text and report_dict(outcome)["variants"]["fixed"]["verdict"] == "NOT cured"
+
+
+IDLE = catalogue.find("mcp-idle-stream")
+PROGRESS = catalogue.find("mcp-progress-buffered")
+assert isinstance(IDLE, McpScenario) and isinstance(PROGRESS, McpScenario)
+
+
+def _get(at: float) -> dict[str, object]:
+    return {"replica": 0, "at": at, "http_method": "GET", "method": None, "tool": None, "session": "a", "status": 200}
+
+
+def _idle_run(get_at: list[float], sent_at: float, received: bool, elapsed_s: float = 10.6) -> McpRun:
+    """One idle session: its GET streams as the replica recorded them, one server notification."""
+    session = _session("a", True)
+    session.elapsed_s = elapsed_s
+    session.notifications = [("notifications/tools/list_changed", sent_at)] if received else []
+    notice = {"replica": 0, "at": sent_at, "http_method": "SERVER", "method": "notifications/tools/list_changed",
+              "tool": None, "session": None, "status": None}
+    return McpRun("nginx", "broken", [session], [*map(_get, get_at), notice], 1)
+
+
+def test_the_idle_stream_symptom_needs_the_cut_the_abandon_and_the_loss() -> None:
+    lost = _idle_run([0.1, 3.4], sent_at=8.6, received=False)
+    assert all(check(lost).passed for check in IDLE.symptom_checks)
+    # Cut before the limit and the client's delay: not the proxy's idle limit.
+    assert not all(check(_idle_run([0.1, 1.5], 8.6, False)).passed for check in IDLE.symptom_checks)
+    # Reopened a third time: the client did not give up.
+    assert not all(check(_idle_run([0.1, 3.4, 5.6], 8.6, False)).passed for check in IDLE.symptom_checks)
+    # Sent while the last GET was still open: its loss would prove nothing.
+    assert not all(check(_idle_run([0.1, 3.4], 3.9, False)).passed for check in IDLE.symptom_checks)
+    # Never sent: nothing to lose.
+    never = _idle_run([0.1, 3.4], 8.6, False)
+    never.requests = never.requests[:-1]
+    assert not all(check(never).passed for check in IDLE.symptom_checks)
+    assert not all(check(_idle_run([0.1], 8.6, True)).passed for check in IDLE.symptom_checks)
+
+
+@pytest.mark.parametrize("fix", [fix.name for fix in IDLE.fixes])
+def test_the_idle_stream_cures_need_one_long_lived_stream_and_the_notification(fix: str) -> None:
+    checks = IDLE.fix(fix).cure_checks
+    assert all(check(_idle_run([0.1], 8.6, True)).passed for check in checks)
+    assert not all(check(_idle_run([0.1, 3.4], 8.6, False)).passed for check in checks)
+    # The precondition: a session too short to have met the idle limit proves nothing.
+    assert not all(check(_idle_run([0.1], 0.5, True, elapsed_s=1.5)).passed for check in checks)
+
+
+def _progress_run(times: list[float], elapsed_s: float = 1.05) -> McpRun:
+    session = _session("a", True)
+    session.calls = [McpCall(sent_at_s=0.1, progress_at_s=times, result="done", elapsed_s=elapsed_s)]
+    return McpRun("haproxy", "broken", [session], [], 1)
+
+
+# Measured through HAProxy 3.2 at its defaults and with http-no-delay (docs/mcp.md), 50 ms pace.
+LUMPED = [0.23, 0.23, 0.234, 0.234, 0.438, 0.438, 0.438, 0.439, 0.647, 0.647, 0.648, 0.648,
+          0.854, 0.855, 0.866, 0.866, 1.062, 1.062, 1.062, 1.062]
+STREAMED = [0.02 + 0.05 * n for n in range(20)]
+
+
+def test_progress_lumps_are_told_from_a_stream_both_ways() -> None:
+    symptom, cure = PROGRESS.symptom_checks, PROGRESS.fix("http-no-delay").cure_checks
+    assert all(check(_progress_run(LUMPED)).passed for check in symptom)
+    assert not all(check(_progress_run(STREAMED)).passed for check in symptom)
+    assert all(check(_progress_run(STREAMED)).passed for check in cure)
+    assert not all(check(_progress_run(LUMPED)).passed for check in cure)
+    # The precondition: a tool that sent its steps at once (or too few) says nothing of the hop.
+    assert not all(check(_progress_run(LUMPED, elapsed_s=0.3)).passed for check in symptom)
+    assert not all(check(_progress_run(STREAMED[:5])).passed for check in cure)

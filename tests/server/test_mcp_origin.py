@@ -20,13 +20,14 @@ PACED = OriginKnobs(progress_interval_s=0.05, duration_s=0.3, first_progress_del
 def test_knobs_round_trip_through_their_flags() -> None:
     knobs = OriginKnobs(sessions=False, json_response=True, progress_interval_s=0.2, duration_s=3.0,
                         first_progress_delay_s=1.5, keepalive_s=0.0, resumable=True, retry_ms=250,
-                        replica=3)
+                        notify_after_s=2.5, replica=3)
     parsed, host, port = from_args([*knobs.argv(), "--port", "9"])
     assert (parsed, host, port) == (knobs, "127.0.0.1", 9)
     assert OriginKnobs().argv() == []  # the defaults need no flag
 
 
-@pytest.mark.parametrize("flags", [["--progress-interval-s", "0"], ["--duration-s", "-1"], ["--replica", "-1"]])
+@pytest.mark.parametrize("flags", [["--progress-interval-s", "0"], ["--duration-s", "-1"], ["--replica", "-1"],
+                                   ["--notify-after-s", "-1"]])
 def test_a_knob_out_of_range_exits_2(flags: list[str]) -> None:
     with pytest.raises(SystemExit) as exited:
         from_args(flags)
@@ -55,6 +56,22 @@ def test_a_session_is_paced_as_its_knobs_say_and_recorded() -> None:
     assert ("initialize", 200) in methods and ("tools/call", 200) in methods
     assert {r["session"] for r in requests} == {outcome.session_id} and outcome.session_id
     assert [r["tool"] for r in requests if r["method"] == "tools/call"] == ["slow_task"]
+
+
+@pytest.mark.parametrize("notify_after_s", [0.3, 0.0])
+def test_a_server_notification_follows_the_tool_call_on_the_get_stream_and_is_recorded(notify_after_s: float) -> None:
+    """--notify-after-s: the origin sends notifications/tools/list_changed, tied to no request,
+    that long after the tool returned; the SDK's client gets it on its GET stream while it idles,
+    and the origin records it as sent (0: none sent, none received)."""
+    from server.mcp.knobs import SENT_BY_SERVER
+    with running_replicas(1, OriginKnobs(duration_s=0.1, notify_after_s=notify_after_s)) as replicas:
+        outcome = run_async(measure_session(replicas.url(), calls=1, hold_s=1.0))
+        sent = [r for r in replicas.requests() if r["http_method"] == SENT_BY_SERVER]
+    assert outcome.completed, outcome.error
+    expected = ["notifications/tools/list_changed"] if notify_after_s else []
+    assert [r["method"] for r in sent] == [method for method, _ in outcome.notifications] == expected
+    # After the tool's work and the knob's delay, not with the call's progress.
+    assert all(at >= outcome.calls[0].sent_at_s + 0.1 + notify_after_s for _, at in outcome.notifications)
 
 
 def test_sessions_off_hands_out_no_session_id() -> None:
