@@ -29,7 +29,7 @@ IDLE_LIMIT_S = 1.0
 KEEPALIVE_S = 0.3
 RAISED_LIMIT = "30s"  # above the session's whole idle time: nothing is cut
 # After the tool returns (~0.6 s): past the client's second cut, which came 3.0-7.7 s into the
-# session in the runs measured (through nginx the 2.3 client noticed the first cut 0.9-5.7 s
+# session in the runs measured (through nginx the 2.3 client noticed the first cut 0.9-4.7 s
 # late), with 4 s to spare, and within the hold.
 NOTIFY_AFTER_S = 12.0
 IDLE_HOLD_S = 14.0
@@ -136,6 +136,13 @@ SCENARIOS: tuple[McpScenario, ...] = (
             "idle limit keeps the stream alive (the Python SDK's sse-starlette pings every 15 s by "
             "default; the TypeScript SDK only since #2538); raising the proxy's limit on the MCP route "
             "above that interval is the other half."),
+        finding=(
+            "Measured here (`python -m labs run mcp-idle-stream`, and with `--proxy-version oldest`: nginx "
+            "1.30.6 and 1.22.1, HAProxy 3.2.26 and 2.6.12, one replica on mcp 2.3, the 2.3 client): with a 1 s "
+            "idle limit and no keep-alives the GET stream was cut, reopened once and abandoned, and the server "
+            "notification sent 12 s after the call never arrived, with no error, on every proxy and release; "
+            "pings every 0.3 s or a 30 s limit kept one GET for the 14.6 s session and delivered it. Through "
+            "nginx the client noticed its first cut 0.9-4.7 s late (nginx logged 1.001 s)."),
         sources=(f"{NGINX_PROXY}#proxy_read_timeout", f"{HAPROXY}#4.2-timeout%20server", SSE_STARLETTE_PING,
                  TS_KEEPALIVE, "https://github.com/robhunter/agentdeals/issues/1098"),
     ),
@@ -165,6 +172,11 @@ SCENARIOS: tuple[McpScenario, ...] = (
             "holds nothing: the Python SDK answers every SSE stream with sse-starlette's `EventSourceResponse`, "
             "which sets `X-Accel-Buffering: no`, and "
             "nginx obeys it whatever `proxy_buffering` says."),
+        finding=(
+            "Measured here (`python -m labs run mcp-progress-buffered`, and with `--proxy-version oldest`: "
+            "HAProxy 3.2.26 and 2.6.12, nginx 1.30.6 and 1.22.1, one replica on mcp 2.3, 20 notifications "
+            "50 ms apart): through HAProxy at its defaults 20 arrived in 5 lumps, the first after 213-225 ms, "
+            "on both releases; with http-no-delay and through nginx 20 in 20, the first after 4-20 ms."),
         sources=(f"{HAPROXY}#4.2-option%20http-no-delay", f"{NGINX_PROXY}#proxy_buffering",
                  "https://modelcontextprotocol.io/specification/2025-11-25/basic/utilities/progress"),
     ),

@@ -46,7 +46,7 @@ def get_stream_cut_then_abandoned(idle_limit_s: float) -> McpCheck:
     idle limit plus the client's delay after the last (not cut before the proxy's limit), and never
     again for the rest of the idle session: the client stopped listening, with no error to its user.
     No upper bound: the proxies cut at the limit (nginx's access log: 1.001 s), but through nginx
-    the 2.3 client noticed the first cut 0.9-5.7 s late, the second at once (docs/mcp.md)."""
+    the 2.3 client noticed the first cut 0.9-4.7 s late, the second at once (docs/mcp.md)."""
     due = idle_limit_s + CLIENT_RECONNECT_DELAY_S
 
     def measure(run: McpRun) -> tuple[str, bool]:
