@@ -142,7 +142,8 @@ async def measure_session(url: str, *, mode: Mode = "legacy", calls: int = 1, to
                     if call.error is not None:
                         outcome.error = call.error
                         break
-                await anyio.sleep(hold_s)
+                if outcome.error is None:
+                    await anyio.sleep(hold_s)
                 outcome.cookies = dict(http.cookies.items())
     except BaseException as exc:  # the SDK's exception is the measurement; a stop signal is not
         if not isinstance(exc, Exception) and not _only_errors(exc):
