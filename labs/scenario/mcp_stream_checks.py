@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from labs.client.durations import milliseconds
 from labs.findings.buffering import LUMP_GAP_SHARE
 from labs.findings.coalescing import COALESCED_EVENTS_PER_READ
 from labs.scenario.mcp_model import McpCheck, McpRun
@@ -106,7 +107,7 @@ def _lumps(times: list[float], interval_s: float) -> int:
 def _progress(run: McpRun, interval_s: float) -> tuple[list[McpCall], str]:
     calls = [call for session in run.sessions for call in session.calls]
     shown = "; ".join(f"{len(call.progress_at_s)} in {_lumps(call.progress_at_s, interval_s)} lumps, first "
-                      f"{(call.first_progress_s or 0) * 1000:.0f} ms, result {(call.elapsed_s or 0) * 1000:.0f} ms"
+                      f"{milliseconds(call.first_progress_s)}, result {milliseconds(call.elapsed_s)}"
                       for call in calls)
     return calls, shown
 
@@ -125,7 +126,7 @@ def progress_in_lumps(duration_s: float, interval_s: float) -> McpCheck:
         lumped = [call for call in calls if call.result is not None and paced_at_origin(call, duration_s, interval_s)
                   and len(call.progress_at_s) >= COALESCED_EVENTS_PER_READ * _lumps(call.progress_at_s, interval_s)]
         return shown, bool(calls) and len(lumped) == len(calls)
-    return McpCheck(f"progress paced every {interval_s * 1000:.0f} ms at the origin arrives in lumps", measure)
+    return McpCheck(f"progress paced every {milliseconds(interval_s)} at the origin arrives in lumps", measure)
 
 
 def progress_streams(duration_s: float, interval_s: float) -> McpCheck:
@@ -136,4 +137,4 @@ def progress_streams(duration_s: float, interval_s: float) -> McpCheck:
         streamed = [call for call in calls if call.result is not None and paced_at_origin(call, duration_s, interval_s)
                     and len(call.progress_at_s) < COALESCED_EVENTS_PER_READ * _lumps(call.progress_at_s, interval_s)]
         return shown, bool(calls) and len(streamed) == len(calls)
-    return McpCheck(f"progress arrives notification by notification, every {interval_s * 1000:.0f} ms", measure)
+    return McpCheck(f"progress arrives notification by notification, every {milliseconds(interval_s)}", measure)
