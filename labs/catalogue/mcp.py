@@ -158,7 +158,7 @@ SCENARIOS: tuple[McpScenario, ...] = (
                    "HAProxy: option http-no-delay"),
             # Not a fix but the lesson that nginx needs none: its default proxy_buffering on holds
             # nothing here, because the SDK's SSE responses carry X-Accel-Buffering: no.
-            McpFix("nginx-buffering-on", McpVariant(proxy={"nginx": {"proxy_buffering": True}}), ("nginx",),
+            McpFix("proxy-buffering-on", McpVariant(proxy={"nginx": {"proxy_buffering": True}}), ("nginx",),
                    (streams.progress_streams(PROGRESS_DURATION_S, PROGRESS_INTERVAL_S),),
                    "nginx needs nothing: proxy_buffering on (its default) streams them, the SDK's SSE "
                    "responses carry X-Accel-Buffering: no", workaround=True),
