@@ -216,12 +216,13 @@ def _signal_group(pgid: int, sig: int) -> None:
 
 @contextlib.contextmanager
 def managed(process: ManagedProcess, ready: Callable[[], bool],
-            timeout_s: float = 30.0) -> Iterator[ManagedProcess]:
+            timeout_s: float = 30.0, grace_s: float = STOP_GRACE_S) -> Iterator[ManagedProcess]:
     """Start, wait until ready, yield, and stop even when the body raises (or a stop signal
-    arrives as it starts)."""
+    arrives as it starts). `grace_s`: how long it may take to end on SIGTERM; a command that
+    stops processes of its own on the way out needs theirs too, or SIGKILL orphans them."""
     try:
         process.start()
         process.wait_ready(ready, timeout_s)
         yield process
     finally:
-        process.stop()
+        process.stop(grace_s)
