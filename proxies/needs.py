@@ -22,7 +22,7 @@ from proxies.apps import install as apps
 from proxies.apps.kinds import APP_KINDS
 from proxies.apps.litellm.kind import LITELLM_VENV
 from proxies.apps.nextjs.build import NEXT_BUILD, NEXT_SITE
-from proxies.apps.nodejs import NODE_DIR
+from proxies.apps.nodejs import MCP_BROWSER_BUNDLE, MCP_BROWSER_SOURCE, NODE_DIR
 from proxies.apps.privoxy.kind import PRIVOXY_ETC
 from proxies.kind import ProxyKind
 from proxies.kinds import KINDS
@@ -97,6 +97,10 @@ def _next_present() -> bool:
     return _newer_than(NEXT_BUILD / "BUILD_ID", NEXT_SITE) and _node_present()
 
 
+def _mcp_browser_present() -> bool:
+    return _newer_than(MCP_BROWSER_BUNDLE, MCP_BROWSER_SOURCE) and _node_present()
+
+
 def _litellm_present() -> bool:
     return (LITELLM_VENV / "bin" / "litellm").exists()
 
@@ -139,6 +143,8 @@ REQUIREMENTS: dict[str, Requirement] = {r.name: r for r in (
                 _node_present, apps.install_node),
     Requirement("next-build", "the Next.js site, built once (next build)", _next_present,
                 apps.install_next),
+    Requirement("mcp-browser-bundle", "the MCP TypeScript SDK's client bundled for Chromium (webpack, "
+                "proxies/apps/node/mcp-browser)", _mcp_browser_present, apps.install_mcp_browser),
     Requirement("litellm", f"the LiteLLM proxy in its own venv ({apps.LITELLM_PIN})",
                 _litellm_present, apps.install_litellm),
     Requirement("privoxy", "Privoxy, a user network's forward proxy (Debian's package and its "

@@ -19,6 +19,8 @@ _HOSTNAME = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?"
 _MIME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._+-]{0,63}/[A-Za-z0-9][A-Za-z0-9._+-]{0,127}")
 _HEADER_VALUE = re.compile(r"[A-Za-z0-9 ,_.-]{0,64}")
 _FILE_PATH = re.compile(r"/[A-Za-z0-9._/-]{1,255}")
+_HEADER_NAME = re.compile(r"[A-Za-z0-9-]{1,64}")
+_CORS_ORIGIN = re.compile(r"\*|https?://[A-Za-z0-9.-]{1,253}(:[0-9]{1,5})?")
 
 
 def _pattern(regex: re.Pattern[str], what: str, example: str) -> Callable[[str], str]:
@@ -46,6 +48,9 @@ Host = Annotated[str, AfterValidator(_host)]
 MimeType = Annotated[str, AfterValidator(_pattern(_MIME, "a MIME type", "application/json"))]
 HeaderValue = Annotated[str, AfterValidator(_pattern(_HEADER_VALUE, "a plain header value",
                                                      "keep-alive"))]
+HeaderName = Annotated[str, AfterValidator(_pattern(_HEADER_NAME, "a header name", "Mcp-Session-Id"))]
+# What Access-Control-Allow-Origin takes: one origin, or `*` (any, without credentials).
+CorsOrigin = Annotated[str, AfterValidator(_pattern(_CORS_ORIGIN, "`*` or an origin", "https://app.example.com"))]
 FilePath = Annotated[str, AfterValidator(_pattern(_FILE_PATH, "an absolute file path",
                                                   "/etc/ssl/certs/proxy.pem"))]
 

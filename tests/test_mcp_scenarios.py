@@ -22,7 +22,8 @@ from labs.scenario.mcp_runner import run_mcp
 def _proxy_setting(scenario: McpScenario, variant: str) -> bool:
     """Whether the variant is the proxy's behaviour (the broken balancing, or a setting of its own):
     what a proxy's release could change."""
-    return variant == "broken" or bool(scenario.fix(variant).variant.proxy)
+    settings = scenario.fix(variant).variant.proxy.values() if variant != "broken" else ()
+    return variant == "broken" or any(value is not None for own in settings for value in own.values())
 
 
 RUNS = [pytest.param(scenario, proxy, variant, releases, id=f"{scenario.name}-{proxy}-{variant}{suffix}")

@@ -6,14 +6,16 @@ what the client and the replicas saw (docs/mcp.md).
 from __future__ import annotations
 
 from labs.scenario import mcp_checks as checks
+from labs.scenario import mcp_cors_checks as cors
 from labs.scenario import mcp_stream_checks as streams
-from labs.scenario.mcp_model import McpFix, McpScenario, McpVariant, McpWorkload
+from labs.scenario.mcp_model import BROWSER, McpFix, McpScenario, McpVariant, McpWorkload
 
 NGINX_UPSTREAM = "https://nginx.org/en/docs/http/ngx_http_upstream_module.html"
 HAPROXY = "https://docs.haproxy.org/3.2/configuration.html"
 STREAMABLE_HTTP = "https://modelcontextprotocol.io/specification/2025-11-25/basic/transports#session-management"
 
 NGINX_PROXY = "https://nginx.org/en/docs/http/ngx_http_proxy_module.html"
+NGINX_HEADERS = "https://nginx.org/en/docs/http/ngx_http_headers_module.html"
 SSE_STARLETTE_PING = "https://github.com/sysid/sse-starlette/blob/main/sse_starlette/sse.py"
 TS_KEEPALIVE = "https://github.com/modelcontextprotocol/typescript-sdk/pull/2538"
 
@@ -33,6 +35,14 @@ RAISED_LIMIT = "30s"  # above the session's whole idle time: nothing is cut
 # late), with 4 s to spare, and within the hold.
 NOTIFY_AFTER_S = 12.0
 IDLE_HOLD_S = 14.0
+
+# mcp-cors-expose: CORS for any page (`*`: the SDK's README and most deployed servers; the SDK's
+# client sends no credentials, so `*` is enough), and the request headers a browser MCP client sends.
+ANY_ORIGIN = "*"
+MCP_REQUEST_HEADERS = "mcp-session-id,mcp-protocol-version,last-event-id"
+PAGE_ON_ANOTHER_ORIGIN = (cors.ran_cross_origin(), cors.preflighted("ok"))
+FETCH_CORS = "https://fetch.spec.whatwg.org/#http-access-control-expose-headers"
+PYTHON_SDK_CORS = "https://github.com/modelcontextprotocol/python-sdk/pull/1059"
 
 # mcp-progress-buffered: the chat server's token pace, for long enough that lumps show.
 PROGRESS_INTERVAL_S = 0.05
@@ -179,5 +189,66 @@ SCENARIOS: tuple[McpScenario, ...] = (
             "on both releases; with http-no-delay and through nginx 20 in 20, the first after 4-20 ms."),
         sources=(f"{HAPROXY}#4.2-option%20http-no-delay", f"{NGINX_PROXY}#proxy_buffering",
                  "https://modelcontextprotocol.io/specification/2025-11-25/basic/utilities/progress"),
+    ),
+    McpScenario(
+        name="mcp-cors-expose",
+        symptom="a browser MCP client (an agent UI, the MCP Inspector) on another origin connects, then every "
+                "request fails with 400 'Missing session ID'",
+        proxies=("nginx",),
+        workload=McpWorkload(sessions=1, calls=1, replicas=1),
+        # The official TypeScript SDK's client in Chromium on a page of its own origin (another
+        # port), through nginx that answers CORS (the origin, like the Python SDK's, sends none)
+        # and allows the MCP request headers, but exposes no response header.
+        broken=McpVariant(proxy={"nginx": {"cors_allow_origin": ANY_ORIGIN}}, client={BROWSER: True}),
+        fixes=(
+            McpFix("expose-session-id", McpVariant(proxy={"nginx": {"cors_expose_headers": ("Mcp-Session-Id",)}}),
+                   ("nginx",), (*PAGE_ON_ANOTHER_ORIGIN, cors.origin_issued_session(), cors.session_read_and_sent(),
+                                checks.sessions_complete()),
+                   "nginx: add_header Access-Control-Expose-Headers Mcp-Session-Id always; (and "
+                   "Access-Control-Allow-Headers mcp-session-id, mcp-protocol-version, last-event-id)"),
+            McpFix("origin-cors",
+                   McpVariant(proxy={"nginx": {"cors_allow_origin": None}},
+                              origin={"cors_origin": ANY_ORIGIN, "cors_expose_headers": "Mcp-Session-Id",
+                                      "cors_allow_headers": MCP_REQUEST_HEADERS}),
+                   ("nginx",), (*PAGE_ON_ANOTHER_ORIGIN, cors.origin_issued_session(), cors.session_read_and_sent(),
+                                checks.sessions_complete()),
+                   "the server: Starlette CORSMiddleware(expose_headers=['Mcp-Session-Id'], "
+                   "allow_headers=['mcp-session-id', 'mcp-protocol-version', 'last-event-id'])"),
+            # The Python SDK's README snippet (python-sdk#1059): expose_headers, no allow_headers.
+            # initialize passes (its only non-safelisted header, Content-Type, Starlette always
+            # allows); the next request's preflight asks for mcp-session-id and is refused.
+            McpFix("origin-cors-expose-only",
+                   McpVariant(proxy={"nginx": {"cors_allow_origin": None}},
+                              origin={"cors_origin": ANY_ORIGIN, "cors_expose_headers": "Mcp-Session-Id"}),
+                   ("nginx",), (cors.ran_cross_origin(), cors.preflighted("refused"), cors.origin_issued_session(),
+                                cors.refused_by_the_browser()),
+                   "NOT a fix: CORSMiddleware(expose_headers=['Mcp-Session-Id']) alone, as the SDK's "
+                   "README shows it", cures=False),
+            McpFix("stateless", McpVariant(origin={"sessions": False}), ("nginx",),
+                   (*PAGE_ON_ANOTHER_ORIGIN, cors.origin_issued_session(issued=False), checks.sessions_complete()),
+                   "a stateless server (no session id to read: --no-sessions, the 2026-07-28 revision)"),
+        ),
+        symptom_checks=(*PAGE_ON_ANOTHER_ORIGIN, cors.origin_issued_session(), cors.session_hidden_then_missing()),
+        explanation=(
+            "A page's JavaScript can read a cross-origin response header only if it is CORS-safelisted "
+            "or named in `Access-Control-Expose-Headers`. A stateful MCP server answers `initialize` "
+            "with `Mcp-Session-Id`; through a hop (or a server) that allows the page's origin but "
+            "exposes nothing, the browser hides it, the TypeScript SDK's transport reads null and sends "
+            "every later request without a session, and the server answers 400. Its preflight must "
+            "also allow the request headers the SDK sends after `initialize` (`mcp-session-id`, "
+            "`mcp-protocol-version`, `last-event-id`), or the browser refuses the request before it "
+            "leaves and the SDK sees only `Failed to fetch`. A stateless server issues no id and needs "
+            "neither header."),
+        finding=(
+            "Measured here (`python -m labs run mcp-cors-expose`: nginx 1.30.6, one replica on mcp 2.3, "
+            "the TypeScript SDK 1.32.2's client in Chromium from a page on another loopback port): "
+            "without the exposed header the page read no session id and the `initialized` notification "
+            "was answered 400 `Bad Request: Missing session ID`, which `connect()` raised; exposing it "
+            "(nginx or the server's CORSMiddleware) completed the session. The Python SDK's README "
+            "snippet (expose_headers without allow_headers) lets `initialize` through, then Starlette "
+            "refuses the next preflight (400: mcp-session-id not allowed) and the SDK sees `Failed to "
+            "fetch`. The stateless server completed without either."),
+        sources=(FETCH_CORS, f"{NGINX_HEADERS}#add_header", PYTHON_SDK_CORS,
+                 "https://github.com/modelcontextprotocol/typescript-sdk#cors-configuration-for-browser-based-clients"),
     ),
 )

@@ -20,6 +20,11 @@ if TYPE_CHECKING:  # the SDK (the [mcp] extra) is imported where a session runs,
     from labs.client.mcp_session import McpResult
 
 
+# McpVariant.client's key for a session run by the TypeScript SDK in Chromium, from a page on
+# another origin (labs/scenario/mcp_browser.py), instead of by the Python SDK's client.
+BROWSER = "browser"
+
+
 @dataclass(frozen=True)
 class McpVariant:
     """One side. For a fix, every field is applied on top of the broken variant.
@@ -27,7 +32,8 @@ class McpVariant:
     proxy: settings overrides per proxy kind (only the proxy a run goes through reads its own).
     origin: `server.mcp.knobs.OriginKnobs` fields every replica runs with.
     replicas: how many origin processes (None: the broken variant's).
-    client: `labs.client.mcp_session.measure_session` keyword arguments (mode, calls).
+    client: `labs.client.mcp_session.measure_session` keyword arguments (mode, calls); with
+        `browser: True`, the TypeScript SDK's client in Chromium instead (labs/scenario/mcp_browser.py).
     sessions: how many sessions (None: the workload's), for a variant whose outcome is by chance.
     sdk: the SDK line the replicas run (a key of server.mcp.sdks.SDK_LINES; None: the lab's own).
     """

@@ -18,7 +18,7 @@ from typing import Any, Callable, Sequence
 
 from labs import provenance
 from labs.lab.hops import hop_settings, runtime_named
-from labs.scenario.mcp_model import McpRun, McpScenario
+from labs.scenario.mcp_model import BROWSER, McpRun, McpScenario
 from labs.scenario.model import VARIANTS, CheckResult, VariantName
 from proxies.kinds import choose_releases
 from proxies.releases import CHOICE_VARIABLE
@@ -117,7 +117,10 @@ def run_mcp(scenario: McpScenario, proxy: str, variant_name: str, progress: Prog
                                 upstream_port=replicas.ports[0], upstream_replica_ports=tuple(replicas.ports[1:]))
         with runtime_named(RUNTIME).run_proxy(settings) as hop:  # type: ignore[arg-type]
             options = {"calls": workload.calls, "timeout_s": workload.timeout_s, **variant.client}
-            sessions = [run_async(measure_session(hop.url + MCP_PATH, **options))
+            measure = measure_session
+            if options.pop(BROWSER, False):  # the TypeScript SDK in Chromium, from another origin
+                from labs.scenario.mcp_browser import browser_session as measure  # type: ignore[assignment]
+            sessions = [run_async(measure(hop.url + MCP_PATH, **options))
                         for _ in range(variant.sessions or workload.sessions)]
             config = hop.config_text
         requests = replicas.requests()

@@ -2,6 +2,7 @@
 
     python -m proxies.apps.install node      npm ci from the committed lockfile (Express, Next.js, SDKs)
     python -m proxies.apps.install next      next build of the site, once, into an ignored folder
+    python -m proxies.apps.install mcp-browser  webpack: the MCP TypeScript SDK's client for Chromium
     python -m proxies.apps.install litellm   the LiteLLM proxy in its own venv (.venvs/litellm)
     python -m proxies.apps.install agents    npm ci of the coding agents (Codex CLI, Claude Code)
     python -m proxies.apps.install --check   say what is missing, install nothing
@@ -25,11 +26,12 @@ from typing import Sequence
 from proxies.apps.launch import AppMissing
 from proxies.apps.litellm.kind import LITELLM_VENV
 from proxies.apps.nextjs.build import NEXT_BIN, NEXT_BUILD, NEXT_PLACEHOLDER, NEXT_SITE
-from proxies.apps.nodejs import AGENTS_DIR, NODE_DIR, NODE_MODULES, node_binary
+from proxies.apps.nodejs import (AGENTS_DIR, MCP_BROWSER_BUNDLE, MCP_BROWSER_SOURCE, NODE_DIR, NODE_MODULES,
+                                 node_binary)
 
 NODE_MIN = (20, 9)  # Next.js 16's floor
 LITELLM_PIN = "litellm[proxy]==1.108.7"
-STEPS = ("node", "next", "litellm", "agents")
+STEPS = ("node", "next", "mcp-browser", "litellm", "agents")
 
 
 def node_version() -> tuple[int, ...]:
@@ -82,6 +84,13 @@ def install_next() -> None:
     print(f"next build: {_size(NEXT_BUILD)}")
 
 
+def install_mcp_browser() -> None:
+    if not (NODE_MODULES / "@modelcontextprotocol" / "sdk").is_dir():
+        raise SystemExit("the MCP TypeScript SDK is not installed: run `python -m proxies.apps.install node` first")
+    _run([node_binary(), str(MCP_BROWSER_SOURCE / "build.mjs")], NODE_DIR,
+         env={"STREAMLAB_MCP_BROWSER_BUILD": str(MCP_BROWSER_BUNDLE.parent)})
+
+
 def install_litellm() -> None:
     python = LITELLM_VENV / "bin" / "python"
     if not python.exists():
@@ -105,6 +114,7 @@ def problems() -> list[str]:
     except (AppMissing, OSError, subprocess.CalledProcessError) as exc:
         found.append(str(exc))
     for path, what in ((NODE_MODULES / "express", "node"), (NEXT_BUILD / "BUILD_ID", "next"),
+                       (MCP_BROWSER_BUNDLE, "mcp-browser"),
                        (LITELLM_VENV / "bin" / "litellm", "litellm"),
                        (AGENTS_DIR / "node_modules" / ".package-lock.json", "agents")):
         if not path.exists():
@@ -127,7 +137,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 1 if missing else 0
     for step in args.steps or STEPS:
         started = time.monotonic()
-        {"node": install_node, "next": install_next, "litellm": install_litellm,
+        {"node": install_node, "next": install_next, "mcp-browser": install_mcp_browser, "litellm": install_litellm,
          "agents": install_agents}[step]()
         print(f"apps: {step} installed in {time.monotonic() - started:.1f}s")
     return 0

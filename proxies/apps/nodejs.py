@@ -14,6 +14,10 @@ from proxies.apps.launch import APPS_DIR, AppMissing
 
 NODE_DIR = APPS_DIR / "node"
 NODE_MODULES = NODE_DIR / "node_modules"
+# The official MCP TypeScript SDK's client bundled for the browser by the webpack above (its entry
+# and build script in mcp-browser/; built output, ignored: proxies.apps.install mcp-browser).
+MCP_BROWSER_SOURCE = NODE_DIR / "mcp-browser"
+MCP_BROWSER_BUNDLE = NODE_DIR / ".mcp-browser-build" / "mcp-client.js"
 # The coding agents (Codex CLI, Claude Code): a lockfile of their own, as their native binaries
 # weigh ~800 MB that no hop needs (proxies.apps.install agents).
 AGENTS_DIR = APPS_DIR / "agents"

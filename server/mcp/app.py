@@ -22,6 +22,7 @@ except ImportError:  # mcp 1.x, its own venv (server/mcp/sdks.py): the same serv
     SDK_2 = False
 from mcp.server.transport_security import TransportSecuritySettings
 from sse_starlette import EventSourceResponse
+from starlette.middleware.cors import CORSMiddleware
 from starlette.requests import Request
 from starlette.responses import JSONResponse, PlainTextResponse
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
@@ -86,7 +87,19 @@ def build(knobs: OriginKnobs) -> "RecordingApp":
         return JSONResponse(records)
 
     app = server.streamable_http_app(**transport) if SDK_2 else server.streamable_http_app()  # type: ignore[arg-type]
-    return RecordingApp(app, knobs.replica, records)
+    # Inside the recorder, so a preflight (OPTIONS) the middleware answers is recorded too.
+    return RecordingApp(with_cors(app, knobs), knobs.replica, records)
+
+
+def with_cors(app: ASGIApp, knobs: OriginKnobs) -> ASGIApp:
+    """The app behind Starlette's CORSMiddleware as the SDK's README configures it for browser
+    clients (python-sdk#1059: the MCP methods, `expose_headers`), when --cors-origin asks."""
+    if not knobs.cors_origin:
+        return app
+    listed = lambda text: [name.strip() for name in text.split(",") if name.strip()]  # noqa: E731
+    return CORSMiddleware(app, allow_origins=[knobs.cors_origin], allow_methods=["GET", "POST", "DELETE"],
+                          allow_headers=listed(knobs.cors_allow_headers),
+                          expose_headers=listed(knobs.cors_expose_headers))
 
 
 class RecordingApp:

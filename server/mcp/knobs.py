@@ -49,6 +49,15 @@ class OriginKnobs:
                                       "request, so the SDK sends it on the session's standalone GET stream) this "
                                       "many seconds after each tool call returns; 0: none. The origin records it "
                                       "as sent, so a scenario can tell a lost one from one never sent")
+    cors_origin: str = knob("", "answer CORS for a page on this origin (`*`: any): Starlette's `CORSMiddleware` around "
+                                "the app, methods GET, POST, DELETE, as the SDK's README shows for browser clients; "
+                                "'': none, the SDK's own (it sends no CORS header)")
+    cors_expose_headers: str = knob("", "with --cors-origin: the response headers a page may read "
+                                        "(`expose_headers`, comma-separated; `Mcp-Session-Id` is the one a browser "
+                                        "client needs); '': Starlette's default, none")
+    cors_allow_headers: str = knob("", "with --cors-origin: the request headers a preflight allows besides the "
+                                       "safelisted ones (`allow_headers`, comma-separated: `mcp-session-id`, "
+                                       "`mcp-protocol-version`, `last-event-id`); '': Starlette's default, none")
     replica: int = knob(0, "this process's number among its replicas, written in each request it records")
 
     def argv(self) -> list[str]:

@@ -63,6 +63,9 @@ NON_DEFAULT: dict[type[ProxySettings], dict[str, dict[str, Any]]] = {
         "json_errors": {"json_errors": True},
         "gzip": {"gzip": True},
         "gzip_types": {"gzip_types": ("text/event-stream", "application/json")},
+        "cors_allow_origin": {"cors_allow_origin": "https://app.example.com"},
+        "cors_allow_headers": {"cors_allow_origin": "*", "cors_allow_headers": ("content-type", "authorization")},
+        "cors_expose_headers": {"cors_allow_origin": "*", "cors_expose_headers": ("Mcp-Session-Id",)},
     },
     HaproxySettings: {
         **{name: {name: value} for name, value in ADDRESSING.items()},

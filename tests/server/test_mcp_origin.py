@@ -20,7 +20,8 @@ PACED = OriginKnobs(progress_interval_s=0.05, duration_s=0.3, first_progress_del
 def test_knobs_round_trip_through_their_flags() -> None:
     knobs = OriginKnobs(sessions=False, json_response=True, progress_interval_s=0.2, duration_s=3.0,
                         first_progress_delay_s=1.5, keepalive_s=0.0, resumable=True, retry_ms=250,
-                        notify_after_s=2.5, replica=3)
+                        notify_after_s=2.5, cors_origin="*", cors_expose_headers="Mcp-Session-Id",
+                        cors_allow_headers="mcp-session-id,mcp-protocol-version", replica=3)
     parsed, host, port = from_args([*knobs.argv(), "--port", "9"])
     assert (parsed, host, port) == (knobs, "127.0.0.1", 9)
     assert OriginKnobs().argv() == []  # the defaults need no flag
@@ -72,6 +73,27 @@ def test_a_server_notification_follows_the_tool_call_on_the_get_stream_and_is_re
     assert [r["method"] for r in sent] == [method for method, _ in outcome.notifications] == expected
     # After the tool's work and the knob's delay, not with the call's progress.
     assert all(at >= outcome.calls[0].sent_at_s + 0.1 + notify_after_s for _, at in outcome.notifications)
+
+
+@pytest.mark.parametrize("expose", ["Mcp-Session-Id", ""])
+def test_cors_origin_answers_the_preflight_and_exposes_what_the_knob_names(expose: str) -> None:
+    """--cors-origin: Starlette's CORSMiddleware answers a preflight (recorded, as the origin saw it)
+    and names the exposed headers on initialize's answer; without the knob, no CORS header at all."""
+    knobs = OriginKnobs(cors_origin="*", cors_expose_headers=expose, cors_allow_headers="mcp-session-id")
+    preflight = {"origin": "http://127.0.0.1:1", "access-control-request-method": "POST",
+                 "access-control-request-headers": "content-type, mcp-session-id"}
+    with running_replicas(1, knobs) as replicas, httpx.Client() as http:
+        allowed = http.options(replicas.url(), headers=preflight)
+        refused = http.options(replicas.url(), headers={**preflight, "access-control-request-headers": "last-event-id"})
+        opened = http.post(replicas.url(), json=INITIALIZE, headers={**HEADERS, "origin": "http://127.0.0.1:1"})
+        recorded = [(r["http_method"], r["status"]) for r in replicas.requests()]
+    assert (allowed.status_code, refused.status_code) == (200, 400)
+    assert opened.headers["access-control-allow-origin"] == "*" and opened.headers["mcp-session-id"]
+    assert opened.headers.get("access-control-expose-headers", "") == expose
+    assert recorded[:2] == [("OPTIONS", 200), ("OPTIONS", 400)]
+    with running_replicas(1, OriginKnobs()) as replicas, httpx.Client() as http:
+        plain = http.post(replicas.url(), json=INITIALIZE, headers={**HEADERS, "origin": "http://127.0.0.1:1"})
+    assert not any(name.startswith("access-control-") for name in plain.headers)
 
 
 def test_sessions_off_hands_out_no_session_id() -> None:
