@@ -194,26 +194,28 @@ SCENARIOS: tuple[McpScenario, ...] = (
         name="mcp-cors-expose",
         symptom="a browser MCP client (an agent UI, the MCP Inspector) on another origin connects, then every "
                 "request fails with 400 'Missing session ID'",
-        proxies=("nginx",),
+        proxies=("nginx", "haproxy"),
         workload=McpWorkload(sessions=1, calls=1, replicas=1),
         # The official TypeScript SDK's client in Chromium on a page of its own origin (another
-        # port), through nginx that answers CORS (the origin, like the Python SDK's, sends none)
+        # port), through a proxy that answers CORS (the origin, like the Python SDK's, sends none)
         # and allows the MCP request headers, but exposes no response header.
-        broken=McpVariant(proxy={"nginx": {"cors_allow_origin": ANY_ORIGIN}}, client={BROWSER: True}),
+        broken=McpVariant(proxy={"nginx": {"cors_allow_origin": ANY_ORIGIN}, "haproxy": {"cors_allow_origin": ANY_ORIGIN}},
+                          client={BROWSER: True}),
         fixes=(
-            McpFix("expose-session-id", McpVariant(proxy={"nginx": {"cors_expose_headers": ("Mcp-Session-Id",)}}),
-                   ("nginx",), (*PAGE_ON_ANOTHER_ORIGIN, cors.origin_issued_session(), cors.session_read_and_sent(),
+            McpFix("expose-session-id", McpVariant(proxy={"nginx": {"cors_expose_headers": ("Mcp-Session-Id",)},
+                                                          "haproxy": {"cors_expose_headers": ("Mcp-Session-Id",)}}),
+                   ("nginx", "haproxy"), (*PAGE_ON_ANOTHER_ORIGIN, cors.origin_issued_session(), cors.session_read_and_sent(),
                                 checks.sessions_complete()),
-                   "nginx: add_header Access-Control-Expose-Headers Mcp-Session-Id always; (and "
-                   "Access-Control-Allow-Headers mcp-session-id, mcp-protocol-version, last-event-id)"),
+                   "the proxy: Access-Control-Expose-Headers: Mcp-Session-Id (nginx add_header ... always, "
+                   "HAProxy http-after-response set-header), with the request headers allowed"),
             McpFix("origin-cors",
                    McpVariant(proxy={"nginx": {"cors_allow_origin": None}},
                               origin={"cors_origin": ANY_ORIGIN, "cors_expose_headers": "Mcp-Session-Id",
                                       "cors_allow_headers": MCP_REQUEST_HEADERS}),
                    ("nginx",), (*PAGE_ON_ANOTHER_ORIGIN, cors.origin_issued_session(), cors.session_read_and_sent(),
                                 checks.sessions_complete()),
-                   "the server: Starlette CORSMiddleware(expose_headers=['Mcp-Session-Id'], "
-                   "allow_headers=['mcp-session-id', 'mcp-protocol-version', 'last-event-id'])"),
+                   "the server: CORSMiddleware(expose_headers=['Mcp-Session-Id'], allow_headers=[the "
+                   "MCP request headers])"),
             # The Python SDK's README snippet (python-sdk#1059): expose_headers, no allow_headers.
             # initialize passes (its only non-safelisted header, Content-Type, Starlette always
             # allows); the next request's preflight asks for mcp-session-id and is refused.
@@ -226,7 +228,7 @@ SCENARIOS: tuple[McpScenario, ...] = (
                    "README shows it", cures=False),
             McpFix("stateless", McpVariant(origin={"sessions": False}), ("nginx",),
                    (*PAGE_ON_ANOTHER_ORIGIN, cors.origin_issued_session(issued=False), checks.sessions_complete()),
-                   "a stateless server (no session id to read: --no-sessions, the 2026-07-28 revision)"),
+                   "a stateless server (no session id to read; the 2026-07-28 revision)"),
         ),
         symptom_checks=(*PAGE_ON_ANOTHER_ORIGIN, cors.origin_issued_session(), cors.session_hidden_then_missing()),
         explanation=(

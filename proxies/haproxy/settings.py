@@ -6,6 +6,7 @@ from typing import ClassVar, Literal, Optional
 from pydantic import Field
 
 from proxies.base import ProxySettings, setting
+from proxies.cors import CorsSettings
 from proxies.errors import ERRORS, ProxyError, errors_for, json_errors_setting
 from proxies.types import HaproxyDuration, MimeType, Port
 
@@ -17,7 +18,7 @@ Maxconn = Optional[int]
 HAPROXY_OWN_ERRORS = (400, 403, 413, 500, 501, 502, 503, 504)
 
 
-class HaproxySettings(ProxySettings):
+class HaproxySettings(ProxySettings, CorsSettings):
     proxy: ClassVar = "haproxy"
     template: ClassVar[str] = "haproxy/haproxy.cfg.j2"
     config_name: ClassVar[str] = "haproxy.cfg"

@@ -8,9 +8,10 @@ from typing import Any, ClassVar, Literal, Union
 from pydantic import Field, field_validator, model_validator
 
 from proxies.base import ProxySettings, setting
+from proxies.cors import CorsSettings
 from proxies.errors import ERRORS, ProxyError, json_errors_setting
 from proxies.tls import fill_certificate
-from proxies.types import CorsOrigin, FilePath, HeaderName, HeaderValue, MimeType, NginxDuration, NginxSize, Port, SslSessionCache
+from proxies.types import FilePath, HeaderValue, MimeType, NginxDuration, NginxSize, Port, SslSessionCache
 
 CORE = "https://nginx.org/en/docs/ngx_core_module.html"
 EVENTS = "https://nginx.org/en/docs/ngx_core_module.html"
@@ -23,11 +24,6 @@ NGINX_OWN_ERRORS = (400, 408, 413, 414, 494, 500, 501, 502, 503, 504)
 LIMIT_CONN = "https://nginx.org/en/docs/http/ngx_http_limit_conn_module.html"
 SSL = "https://nginx.org/en/docs/http/ngx_http_ssl_module.html"
 HTTP2 = "https://nginx.org/en/docs/http/ngx_http_v2_module.html"
-HEADERS = "https://nginx.org/en/docs/http/ngx_http_headers_module.html"
-CORS = "https://fetch.spec.whatwg.org/#http-cors-protocol"
-# The request headers a browser MCP client sends besides the safelisted ones (the Streamable HTTP
-# transport: https://modelcontextprotocol.io/specification/2025-11-25/basic/transports).
-MCP_REQUEST_HEADERS = ("content-type", "mcp-session-id", "mcp-protocol-version", "last-event-id")
 
 
 # The words proxy_next_upstream takes (nginx 1.22).
@@ -35,7 +31,7 @@ NextUpstream = Literal["error", "timeout", "invalid_header", "http_500", "http_5
                        "http_504", "http_403", "http_404", "http_429", "non_idempotent", "off"]
 
 
-class NginxSettings(ProxySettings):
+class NginxSettings(ProxySettings, CorsSettings):
     proxy: ClassVar = "nginx"
     template: ClassVar[str] = "nginx/nginx.conf.j2"
     config_name: ClassVar[str] = "nginx.conf"
@@ -185,19 +181,6 @@ class NginxSettings(ProxySettings):
     @classmethod
     def _certificate_when_tls(cls, data: Any) -> Any:
         return fill_certificate(data, "tls_http2", *cls.tls_fields)
-
-    # CORS, for a page on another origin (a browser MCP client): nginx answers it, not the upstream.
-    cors_allow_origin: CorsOrigin | None = setting(
-        None, "add `Access-Control-Allow-Origin` with this origin (and the methods and headers below) to "
-              "every answer, `always` (errors too), and answer a preflight (OPTIONS) with 204 itself; "
-              "None: nginx adds nothing", f"{HEADERS}#add_header")
-    cors_allow_headers: tuple[HeaderName, ...] = setting(
-        MCP_REQUEST_HEADERS, "with cors_allow_origin: the request headers a preflight allows "
-                             "(`Access-Control-Allow-Headers`)", f"{CORS}")
-    cors_expose_headers: tuple[HeaderName, ...] = setting(
-        (), "with cors_allow_origin: the response headers a page's JavaScript may read besides the "
-            "safelisted ones (`Access-Control-Expose-Headers`; a browser MCP client needs `Mcp-Session-Id`)",
-        f"{CORS}")
 
     # Compression.
     gzip: bool = setting(False, "gzip responses", f"{GZIP}#gzip")

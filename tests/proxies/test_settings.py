@@ -69,6 +69,9 @@ NON_DEFAULT: dict[type[ProxySettings], dict[str, dict[str, Any]]] = {
     },
     HaproxySettings: {
         **{name: {name: value} for name, value in ADDRESSING.items()},
+        "cors_allow_origin": {"cors_allow_origin": "https://app.example.com"},
+        "cors_allow_headers": {"cors_allow_origin": "*", "cors_allow_headers": ("content-type", "authorization")},
+        "cors_expose_headers": {"cors_allow_origin": "*", "cors_expose_headers": ("Mcp-Session-Id",)},
         "maxconn_global": {"maxconn_global": 4096},
         "maxconn_frontend": {"maxconn_frontend": 32},
         "maxconn_server": {"maxconn_server": 8},
