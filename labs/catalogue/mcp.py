@@ -242,15 +242,16 @@ SCENARIOS: tuple[McpScenario, ...] = (
             "leaves and the SDK sees only `Failed to fetch`. A stateless server issues no id and needs "
             "neither header."),
         finding=(
-            "Measured here (`python -m labs run mcp-cors-expose`: nginx 1.30.6, one replica on mcp 2.3, "
-            "the TypeScript SDK 1.32.2's client in Chromium from a page on another loopback port): "
-            "without the exposed header the page read no session id and the `initialized` notification "
-            "was answered 400 `Bad Request: Missing session ID`, which `connect()` raised; exposing it "
-            "(nginx or the server's CORSMiddleware) completed the session. The Python SDK's README "
-            "snippet (expose_headers without allow_headers) lets `initialize` through, then Starlette "
-            "refuses the next preflight (400: mcp-session-id not allowed) and the SDK sees `Failed to "
-            "fetch`. The stateless server completed without either."),
-        sources=(FETCH_CORS, f"{NGINX_HEADERS}#add_header", PYTHON_SDK_CORS,
+            "Measured here (`python -m labs run mcp-cors-expose`, and with `--proxy-version oldest`: nginx "
+            "1.30.6 and 1.22.1, HAProxy 3.2.26 and 2.6.12, one replica on mcp 2.3, the TypeScript SDK 1.32.2's "
+            "client in Chromium from a page on another loopback port): without the exposed header the page read "
+            "no session id and the `initialized` notification was answered 400 `Bad Request: Missing session ID` "
+            "(mcp 1.30 the same, by hand), which `connect()` raised, on every proxy and release; exposing it "
+            "(the proxy, or the server's CORSMiddleware) completed the session. The Python SDK's README snippet "
+            "(expose_headers without allow_headers) lets `initialize` through, then Starlette refuses the next "
+            "preflight (400) and the SDK sees `Failed to fetch`. The stateless server completed without either."),
+        sources=(FETCH_CORS, f"{NGINX_HEADERS}#add_header", f"{HAPROXY}#4.2-http-after-response%20set-header",
+                 PYTHON_SDK_CORS,
                  "https://github.com/modelcontextprotocol/typescript-sdk#cors-configuration-for-browser-based-clients"),
     ),
 )
