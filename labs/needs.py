@@ -16,7 +16,7 @@ import sys
 import time
 from typing import Iterable, Sequence
 
-from labs.scenario.mcp_model import BROWSER, McpScenario
+from labs.scenario.mcp_model import McpScenario
 from labs.scenario.model import Scenario
 from labs.lab.hops import hop_kind
 from labs.scenario.chromium import NEEDS as BROWSER_DRIVER_NEEDS
@@ -125,8 +125,8 @@ def needs_of(name: str) -> list[str]:
     from labs import catalogue
     scenario = catalogue.find(name)
     if isinstance(scenario, McpScenario):  # its proxies, the SDK and its 1.x line (labs/catalogue/mcp.py)
-        browser = any(scenario.variant(name).client.get(BROWSER) for _, name in scenario.runs())
-        return _unique([*hop_needs(scenario.proxies), *MCP_NEEDS, *(MCP_BROWSER_NEEDS if browser else ())])
+        browser = MCP_BROWSER_NEEDS if scenario.in_a_browser else ()
+        return _unique([*hop_needs(scenario.proxies), *MCP_NEEDS, *browser])
     return scenario_needs(scenario)
 
 

@@ -21,6 +21,7 @@ TS_KEEPALIVE = "https://github.com/modelcontextprotocol/typescript-sdk/pull/2538
 
 SESSIONS = 4  # sessions per run, one after another, each initialize and two tool calls
 LOOKALIKE_SESSIONS = 12
+ONE_CALL = McpWorkload(sessions=1, calls=1, replicas=1)  # one session of one tool call, one replica
 KEPT_ON_ONE = (checks.sessions_complete(), checks.each_session_on_one_replica())
 # Affinity learnt per session: the sessions still spread over both replicas (the precondition: two
 # replicas really answered), each kept on its own.
@@ -114,7 +115,7 @@ SCENARIOS: tuple[McpScenario, ...] = (
         symptom="an idle MCP client stops receiving server notifications after the proxy's idle timeout; "
                 "nothing reports an error",
         proxies=("nginx", "haproxy"),
-        workload=McpWorkload(sessions=1, calls=1, replicas=1),
+        workload=ONE_CALL,
         # The proxy's idle limit scaled down from the field's 60-300 s to IDLE_LIMIT; the origin's
         # keep-alives off, as a TypeScript server before typescript-sdk#2538; one tool call, then
         # the client idles IDLE_HOLD_S while the origin sends a notification NOTIFY_AFTER_S later,
@@ -195,7 +196,7 @@ SCENARIOS: tuple[McpScenario, ...] = (
         symptom="a browser MCP client (an agent UI, the MCP Inspector) on another origin connects, then every "
                 "request fails with 400 'Missing session ID'",
         proxies=("nginx", "haproxy"),
-        workload=McpWorkload(sessions=1, calls=1, replicas=1),
+        workload=ONE_CALL,
         # The official TypeScript SDK's client in Chromium on a page of its own origin (another
         # port), through a proxy that answers CORS (the origin, like the Python SDK's, sends none)
         # and allows the MCP request headers, but exposes no response header.

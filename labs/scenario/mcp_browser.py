@@ -22,7 +22,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Iterator
 
 from labs.client.mcp_session import McpCall, McpResult
-from labs.scenario.chromium import NEEDS as CHROMIUM_NEEDS, launch_options
+from labs.scenario.chromium import NEEDS as CHROMIUM_NEEDS, ChromiumMissing, chromium_path, launch_options
 from proxies.apps.nodejs import MCP_BROWSER_BUNDLE as BUNDLE
 
 BUNDLE_PATH = "/mcp-client.js"
@@ -43,6 +43,17 @@ class BrowserMcpResult(McpResult):
     refused: list[str] = field(default_factory=list)
     # The Mcp-Session-Id the page's JavaScript could read off initialize's response (None: hidden).
     readable_session: str | None = None
+
+
+def missing() -> str | None:
+    """What is not installed for a browser session (one line), None when all is there."""
+    if not BUNDLE.exists():
+        return f"{BUNDLE} is missing: python -m proxies.apps.install mcp-browser"
+    try:
+        chromium_path()
+    except ChromiumMissing as exc:
+        return str(exc)
+    return None
 
 
 class _PageHandler(BaseHTTPRequestHandler):
@@ -66,8 +77,8 @@ class _PageHandler(BaseHTTPRequestHandler):
 @contextmanager
 def page_server() -> Iterator[str]:
     """The page and the bundle on a free loopback port; yields the page's origin."""
-    if not BUNDLE.exists():
-        raise FileNotFoundError(f"{BUNDLE} is missing: python -m proxies.apps.install mcp-browser")
+    if problem := missing():
+        raise FileNotFoundError(problem)
     server = ThreadingHTTPServer(("127.0.0.1", 0), _PageHandler)
     thread = threading.Thread(target=server.serve_forever, name="mcp-browser-page", daemon=True)
     thread.start()

@@ -170,3 +170,8 @@ class McpScenario:
         proxy, each fix on the proxies it names."""
         return [*((proxy, "broken") for proxy in self.proxies),
                 *((proxy, fix.name) for fix in self.fixes for proxy in fix.proxies)]
+
+    @property
+    def in_a_browser(self) -> bool:
+        """Whether a variant's sessions run in Chromium (McpVariant.client's BROWSER)."""
+        return any(self.variant(name).client.get(BROWSER) for _, name in self.runs())

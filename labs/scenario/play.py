@@ -38,6 +38,10 @@ def cannot_run(scenario: AnyScenario, lab: Lab) -> str | None:
     if isinstance(scenario, McpScenario) and lab.runtime.name != MCP_RUNTIME:
         return (f"{scenario.name} runs in the local runtime only: the MCP origin (python -m server.mcp) "
                 f"has no image yet (docs/mcp.md)")
+    if isinstance(scenario, McpScenario) and scenario.in_a_browser:
+        from labs.scenario.mcp_browser import missing
+        if problem := missing():
+            return f"{scenario.name} runs the MCP SDK in Chromium: {problem} (or python -m labs setup {scenario.name})"
     return None
 
 

@@ -5,6 +5,8 @@ issued). The real thing, Chromium and the SDK's bundle, runs in the guards
 (tests/test_mcp_scenarios.py -k mcp-cors-expose)."""
 from __future__ import annotations
 
+from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -89,3 +91,18 @@ def test_no_side_passes_without_its_precondition(lacking: str) -> None:
         else:
             run.requests = [{**r, "session": None} for r in run.requests]
         assert not all(_verdicts(run, variant)), f"{variant} passed with {lacking}"
+
+
+def test_labs_run_names_a_missing_bundle_in_one_line(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    from labs.scenario import mcp_browser, play
+    lab = SimpleNamespace(runtime=SimpleNamespace(name="local"))
+    monkeypatch.setattr(mcp_browser, "BUNDLE", tmp_path / "mcp-client.js")
+    reason = play.cannot_run(SCENARIO, lab)  # type: ignore[arg-type]
+    assert reason and "python -m proxies.apps.install mcp-browser" in reason and "\n" not in reason
+    assert play.cannot_run(catalogue.find("mcp-idle-stream"), lab) is None  # type: ignore[arg-type]
+
+
+def test_setup_installs_the_bundle_and_chromium_only_for_the_browser_scenario() -> None:
+    from labs.needs import needs_of
+    assert {"mcp-browser-bundle", "chromium"} <= set(needs_of("mcp-cors-expose"))
+    assert not {"mcp-browser-bundle", "chromium"} & set(needs_of("mcp-idle-stream"))
