@@ -138,7 +138,9 @@ def sarif_log(report: PathReport, *, tool: str, place: Callable[[Finding], Place
         where = place(finding)
         properties = {key: value for key, value in (("scenario", finding.scenario), ("fix", finding.fix),
                                                     ("limit_s", finding.limit_s)) if value is not None}
-        results.append({"ruleId": finding.kind, "ruleIndex": rule_index[finding.kind],
+        # A named fault no kind declares yet (verify --mcp's session-affinity) has its id, no rule.
+        indexed = {"ruleIndex": rule_index[finding.kind]} if finding.kind in rule_index else {}
+        results.append({"ruleId": finding.kind, **indexed,
                         "level": "error" if finding.severity == "failure" else "warning",
                         "message": {"text": message(finding, where)}, "locations": [_location(where)],
                         "properties": properties})

@@ -9,6 +9,8 @@ from typing import Sequence
 from labs.client.apis import add_api_option
 from labs.findings import EXIT_UNUSABLE, UnusableInput
 from labs.verify.readers import PROXIES, READERS
+from labs.probe.mcp.names import CHECK_NAMES as MCP_CHECK_NAMES
+from labs.verify.mcp.hint import MCP_PATH
 from labs.verify.trials import CHECK_NAMES
 from labs.verify.model import Options
 
@@ -50,8 +52,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="the proxy as a host process (local) or in its container (docker)")
     parser.add_argument("--quick", action="store_true",
                         help="only the checks the static reading calls for (plus streaming)")
-    parser.add_argument("--check", action="append", choices=CHECK_NAMES, dest="checks",
-                        help="run only this check (repeatable)")
+    parser.add_argument("--check", action="append", choices=(*CHECK_NAMES, *MCP_CHECK_NAMES), dest="checks",
+                        help=f"run only this check (repeatable; {', '.join(MCP_CHECK_NAMES)}: with --mcp)")
     parser.add_argument("--format", choices=FORMATS, default=None,
                         help="text: tables (default); json: one document; sarif: a SARIF 2.1.0 log "
                              "(code scanning); github: GitHub Actions annotations")
@@ -61,6 +63,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     route = parser.add_argument_group("which route (default: the one that serves the chat API, said in the output)")
     route.add_argument("--path", default=None, metavar="PATH",
                        help="judge the route that serves POST PATH (e.g. /api/chat/completions)")
+    route.add_argument("--mcp", nargs="?", const=MCP_PATH, default=None, metavar="PATH",
+                       help=f"judge the MCP route (Streamable HTTP) serving POST and GET PATH (default {MCP_PATH}) "
+                            "instead of the chat route: run in front of replicas of the lab's MCP origin, as many as "
+                            "its pool has servers, and measured with the probe's MCP checks (docs/verify.md)")
     route.add_argument("--host", default=None, metavar="NAME",
                        help="the Host the requests carry: picks the server (nginx server_name, "
                             "HAProxy host ACLs, Envoy virtual-host domains)")
@@ -114,11 +120,17 @@ def run(args: argparse.Namespace) -> int:
         wanted = RouteWanted(args.path, args.host, args.main, args.proxy_version, api=args.api)
         headers = headers_from(args.header)
         with console.status("verify: starting") as status:
-            report = verify_config(args.file, proxy=args.proxy, max_silence_s=args.max_silence,
-                                   max_stream_s=args.max_stream, streams=args.streams,
-                                   heartbeat_s=args.heartbeat, runtime=args.runtime,
-                                   quick=args.quick, checks=args.checks, wanted=wanted, headers=headers,
-                                   progress=lambda message: status.update(f"verify: {message}"))
+            if _mcp_asked(args):
+                from labs.verify.mcp.run import verify_mcp
+                report = verify_mcp(args.file, mcp_path=args.mcp, proxy=args.proxy, checks=args.checks,
+                                    runtime=args.runtime, wanted=wanted, headers=headers,
+                                    progress=lambda message: status.update(f"verify: {message}"))
+            else:
+                    report = verify_config(args.file, proxy=args.proxy, max_silence_s=args.max_silence,
+                                       max_stream_s=args.max_stream, streams=args.streams,
+                                       heartbeat_s=args.heartbeat, runtime=args.runtime,
+                                       quick=args.quick, checks=args.checks, wanted=wanted, headers=headers,
+                                       progress=lambda message: status.update(f"verify: {message}"))
     except UnusableInput as exc:
         return _error(args, console, fmt, exc, "error")
     except KeyboardInterrupt:
@@ -133,6 +145,24 @@ def run(args: argparse.Namespace) -> int:
     else:
         print(output.for_ci(report, fmt))
     return report.exit_status
+
+
+def _mcp_asked(args: argparse.Namespace) -> bool:
+    """--mcp given, and the other options consistent with it (UnusableInput says which is not)."""
+    mcp_checks = [c for c in args.checks or [] if c in MCP_CHECK_NAMES]
+    if args.mcp is None:
+        if mcp_checks:
+            raise UnusableInput(f"--check {mcp_checks[0]} is an MCP check: give --mcp [PATH] with it")
+        return False
+    if not args.mcp.startswith("/"):
+        raise UnusableInput(f"--mcp takes the route's path, starting with '/' (got {args.mcp!r}); "
+                            "put the file first: labs verify FILE --mcp")
+    if args.path:
+        raise UnusableInput("--mcp names the route's path itself: give --mcp PATH without --path")
+    chat = [c for c in args.checks or [] if c not in MCP_CHECK_NAMES]
+    if chat:
+        raise UnusableInput(f"--check {chat[0]} judges the chat route; with --mcp: {', '.join(MCP_CHECK_NAMES)}")
+    return True
 
 
 def own_error(exc: BaseException) -> str:

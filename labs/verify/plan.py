@@ -26,6 +26,14 @@ class RunPlan:
     in_container: bool = False
     series: str | None = None  # the proxy's release (proxies.releases); None: the current one
     version: str | None = None  # the version whose defaults the reading used (--proxy-version)
+    # `verify --mcp`: one port per replica of the lab's MCP origin (labs/verify/mcp/run.py), so a
+    # pool's servers stay distinct processes and its balancing decides where a session goes;
+    # empty: every upstream server is the lab's one server at `lab_port`.
+    pool_ports: tuple[int, ...] = ()
+
+    def upstream_port(self, index: int) -> int:
+        """The port of a pool's `index`-th server (0-based, in config order)."""
+        return self.pool_ports[index % len(self.pool_ports)] if self.pool_ports else self.lab_port
 
 
 # One sentence per kind of change, shown beside the change in the diff and in the notes.

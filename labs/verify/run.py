@@ -26,6 +26,7 @@ from labs.verify.detect import detect
 from labs.verify.kubernetes import translate
 from labs.verify import route
 from labs.verify.launch import RunningConfig, running, validate
+from labs.verify.mcp.hint import mcp_hint
 from labs.verify.model import Options, Reading, RouteWanted, VerifyReport, display_path
 from labs.verify.plan import RunPlan
 from labs.verify.reader import ConfigReader
@@ -90,16 +91,17 @@ def _read(reader: ConfigReader, path: Path, wanted: RouteWanted) -> Reading:
                    version=in_effect.version, wanted=wanted, parsed=Parsed(reader, config, chosen))
 
 
-def rewrite_config(reading: Reading, lab_port: int, folder: Path, *, in_container: bool = False) -> Rewritten:
+def rewrite_config(reading: Reading, lab_port: int, folder: Path, *, in_container: bool = False,
+                   pool_ports: tuple[int, ...] = ()) -> Rewritten:
     """The config `reading` was read from (read_config: its one parse, kept on it; a Kubernetes
     manifest's translation), as it runs here, written into `folder`; `in_container`: it runs as the
     invoking user in a container. It runs on the release the reading was made for
     (`reading.wanted.series`). Every address it names is checked for loopback before anything is
-    written (NotLoopback)."""
+    written (NotLoopback). `pool_ports`: a pool's servers spread over these ports (RunPlan)."""
     parsed: Parsed | None = reading.parsed
     if parsed is None:
         raise ValueError("rewrite_config needs a reading made by read_config (it carries the parse)")
-    plan = RunPlan(lab_port, folder, in_container, reading.wanted.series, reading.version)
+    plan = RunPlan(lab_port, folder, in_container, reading.wanted.series, reading.version, pool_ports)
     rewritten = parsed.reader.rewrite(parsed.config, parsed.chosen, plan)
     rewritten.series = plan.series
     assert_loopback(parsed.reader.addresses(rewritten))
@@ -158,7 +160,8 @@ def verify_config(path: Path, *, proxy: str | None = None, max_silence_s: float 
         reading = translation.relabel(reading)
     report = VerifyReport(proxy=proxy, file=display_path(manifest), route=reading.route, path=reading.path,
                           why=reading.why, routes=list(reading.routes), version=reading.version,
-                          settings=reading.settings, notes=list(reading.notes), measured_on=runs_on.to_json())
+                          settings=reading.settings, notes=[*reading.notes, *mcp_hint(reading, display_path(manifest))],
+                          measured_on=runs_on.to_json())
     with contextlib.ExitStack() as stack:
         # Rewrite and validate before any server starts, so a config the proxy rejects fails fast.
         lab_port = server.port if server is not None else free_port()

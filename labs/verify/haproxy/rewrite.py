@@ -177,7 +177,9 @@ def _bind(run: _Run, section: Section, statement: Statement) -> None:
 
 def _server(run: _Run, section: Section, statement: Statement) -> None:
     words = statement.words
-    run.edit.replace(statement.line, statement.keyword, _server_line(statement, run.plan.lab_port, run.config))
+    servers = [s for s in section.statements if s.keyword in ("server", "server-template")]
+    port = run.plan.upstream_port(servers.index(statement)) if statement in servers else run.plan.lab_port
+    run.edit.replace(statement.line, statement.keyword, _server_line(statement, port, run.config))
     if "check" in words:
         run.note(reason("health-check"))
     if any(w in SERVER_DNS for w in words):

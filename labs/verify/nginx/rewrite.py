@@ -204,7 +204,8 @@ def _server(run: _Run, d: Directive) -> None:
     context = _context(d)
     if context == "upstream" and d.args:
         params = [a for a in d.args[1:] if a.startswith(KEPT_UPSTREAM_PARAMS)]
-        run.replace(d, " ".join(["server", f"127.0.0.1:{run.plan.lab_port}", *params]))
+        index = d.parent.children("server").index(d) if d.parent is not None else 0
+        run.replace(d, " ".join(["server", f"127.0.0.1:{run.plan.upstream_port(index)}", *params]))
     elif context in ("http", "stream") and d.block is not None and not d.children("listen"):
         # nginx would listen on *:80 (or *:8000 unprivileged): give it a loopback port instead.
         port = free_port()
