@@ -180,7 +180,8 @@ def _reverse_proxy(module: dict[str, Any], key: str, run: _Run) -> None:
 
 
 def _upstreams(module: dict[str, Any], key: str, run: _Run) -> None:
-    module[key] = [{"dial": run.lab} for _ in range(max(1, len(module[key] or [])))]
+    module[key] = [{"dial": f"127.0.0.1:{run.plan.upstream_port(index)}"}
+                   for index in range(max(1, len(module[key] or [])))]
 
 
 def _dynamic_upstreams(module: dict[str, Any], key: str, run: _Run) -> None:

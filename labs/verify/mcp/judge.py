@@ -5,9 +5,8 @@ named as verify names faults: at the config's line that causes each.
 - `session-survives`: a session lost to another replica is the named fault `session-affinity`
   (no finding kind declares it yet, as in `labs probe --mcp`), placed at the pool's block; a pool of
   one server cannot lose one: not run, with the reason.
-- `progress-streams`: lumped progress notifications, the probe's `buffering` judge; named
-  `coalescing` where the reading suspects that and not buffering (HAProxy without
-  `option http-no-delay`: docs/mcp.md measured 20 notifications in 5 lumps).
+- `progress-streams`: progress held to the end is the probe's `buffering` judge; grouped in lumps
+  on the way is `coalescing`, counted by arrival against the origin's own pace (`progress_lumps`).
 - `get-stream`: the standalone GET stream held silent against the route's own idle limit, in
   bounded time (`get_wait`): a cut is `idle-timeout` at the limit's line; a stream still open is a
   pass only when a keep-alive comment of the SDK (every 15 s) came through it, else skipped.
@@ -17,13 +16,18 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from typing import Any, Callable, Sequence
 
+from labs.client.durations import milliseconds
 from labs.findings import BY_ID, CheckOutcome, Finding
+from labs.findings.buffering import LUMP_GAP_SHARE
+from labs.findings.coalescing import COALESCED_EVENTS_PER_READ
 from labs.verify import judge as chat_judge
 from labs.verify.measured import Measured
 from labs.verify.mcp.pool import Pool
 from labs.verify.model import Options, Reading, VerifyReport
 from labs.verify.readers import suspicions
-from server.mcp.knobs import SDK_KEEPALIVE_S
+from server.mcp.knobs import SDK_KEEPALIVE_S, OriginKnobs
+
+ORIGIN = OriginKnobs()  # the replicas' knobs: the SDK's defaults, the lab's pacing
 
 GET_MARGIN_S = 2.0  # past the first keep-alive comment: the comment has crossed every hop by then
 # The MCP checks' kinds and the chat kinds the reading's suspicions may name for them.
@@ -102,8 +106,31 @@ def measure(url: str, headers: dict[str, str], pool: Pool | None, wait_s: float,
     return run_async(run())
 
 
+def progress_lumps(seen: Any) -> Any:
+    """The progress check's observation, with notifications grouped on the way named `coalescing`:
+    the lab's origin sends each alone every ORIGIN.progress_interval_s, so arrivals closer than
+    buffering's LUMP_GAP_SHARE of that are one lump, and COALESCED_EVENTS_PER_READ or more per lump
+    is the path's grouping (docs/mcp.md: HAProxy without http-no-delay, 20 in 5 lumps; nginx 20 in
+    20). The probe's own judge cannot know the origin's pace; verify runs the origin."""
+    calls = seen.measurements.get("call") or [{}]
+    times = calls[0].get("progress_at_s") or []
+    if seen.fault or seen.skipped or len(times) < 2:
+        return seen
+    interval = ORIGIN.progress_interval_s
+    lumps = 1 + sum(b - a >= LUMP_GAP_SHARE * interval for a, b in zip(times, times[1:]))
+    per_lump = len(times) / lumps
+    said = (f"{len(times)} notifications in {lumps} lumps ({per_lump:.1f} per lump, grouped from "
+            f"{COALESCED_EVENTS_PER_READ:g}; the origin sent one every {milliseconds(interval)})")
+    if per_lump < COALESCED_EVENTS_PER_READ:
+        return replace(seen, observed=f"{said}; {seen.observed}")
+    return replace(seen, kind="coalescing", fault=True, observed=said,
+                   evidence=f"{said}, first after {milliseconds(times[0])}: grouped on the way")
+
+
 def _measured(seen: Any, limit_s: float | None) -> McpMeasured:
     """An observation as verify's check row; a GET stream still open counts only with a keep-alive."""
+    if seen.check == "progress-streams":
+        seen = progress_lumps(seen)
     skipped = seen.skipped
     if seen.check == "get-stream" and not seen.fault and not skipped and seen.ran:
         if not seen.measurements.get("comments_at_s"):
@@ -128,7 +155,10 @@ def findings(reading: Reading, pool: Pool | None, measured: list[McpMeasured]) -
     from labs.probe.mcp.run import fault_references
 
     options = Options(max_silence_s=SDK_KEEPALIVE_S)
-    suspected = [replace(s, checks=(SHOWN_BY[s.kind],)) for s in suspicions(reading, options) if s.kind in SHOWN_BY]
+    # The rules word their threshold as --max-silence; here it is the SDK's keep-alive interval.
+    said = (f"--max-silence is {SDK_KEEPALIVE_S:g} s", f"the SDK's keep-alive comes every {SDK_KEEPALIVE_S:g} s")
+    suspected = [replace(s, checks=(SHOWN_BY[s.kind],), evidence=s.evidence.replace(*said))
+                 for s in suspicions(reading, options) if s.kind in SHOWN_BY]
     out: list[Finding] = []
     as_trials: list[Measured] = []
     for m in measured:
@@ -141,9 +171,6 @@ def findings(reading: Reading, pool: Pool | None, measured: list[McpMeasured]) -
                                 scenario=scenario, fix=named_fix))
             continue
         kind = m.kind
-        if kind == "buffering" and any(s.kind == "coalescing" for s in suspected) \
-                and not any(s.kind == "buffering" for s in suspected):
-            kind = "coalescing"
         as_trials.append(Measured(row.name, row.passed, m.evidence if kind else row.observed, kind,
                                   limit_s=m.limit_s, skipped=row.skipped, ran=row.ran))
     where_of = {name: setting.where for name, setting in reading.settings.items()}

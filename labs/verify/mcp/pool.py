@@ -4,8 +4,9 @@ points the pool's servers at them (RunPlan.pool_ports), so the measurement, not 
 decides whether a session survives; the reading only places the finding and sizes the run.
 
 Read for nginx (the location's `proxy_pass` to an `upstream` block: its `server`s, `hash`,
-`ip_hash`, `sticky`) and HAProxy (the backend's `server`s, `balance`, `stick on`/`stick match`,
-`cookie`); other proxies are not read yet: `pool_of` says so and the run refuses `--mcp` in one line.
+`ip_hash`, `sticky`), HAProxy (the backend's `server`s, `balance`, `stick on`/`stick match`,
+`cookie`) and Caddy (the `reverse_proxy`'s upstreams and `lb_policy`, random by default); other
+proxies are not read yet: `pool_of` says so and the run refuses `--mcp` in one line.
 """
 from __future__ import annotations
 
@@ -39,6 +40,8 @@ FIXES = {
     "upstream": "in {name}: `hash $remote_addr;` (or a sticky cookie); hashing $http_mcp_session_id is not "
                 "one: initialize carries no id yet (docs/mcp.md)",
     "proxy_pass": "one server: nothing to keep a session on",
+    "reverse_proxy": "in {name}: `lb_policy cookie` (the SDK's client keeps cookies) or `lb_policy ip_hash`; "
+                     "`lb_policy header Mcp-Session-Id` is not one: initialize carries no id yet (docs/mcp.md)",
     "backend": "in {name}: a stick table learnt from the response (`stick-table type string len 64 size 100k "
                "expire 30m`, `stick store-response res.hdr(mcp-session-id)`, `stick match "
                "req.hdr(mcp-session-id)`) or `cookie SERVERID insert indirect nocache` with a cookie per server",
@@ -48,10 +51,9 @@ FIXES = {
 def pool_of(reading: Reading) -> Pool | None:
     """The pool of the route `reading` chose (None: this proxy's pools are not read)."""
     parsed = reading.parsed
-    readers = {"nginx": _nginx, "haproxy": _haproxy}
-    if parsed is None or reading.proxy not in readers:
+    if parsed is None or reading.proxy not in POOLS_READ:
         return None
-    return readers[reading.proxy](parsed.config, parsed.chosen.route.handle)
+    return READ[reading.proxy](parsed.config, parsed.chosen.route.handle)
 
 
 def _nginx(config: Any, served: Any) -> Pool | None:
@@ -86,3 +88,21 @@ def _haproxy(config: Any, served: Any) -> Pool:
     servers = [s for s in backend.statements if s.keyword in ("server", "server-template")]
     return Pool(len(servers), f"{display_path(config.file)}:{backend.line}", f"backend {backend.name}",
                 sticky[0] if sticky else None, balancing)
+
+
+# Caddy's selection policies that keep a client on one upstream (its default is `random`).
+CADDY_AFFINITY = ("ip_hash", "client_ip_hash", "cookie", "uri_hash")
+
+
+def _caddy(config: Any, found: Any) -> Pool:
+    handler = found.handler
+    policy = ((handler.get("load_balancing") or {}).get("selection_policy") or {}).get("policy")
+    dials = [u.get("dial", "?") for u in handler.get("upstreams") or []]
+    name = "reverse_proxy " + " ".join(dials)
+    return Pool(len(dials) or 1, config.where(found.proxy_line or found.site), name,
+                f"lb_policy {policy}" if policy in CADDY_AFFINITY else None,
+                f"lb_policy {policy}" if policy else "lb_policy random (Caddy's default)")
+
+
+READ = {"nginx": _nginx, "haproxy": _haproxy, "caddy": _caddy}
+POOLS_READ = tuple(READ)

@@ -24,13 +24,12 @@ from labs.findings import UnusableInput
 from labs.verify import releases
 from labs.verify.launch import running, validate
 from labs.verify.mcp.hint import MCP_PATH as DEFAULT_MCP_PATH
-from labs.verify.mcp.judge import McpVerifyReport, findings, get_wait, measure
-from labs.verify.mcp.pool import Pool, pool_of
+from labs.verify.mcp.judge import ORIGIN, McpVerifyReport, findings, get_wait, measure
+from labs.verify.mcp.pool import POOLS_READ, Pool, pool_of
 from labs.verify.model import RouteWanted, display_path
 from labs.verify.readers import READERS
 from labs.verify.route import Request
 from labs.verify.run import _proxy, read_config, rewrite_config
-from server.mcp.knobs import OriginKnobs
 from server.mcp.replicas import running_replicas
 from server.mcp.sdks import SDK_LINES
 
@@ -64,9 +63,9 @@ def verify_mcp(path: Path, *, mcp_path: str = DEFAULT_MCP_PATH, proxy: str | Non
     say(f"reading {display_path(path)} ({proxy}) for POST and GET {mcp_path}")
     reading = read_config(path, proxy, wanted)
     pool = pool_of(reading)
-    if pool is None and proxy not in ("nginx", "haproxy"):
-        raise UnusableInput(f"--mcp reads the upstream pools of nginx and HAProxy configs; {proxy}'s are not "
-                            "read yet")
+    if pool is None and proxy not in POOLS_READ:
+        raise UnusableInput(f"--mcp reads the upstream pools of {', '.join(POOLS_READ)} configs; {proxy}'s are "
+                            "not read yet")
     if not SDK_LINES[MCP_SDK].present():
         raise UnusableInput(f"mcp {MCP_SDK} is not installed here: python -m labs setup mcp-session-affinity")
     report = McpVerifyReport(proxy=proxy, file=display_path(path), route=reading.route, path=reading.path,
@@ -78,7 +77,7 @@ def verify_mcp(path: Path, *, mcp_path: str = DEFAULT_MCP_PATH, proxy: str | Non
     with contextlib.ExitStack() as stack:
         folder = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix=f"streamlab-verify-mcp-{proxy}-")))
         say(f"starting {count} replica(s) of the lab's MCP origin (mcp {MCP_SDK}, stateful)")
-        replicas = stack.enter_context(running_replicas(count, OriginKnobs(), sdk=MCP_SDK))
+        replicas = stack.enter_context(running_replicas(count, ORIGIN, sdk=MCP_SDK))
         rewritten = rewrite_config(reading, replicas.ports[0], folder, pool_ports=tuple(replicas.ports))
         report.rewrites, report.notes = rewritten.diff, report.notes + rewritten.notes
         report.notes.append(f"behind the route: {count} replica(s) of the lab's MCP origin ({replicas.command()}, "
