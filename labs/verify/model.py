@@ -187,6 +187,7 @@ class VerifyReport(PathReport):
     # The checks left out of this run and by what (--quick, --check): never part of its "ok".
     not_selected: list[str] = field(default_factory=list)
     selected_by: str = ""
+    measured_with: str = "the lab's client, in front of the lab's server"  # the checks table's title
 
     def to_json(self) -> dict[str, Any]:
         return {

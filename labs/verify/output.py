@@ -70,7 +70,7 @@ def print_report(report: VerifyReport, console: Console) -> None:
         console.print(Syntax(report.rewrites, "diff", theme="ansi_dark", word_wrap=True))
     for note in report.notes:
         console.print(f"note: {note}")
-    checks = Table(title="dynamic checks (the lab's client, in front of the lab's server)", header_style="bold")
+    checks = Table(title=f"dynamic checks ({report.measured_with})", header_style="bold")
     for column in ("check", "result", "observed"):
         checks.add_column(column)
     for check in report.checks:

@@ -184,7 +184,7 @@ def verify_config(path: Path, *, proxy: str | None = None, max_silence_s: float 
         measured = _measure(proxy_run, server, options, selected, say, reading, headers, wanted.api)
         report.checks = [CheckOutcome(m.name, m.passed, m.observed, kind=m.kind, skipped=m.skipped, ran=m.ran)
                          for m in measured]
-        report.checks.append(_loopback_check(proxy_run, server.port))
+        report.checks.append(loopback_check(proxy_run, server.port))
     where_of = {name: setting.where for name, setting in reading.settings.items()}
     report.findings = judge.findings(proxy, suspected, measured, where_of)
     if translation is not None:
@@ -244,7 +244,7 @@ def _measure(proxy_run: RunningConfig, server: ServerHandle, options: Options, s
     return run_async(everything())
 
 
-def _loopback_check(proxy_run: RunningConfig, lab_port: int) -> CheckOutcome:
+def loopback_check(proxy_run: RunningConfig, *lab_ports: int) -> CheckOutcome:
     """What the proxy itself says it talked to (its kind's records, labs/verify/records.py): every
     one must be the lab's server. A proxy that recorded no upstream address cannot prove it: skipped, never passed.
     Logs are written when a request is finalized, a moment after the client read its last byte:
@@ -254,8 +254,9 @@ def _loopback_check(proxy_run: RunningConfig, lab_port: int) -> CheckOutcome:
     while not seen and time.monotonic() < deadline:
         time.sleep(0.05)
         seen = _contacted(proxy_run)
-    lab = f"127.0.0.1:{lab_port}"
-    others = sorted(a for a in seen if a != lab)
+    labs = {f"127.0.0.1:{port}" for port in lab_ports}  # the lab's server, or its MCP replicas
+    lab = ", ".join(sorted(labs))
+    others = sorted(a for a in seen if a not in labs)
     if others:
         return CheckOutcome("loopback-only", False, "OTHER ADDRESSES contacted: " + ", ".join(others)
                             + f" (the lab's server is {lab})")

@@ -32,6 +32,13 @@ def run(name: str, *checks: str):
     return verify_mcp(CONFIGS / name, checks=list(checks) or None)
 
 
+def mcp_checks(report) -> list:
+    """The MCP checks' rows; the run's last row is verify's loopback-only, over the replicas."""
+    *rows, loopback = report.checks
+    assert loopback.name == "loopback-only" and loopback.passed, loopback
+    return rows
+
+
 def at(name: str, line: int) -> str:
     return f"{display_path(CONFIGS / name)}:{line}"
 
@@ -55,7 +62,7 @@ AFFINITY = ["nginx-hash.conf", "haproxy-stick-table.cfg", "haproxy-cookie.cfg",
 def test_a_pool_without_affinity_loses_sessions_at_its_block(name: str, line: int) -> None:
     report = run(name, "session-survives")
     assert len(pool_ports(report)) == 2, report.rewrites  # the precondition: two replicas behind it
-    [check] = report.checks
+    [check] = mcp_checks(report)
     assert (check.name, check.passed, check.skipped) == ("session-survives", False, None), check
     assert "sessions lost after initialize" in check.observed
     [fault] = report.failures()  # HAProxy's coalescing suspicion stays a warning: not measured here
@@ -71,7 +78,7 @@ def test_affinity_keeps_every_session_on_its_replica(name: str) -> None:
     report = run(name, "session-survives")
     assert len(pool_ports(report)) == 2, report.rewrites
     assert report.pool is not None and report.pool.affinity, report.pool
-    [check] = report.checks
+    [check] = mcp_checks(report)
     assert check.passed and "4 of 4 sessions kept their Mcp-Session-Id" in check.observed, check
     assert report.failures() == [] and report.exit_status == 0
 
@@ -81,7 +88,7 @@ def test_affinity_keeps_every_session_on_its_replica(name: str) -> None:
 def test_a_read_timeout_below_the_keepalive_cuts_the_get_stream_at_its_line() -> None:
     name = "nginx-read-timeout.conf"
     report = run(name, "session-survives", "get-stream")
-    sessions, stream = report.checks
+    sessions, stream = mcp_checks(report)
     assert sessions.skipped and not sessions.ran and "one server" in sessions.skipped  # one server: not run
     assert not stream.passed and not stream.skipped and "cut" in stream.observed, stream
     [finding] = report.findings
@@ -97,11 +104,11 @@ def test_a_read_timeout_below_the_keepalive_cuts_the_get_stream_at_its_line() ->
 @needs_mcp1
 def test_a_clean_route_passes_every_check_the_get_stream_by_its_keepalive() -> None:
     report = run("nginx-hash.conf")
-    assert [c.name for c in report.checks] == ["session-survives", "progress-streams", "get-stream"]
-    assert all(c.passed for c in report.checks), report.checks
-    stream = report.checks[2]
-    assert "1 keep-alive comment" in stream.observed and "open at the end" in stream.observed
-    assert "10 notifications in 10 lumps" in report.checks[1].observed
+    rows = mcp_checks(report)
+    assert [c.name for c in rows] == ["session-survives", "progress-streams", "get-stream"]
+    assert all(c.passed for c in rows), rows
+    assert "1 keep-alive comment" in rows[2].observed and "open at the end" in rows[2].observed
+    assert "10 notifications in 10 lumps" in rows[1].observed
     assert report.findings == [] and report.exit_status == 0
 
 
@@ -110,7 +117,7 @@ def test_a_clean_route_passes_every_check_the_get_stream_by_its_keepalive() -> N
 @pytest.mark.parametrize("name, coalesced", [("haproxy-stick-table.cfg", True), ("haproxy-cookie.cfg", False)])
 def test_haproxy_without_no_delay_lumps_the_progress(name: str, coalesced: bool) -> None:
     report = run(name, "progress-streams")
-    [check] = report.checks
+    [check] = mcp_checks(report)
     lumps = re.search(r"(\d+) notifications in (\d+) lumps", check.observed)
     assert lumps and int(lumps[1]) >= 10, check.observed  # the tool reported every step
     assert check.passed is not coalesced and (int(lumps[2]) <= int(lumps[1]) / 1.5) is coalesced, check.observed

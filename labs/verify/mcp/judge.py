@@ -51,6 +51,7 @@ class McpVerifyReport(VerifyReport):
     """A verify report of an MCP route, with the pool it read."""
 
     pool: Pool | None = None
+    measured_with: str = "the official MCP client, in front of replicas of the lab's MCP origin"
 
     def to_json(self) -> dict[str, Any]:
         pool = self.pool

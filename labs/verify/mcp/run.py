@@ -29,7 +29,7 @@ from labs.verify.mcp.pool import POOLS_READ, Pool, pool_of
 from labs.verify.model import RouteWanted, display_path
 from labs.verify.readers import READERS
 from labs.verify.route import Request
-from labs.verify.run import _proxy, read_config, rewrite_config
+from labs.verify.run import _proxy, loopback_check, read_config, rewrite_config
 from server.mcp.replicas import running_replicas
 from server.mcp.sdks import SDK_LINES
 
@@ -92,7 +92,7 @@ def verify_mcp(path: Path, *, mcp_path: str = DEFAULT_MCP_PATH, proxy: str | Non
         request_headers = {**dict(wanted.headers), **({"Host": host} if host else {})}
         measured = measure(f"{proxy_run.url}{reading.path}", request_headers, pool, get_wait(limit_s), limit_s,
                            checks, say, tls=rewritten.tls)
-        report.checks = [m.outcome for m in measured]
+        report.checks = [*(m.outcome for m in measured), loopback_check(proxy_run, *replicas.ports)]
     report.findings = findings(reading, pool, measured)
     report.wall_s = time.monotonic() - started
     return report
