@@ -97,12 +97,14 @@ class McpResult:
 
 async def measure_session(url: str, *, mode: Mode = "legacy", calls: int = 1, tool: str | None = DEFAULT_TOOL,
                           arguments: dict[str, Any] | None = None, timeout_s: float = 30.0,
-                          headers: dict[str, str] | None = None, hold_s: float = 0.0) -> McpResult:
+                          headers: dict[str, str] | None = None, hold_s: float = 0.0,
+                          verify_tls: bool = True) -> McpResult:
     """Open one session on `url`, call `tool` `calls` times, one after another (`tool=None`: list
     the tools instead, a request with no side effect on a server the lab does not own; each call's
     result is then the tool names), then stay in the session `hold_s` seconds more with nothing to
     send, listening for server notifications as an idle agent does; never raises for what the server or a hop did (that is the
-    measurement), only for a wrong argument."""
+    measurement), only for a wrong argument. `verify_tls` False: a self-signed certificate is
+    accepted (`labs probe --insecure`, verify's certificate made for the run)."""
     if mode not in MODES:
         raise ValueError(f"mode must be one of {MODES}, not {mode!r}")
     outcome = McpResult(url=url, mode=mode)
@@ -124,6 +126,8 @@ async def measure_session(url: str, *, mode: Mode = "legacy", calls: int = 1, to
             outcome.notifications.append((method, time.monotonic() - began))
 
     http = create_mcp_http_client(headers=headers)
+    if not verify_tls:  # the SDK's factory takes no `verify`: the same client with it off
+        http = httpx2.AsyncClient(timeout=http.timeout, headers=headers, verify=False)
     http.event_hooks["response"] = [seen]
     try:
         with anyio.fail_after(timeout_s):

@@ -216,3 +216,17 @@ def test_a_chat_judgement_names_the_mcp_route(tmp_path: Path) -> None:
     config.write_text("events {}\nhttp {\n  server {\n    listen 80;\n"
                       "    location / { proxy_pass http://vllm:8000; }\n  }\n}\n")
     assert mcp_hint(read_config(config), "nginx.conf") == []  # a catch-all is not an MCP route
+
+
+@pytest.mark.slow
+@needs_mcp1
+def test_a_tls_listener_is_measured_over_tls_with_the_runs_certificate(tmp_path: Path) -> None:
+    config = tmp_path / "mcp-tls.conf"
+    config.write_text((CONFIGS / "nginx-hash.conf").read_text().replace(
+        "listen 80;", "listen 443 ssl;\n        ssl_certificate /etc/ssl/mcp.crt;\n"
+                      "        ssl_certificate_key /etc/ssl/mcp.key;"))
+    from labs.verify.mcp.run import verify_mcp
+    report = verify_mcp(config, checks=["session-survives"])
+    assert any("verify measures them over TLS" in note for note in report.notes), report.notes
+    [check] = mcp_checks(report)  # the official client accepted the run's self-signed certificate
+    assert check.passed and "4 of 4 sessions kept" in check.observed, check

@@ -69,7 +69,8 @@ class McpPath:
                       arguments: dict[str, Any] | None = None, timeout_s: float = 30.0) -> McpResult:
         """One session of the official client through entry `hop` (tool None: tools/list)."""
         return await measure_session(self.urls[hop], mode=self.mode, calls=calls, tool=tool,
-                                     arguments=arguments, timeout_s=timeout_s, headers=self.headers or None)
+                                     arguments=arguments, timeout_s=timeout_s, headers=self.headers or None,
+                                     verify_tls=self.verify_tls)
 
     async def detect(self) -> None:
         """Open the outermost entry as the official client does; learn the tools and whether the
