@@ -62,7 +62,7 @@ def read_config(path: Path, proxy: str | None = None, wanted: RouteWanted = Rout
         reading = read_config(translation.path, translation.proxy, wanted)
         reading.file = Path(path)
         return translation.relabel(reading)
-    proxy = _proxy(path, proxy)
+    proxy = proxy_of(path, proxy)
     if wanted.series is None:  # the release that runs it, whose binary's defaults apply unless asked
         wanted = replace(wanted, series=releases.chosen(proxy, wanted.version, READERS[proxy].defaults).series)
     return _read(READERS[proxy], Path(path), wanted)
@@ -151,7 +151,7 @@ def verify_config(path: Path, *, proxy: str | None = None, max_silence_s: float 
     if translation is not None:
         say(f"translating {display_path(path)} into {translation.proxy}'s config")
         path, proxy = translation.path, translation.proxy
-    proxy = _proxy(path, proxy)
+    proxy = proxy_of(path, proxy)
     runs_on = releases.chosen(proxy, wanted.version, READERS[proxy].defaults, runtime)
     wanted = replace(wanted, series=runs_on.series)
     say(f"reading {display_path(manifest)} ({proxy})")
@@ -195,7 +195,8 @@ def verify_config(path: Path, *, proxy: str | None = None, max_silence_s: float 
     return report
 
 
-def _proxy(path: Path, proxy: str | None) -> str:
+def proxy_of(path: Path, proxy: str | None) -> str:
+    """The proxy `--proxy` names (checked), else the one detected from the file."""
     if proxy is None:
         return detect(path)
     if proxy not in PROXIES:

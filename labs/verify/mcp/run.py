@@ -29,7 +29,7 @@ from labs.verify.mcp.pool import POOLS_READ, Pool, pool_of
 from labs.verify.model import RouteWanted, display_path
 from labs.verify.readers import READERS
 from labs.verify.route import Request
-from labs.verify.run import _proxy, loopback_check, read_config, rewrite_config
+from labs.verify.run import loopback_check, proxy_of, read_config, rewrite_config
 from server.mcp.replicas import running_replicas
 from server.mcp.sdks import SDK_LINES
 
@@ -57,7 +57,7 @@ def verify_mcp(path: Path, *, mcp_path: str = DEFAULT_MCP_PATH, proxy: str | Non
         raise UnusableInput("--mcp runs locally only: the MCP origin has no image yet (docs/mcp.md)")
     if headers:
         wanted = replace(wanted, headers=tuple(headers.items()))
-    proxy = _proxy(path, proxy)
+    proxy = proxy_of(path, proxy)
     runs_on = releases.chosen(proxy, wanted.version, READERS[proxy].defaults, runtime)
     wanted = replace(wanted, path=mcp_path, series=runs_on.series)
     say(f"reading {display_path(path)} ({proxy}) for POST and GET {mcp_path}")
