@@ -72,7 +72,9 @@ def silence_body(model: str, position: str, silence_s: float, api: str = DEFAULT
     if position == "before-headers":
         lab["headers_delay_s"] = round(silence_s, 3)
     elif position == "after-headers":
-        lab["first_token_delay_s"] = round(silence_s, 3)
+        # The headers, then nothing at all (the role chunk waits for the first token, as vLLM
+        # sends it): a hop that holds headers until the first body byte shows (held_headers.py).
+        lab.update(first_token_delay_s=round(silence_s, 3), role_chunk="with-first-token")
     elif position == "mid-stream":
         lab.update(pause_after_tokens=MID_STREAM_AFTER_TOKENS, pause_s=round(silence_s, 3))
     else:

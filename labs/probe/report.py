@@ -19,7 +19,7 @@ from rich.table import Table
 from labs.client.durations import milliseconds
 from labs.findings import CheckOutcome, Finding, PathReport, lab_command
 from labs.findings.ci import Place
-from labs.probe import platforms
+from labs.probe import held_headers, platforms
 
 FINDING_KEYS = ("kind", "severity", "hop", "evidence", "limit_s", "hints", "scenario", "fix", "reason")
 
@@ -42,10 +42,11 @@ class ProbeReport(PathReport):
         if seen.fault:
             # An idle check is named after the silence's position (idle-timeout-before-headers).
             position = seen.check.removeprefix(f"{seen.kind}-") if seen.kind == "idle-timeout" else None
+            held = bool(seen.measurements.get(held_headers.KEY))
             finding = Finding(kind=seen.kind, severity="warning" if seen.reason else "failure",
-                              evidence=seen.evidence, scenario=scenario, fix=fix,
+                              evidence=seen.evidence, scenario=scenario, fix=idle_fixes(seen, fix, held),
                               limit_s=seen.limit_s, hop=seen.hop, reason=seen.reason,
-                              hints=tuple(platforms.hints(seen.kind, position, seen.limit_s)))
+                              hints=tuple(platforms.hints(seen.kind, position, seen.limit_s, held)))
             self.findings.append(finding)
             self._by_check[seen.check] = finding
 
@@ -75,6 +76,16 @@ class ProbeReport(PathReport):
             "protocols": self.protocols,
             "measurements": _plain(self.measurements),
         }
+
+
+def idle_fixes(seen: Any, fix: str | None, held: bool) -> str | None:
+    """An idle limit's fixes, then the heartbeat the path and its clients need (the clients'
+    limits are never measured on the path: labs/probe/platforms.py CLIENTS), and for headers
+    held until the first byte, the comment that lets them go."""
+    if seen.kind != "idle-timeout":
+        return fix
+    return " | ".join(part for part in (held_headers.FIX if held else None, fix,
+                                        platforms.heartbeat_advice(seen.limit_s)) if part)
 
 
 def _plain(value: Any) -> Any:

@@ -18,7 +18,7 @@ from labs import client
 from labs.client.results import StreamResult
 from labs.findings import Evidence, Pacing, Verdict, idle_timeout, total_timeout
 from labs.findings.evidence import ended, secs
-from labs.probe import knobs
+from labs.probe import held_headers, knobs, protocols
 from labs.probe.base import CannotTell, Context, Observation, OutOfBudget, not_run, skipped, spent, told
 
 POSITIONS = ("before-headers", "after-headers", "mid-stream")
@@ -39,17 +39,22 @@ class Try:
     ended: str
     cut_after_s: float | None  # seconds of silence when the path ended the stream
     untold: str | None = None  # why this try proved nothing (the silence did not happen...)
+    held: dict | None = None  # cut with no status before it (held_headers.seen), after the headers
 
 
-async def try_silence(ctx: Context, hop: int, position: str, silence_s: float) -> Try:
-    ctx.progress(f"{silence_s:.2f} s of silence {PLACE[position]} through {ctx.path.urls[hop]}")
+async def try_silence(ctx: Context, hop: int, position: str, silence_s: float, http2: bool = False) -> Try:
+    over = " over HTTP/2" if http2 else ""
+    ctx.progress(f"{silence_s:.2f} s of silence {PLACE[position]} through {ctx.path.urls[hop]}{over}")
     result = spent(ctx, await client.measure_stream(
         ctx.path.completions(hop), knobs.silence_body(ctx.path.model or "", position, silence_s, ctx.path.api),
         headers=ctx.path.headers(), accept_encoding=None, read_timeout_s=silence_s + CLIENT_SLACK_S,
-        **ctx.path.client_options(), total_timeout_s=ctx.budget.cap(silence_s + 2 * CLIENT_SLACK_S)))
+        **{**ctx.path.client_options(), "http2": http2},
+        total_timeout_s=ctx.budget.cap(silence_s + 2 * CLIENT_SLACK_S)))
     verdict = judge_try(result, silence_s)
+    shown = (held_headers.seen(result, "HTTP/2" if http2 else "HTTP/1.1")
+             if position == "after-headers" and held_headers.held(result) else None)
     return Try(round(silence_s, 3), not verdict.fault and not verdict.untold, ended(result),
-               verdict.limit_s, verdict.untold)
+               verdict.limit_s, verdict.untold, shown)
 
 
 def judge_try(result: StreamResult, silence_s: float) -> Verdict:
@@ -129,8 +134,20 @@ class IdleTimeout:
                     f"silence began); {passed_text}: an idle limit of "
                     f"about {limit:.2f} s ({len(tries)} tries)")
         observed = f"idle limit ~{limit:.2f} s {PLACE[self.position]} ({cut.ended})"
+        held = await self.held(ctx, hop, cut) if self.position == "after-headers" else None
+        if held:
+            numbers[held_headers.KEY] = held
+            observed = f"headers held until the first body byte, then cut: {observed}"
+            evidence = f"{evidence}; {held_headers.said(held)}"
         return Observation(self.name, self.kind, True, observed, evidence, limit_s=round(limit, 3),
                            measurements=numbers)
+
+    async def held(self, ctx: Context, hop: int, cut: Try) -> dict | None:
+        """What showed the headers held: the HTTP/1.1 cut itself, else (on an entry that offers
+        h2) one more try at the cut's silence over HTTP/2; None when neither did."""
+        if cut.held or not await protocols.offers_h2(ctx, hop) or not ctx.budget.allows(cut.silence_s + 1):
+            return cut.held
+        return (await try_silence(ctx, hop, self.position, cut.silence_s, http2=True)).held
 
     async def shows(self, ctx: Context, hop: int, first: Observation) -> bool:
         silence = first.measurements.get("cut_from_s")
@@ -138,12 +155,16 @@ class IdleTimeout:
             return False
         # A cut far from the limit is asked once more: on a busy machine the client may see a
         # cut late (measured: once at load 6, which named the hop in front of the culprit).
+        held = first.measurements.get(held_headers.KEY)
+        http2 = bool(held) and held["protocol"] == "HTTP/2"
+        if http2 and not await protocols.offers_h2(ctx, hop):
+            raise CannotTell("the headers were held over HTTP/2, and this entry does not offer it")
         for _ in range(2):
-            attempt = await try_silence(ctx, hop, self.position, silence)
+            attempt = await try_silence(ctx, hop, self.position, silence, http2=http2)
             if attempt.untold:
                 raise CannotTell(attempt.untold)
-            if attempt.passed:
-                return False
+            if attempt.passed or (held and not attempt.held):
+                return False  # the hop that holds the headers is the one in front
             cut = attempt.cut_after_s
             if cut is None or abs(cut - first.limit_s) <= SAME_LIMIT * first.limit_s:
                 return True
