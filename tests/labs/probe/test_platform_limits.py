@@ -97,3 +97,16 @@ def test_the_probe_names_each_entry_from_its_scaled_cut(origin, kind, limit_s):
             assert held is None and held_headers.FIX not in (finding.fix or ""), (check, held)
         print(f"{check}: scaled limit {scaled:.2f} s, measured {finding.limit_s:.3f} s "
               f"(x{1 / SCALE:g} = {unscaled:.1f} s): {sorted(named)}")
+
+
+def test_held_headers_seen_over_http2_alone_name_no_hop_an_http_entry_cannot_show(origin):
+    """The hold of nginx 1.22 over HTTP/2, in front of an http:// entry: that entry cannot be asked
+    over HTTP/2 (no h2c), so the finding names no hop rather than clearing or blaming it."""
+    holding = ("nginx", "fixed-tls", {"version": HOLDS_HEADERS, "proxy_read_timeout": "1s"})
+    with chain([holding, ("nginx", "fixed", {})], origin.port) as hops:
+        report, _ = probe(urls(hops), ["idle-timeout-after-headers"], max_silence_s=1.2, insecure=True)
+    finding = report.finding_for("idle-timeout-after-headers")
+    assert finding is not None and finding.hop is None, [c.to_json() for c in report.checks]
+    assert report.measurements["idle-timeout-after-headers"][held_headers.KEY]["protocol"] == "HTTP/2"
+    # The inner entry was asked (and could not tell), the outer one showed it.
+    assert report.measurements["hops"]["idle-timeout-after-headers"] == {"0": True}
