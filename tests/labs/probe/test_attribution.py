@@ -22,7 +22,8 @@ def answers(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[Try]]:
     """The tries the path answers, in order; each one asked is removed."""
     queue: list[Try] = []
 
-    async def fake_try(ctx: object, hop: int, position: str, silence_s: float) -> Try:
+    async def fake_try(ctx: object, hop: int, position: str, silence_s: float, http2: bool = False) -> Try:
+        assert not http2  # no hold in these first observations: the inner entry is asked as before
         assert silence_s == FIRST.measurements["cut_from_s"]
         return queue.pop(0)
     monkeypatch.setattr(silence, "try_silence", fake_try)
