@@ -13,6 +13,7 @@ silences, so a silence longer than the total limit is never mistaken for an idle
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass
+from typing import Any
 
 from labs import client
 from labs.client.results import StreamResult
@@ -125,7 +126,7 @@ class IdleTimeout:
                 hi = silence
         limit = estimate if estimate is not None and lo <= estimate <= hi else (lo + hi) / 2
         ctx.notes.setdefault("idle_limits_s", []).append(limit)
-        numbers = {"tries": [asdict(t) for t in tries], "passed_up_to_s": lo or None,
+        numbers: dict[str, Any] = {"tries": [asdict(t) for t in tries], "passed_up_to_s": lo or None,
                    "cut_from_s": hi}
         cut = min((t for t in tries if not t.passed and not t.untold), key=lambda t: t.silence_s)
         passed_text = f"{lo:.2f} s passed" if lo else "even the shortest silence tried was cut"
@@ -156,7 +157,7 @@ class IdleTimeout:
         # A cut far from the limit is asked once more: on a busy machine the client may see a
         # cut late (measured: once at load 6, which named the hop in front of the culprit).
         held = first.measurements.get(held_headers.KEY)
-        http2 = bool(held) and held["protocol"] == "HTTP/2"
+        http2 = held is not None and held["protocol"] == "HTTP/2"
         if http2 and not await protocols.offers_h2(ctx, hop):
             raise CannotTell("the headers were held over HTTP/2, and this entry does not offer it")
         for _ in range(2):
