@@ -6,11 +6,10 @@ silent MCP GET stream never got the 200, only the cut at 125.4 s (robhunter/agen
 nginx before 1.23 does the same over HTTP/2 (the catalogue's `nginx-http2-headers`). When the
 origin sends its headers and then nothing and a hop cuts the silence, the client sees no status
 at all (Cloudflare) or the status only with the cut: nginx 1.22.1 over HTTP/2 sends the HEADERS
-frame with its RST_STREAM (headers at 1.003 s, cut at 1.004 s, for proxy_read_timeout 1s; over
-HTTP/1.1 the same nginx sent them at 4 ms, nginx 1.30.6 at 3 ms over both; measured here with
-/tmp scripts that run the probe's after-headers silence through `fixed-tls` nginx). The cure is
-on the server: an SSE comment right after the headers, which a heartbeat gives only at its
-first beat.
+frame with its RST_STREAM (both at 5.009 s for proxy_read_timeout 5s; over HTTP/1.1 the same
+nginx sends them at once, and nginx 1.30.6 over both: tests/labs/probe/test_platform_limits.py,
+`-k 125s -rP`). The cure is on the server: an SSE comment right after the headers, which a
+heartbeat gives only at its first beat.
 
 The after-headers silence asks the canary for its headers and then nothing (the role chunk with
 the first token, as vLLM sends it: labs/probe/knobs.py). The idle check measures over HTTP/1.1;
