@@ -36,6 +36,11 @@ RUNS = [pytest.param(scenario, proxy, variant, releases, id=f"{scenario.name}-{p
 def test_mcp_guard(scenario: McpScenario, proxy: str, variant: str, releases: str) -> None:
     run, results = run_mcp(scenario, proxy, variant, choice=releases)
     failed = [result for result in results if not result.passed]
+    if variant == "broken" and scenario.symptom_ended({proxy: run.release}):
+        # The release fixed it (Since.ends_symptom): the broken variant must no longer show the symptom.
+        assert failed, (f"{scenario.name} (broken through {proxy} {run.release}): the symptom reproduced on a "
+                        f"release that fixed it:\n" + "\n".join(f"  - {r.label}: {r.observed}" for r in results))
+        return
     expectation = "symptom" if variant == "broken" else "cure"
     assert results and not failed, (
         f"{scenario.name} ({variant} through {proxy} {run.release}): the {expectation} checks failed:\n"

@@ -9,6 +9,7 @@ from labs.scenario import mcp_checks as checks
 from labs.scenario import mcp_cors_checks as cors
 from labs.scenario import mcp_stream_checks as streams
 from labs.scenario.mcp_model import BROWSER, McpFix, McpScenario, McpVariant, McpWorkload
+from labs.scenario.model import Since
 
 NGINX_UPSTREAM = "https://nginx.org/en/docs/http/ngx_http_upstream_module.html"
 HAPROXY = "https://docs.haproxy.org/3.2/configuration.html"
@@ -48,6 +49,13 @@ PYTHON_SDK_CORS = "https://github.com/modelcontextprotocol/python-sdk/pull/1059"
 # mcp-progress-buffered: the chat server's token pace, for long enough that lumps show.
 PROGRESS_INTERVAL_S = 0.05
 PROGRESS_DURATION_S = 1.0
+
+# mcp-held-headers: the SDK's 15 s keep-alive, the GET stream's first body byte, scaled to 2 s; the
+# GET read alone on its connection for a second more (the official client's own GET shares its
+# connection with the `initialized` POST, whose 202 flushed the held headers: 2-5 ms, docs/mcp.md).
+HELD_SILENCE_S = 2.0
+OVER_H2 = {"http2": True, "verify_tls": False, "lone_get_s": HELD_SILENCE_S + 1}  # the self-signed loopback certificate
+NGINX_V2 = "https://nginx.org/en/docs/http/ngx_http_v2_module.html"
 
 SCENARIOS: tuple[McpScenario, ...] = (
     McpScenario(
@@ -254,5 +262,42 @@ SCENARIOS: tuple[McpScenario, ...] = (
         sources=(FETCH_CORS, f"{NGINX_HEADERS}#add_header", f"{HAPROXY}#4.2-http-after-response%20set-header",
                  PYTHON_SDK_CORS,
                  "https://github.com/modelcontextprotocol/typescript-sdk#cors-configuration-for-browser-based-clients"),
+    ),
+    McpScenario(
+        name="mcp-held-headers",
+        symptom="over HTTP/2 (nginx before 1.23) an MCP client's GET stream gets no 200 until the server's "
+                "first notification or keep-alive",
+        proxies=("nginx",),
+        workload=McpWorkload(sessions=1, calls=1, replicas=1),
+        # nginx over TLS with HTTP/2 (the http2 chat scenarios' listener); the origin's keep-alive,
+        # the GET stream's first body byte, scaled from the SDK's 15 s.
+        broken=McpVariant(proxy={"nginx": {"tls_http2": True}}, origin={"keepalive_s": HELD_SILENCE_S},
+                          client=OVER_H2),
+        fixes=(
+            McpFix("open-comment", McpVariant(origin={"open_comment": True}), ("nginx",),
+                   (streams.get_headers_prompt(HELD_SILENCE_S, opened_with_comment=True), checks.sessions_complete()),
+                   "the server writes an SSE comment right after the headers of every SSE response "
+                   "(`--open-comment`, server/mcp/opening.py)"),
+        ),
+        symptom_checks=(streams.get_headers_held(HELD_SILENCE_S), checks.sessions_complete()),
+        explanation=(
+            "The standalone GET stream carries only the server's own notifications, and the Python SDK "
+            "sends it no byte before the first one or its first keep-alive (15 s): it primes only "
+            "resumable POST streams. nginx before 1.23 holds an HTTP/2 response's HEADERS frame until "
+            "its first DATA frame (`nginx-http2-headers`), so a client that opens the GET once its "
+            "handshake is answered waits up to 15 s for the 200 (forever with keep-alives off), and one "
+            "that times out on headers gives up on a healthy stream (go-sdk#937). Any other frame nginx "
+            "writes on the same connection lets the held headers go: the official Python client opens its "
+            "GET together with the `initialized` POST, whose 202 flushes them, so its session is not "
+            "hurt. The fix on the server: an SSE comment right after the headers, which every SSE parser "
+            "ignores; on the proxy: nginx 1.23 or later."),
+        finding=(
+            "Measured here (`python -m labs run mcp-held-headers --proxy-version oldest`, and on the "
+            "current release; one replica on mcp 2.3): FILLED IN BELOW"),
+        since=(Since("nginx", "1.23.0", "HTTP/2 response headers are flushed as they come: the GET "
+                     "stream's 200 arrives at once", ends_symptom=True),),
+        sources=(NGINX_V2, "https://github.com/modelcontextprotocol/go-sdk/issues/937",
+                 "https://github.com/nginx/nginx/commit/a52433a04c58821fd95591e474d35995292f1090",
+                 "https://html.spec.whatwg.org/multipage/server-sent-events.html#parsing-an-event-stream"),
     ),
 )

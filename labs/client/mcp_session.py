@@ -73,6 +73,10 @@ class McpResult:
     # e.g. notifications/tools/list_changed): (its method, seconds after the session began).
     notifications: list[tuple[str, float]] = field(default_factory=list)
     cookies: dict[str, str] = field(default_factory=dict)
+    # When each standalone GET's response headers reached the client (wall clock, time.time(), so a
+    # scenario compares it with the origin's record of sending them), and the HTTP version spoken.
+    get_headers_at: list[float] = field(default_factory=list)
+    http_version: str = ""
     error: str | None = None  # how the session ended, when it did not end well: the SDK's own text
     elapsed_s: float = 0.0
 
@@ -98,13 +102,14 @@ class McpResult:
 async def measure_session(url: str, *, mode: Mode = "legacy", calls: int = 1, tool: str | None = DEFAULT_TOOL,
                           arguments: dict[str, Any] | None = None, timeout_s: float = 30.0,
                           headers: dict[str, str] | None = None, hold_s: float = 0.0,
-                          verify_tls: bool = True) -> McpResult:
+                          verify_tls: bool = True, http2: bool = False) -> McpResult:
     """Open one session on `url`, call `tool` `calls` times, one after another (`tool=None`: list
     the tools instead, a request with no side effect on a server the lab does not own; each call's
     result is then the tool names), then stay in the session `hold_s` seconds more with nothing to
     send, listening for server notifications as an idle agent does; never raises for what the server or a hop did (that is the
     measurement), only for a wrong argument. `verify_tls` False: a self-signed certificate is
-    accepted (`labs probe --insecure`, verify's certificate made for the run)."""
+    accepted (`labs probe --insecure`, verify's certificate made for the run). `http2`: the SDK's
+    httpx2 client speaks HTTP/2, by ALPN over https (mcp-held-headers)."""
     if mode not in MODES:
         raise ValueError(f"mode must be one of {MODES}, not {mode!r}")
     outcome = McpResult(url=url, mode=mode)
@@ -119,6 +124,9 @@ async def measure_session(url: str, *, mode: Mode = "legacy", calls: int = 1, to
         if reopened or "last-event-id" in response.request.headers:
             outcome.reconnects += 1
         outcome.responses.append((response.request.method, response.status_code, session))
+        outcome.http_version = response.http_version
+        if response.request.method == "GET":
+            outcome.get_headers_at.append(time.time())
 
     async def notified(message: Any) -> None:
         method = getattr(message, "method", None)
@@ -126,8 +134,8 @@ async def measure_session(url: str, *, mode: Mode = "legacy", calls: int = 1, to
             outcome.notifications.append((method, time.monotonic() - began))
 
     http = create_mcp_http_client(headers=headers)
-    if not verify_tls:  # the SDK's factory takes no `verify`: the same client with it off
-        http = httpx2.AsyncClient(timeout=http.timeout, headers=headers, verify=False)
+    if not verify_tls or http2:  # the SDK's factory takes neither `verify` nor `http2`: the same client with them
+        http = httpx2.AsyncClient(timeout=http.timeout, headers=headers, verify=verify_tls, http2=http2)
     http.event_hooks["response"] = [seen]
     try:
         with anyio.fail_after(timeout_s):

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any, Callable, Mapping
 from labs.scenario.model import Check, CheckResult, Scaled, Since
 
 if TYPE_CHECKING:  # the SDK (the [mcp] extra) is imported where a session runs, not by the catalogue
+    from labs.client.mcp_get_stream import GetStream
     from labs.client.mcp_session import McpResult
 
 
@@ -33,7 +34,9 @@ class McpVariant:
     origin: `server.mcp.knobs.OriginKnobs` fields every replica runs with.
     replicas: how many origin processes (None: the broken variant's).
     client: `labs.client.mcp_session.measure_session` keyword arguments (mode, calls); with
-        `browser: True`, the TypeScript SDK's client in Chromium instead (labs/scenario/mcp_browser.py).
+        `browser: True`, the TypeScript SDK's client in Chromium instead (labs/scenario/mcp_browser.py);
+        `lone_get_s`: after the sessions, one GET stream alone on its connection, read up to that long
+        (labs/client/mcp_get_stream.py, over HTTP/2 when `http2` is set).
     sessions: how many sessions (None: the workload's), for a variant whose outcome is by chance.
     sdk: the SDK line the replicas run (a key of server.mcp.sdks.SDK_LINES; None: the lab's own).
     """
@@ -67,6 +70,7 @@ class McpRun:
     config: str = ""
     wall_s: float = 0.0
     release: str = ""  # the proxy's series that ran (proxies.kinds.choose_releases)
+    lone_gets: list[GetStream] = field(default_factory=list)  # the variant's `lone_get_s` GET, read byte by byte
 
     def replica_of(self, session: str | None, method: str = "initialize") -> int | None:
         """The replica that answered `method` for a session id, or None."""

@@ -5,6 +5,7 @@ session and what each replica answered; on disk, reports/<scenario>/report.json 
 from __future__ import annotations
 
 import json
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
@@ -40,6 +41,9 @@ def client_saw(run: McpRun) -> str:
     notified = sum(len(session.notifications) for session in run.sessions)
     if reconnects or notified or any(r["status"] is None for r in run.requests):
         text += f"; GET stream reopened {reconnects} times, {notified} server notifications received"
+    for alone in run.lone_gets:  # the GET read alone on its connection (mcp-held-headers)
+        text += (f"; a lone GET ({alone.http_version or 'no HTTP'}): headers after {milliseconds(alone.headers_s)}, "
+                 f"first body byte after {milliseconds(alone.first_byte_s)}")
     return text
 
 
@@ -104,6 +108,7 @@ def _run_dict(measured: McpMeasured) -> dict[str, Any]:
             "wall_s": round(run.wall_s, 3), "passed": measured.passed, "client": client_saw(run),
             "requests_per_replica": run.counts(),
             "sessions": [session.as_dict() for session in run.sessions],
+            "lone_gets": [asdict(alone) for alone in run.lone_gets],
             "checks": [{"label": r.label, "observed": r.observed, "passed": r.passed} for r in measured.results],
             "config": run.config}
 

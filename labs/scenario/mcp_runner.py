@@ -98,6 +98,7 @@ def replicas_command(scenario: McpScenario, variant_name: str) -> str:
 def run_mcp(scenario: McpScenario, proxy: str, variant_name: str, progress: Progress | None = None,
             choice: str | None = None) -> tuple[McpRun, list[CheckResult]]:
     """One variant through one proxy, on the release `choice` names (else the lab's), measured and judged."""
+    from labs.client.mcp_get_stream import measure_get_stream
     from labs.client.mcp_session import measure_session  # the SDK: imported when a session runs
     from server.mcp.app import MCP_PATH
     from server.mcp.replicas import running_replicas
@@ -117,15 +118,19 @@ def run_mcp(scenario: McpScenario, proxy: str, variant_name: str, progress: Prog
                                 upstream_port=replicas.ports[0], upstream_replica_ports=tuple(replicas.ports[1:]))
         with runtime_named(RUNTIME).run_proxy(settings) as hop:  # type: ignore[arg-type]
             options = {"calls": workload.calls, "timeout_s": workload.timeout_s, **variant.client}
+            lone_get_s = options.pop("lone_get_s", None)
             measure = measure_session
             if options.pop(BROWSER, False):  # the TypeScript SDK in Chromium, from another origin
                 from labs.scenario.mcp_browser import browser_session as measure  # type: ignore[assignment]
             sessions = [run_async(measure(hop.url + MCP_PATH, **options))
                         for _ in range(variant.sessions or workload.sessions)]
+            lone_gets = [] if lone_get_s is None else [run_async(measure_get_stream(
+                hop.url + MCP_PATH, lone_get_s, verify_tls=options.get("verify_tls", True),
+                http2=options.get("http2", False)))]
             config = hop.config_text
         requests = replicas.requests()
     run = McpRun(proxy=proxy, variant=variant_name, sessions=sessions, requests=requests, replicas=count,
-                 config=config, wall_s=time.monotonic() - started, release=release)
+                 config=config, wall_s=time.monotonic() - started, release=release, lone_gets=lone_gets)
     return run, [check(run) for check in scenario.checks(variant_name)]
 
 

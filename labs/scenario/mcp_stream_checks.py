@@ -138,3 +138,56 @@ def progress_streams(duration_s: float, interval_s: float) -> McpCheck:
                     and len(call.progress_at_s) < COALESCED_EVENTS_PER_READ * _lumps(call.progress_at_s, interval_s)]
         return shown, bool(calls) and len(streamed) == len(calls)
     return McpCheck(f"progress arrives notification by notification, every {milliseconds(interval_s)}", measure)
+
+
+# mcp-held-headers: the lone GET's headers came with its first body byte, within this (the probe's).
+HELD_WITH_BYTE_S = 0.05
+
+
+def _lone_get(run: McpRun) -> tuple[Any, dict[str, Any] | None]:
+    """(the lone GET as the client read it, the origin's record of that GET) or (None, None)."""
+    stream = run.lone_gets[-1] if run.lone_gets else None
+    if stream is None:
+        return None, None
+    return stream, next((r for r in run.requests if r["http_method"] == "GET" and r["session"] == stream.session), None)
+
+
+def _lone_get_seen(stream: Any, origin: dict[str, Any] | None) -> str:
+    if stream is None or origin is None:
+        return "no lone GET stream read, or the origin recorded none"
+    sent = "no body byte" if origin["body_at"] is None else f"its first body byte {milliseconds(origin['body_at'] - origin['at'])} later"
+    return (f"the origin sent the GET's headers and {sent}; the client ({stream.http_version or 'no HTTP'}) got "
+            f"HTTP {stream.status} after {milliseconds(stream.headers_s)}, its first body byte after "
+            f"{milliseconds(stream.first_byte_s)}")
+
+
+def get_headers_held(silence_s: float) -> McpCheck:
+    """Over HTTP/2 the lone GET's headers came only with its first body byte, at least half the
+    origin's silence late; the precondition: the origin did send its headers first and no byte for
+    most of the silence (its record), so a hop held them."""
+
+    def measure(run: McpRun) -> tuple[str, bool]:
+        stream, origin = _lone_get(run)
+        silent = origin is not None and origin["body_at"] is not None and \
+            origin["body_at"] - origin["at"] >= 0.9 * silence_s
+        held = stream is not None and stream.http_version == "HTTP/2" and stream.headers_s is not None \
+            and stream.first_byte_s is not None and stream.headers_s >= 0.5 * silence_s \
+            and stream.first_byte_s - stream.headers_s <= HELD_WITH_BYTE_S
+        return _lone_get_seen(stream, origin), silent and held
+    return McpCheck(f"over HTTP/2 the GET stream's headers wait for its first body byte ({silence_s:g} s of "
+                    f"silence at the origin, which sent its headers at once)", measure)
+
+
+def get_headers_prompt(silence_s: float, opened_with_comment: bool = False) -> McpCheck:
+    """Over HTTP/2 the lone GET's 200 came within a quarter of the silence; `opened_with_comment`: the
+    precondition of the fix, the origin's first body byte left with its headers (the comment)."""
+
+    def measure(run: McpRun) -> tuple[str, bool]:
+        stream, origin = _lone_get(run)
+        prompt = stream is not None and stream.http_version == "HTTP/2" and stream.status == 200 \
+            and stream.headers_s is not None and stream.headers_s < 0.25 * silence_s
+        commented = origin is not None and origin["body_at"] is not None and \
+            origin["body_at"] - origin["at"] < 0.25 * silence_s
+        return _lone_get_seen(stream, origin), prompt and (commented or not opened_with_comment)
+    what = "the origin's first comment left with its headers and " if opened_with_comment else ""
+    return McpCheck(f"{what}over HTTP/2 the GET stream's 200 arrives at once (within {0.25 * silence_s:g} s)", measure)

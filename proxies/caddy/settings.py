@@ -49,6 +49,10 @@ class CaddySettings(ProxySettings):
     read_timeout: Optional[CaddyDuration] = setting(
         None, "longest wait for a read from the server (None: no limit)", f"{PROXY}#http")
 
+    h2c: bool = setting(
+        False, "also speak HTTP/2 by prior knowledge on the plain listener (`protocols h1 h2 h2c`; "
+               "off: Caddy's own, HTTP/1.1 only on plain HTTP before 2.11)", f"{OPTIONS}#protocols")
+
     # Slow and silent clients (server options; None: Caddy's defaults).
     read_header_timeout: Optional[CaddyDuration] = setting(
         None, "time to read the request headers (None: no limit)", f"{OPTIONS}#timeouts")

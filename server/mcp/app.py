@@ -29,6 +29,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from server.mcp.events import MemoryEventStore
 from server.mcp.knobs import SENT_BY_SERVER, OriginKnobs
+from server.mcp.opening import OpenComment
 
 MCP_PATH = "/mcp"
 RECORDS_PATH = "/lab/requests"
@@ -86,9 +87,11 @@ def build(knobs: OriginKnobs) -> "RecordingApp":
     async def recorded(request: Request) -> JSONResponse:
         return JSONResponse(records)
 
-    app = server.streamable_http_app(**transport) if SDK_2 else server.streamable_http_app()  # type: ignore[arg-type]
-    # Inside the recorder, so a preflight (OPTIONS) the middleware answers is recorded too.
-    return RecordingApp(with_cors(app, knobs), knobs.replica, records)
+    app: ASGIApp = server.streamable_http_app(**transport) if SDK_2 else server.streamable_http_app()  # type: ignore[arg-type]
+    # Inside the recorder, so a preflight (OPTIONS) the middleware answers is recorded too, and the
+    # record's first body byte is the open comment, proof that it left the origin.
+    opened = OpenComment(app) if knobs.open_comment else app
+    return RecordingApp(with_cors(opened, knobs), knobs.replica, records)
 
 
 def with_cors(app: ASGIApp, knobs: OriginKnobs) -> ASGIApp:
@@ -103,7 +106,9 @@ def with_cors(app: ASGIApp, knobs: OriginKnobs) -> ASGIApp:
 
 
 class RecordingApp:
-    """ASGI middleware: one record per request on `/mcp`, written when its status is sent."""
+    """ASGI middleware: one record per request on `/mcp`, written when its status is sent; its
+    `body_at` when the first body byte was (None: none yet), so a scenario sees a silence after
+    the headers (`mcp-held-headers`)."""
 
     def __init__(self, app: ASGIApp, replica: int, records: list[dict[str, Any]]) -> None:
         self.app, self.replica, self.records = app, replica, records
@@ -121,12 +126,17 @@ class RecordingApp:
                 body.extend(message.get("body", b""))
             return message
 
+        mine: dict[str, Any] = {}
+
         async def sending(message: Message) -> None:
             if message["type"] == "http.response.start":
                 given = dict(message.get("headers", [])).get(SESSION_HEADER)
-                self.records.append(record(self.replica, scope["method"], bytes(body), sent_session or given,
-                                           int(message["status"])))
+                mine.update(record(self.replica, scope["method"], bytes(body), sent_session or given,
+                                   int(message["status"])))
+                self.records.append(mine)
             await send(message)
+            if message["type"] == "http.response.body" and message.get("body") and mine.get("body_at") is None:
+                mine["body_at"] = time.time()
 
         await self.app(scope, reading, sending)
 
@@ -142,4 +152,4 @@ def record(replica: int, http_method: str, body: bytes, session: bytes | None, s
     params = raw_params if isinstance(raw_params, dict) else {}
     return {"replica": replica, "at": time.time(), "http_method": http_method,
             "method": message.get("method"), "tool": params.get("name"),
-            "session": session.decode("latin-1") if session else None, "status": status}
+            "session": session.decode("latin-1") if session else None, "status": status, "body_at": None}

@@ -58,6 +58,11 @@ class OriginKnobs:
     cors_allow_headers: str = knob("", "with --cors-origin: the request headers a preflight allows besides the "
                                        "safelisted ones (`allow_headers`, comma-separated: `mcp-session-id`, "
                                        "`mcp-protocol-version`, `last-event-id`); '': Starlette's default, none")
+    open_comment: bool = knob(False, "an `: open` SSE comment on every SSE response right after its headers "
+                                     "(server/mcp/opening.py): a first body byte, so a hop that holds the headers "
+                                     "until one (nginx before 1.23 over HTTP/2) lets them go at once. The SDK "
+                                     "primes only resumable POST streams; its GET stream's first byte is a "
+                                     "notification or the first keep-alive")
     replica: int = knob(0, "this process's number among its replicas, written in each request it records")
 
     def argv(self) -> list[str]:

@@ -18,7 +18,7 @@ from labs.findings import Evidence, Pacing, buffering
 from labs.findings.evidence import secs
 from labs.probe.base import CannotTell, Observation, not_run, skipped
 from labs.probe.mcp.endpoint import McpContext
-from labs.probe.mcp.get_stream import GetStream, measure_get_stream
+from labs.client.mcp_get_stream import GetStream, measure_get_stream
 from labs.probe.mcp.names import CHECK_NAMES
 
 NOT_FOUND = "Session not found"  # the official client's error for a server's 404 on a session
@@ -167,8 +167,11 @@ class SilentGetStream:
                                               verify_tls=ctx.path.verify_tls, stateless=True)
             if modern.status == 405 or ctx.path.mode == "modern":
                 return modern
+        # HTTP/2 where TLS offers it, as browsers and most clients negotiate: a hop holds the headers
+        # only over HTTP/2 (mcp-held-headers); over http:// HTTP/1.1, as h2c is rarely served.
         return await measure_get_stream(ctx.path.urls[hop], wait_s, headers=ctx.path.headers,
-                                        verify_tls=ctx.path.verify_tls)
+                                        verify_tls=ctx.path.verify_tls,
+                                        http2=ctx.path.urls[hop].startswith("https://"))
 
     async def observe(self, ctx: McpContext, hop: int) -> Observation:
         wait = ctx.settings.max_silence_s

@@ -16,11 +16,11 @@ from labs.probe.run import attribute, observe, references
 from server.signals import run_async
 
 AFFINITY = next(s for s in MCP_SCENARIOS if s.name == "mcp-session-affinity")
+HELD = next(s for s in MCP_SCENARIOS if s.name == "mcp-held-headers")
 # Named faults that no finding kind declares yet: the scenario that shows each, and its fix.
 FAULT_REFERENCES: dict[str, tuple[str | None, str]] = {
     "session-affinity": (AFFINITY.name, AFFINITY.fix_summary),
-    "held-headers": ("nginx-http2-headers", "a first comment right after the headers (the server), or a hop "
-                                            "that forwards the headers at once"),
+    "held-headers": (HELD.name, f"{HELD.fix_summary}; or a hop that forwards the headers at once (nginx 1.23+)"),
 }
 
 

@@ -14,7 +14,7 @@ import pytest
 from labs.client.mcp_session import McpCall, McpResult
 from labs.probe.cli import main
 from labs.probe.mcp.checks import ProgressStreams, judge_sessions
-from labs.probe.mcp.get_stream import GetStream
+from labs.client.mcp_get_stream import GetStream
 from labs.probe.mcp.report import McpProbeReport
 from labs.probe.mcp.run import probe_mcp
 from server.mcp.knobs import OriginKnobs
@@ -192,3 +192,23 @@ def test_headers_are_held_only_when_they_come_late_and_with_the_first_byte() -> 
     assert GetStream(status=200, headers_s=15.0, first_byte_s=15.01).held_headers  # a hop waited for a body byte
     assert not GetStream(status=200, headers_s=0.01, first_byte_s=15.0).held_headers  # headers at once
     assert not GetStream(status=200, headers_s=15.0, first_byte_s=None).held_headers  # late, but no byte
+
+
+@pytest.mark.parametrize(("release", "held"), [pytest.param("1.22", True, id="nginx-1.22"),
+                                               pytest.param("1.30", False, id="nginx-1.30")])
+def test_held_get_headers_are_named_at_the_http2_hop(release: str, held: bool) -> None:
+    """nginx over TLS with HTTP/2 in front of an origin whose GET stream's first byte is its 2 s
+    keep-alive: 1.22 holds the 200 until that byte, named `held-headers` at the proxy's hop (the
+    probe speaks HTTP/2 where TLS offers it); 1.30 sends it at once (mcp-held-headers)."""
+    with behind_nginx(1, OriginKnobs(keepalive_s=2.0), "2.3", tls_http2=True, version=release) as (url, replicas):
+        report = probe([url, replicas.url(0)], checks=["get-stream"], insecure=True, max_silence_s=3.0)
+    stream = report.measurements["get-stream"]
+    assert url.startswith("https://") and stream["http_version"] == "HTTP/2"
+    assert stream["first_byte_s"] is not None and stream["first_byte_s"] >= 1.8  # the origin's 2 s silence happened
+    if held:
+        [fault] = report.faults
+        assert fault.kind == "held-headers" and fault.hop == 0 and report.exit_status == 1, fault
+        assert stream["headers_s"] >= 1.8
+    else:
+        assert report.exit_status == 0 and not report.faults and not report.findings
+        assert stream["headers_s"] < 0.5

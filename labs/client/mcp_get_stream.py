@@ -1,13 +1,16 @@
-"""The standalone GET stream, read byte by byte: when its headers came, when its first body byte
-came, every keep-alive comment, and how it ended.
+"""The standalone GET stream, read byte by byte, alone on its connection: when its headers came,
+when its first body byte came, every keep-alive comment, and how it ended.
 
 The official client cannot measure this: it opens the GET stream itself, reads it through its SSE
 parser (comments never reach its user), and when a hop cuts it, it reopens it and logs at debug
-level only (docs/mcp.md). So this one exchange is plain HTTP (httpx): a session opened with the
-2025 revisions' `initialize` and `notifications/initialized` (JSON-RPC as the spec writes them,
+level only (docs/mcp.md). Over HTTP/2 it also opens the GET together with its `initialized`
+POST, whose 202 on the same connection flushes headers a hop held (mcp-held-headers). So this one
+exchange is plain HTTP (httpx): a session opened with the 2025 revisions' `initialize` and
+`notifications/initialized` (JSON-RPC as the spec writes them,
 https://modelcontextprotocol.io/specification/2025-06-18/basic/transports#sending-messages-to-the-server),
-then `GET` with `Accept: text/event-stream` and the session's id, held open and silent up to the
-wait, then the session deleted.
+then, once that is answered, `GET` with `Accept: text/event-stream` and the session's id, held
+open and silent up to the wait, then the session deleted. Used by `labs probe --mcp` and by the
+MCP scenarios' runner.
 """
 from __future__ import annotations
 
@@ -39,6 +42,7 @@ class GetStream:
     """One standalone GET stream as the client saw it (seconds after the GET was sent)."""
 
     status: int | None = None
+    http_version: str = ""  # what the path spoke to this client: "HTTP/1.1", "HTTP/2"
     session: str | None = None  # the id the initialize answer gave (None: a stateless server)
     headers_s: float | None = None
     first_byte_s: float | None = None
@@ -101,13 +105,16 @@ async def open_session(http: httpx.AsyncClient, url: str) -> tuple[int, str | No
 
 
 async def measure_get_stream(url: str, wait_s: float, *, headers: dict[str, str] | None = None,
-                             verify_tls: bool = True, stateless: bool = False) -> GetStream:
+                             verify_tls: bool = True, stateless: bool = False, http2: bool = False) -> GetStream:
     """Open a session, hold its GET stream open and silent for up to `wait_s`, then delete the
-    session (`stateless`: the 2026-07-28 revision's GET, no session). Never raises for what the
-    path did; `ended` says it."""
+    session (`stateless`: the 2026-07-28 revision's GET, no session). `http2`: speak HTTP/2, by
+    ALPN over https, by prior knowledge (h2c) over http; a hop holds the headers only over HTTP/2
+    (`nginx-http2-headers`, `mcp-held-headers`). Never raises for what the path did; `ended` says it."""
     stream = GetStream(wait_s=wait_s)
     timeout = httpx.Timeout(10.0, read=wait_s + 5.0)
-    async with httpx.AsyncClient(timeout=timeout, headers=headers or {}, verify=verify_tls) as http:
+    h2c = http2 and url.startswith("http://")
+    async with httpx.AsyncClient(timeout=timeout, headers=headers or {}, verify=verify_tls, http2=http2,
+                                 http1=not h2c) as http:
         if stateless:
             await _read(http, url, {"accept": "text/event-stream", VERSION_HEADER: STATELESS_VERSION}, stream, wait_s)
             return stream
@@ -136,6 +143,7 @@ async def _read(http: httpx.AsyncClient, url: str, headers: dict[str, str], stre
     try:
         async with http.stream("GET", url, headers=headers) as response:
             stream.status, stream.headers_s = response.status_code, time.monotonic() - sent
+            stream.http_version = response.http_version
             if response.status_code != 200:
                 stream.ended, stream.end_s = f"HTTP {response.status_code}", stream.headers_s
                 return
