@@ -21,9 +21,11 @@ from labs.scenario.mcp_runner import run_mcp
 
 def _proxy_setting(scenario: McpScenario, variant: str) -> bool:
     """Whether the variant is the proxy's behaviour (the broken balancing, or a setting of its own):
-    what a proxy's release could change."""
+    what a proxy's release could change; every variant where a release did (`since`: a server-side
+    fix is proven where the proxy still holds what it fixes)."""
     settings = scenario.fix(variant).variant.proxy.values() if variant != "broken" else ()
-    return variant == "broken" or any(value is not None for own in settings for value in own.values())
+    return variant == "broken" or any(value is not None for own in settings for value in own.values()) \
+        or bool(scenario.since)
 
 
 RUNS = [pytest.param(scenario, proxy, variant, releases, id=f"{scenario.name}-{proxy}-{variant}{suffix}")

@@ -42,9 +42,18 @@ def client_saw(run: McpRun) -> str:
     if reconnects or notified or any(r["status"] is None for r in run.requests):
         text += f"; GET stream reopened {reconnects} times, {notified} server notifications received"
     for alone in run.lone_gets:  # the GET read alone on its connection (mcp-held-headers)
+        text += _own_gets(run)
         text += (f"; a lone GET ({alone.http_version or 'no HTTP'}): headers after {milliseconds(alone.headers_s)}, "
                  f"first body byte after {milliseconds(alone.first_byte_s)}")
     return text
+
+
+def _own_gets(run: McpRun) -> str:
+    """When the official client's own GET streams got their 200, after the origin sent it."""
+    late = [arrived - sent["at"] for session in run.sessions
+            for arrived, sent in zip(session.get_headers_at, (r for r in run.requests if r["http_method"] == "GET"
+                                                               and r["session"] == session.session_id))]
+    return f"; the official client's own GET: 200 {_rounded(late)} after the origin sent it" if late else ""
 
 
 def replicas_saw(run: McpRun) -> str:

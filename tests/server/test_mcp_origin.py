@@ -8,6 +8,7 @@ import time
 import httpx
 import pytest
 
+from labs.client.mcp_get_stream import measure_get_stream
 from labs.client.mcp_session import measure_session
 from server.mcp.app import record
 from server.mcp.knobs import OriginKnobs, from_args
@@ -21,7 +22,7 @@ def test_knobs_round_trip_through_their_flags() -> None:
     knobs = OriginKnobs(sessions=False, json_response=True, progress_interval_s=0.2, duration_s=3.0,
                         first_progress_delay_s=1.5, keepalive_s=0.0, resumable=True, retry_ms=250,
                         notify_after_s=2.5, cors_origin="*", cors_expose_headers="Mcp-Session-Id",
-                        cors_allow_headers="mcp-session-id,mcp-protocol-version", replica=3)
+                        cors_allow_headers="mcp-session-id,mcp-protocol-version", open_comment=True, replica=3)
     parsed, host, port = from_args([*knobs.argv(), "--port", "9"])
     assert (parsed, host, port) == (knobs, "127.0.0.1", 9)
     assert OriginKnobs().argv() == []  # the defaults need no flag
@@ -39,7 +40,7 @@ def test_a_record_names_the_method_the_tool_and_the_session() -> None:
     body = json.dumps({"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {"name": "slow_task"}}).encode()
     assert record(1, "POST", body, b"abc", 404) | {"at": 0} == {
         "replica": 1, "at": 0, "http_method": "POST", "method": "tools/call", "tool": "slow_task",
-        "session": "abc", "status": 404}
+        "session": "abc", "status": 404, "body_at": None}  # body_at: set when a body byte leaves
     assert record(0, "GET", b"", None, 200)["method"] is None
     assert record(0, "POST", b"[1, 2]", None, 400)["method"] is None  # a batch or junk: no method
 
@@ -177,6 +178,23 @@ def test_the_get_stream_carries_keepalive_comments_at_the_knob_s_interval() -> N
 
 def test_keepalive_0_leaves_the_get_stream_silent() -> None:
     assert _get_stream_comments(OriginKnobs(keepalive_s=0.0), listen_s=1.0) == []
+
+
+@pytest.mark.parametrize("open_comment", [True, False], ids=["open-comment", "sdk-default"])
+def test_open_comment_is_the_get_stream_s_first_byte_right_after_its_headers(open_comment: bool) -> None:
+    """Keep-alives off, so nothing else writes: with --open-comment the GET stream's first body byte
+    is one `: open` comment with its headers, and the origin records sending it; without, the SDK
+    sends the GET no byte at all (mcp-held-headers)."""
+    with running_replicas(1, OriginKnobs(keepalive_s=0.0, open_comment=open_comment)) as replicas:
+        stream = run_async(measure_get_stream(replicas.url(), 1.0))
+        [get] = [r for r in replicas.requests() if r["http_method"] == "GET"]
+    assert stream.status == 200 and get["status"] == 200
+    if open_comment:
+        assert stream.first_byte_s is not None and stream.first_byte_s - stream.headers_s < 0.2
+        assert len(stream.comments_at_s) == 1 and stream.events == 0
+        assert get["body_at"] is not None and get["body_at"] - get["at"] < 0.2
+    else:
+        assert stream.first_byte_s is None and get["body_at"] is None
 
 
 def test_every_knob_is_in_the_docs_table() -> None:
