@@ -172,6 +172,7 @@ NON_DEFAULT: dict[type[ProxySettings], dict[str, dict[str, Any]]] = {
         "encode_skip_event_streams": {"encode": ("gzip",), "encode_skip_event_streams": True},
         "encode_types": {"encode": ("gzip", "zstd"), "encode_types": ("application/json", "text/plain")},
         "flush_interval": {"flush_interval": "-1"},
+        "h2c": {"h2c": True},
         "dial_timeout": {"dial_timeout": 5},
         "response_header_timeout": {"response_header_timeout": "30s"},
         "read_timeout": {"read_timeout": 2},
