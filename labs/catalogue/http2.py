@@ -5,6 +5,12 @@ from labs.scenario import checks
 from labs.scenario.model import Scenario, Since, Variant, Workload
 
 V2_DOCS = "https://nginx.org/en/docs/http/ngx_http_v2_module.html"
+SSE_PARSING = "https://html.spec.whatwg.org/multipage/server-sent-events.html#parsing-an-event-stream"
+FLUSH_COMMIT = "https://github.com/nginx/nginx/commit/a52433a04c58821fd95591e474d35995292f1090"
+# nginx 1.23.0 sends an HTTP/2 response's HEADERS frame when it has the upstream's headers (commit
+# a52433a, ticket #1743): the chat scenario's and mcp-held-headers' broken variants pass from there on.
+HEADERS_FLUSHED = Since("nginx", "1.23.0", "HTTP/2 response headers are flushed as they come: the "
+                        "broken variant's headers arrive at once", ends_symptom=True)
 PREFILL_S = 3.0  # the server's silence after its headers, before the first data frame
 # vLLM-style: the headers leave at once, the role chunk only with the first token.
 HEADERS_THEN_SILENCE = {"role_chunk": "with-first-token", "first_token_delay_s": PREFILL_S}
@@ -50,9 +56,7 @@ SCENARIOS = [
             "server's default) or the comment, HTTP/2 headers came in 2-6 ms. nginx 1.30.6, the same "
             "config: HTTP/2 headers at 1-10 ms without the comment, proxy_buffering off or on "
             "(1.22.1: 3,011-3,014 ms either way)."),
-        since=(Since("nginx", "1.23.0", "HTTP/2 response headers are flushed as they come: the "
-                     "broken variant's headers arrive at once", ends_symptom=True),),
-        sources=(V2_DOCS, "https://html.spec.whatwg.org/multipage/server-sent-events.html#parsing-an-event-stream",
-                 "https://github.com/nginx/nginx/commit/a52433a04c58821fd95591e474d35995292f1090"),
+        since=(HEADERS_FLUSHED,),
+        sources=(V2_DOCS, SSE_PARSING, FLUSH_COMMIT),
     ),
 ]

@@ -5,11 +5,11 @@ what the client and the replicas saw (docs/mcp.md).
 """
 from __future__ import annotations
 
+from labs.catalogue.http2 import FLUSH_COMMIT, HEADERS_FLUSHED, SSE_PARSING, V2_DOCS
 from labs.scenario import mcp_checks as checks
 from labs.scenario import mcp_cors_checks as cors
 from labs.scenario import mcp_stream_checks as streams
 from labs.scenario.mcp_model import BROWSER, McpFix, McpScenario, McpVariant, McpWorkload
-from labs.scenario.model import Since
 
 NGINX_UPSTREAM = "https://nginx.org/en/docs/http/ngx_http_upstream_module.html"
 HAPROXY = "https://docs.haproxy.org/3.2/configuration.html"
@@ -55,7 +55,6 @@ PROGRESS_DURATION_S = 1.0
 # connection with the `initialized` POST, whose 202 flushed the held headers: 2-5 ms, docs/mcp.md).
 HELD_SILENCE_S = 2.0
 OVER_H2 = {"http2": True, "verify_tls": False, "lone_get_s": HELD_SILENCE_S + 1}  # the self-signed loopback certificate
-NGINX_V2 = "https://nginx.org/en/docs/http/ngx_http_v2_module.html"
 
 SCENARIOS: tuple[McpScenario, ...] = (
     McpScenario(
@@ -301,10 +300,7 @@ SCENARIOS: tuple[McpScenario, ...] = (
             "connection took the held headers along (a GET sent after that 202: 2,022 ms; with it: 19 ms). "
             "Envoy 1.40, Caddy 2.11.4 and 2.6.2, HAProxy 3.2.26 and 2.6.12 and Traefik 3.7 forwarded the "
             "headers in 2-6 ms over HTTP/2: the lead's hold did not reproduce with this origin."),
-        since=(Since("nginx", "1.23.0", "HTTP/2 response headers are flushed as they come: the GET "
-                     "stream's 200 arrives at once", ends_symptom=True),),
-        sources=(NGINX_V2, "https://github.com/modelcontextprotocol/go-sdk/issues/937",
-                 "https://github.com/nginx/nginx/commit/a52433a04c58821fd95591e474d35995292f1090",
-                 "https://html.spec.whatwg.org/multipage/server-sent-events.html#parsing-an-event-stream"),
+        since=(HEADERS_FLUSHED,),  # the chat scenario's nginx-http2-headers: the same change
+        sources=(V2_DOCS, "https://github.com/modelcontextprotocol/go-sdk/issues/937", FLUSH_COMMIT, SSE_PARSING),
     ),
 )
