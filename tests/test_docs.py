@@ -41,7 +41,7 @@ def test_the_readme_fits_on_a_screen() -> None:
         f"README.md has {lines} lines (under {README_MAX_LINES}): move the detail to a page in docs/")
 
 
-CITED = re.compile(r"(?<![\w.-])((?:docs/)?(?:contract|environment|scenarios|metrics|style)\.md"
+CITED = re.compile(r"(?<![\w./-])((?:docs/)?(?:contract|environment|scenarios|metrics|style)\.md"
                    r"|docs/[\w-]+\.md)\b")
 SOURCES = (".py", ".j2", ".sh", ".md", ".yaml", ".Dockerfile")
 # Citations in files another change is rewriting (the lab options' declaration); to be pointed
