@@ -6,7 +6,8 @@ default, as every scenario), open the workload's sessions through it with the of
     run, results = run_mcp(scenario, "nginx", "broken", choice="oldest")
     outcome = run_mcp_scenario(scenario)  # every proxy and variant, as `labs run` shows it
 
-Local processes only: the origin is not in the lab's images yet (docs/mcp.md).
+In the lab's runtime (`--runtime`, $LAB_RUNTIME): local processes, or the proxy and each replica in
+its container (the mcp image, proxies.runtime.docker_mcp), the client on the host either way.
 """
 from __future__ import annotations
 
@@ -28,7 +29,6 @@ from server.processes import free_port
 from server.signals import run_async
 
 Progress = Callable[[str], None]
-RUNTIME = "local"  # the only runtime an MCP scenario runs in: its origin has no image yet
 
 
 @dataclass
@@ -96,12 +96,12 @@ def replicas_command(scenario: McpScenario, variant_name: str) -> str:
 
 
 def run_mcp(scenario: McpScenario, proxy: str, variant_name: str, progress: Progress | None = None,
-            choice: str | None = None) -> tuple[McpRun, list[CheckResult]]:
-    """One variant through one proxy, on the release `choice` names (else the lab's), measured and judged."""
+            choice: str | None = None, runtime: str | None = None) -> tuple[McpRun, list[CheckResult]]:
+    """One variant through one proxy, on the release `choice` names (else the lab's), in the
+    runtime named (else $LAB_RUNTIME's), measured and judged."""
     from labs.client.mcp_get_stream import measure_get_stream
     from labs.client.mcp_session import measure_session  # the SDK: imported when a session runs
     from server.mcp.app import MCP_PATH
-    from server.mcp.replicas import running_replicas
 
     say = progress or (lambda message: None)
     variant = scenario.variant(variant_name)
@@ -113,10 +113,11 @@ def run_mcp(scenario: McpScenario, proxy: str, variant_name: str, progress: Prog
     sdk = variant.sdk or DEFAULT_SDK
     say(f"{scenario.name}: {variant_name} through {proxy} {release}, {count} replica(s) of "
         f"{' '.join(['python -m server.mcp', *knobs.argv()])} on mcp {sdk}")
-    with running_replicas(count, knobs, sdk=sdk) as replicas:
+    where = runtime_named(runtime)
+    with where.run_mcp_replicas(count, knobs, sdk=sdk) as replicas:
         settings = hop_settings(proxy, variant.proxy.get(proxy, {}), listen_port=free_port(), version=release,
                                 upstream_port=replicas.ports[0], upstream_replica_ports=tuple(replicas.ports[1:]))
-        with runtime_named(RUNTIME).run_proxy(settings) as hop:  # type: ignore[arg-type]
+        with where.run_proxy(settings) as hop:  # type: ignore[arg-type]
             options = {"calls": workload.calls, "timeout_s": workload.timeout_s, **variant.client}
             lone_get_s = options.pop("lone_get_s", None)
             measure = measure_session
@@ -135,16 +136,20 @@ def run_mcp(scenario: McpScenario, proxy: str, variant_name: str, progress: Prog
 
 
 def run_mcp_scenario(scenario: McpScenario, variants: Sequence[VariantName] = VARIANTS, choice: str | None = None,
-                     progress: Progress | None = None) -> McpOutcome:
+                     progress: Progress | None = None, runtime: str | None = None) -> McpOutcome:
     """`labs run NAME`: the broken variant on each proxy (`broken`), every fix on its proxies (`fixed`)."""
     started_at = provenance.started_now()
     outcome = McpOutcome(scenario, releases={proxy: proxy_release(proxy, choice) for proxy in scenario.proxies})
     for proxy, name in scenario.runs():
         side: VariantName = "broken" if name == "broken" else "fixed"
         if side in variants:
-            run, results = run_mcp(scenario, proxy, name, progress, choice)
+            run, results = run_mcp(scenario, proxy, name, progress, choice, runtime)
             outcome.runs.setdefault(side, []).append(McpMeasured(run, results))
     commands = {name: replicas_command(scenario, name) for name in dict.fromkeys(name for _, name in scenario.runs())}
-    outcome.provenance = provenance.collect(RUNTIME, list(scenario.proxies), commands, started_at,
-                                            releases=outcome.releases)
+    where = runtime_named(runtime).name
+    # The replicas' image is the record of the origin that ran (not the model server's).
+    outcome.provenance = provenance.collect(where, list(scenario.proxies), commands, started_at,
+                                            server_in_runtime=False, releases=outcome.releases)
+    if where == "docker":
+        outcome.provenance["server_image"] = provenance.image_origin("mcp")
     return outcome

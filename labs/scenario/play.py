@@ -11,7 +11,7 @@ from typing import Any, Sequence, Union
 from rich.console import Console
 
 from labs.scenario.mcp_model import McpScenario
-from labs.scenario.mcp_runner import RUNTIME as MCP_RUNTIME, McpOutcome, run_mcp_scenario
+from labs.scenario.mcp_runner import McpOutcome, run_mcp_scenario
 from labs.scenario.model import VARIANTS, Scenario, VariantName
 from labs.scenario.runner import Lab, ScenarioOutcome
 from labs.lab.hops import hop_kind
@@ -34,10 +34,12 @@ def needs_model(scenario: AnyScenario) -> bool:
 
 
 def cannot_run(scenario: AnyScenario, lab: Lab) -> str | None:
-    """Why this lab cannot run the scenario (one line), None when it can."""
-    if isinstance(scenario, McpScenario) and lab.runtime.name != MCP_RUNTIME:
-        return (f"{scenario.name} runs in the local runtime only: the MCP origin (python -m server.mcp) "
-                f"has no image yet (docs/mcp.md)")
+    """Why this lab cannot run the scenario (one line), None when it can: in containers an MCP
+    scenario's replicas need the mcp image (`make docker-ready` builds it; docs/mcp.md)."""
+    if isinstance(scenario, McpScenario) and lab.runtime.name == "docker":
+        from proxies.runtime.docker_mcp import image_problem
+        if problem := image_problem():
+            return problem
     if isinstance(scenario, McpScenario) and scenario.in_a_browser:
         from labs.scenario.mcp_browser import missing
         if problem := missing():
@@ -49,7 +51,7 @@ def run(lab: Lab, scenario: AnyScenario, variants: Sequence[VariantName] = VARIA
         by_release: bool = False) -> Outcome:
     """Every variant, on the lab's choice of releases (Lab.run for a token stream)."""
     if isinstance(scenario, McpScenario):
-        return run_mcp_scenario(scenario, variants, lab.proxy_version, lab.progress)
+        return run_mcp_scenario(scenario, variants, lab.proxy_version, lab.progress, lab.runtime.name)
     return lab.run(scenario, variants, by_release=True) if by_release else lab.run(scenario, variants)
 
 

@@ -10,6 +10,8 @@ if TYPE_CHECKING:
     from proxies.apps.settings import AppSettings
     from proxies.runtime.apps import RunningApp
     from server.launcher import ServerHandle
+    from server.mcp.knobs import OriginKnobs
+    from server.mcp.replicas import Replicas
 
 
 @runtime_checkable
@@ -76,4 +78,9 @@ class Runtime(Protocol):
                 workdir: Path | None = None) -> ContextManager["RunningApp"]:
         """An app hop (proxies.apps): started with its Launch, ready once a real request through
         it answers; stopped on exit."""
+        ...
+
+    def run_mcp_replicas(self, count: int, knobs: "OriginKnobs", *, sdk: str) -> ContextManager["Replicas"]:
+        """`count` replicas of the MCP origin (python -m server.mcp) on the SDK line `sdk`
+        (server.mcp.sdks), each on its own 127.0.0.1 port, ready; every one stopped on exit."""
         ...

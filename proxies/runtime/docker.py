@@ -24,7 +24,7 @@ import resource
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterable, Iterator, Mapping, Sequence
+from typing import TYPE_CHECKING, Iterable, Iterator, Mapping, Sequence
 
 from proxies.apps.settings import AppSettings
 from proxies.base import ProxyName, ProxySettings
@@ -42,6 +42,10 @@ from proxies.tls import require_files
 from proxies.validation import ConfigInvalid, validate
 from server.launcher import ServerHandle, _healthy
 from server.processes import free_port
+
+if TYPE_CHECKING:  # the origin's modules import the MCP SDK: only where replicas run
+    from server.mcp.knobs import OriginKnobs
+    from server.mcp.replicas import Replicas
 
 
 def proxy_args(proxy: ProxyName | ProxySettings) -> list[str]:
@@ -185,6 +189,11 @@ class DockerRuntime:
     def run_app(self, settings: AppSettings,
                 workdir: Path | None = None) -> contextlib.AbstractContextManager[RunningApp]:
         return docker_apps.run_app(settings, workdir)
+
+    def run_mcp_replicas(self, count: int, knobs: "OriginKnobs", *,
+                         sdk: str) -> contextlib.AbstractContextManager["Replicas"]:
+        from proxies.runtime import docker_mcp
+        return docker_mcp.running_replicas(count, knobs, sdk=sdk)
 
 
 # ---- the model server ------------------------------------------------------------------------

@@ -28,8 +28,11 @@ from proxies.runtime.dockercli import DockerError, docker, image_present
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 
-Service = str  # a proxy's name, "server" or "apps"
-SERVICES: tuple[Service, ...] = (*KINDS, "server", "apps")
+Service = str  # a proxy's name, "server", "apps" or "mcp"
+SERVICES: tuple[Service, ...] = (*KINDS, "server", "apps", "mcp")
+# Images that run this checkout's code with its installed packages, mounted: only the stand-in
+# exists, whatever the mode (the app hops; the MCP origin's replicas, on both SDK lines).
+MOUNTING: tuple[Service, ...] = ("apps", "mcp")
 Mode = Literal["auto", "official", "offline"]
 MODES: tuple[Mode, ...] = ("auto", "official", "offline")
 
@@ -39,6 +42,7 @@ OFFICIAL: dict[Service, str] = {
     # The app hops (Node, gunicorn, LiteLLM) run the working tree's programs and installed
     # packages: only the offline image, which mounts them, exists (this name is never used).
     "apps": "streamlab/apps:latest",
+    "mcp": "streamlab/mcp:latest",  # likewise: the MCP origin runs this checkout's server/mcp
 }
 # Built by `make images-offline` (proxies.runtime.offline_images) from this machine's binaries.
 OFFLINE: dict[Service, str] = {service: f"streamlab/{service}:host" for service in SERVICES}
@@ -124,10 +128,10 @@ def _choose(service: Service, release: Release | None) -> Choice:
     wanted = mode()
     official, offline = official_image(service, release), offline_image(service, release)
     what = _what(service, release)
-    if service == "apps":  # only the stand-in exists, whatever the mode: it mounts this checkout
+    if service in MOUNTING:  # only the stand-in exists, whatever the mode: it mounts this checkout
         if image_present(offline):
             return Choice(service, offline, "offline")
-        raise ImageMissing(f"apps: {offline} is not built; {BUILD_HINT} (the app hops run this "
+        raise ImageMissing(f"{service}: {offline} is not built; {BUILD_HINT} (it runs this "
                            "checkout's programs and installed packages)")
     if wanted == "offline":
         if not image_present(offline):

@@ -14,7 +14,7 @@ import os
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterator, Mapping, Sequence
+from typing import TYPE_CHECKING, Iterator, Mapping, Sequence
 
 import httpx
 
@@ -33,6 +33,10 @@ from proxies.tls import require_files
 from proxies.validation import validate
 from server.launcher import ServerHandle, running_server
 from server.processes import ManagedProcess, managed, wait_until
+
+if TYPE_CHECKING:  # the origin's modules import the MCP SDK (half a second): only where replicas run
+    from server.mcp.knobs import OriginKnobs
+    from server.mcp.replicas import Replicas
 
 
 @dataclass
@@ -182,3 +186,8 @@ class LocalRuntime:
     def run_app(self, settings: AppSettings,
                 workdir: Path | None = None) -> contextlib.AbstractContextManager[apps.RunningApp]:
         return apps.run_app(settings, workdir)
+
+    def run_mcp_replicas(self, count: int, knobs: "OriginKnobs", *,
+                         sdk: str) -> contextlib.AbstractContextManager["Replicas"]:
+        from server.mcp.replicas import running_replicas
+        return running_replicas(count, knobs, sdk=sdk)

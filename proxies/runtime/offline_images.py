@@ -38,8 +38,9 @@ from proxies.releases import Release
 from proxies.runtime.containers import CONFIG_DIR, PREFIX
 from proxies.runtime.dockercli import docker, image_inspect, require_engine
 from proxies.image_extras import needs_ldd
-from proxies.runtime.images import (OFFLINE, SERVICES, ImageMissing, Service, forget_choices, image_for,
-                                    mode, offline_image, offline_server_built_here, override_variable)
+from proxies.runtime.images import (MOUNTING, OFFLINE, SERVICES, ImageMissing, Service, forget_choices,
+                                    image_for, mode, offline_image, offline_server_built_here,
+                                    override_variable)
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 DOCKERFILE = REPO_ROOT / "docker" / "offline.Dockerfile"
@@ -204,10 +205,12 @@ def _shared_objects(folder: str) -> list[str]:
             for f in files if ".so" in f and not f.endswith(".py")]
 
 
-def server_rootfs(root: Path, extra: Sequence[str] = ()) -> tuple[RootFs, dict[str, str]]:
+def server_rootfs(root: Path, extra: Sequence[str] = (),
+                  mounts: Sequence[str] | None = None) -> tuple[RootFs, dict[str, str]]:
     """The system libraries the host interpreter and every extension module in it and in the venv
-    need (and those of the `extra` files), minus what the read-only mounts bring anyway."""
-    mounts = server_mounts()
+    need (and those of the `extra` files), minus what the read-only mounts (default: the
+    server's) bring anyway."""
+    mounts = list(mounts or server_mounts())
     interpreter = os.path.realpath(sys.executable)
     objects = [interpreter, *extra]
     for folder in mounts:
@@ -225,6 +228,36 @@ def server_rootfs(root: Path, extra: Sequence[str] = ()) -> tuple[RootFs, dict[s
     labels = {"streamlab.python": sys.executable, "streamlab.mounts": ":".join(mounts),
               "streamlab.version": sys.version.split()[0]}
     return fs, labels
+
+
+def mcp_rootfs(root: Path) -> tuple[RootFs, dict[str, str]]:
+    """The server's image for the MCP origin's replicas (python -m server.mcp) on every SDK line
+    installed here (server.mcp.sdks): the lab's venv (mcp 2.3) and each line's own venv (mcp 1.30
+    in .venvs/mcp1), mounted at their host paths too where the checkout only links to them (a
+    worktree's .venvs), with the interpreter each was made from; the libraries of their extension
+    modules are added. A line installed later needs a rebuild (the label says which it carries)."""
+    from server.mcp.sdks import SDK_LINES
+
+    lines = {name: line for name, line in SDK_LINES.items() if line.venv is None or line.python.exists()}
+    mounts = server_mounts()
+    for line in lines.values():
+        if line.venv is not None:
+            for folder in (os.path.realpath(line.venv), _base_prefix(line.venv)):
+                if not any(folder == f or folder.startswith(f + "/") for f in mounts):
+                    mounts.append(folder)
+    extra = [found for line in lines.values() if line.venv is not None
+             for found in (os.path.realpath(line.python), *_shared_objects(os.path.realpath(line.venv)))]
+    fs, labels = server_rootfs(root, extra, mounts)
+    return fs, {**labels, "streamlab.sdks": ",".join(f"{name}={line.python}" for name, line in lines.items())}
+
+
+def _base_prefix(venv: Path) -> str:
+    """The prefix of the interpreter a venv was made from (pyvenv.cfg's `home` is its bin/)."""
+    for line in (venv / "pyvenv.cfg").read_text().splitlines():
+        key, _, value = line.partition("=")
+        if key.strip() == "home":
+            return os.path.realpath(Path(value.strip()).parent)
+    return os.path.realpath(sys.base_prefix)
 
 
 def apps_rootfs(root: Path) -> tuple[RootFs, dict[str, str]]:
@@ -262,7 +295,7 @@ def build(service: Service, series: str | None = None, quiet: bool = False) -> s
         if release is not None and release.unpacked:
             fs, labels = release_rootfs(release, context / "rootfs")
         else:
-            make = {"server": server_rootfs, "apps": apps_rootfs}.get(service)
+            make = {"server": server_rootfs, "apps": apps_rootfs, "mcp": mcp_rootfs}.get(service)
             fs, labels = (make or (lambda root: proxy_rootfs(service, root)))(context / "rootfs")
         shutil.copy(DOCKERFILE, context / "Dockerfile")
         label_args = [arg for key, value in {"streamlab.offline": "1", **labels}.items()
@@ -333,12 +366,12 @@ def _usable(service: Service, series: str | None = None) -> bool:
     (pulling if it may)."""
     try:
         choice = image_for(service, series)
-        if service in ("server", "apps") and choice.offline and not offline_server_built_here(choice.image):
-            print(f"server: {choice.image} was built for another checkout; building it for this one")
+        if service in ("server", *MOUNTING) and choice.offline and not offline_server_built_here(choice.image):
+            print(f"{service}: {choice.image} was built for another checkout; building it for this one")
             return False
         return True
     except ImageMissing as exc:
-        if service != "apps" and (os.environ.get(override_variable(service)) or mode() == "official"):
+        if service not in MOUNTING and (os.environ.get(override_variable(service)) or mode() == "official"):
             raise SystemExit(str(exc)) from None  # a stand-in would not be used anyway
         print(f"{str(exc).split(';')[0]}; building the stand-in")
         return False

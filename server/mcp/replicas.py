@@ -50,7 +50,21 @@ class Replicas:
         return " ".join(["python -m server.mcp", *self.knobs.argv()])
 
 
-def _healthy(port: int) -> bool:
+def replica_args(knobs: OriginKnobs, replica: int, port: int) -> list[str]:
+    """The arguments after the interpreter that start replica number `replica` on `port`, in either
+    runtime (proxies.runtime.docker_mcp runs the same line in a container)."""
+    own = dataclasses.replace(knobs, replica=replica)
+    return ["-m", "server.mcp", "--host", HOST, "--port", str(port), *own.argv()]
+
+
+def check_request(count: int, sdk: str) -> None:
+    """ValueError unless `count` replicas of the SDK line `sdk` can be started."""
+    if count < 1 or sdk not in SDK_LINES:
+        raise ValueError(f"at least one replica, on one of the SDK lines {sorted(SDK_LINES)}")
+
+
+def healthy(port: int) -> bool:
+    """Whether the replica on `port` answers its health path (readiness, polled)."""
     try:
         with urllib.request.urlopen(f"http://{HOST}:{port}{HEALTH_PATH}", timeout=1) as response:
             return response.status == 200
@@ -64,19 +78,16 @@ def running_replicas(count: int, knobs: OriginKnobs = OriginKnobs(), *, sdk: str
     """Start `count` origin processes (replica numbers 0..count-1) on the SDK line `sdk` (a key of
     server.mcp.sdks.SDK_LINES), wait until each answers, yield them, and stop every one of them
     however the body ends."""
-    if count < 1 or sdk not in SDK_LINES:
-        raise ValueError(f"at least one replica, on one of the SDK lines {sorted(SDK_LINES)}")
+    check_request(count, sdk)
     with contextlib.ExitStack() as stack:
         folder = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="streamlab-mcp-")))
         ports, processes = [], []
         for replica in range(count):
             port = free_port(HOST)
-            own = dataclasses.replace(knobs, replica=replica)
             process = ManagedProcess(
-                name=f"mcp-origin:{port}",
-                argv=[str(SDK_LINES[sdk].python), "-m", "server.mcp", "--host", HOST, "--port", str(port), *own.argv()],
+                name=f"mcp-origin:{port}", argv=[str(SDK_LINES[sdk].python), *replica_args(knobs, replica, port)],
                 log_path=folder / f"replica-{replica}.log", cwd=checkout() or folder)
-            processes.append(stack.enter_context(managed(process, functools.partial(_healthy, port),
+            processes.append(stack.enter_context(managed(process, functools.partial(healthy, port),
                                                          ready_timeout_s)))
             ports.append(port)
         yield Replicas(ports=ports, processes=processes, knobs=knobs)
