@@ -6,9 +6,11 @@ stops reproducing: 'Session not found' from the replica that does not hold the s
 replicas having answered) and each fix on the proxies it names (fails if a session does not
 complete, or its requests went where the fix says they must not), on each proxy's current release;
 and again on the oldest release (Debian 12's, `...-oldest`) the broken variant and the fixes that
-are the proxy's own settings. The token streams' guards (tests/test_scenarios.py) prove the oldest
-release in containers; an MCP scenario runs local processes only (its origin has no image yet,
-docs/mcp.md), so its oldest release is proven here, locally.
+are the proxy's own settings, locally (the token streams' guards prove the oldest release in
+containers; an MCP scenario's oldest is proven here). In containers (marked `docker`, make test's
+docker pass: the proxy and each replica in its container, the mcp image) each scenario's broken
+variant through its first proxy and one fix there, on the current release: what the containers add
+is the runtime, not a release, so two runs per scenario prove it (`...-docker`).
 """
 from __future__ import annotations
 
@@ -16,7 +18,8 @@ import pytest
 
 from labs import catalogue
 from labs.scenario.mcp_model import McpScenario
-from labs.scenario.mcp_runner import run_mcp
+from labs.scenario.mcp_runner import proxy_release, run_mcp
+from tests.runtimes import require_images
 
 
 def _proxy_setting(scenario: McpScenario, variant: str) -> bool:
@@ -34,9 +37,37 @@ RUNS = [pytest.param(scenario, proxy, variant, releases, id=f"{scenario.name}-{p
         if releases == "current" or _proxy_setting(scenario, variant)]
 
 
+def _in_containers(scenario: McpScenario) -> list[tuple[str, str]]:
+    """The broken variant through the scenario's first proxy, and one fix: the first through that
+    proxy that is the proxy's own setting, else the first through it, else the first at all."""
+    proxy = scenario.proxies[0]
+    fixes = [(on, variant) for on, variant in scenario.runs() if variant != "broken"]
+    fixes.sort(key=lambda run: (run[0] != proxy, not _proxy_setting(scenario, run[1])))  # stable
+    return [(proxy, "broken"), *fixes[:1]]
+
+
+DOCKER_RUNS = [pytest.param(scenario, proxy, variant, id=f"{scenario.name}-{proxy}-{variant}-docker")
+               for scenario in catalogue.MCP_SCENARIOS for proxy, variant in _in_containers(scenario)]
+
+
 @pytest.mark.parametrize(("scenario", "proxy", "variant", "releases"), RUNS)
 def test_mcp_guard(scenario: McpScenario, proxy: str, variant: str, releases: str) -> None:
-    run, results = run_mcp(scenario, proxy, variant, choice=releases)
+    guard(scenario, proxy, variant, releases, "local")
+
+
+@pytest.mark.docker
+class TestInContainers:
+    """One scope for xdist (--dist loadscope): one worker runs them in turn while the others run the
+    rest of the docker pass (an MCP run's timings want no second run beside it on two cores)."""
+
+    @pytest.mark.parametrize(("scenario", "proxy", "variant"), DOCKER_RUNS)
+    def test_mcp_guard(self, scenario: McpScenario, proxy: str, variant: str) -> None:
+        require_images(["mcp", proxy], {proxy: proxy_release(proxy, "current")})
+        guard(scenario, proxy, variant, "current", "docker")
+
+
+def guard(scenario: McpScenario, proxy: str, variant: str, releases: str, runtime: str) -> None:
+    run, results = run_mcp(scenario, proxy, variant, choice=releases, runtime=runtime)
     failed = [result for result in results if not result.passed]
     if variant == "broken" and scenario.symptom_ended({proxy: run.release}):
         # The release fixed it (Since.ends_symptom): the broken variant must no longer show the symptom.
@@ -45,14 +76,15 @@ def test_mcp_guard(scenario: McpScenario, proxy: str, variant: str, releases: st
         return
     expectation = "symptom" if variant == "broken" else "cure"
     assert results and not failed, (
-        f"{scenario.name} ({variant} through {proxy} {run.release}): the {expectation} checks failed:\n"
+        f"{scenario.name} ({variant} through {proxy} {run.release}, {runtime}): the {expectation} checks failed:\n"
         + "\n".join(f"  - {r.label}: observed {r.observed}" for r in failed)
         + "\nsessions:\n" + "\n".join(f"  {s.session_id}: {s.statuses} {s.error}" for s in run.sessions))
 
 
 def test_the_guards_cover_every_mcp_run_of_the_table_on_both_releases() -> None:
     """Every MCP entry of the one table is guarded, each run on the current release, and the broken
-    variant also on the oldest (so the table cannot grow an unguarded MCP scenario)."""
+    variant also on the oldest (so the table cannot grow an unguarded MCP scenario); in containers
+    its broken variant and one fix, no more (the docker pass's time is counted)."""
     ids = {param.id for param in RUNS}
     assert catalogue.MCP_SCENARIOS and all(s in catalogue.ALL for s in catalogue.MCP_SCENARIOS)
     for scenario in catalogue.MCP_SCENARIOS:
@@ -60,3 +92,5 @@ def test_the_guards_cover_every_mcp_run_of_the_table_on_both_releases() -> None:
             assert f"{scenario.name}-{proxy}-{variant}" in ids
         for proxy in scenario.proxies:
             assert f"{scenario.name}-{proxy}-broken-oldest" in ids
+        in_containers = [param.id for param in DOCKER_RUNS if param.values[0] is scenario]
+        assert len(in_containers) == 2 and in_containers[0] == f"{scenario.name}-{scenario.proxies[0]}-broken-docker"
