@@ -142,9 +142,9 @@ images-offline: setup docker-setup
 	$(PY) -m proxies.runtime.offline_images
 
 # The images the docker runtime will use (each release of nginx and HAProxy): official ones if here
-# or pullable, else stand-ins (the server's stand-in rebuilt when it was built for another checkout).
+# or pullable, else stand-ins (the server's, the apps' and the MCP origin's rebuilt when built for another checkout).
 docker-ready: setup docker-setup
-	@$(PY) -m proxies.runtime.offline_images --if-missing nginx haproxy envoy server apps
+	@$(PY) -m proxies.runtime.offline_images --if-missing nginx haproxy envoy server apps mcp
 
 # Only the container tests (make test runs them too, where an engine answers).
 test-docker: setup docker-setup images-offline

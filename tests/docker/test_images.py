@@ -114,15 +114,16 @@ def test_the_server_image_is_built_never_pulled(local: set[str]) -> None:
         image_for("server")
 
 
+@pytest.mark.parametrize("service", images.MOUNTING)
 @pytest.mark.parametrize("mode", ["auto", "official", "offline"])
-def test_the_apps_run_in_their_stand_in_in_every_mode(mode: str, local: set[str],
-                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_apps_and_the_mcp_origin_run_in_their_stand_in_in_every_mode(
+        service: str, mode: str, local: set[str], monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("STREAMLAB_IMAGES", mode)
     with pytest.raises(ImageMissing, match="make images-offline"):
-        image_for("apps")  # never pulled: no official image of this checkout's programs exists
+        image_for(service)  # never pulled: no official image of this checkout's programs exists
     images.forget_choices()
-    local.add(OFFLINE["apps"])
-    assert image_for("apps").image == OFFLINE["apps"]
+    local.add(OFFLINE[service])
+    assert image_for(service).image == OFFLINE[service]
 
 
 def test_what_images_offline_builds() -> None:
@@ -131,7 +132,7 @@ def test_what_images_offline_builds() -> None:
     from proxies.runtime.offline_images import targets
     assert targets(["nginx", "server"]) == [("nginx", HOST_NGINX), ("nginx", "1.30"), ("server", None)]
     assert targets(["caddy=2.11"]) == [("caddy", "2.11")]
-    assert len(targets([])) == sum(len(kind.releases) for kind in KINDS.values()) + 2  # server, apps
+    assert len(targets([])) == sum(len(kind.releases) for kind in KINDS.values()) + 3  # server, apps, mcp
     with pytest.raises(ValueError, match="1.22 .*not 9.9"):
         targets(["nginx=9.9"])
     with pytest.raises(ValueError, match="only a proxy"):

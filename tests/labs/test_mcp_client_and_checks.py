@@ -124,12 +124,14 @@ def test_a_get_stream_cut_at_an_idle_limit_is_reopened_and_counted(keepalive_s: 
     assert outcome.reconnects == reconnects and len(gets) == 1 + reconnects
 
 
-def test_labs_run_refuses_the_docker_runtime_for_an_mcp_scenario_in_one_line(
-        capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+def test_labs_run_in_docker_without_the_mcp_image_says_what_to_build_in_one_line(
+        capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     from labs.__main__ import main as labs
+    from proxies.runtime import docker_mcp
+    monkeypatch.setattr(docker_mcp, "image_problem", lambda: "mcp: streamlab/mcp:host is not built; run `make images-offline`")
     assert labs(["run", "mcp-session-affinity", "--runtime", "docker", "--out", str(tmp_path)]) == 2
     err = capsys.readouterr().err.strip().splitlines()
-    assert len(err) == 1 and "local runtime only" in err[0] and not list(tmp_path.iterdir())
+    assert len(err) == 1 and "make images-offline" in err[0] and not list(tmp_path.iterdir())
 
 
 def test_labs_render_names_an_mcp_scenario_and_what_plays_it(capsys: pytest.CaptureFixture[str]) -> None:

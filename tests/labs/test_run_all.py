@@ -110,15 +110,18 @@ class _DockerLab(_FakeLab):
     runtime = type("Runtime", (), {"name": "docker"})()
 
 
-def test_run_all_in_docker_skips_an_mcp_scenario_in_one_line_and_runs_the_others(tmp_path: Path, monkeypatch) -> None:
+def test_run_all_in_docker_skips_an_mcp_scenario_without_its_image_in_one_line_and_runs_the_others(
+        tmp_path: Path, monkeypatch) -> None:
+    from proxies.runtime import docker_mcp
     monkeypatch.setattr(runner, "Lab", _DockerLab)
+    monkeypatch.setattr(docker_mcp, "image_problem", lambda: "mcp: streamlab/mcp:host is not built; run `make images-offline`")
     scenarios = [catalogue.get("nginx-buffering"), catalogue.find("mcp-session-affinity")]
     console = Console(record=True, width=200, color_system=None, force_terminal=True)
     status = run_all(scenarios, "docker", tmp_path, console)
     text = console.export_text()
     assert status == 0 and "✓ nginx-buffering: symptom reproduced / cured" in text
     skipped = [line for line in text.splitlines() if "mcp-session-affinity: skipped" in line]
-    assert len(skipped) == 1 and "local runtime only" in skipped[0]
+    assert len(skipped) == 1 and "streamlab/mcp:host is not built" in skipped[0]
     assert "skipped in the docker runtime: mcp-session-affinity" in text
     assert not (tmp_path / "mcp-session-affinity").exists()
 
