@@ -28,7 +28,7 @@ import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterable, Sequence
+from typing import TYPE_CHECKING, Iterable, Sequence
 
 from proxies.binaries import BinaryProblem, check_binary
 from proxies.install import unpack_release
@@ -40,7 +40,10 @@ from proxies.runtime.dockercli import docker, image_inspect, require_engine
 from proxies.image_extras import needs_ldd
 from proxies.runtime.images import (MOUNTING, OFFLINE, SERVICES, ImageMissing, Service, forget_choices,
                                     image_for, mode, offline_image, offline_server_built_here,
-                                    override_variable)
+                                    offline_server_labels, override_variable)
+
+if TYPE_CHECKING:
+    from server.mcp.sdks import SdkLine
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 DOCKERFILE = REPO_ROOT / "docker" / "offline.Dockerfile"
@@ -236,9 +239,7 @@ def mcp_rootfs(root: Path) -> tuple[RootFs, dict[str, str]]:
     in .venvs/mcp1), mounted at their host paths too where the checkout only links to them (a
     worktree's .venvs), with the interpreter each was made from; the libraries of their extension
     modules are added. A line installed later needs a rebuild (the label says which it carries)."""
-    from server.mcp.sdks import SDK_LINES
-
-    lines = {name: line for name, line in SDK_LINES.items() if line.venv is None or line.python.exists()}
+    lines = _installed_sdk_lines()
     mounts = server_mounts()
     for line in lines.values():
         if line.venv is not None:
@@ -248,7 +249,21 @@ def mcp_rootfs(root: Path) -> tuple[RootFs, dict[str, str]]:
     extra = [found for line in lines.values() if line.venv is not None
              for found in (os.path.realpath(line.python), *_shared_objects(os.path.realpath(line.venv)))]
     fs, labels = server_rootfs(root, extra, mounts)
-    return fs, {**labels, "streamlab.sdks": ",".join(f"{name}={line.python}" for name, line in lines.items())}
+    return fs, {**labels, "streamlab.sdks": _sdks_label()}
+
+
+def _installed_sdk_lines() -> dict[str, "SdkLine"]:
+    from server.mcp.sdks import SDK_LINES
+    return {name: line for name, line in SDK_LINES.items() if line.venv is None or line.python.exists()}
+
+
+def _carries_every_sdk_line(image: str) -> bool:
+    return offline_server_labels(image).get("streamlab.sdks") == _sdks_label()
+
+
+def _sdks_label() -> str:
+    """`2.3=PYTHON,1.30=PYTHON`: the SDK lines installed here, as the mcp image's label names them."""
+    return ",".join(f"{name}={line.python}" for name, line in _installed_sdk_lines().items())
 
 
 def _base_prefix(venv: Path) -> str:
@@ -368,6 +383,9 @@ def _usable(service: Service, series: str | None = None) -> bool:
         choice = image_for(service, series)
         if service in ("server", *MOUNTING) and choice.offline and not offline_server_built_here(choice.image):
             print(f"{service}: {choice.image} was built for another checkout; building it for this one")
+            return False
+        if service == "mcp" and choice.offline and not _carries_every_sdk_line(choice.image):
+            print(f"mcp: {choice.image} was built before an SDK line was installed; building it again")
             return False
         return True
     except ImageMissing as exc:

@@ -128,7 +128,8 @@ def test_labs_run_in_docker_without_the_mcp_image_says_what_to_build_in_one_line
         capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     from labs.__main__ import main as labs
     from proxies.runtime import docker_mcp
-    monkeypatch.setattr(docker_mcp, "image_problem", lambda: "mcp: streamlab/mcp:host is not built; run `make images-offline`")
+    missing = "mcp: streamlab/mcp:host is not built; run `make images-offline`"
+    monkeypatch.setattr(docker_mcp, "image_problem", lambda: missing)
     assert labs(["run", "mcp-session-affinity", "--runtime", "docker", "--out", str(tmp_path)]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "make images-offline" in err[0] and not list(tmp_path.iterdir())

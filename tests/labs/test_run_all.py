@@ -114,7 +114,8 @@ def test_run_all_in_docker_skips_an_mcp_scenario_without_its_image_in_one_line_a
         tmp_path: Path, monkeypatch) -> None:
     from proxies.runtime import docker_mcp
     monkeypatch.setattr(runner, "Lab", _DockerLab)
-    monkeypatch.setattr(docker_mcp, "image_problem", lambda: "mcp: streamlab/mcp:host is not built; run `make images-offline`")
+    missing = "mcp: streamlab/mcp:host is not built; run `make images-offline`"
+    monkeypatch.setattr(docker_mcp, "image_problem", lambda: missing)
     scenarios = [catalogue.get("nginx-buffering"), catalogue.find("mcp-session-affinity")]
     console = Console(record=True, width=200, color_system=None, force_terminal=True)
     status = run_all(scenarios, "docker", tmp_path, console)
