@@ -137,3 +137,17 @@ def test_what_images_offline_builds() -> None:
         targets(["nginx=9.9"])
     with pytest.raises(ValueError, match="only a proxy"):
         targets(["server=1.0"])
+
+
+def test_if_missing_rebuilds_an_mcp_image_without_an_sdk_line_installed_since(
+        local: set[str], monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    """`make docker-ready` after `labs setup` installed mcp 1.30: the image built before lacks it."""
+    from proxies.runtime import offline_images
+    local.add(OFFLINE["mcp"])
+    monkeypatch.setattr(offline_images, "offline_server_built_here", lambda image: True)
+    labels = {"streamlab.sdks": "2.3=/elsewhere/python"}
+    monkeypatch.setattr(offline_images, "offline_server_labels", lambda image: labels)
+    assert not offline_images._usable("mcp")
+    assert "built before an SDK line was installed" in capsys.readouterr().out
+    labels["streamlab.sdks"] = offline_images._sdks_label()  # what a build here writes
+    assert offline_images._usable("mcp")
