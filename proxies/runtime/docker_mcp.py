@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Iterator, Sequence
 
 from proxies.runtime.containers import base_run_args, bind, container, container_name
-from proxies.runtime.dockercli import require_engine
+from proxies.runtime.dockercli import engine_problem, require_engine
 from proxies.runtime.images import ImageMissing, image_for, offline_server_built_here, offline_server_labels
 from server.mcp.knobs import OriginKnobs
 from server.mcp.replicas import HOST, Replicas, check_request, healthy, replica_args
@@ -36,8 +36,7 @@ def replica_run_args(image: str, name: str, sdk: str, args: Sequence[str]) -> li
     if not offline_server_built_here(image):  # it would run another checkout's code
         raise ImageMissing(_built_elsewhere(image))
     python = str(SDK_LINES[sdk].python)
-    carried = dict(entry.split("=", 1) for entry in labels.get("streamlab.sdks", "").split(",") if "=" in entry)
-    if carried.get(sdk) != python:
+    if f"{sdk}={python}" not in labels.get("streamlab.sdks", "").split(","):  # offline_images.mcp_rootfs
         raise ImageMissing(f"{image} carries no mcp {sdk} (built before `labs setup` installed it): "
                            f"run `python -m proxies.runtime.offline_images mcp`")
     run = [*base_run_args(name, "mcp"), "--tmpfs", "/tmp:mode=1777", "--env", "HOME=/tmp",
@@ -52,8 +51,6 @@ def replica_run_args(image: str, name: str, sdk: str, args: Sequence[str]) -> li
 def image_problem() -> str | None:
     """Why no replica could start in a container here (one line: no engine, no mcp image, one built
     for another checkout), None when one can."""
-    from proxies.runtime.dockercli import engine_problem
-
     if (problem := engine_problem()) is not None:
         return problem
     try:
