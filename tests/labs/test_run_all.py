@@ -127,6 +127,14 @@ def test_run_all_in_docker_skips_an_mcp_scenario_without_its_image_in_one_line_a
     assert not (tmp_path / "mcp-session-affinity").exists()
 
 
+def test_an_mcp_scenario_runs_in_docker_where_its_image_is(monkeypatch) -> None:
+    """With the mcp image built (make docker-ready), nothing stops lab-all in docker from running it."""
+    from labs.scenario import play
+    from proxies.runtime import docker_mcp
+    monkeypatch.setattr(docker_mcp, "image_problem", lambda: None)
+    assert play.cannot_run(catalogue.find("mcp-session-affinity"), _DockerLab) is None
+
+
 def test_the_plan_of_an_mcp_scenario_counts_its_runs(tmp_path: Path) -> None:
     scenario = catalogue.find("mcp-session-affinity")
     assert planned_s(scenario, tmp_path) == pytest.approx(MCP_RUN_S * len(scenario.runs()) + 2.0)
