@@ -3,6 +3,7 @@ the local runtime's, each replica its own container of the mcp image, on the SDK
 every one gone afterwards. The scenarios' guards in containers are tests/test_mcp_scenarios.py's."""
 from __future__ import annotations
 
+import os
 import urllib.request
 from pathlib import Path
 
@@ -23,14 +24,16 @@ def mcp_image(docker_engine: None) -> str:
 
 
 def _containers() -> set[str]:
-    listed = docker(["ps", "--all", "--quiet", "--no-trunc", "--filter", "label=streamlab.kind=mcp"])
+    """This process's replica containers (a worker beside it may run replicas of its own)."""
+    listed = docker(["ps", "--all", "--quiet", "--no-trunc", "--filter", "label=streamlab.kind=mcp",
+                     "--filter", f"label=streamlab.pid={os.getpid()}"])
     return set(listed.stdout.split())
 
 
 def test_two_replicas_on_mcp_1_30_run_in_containers_and_are_gone_after(mcp_image: str) -> None:
-    before = _containers()
+    assert not _containers()
     with get_runtime("docker").run_mcp_replicas(2, OriginKnobs(), sdk="1.30") as replicas:
-        ours = _containers() - before
+        ours = _containers()
         # One container per replica, each started from the 1.30 line's interpreter (its venv).
         entrypoints = {docker(["inspect", "--format", "{{.Path}}", cid]).stdout.strip() for cid in ours}
         assert len(ours) == 2 and entrypoints == {str(SDK_LINES["1.30"].python)}
@@ -39,7 +42,7 @@ def test_two_replicas_on_mcp_1_30_run_in_containers_and_are_gone_after(mcp_image
                 assert response.status == 200
             assert replicas.processes[replica].argv[:2] == [docker_bin(), "run"]
         assert replicas.requests() == []  # both answer their records; nothing was sent to /mcp
-    assert not (_containers() & ours)
+    assert not _containers()
     assert not any(port_accepts(port) for port in replicas.ports)
 
 
