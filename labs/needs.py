@@ -25,7 +25,7 @@ from proxies.kinds import KINDS
 from proxies.apps.install import install_agents
 from proxies.apps.nodejs import AGENTS_DIR
 from server.mcp.sdks import SDK_LINES
-from proxies.needs import (HOP_NEEDS, REQUIREMENTS, CannotInstall, Requirement, hop_needs,
+from proxies.needs import (HOP_NEEDS, REQUIREMENTS, SETTING_NEEDS, CannotInstall, Requirement, hop_needs,
                            install_missing, npm_ci_present, pip_extra, python_present)
 
 # The measuring client's libraries (labs.client.libraries.LIBRARIES) that are not base dependencies.
@@ -83,7 +83,10 @@ def scenario_needs(scenario: Scenario) -> list[str]:
     agents = any(options.get("agent") for options in
                  (scenario.workload.client, *(variant.client for variant in variants)))
     driver_needs = getattr(scenario.workload.driver, "needs", ())
-    return _unique([*hop_needs(hop_kind(hop) for hop in scenario.path),
+    setting_needs = (need for variant in variants for hop, settings in variant.proxy.items()
+                     for key, value in settings.items() if value
+                     for need in SETTING_NEEDS.get((hop_kind(hop), key), ()))
+    return _unique([*hop_needs(hop_kind(hop) for hop in scenario.path), *setting_needs,
                     *(need for library in libraries if library for need in LIBRARY_NEEDS.get(library, ())),
                     *(["agents"] if agents else []), *driver_needs])
 
@@ -108,7 +111,7 @@ def check_needs() -> list[str]:
 
 
 def everything() -> list[str]:
-    return _unique([*hop_needs(HOP_NEEDS), *SUITE_NEEDS])
+    return _unique([*hop_needs(HOP_NEEDS), *(n for needs in SETTING_NEEDS.values() for n in needs), *SUITE_NEEDS])
 
 
 def needs_of(name: str) -> list[str]:

@@ -9,14 +9,14 @@ stream (`Scenario`) or an MCP session (`McpScenario`, labs/catalogue/mcp.py).
 from __future__ import annotations
 
 from labs.catalogue import apache, apps, caddy, cdn, chain, envoy, haproxy, http2, kubernetes, nginx, reload
-from labs.catalogue import mesh, nginx_upstream, relays, traefik
+from labs.catalogue import mesh, nginx_upstream, relays, traefik, waf
 from labs.catalogue import agents, browser, client, libraries, mcp, responses, server
 from labs.scenario.mcp_model import McpScenario
 from labs.scenario.model import VARIANTS, Scenario
 
 ALL: tuple[Scenario | McpScenario, ...] = (
     *nginx.SCENARIOS, *nginx_upstream.SCENARIOS, *http2.SCENARIOS, *haproxy.SCENARIOS, *envoy.SCENARIOS,
-    *cdn.SCENARIOS, *apache.SCENARIOS,
+    *cdn.SCENARIOS, *apache.SCENARIOS, *waf.SCENARIOS,
     *caddy.SCENARIOS, *traefik.SCENARIOS, *kubernetes.SCENARIOS, *reload.SCENARIOS, *chain.SCENARIOS, *mesh.SCENARIOS,
     *apps.SCENARIOS, *relays.SCENARIOS, *server.SCENARIOS, *responses.SCENARIOS, *client.SCENARIOS, *libraries.SCENARIOS,
     *browser.SCENARIOS, *agents.SCENARIOS, *mcp.SCENARIOS,

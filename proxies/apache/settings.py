@@ -18,6 +18,9 @@ PROXY = "https://httpd.apache.org/docs/2.4/mod/mod_proxy.html"
 DEFLATE = "https://httpd.apache.org/docs/2.4/mod/mod_deflate.html"
 REQTIMEOUT = "https://httpd.apache.org/docs/2.4/mod/mod_reqtimeout.html"
 MPM = "https://httpd.apache.org/docs/2.4/mod/mpm_common.html"
+# ModSecurity 2's directives (Debian's libapache2-mod-security2) and the OWASP core rule set.
+MODSEC = "https://github.com/owasp-modsecurity/ModSecurity/wiki/Reference-Manual-(v2.x)"
+CRS = "https://coreruleset.org/docs/"
 MODULES_DIR = "/usr/lib/apache2/modules"  # Debian's; other builds keep them elsewhere
 # Statuses Apache answers on its own in front of one backend.
 APACHE_OWN_ERRORS = (400, 408, 413, 500, 502, 503, 504)
@@ -71,7 +74,40 @@ class ApacheSettings(ProxySettings):
     max_request_workers: int = Field(400, ge=1, le=100_000, description=(
         f"simultaneous requests (streams) served ({MPM}#maxrequestworkers)"))
 
+    # The WAF in front: ModSecurity 2 (mod_security2), each default its own (the reference manual's).
+    modsecurity: Optional[Literal["On", "DetectionOnly"]] = setting(
+        None, "load mod_security2 and run its rules (`SecRuleEngine`): On blocks, DetectionOnly only "
+              "logs (None: no WAF)", f"{MODSEC}#SecRuleEngine")
+    modsecurity_crs: bool = setting(
+        False, "run the OWASP core rule set too (Debian's modsecurity-crs, with its crs-setup.conf)", CRS)
+    modsecurity_request_body_access: bool = setting(
+        False, "let the rules read request bodies (the prompt): ModSecurity reads the whole body "
+               "before forwarding it", f"{MODSEC}#SecRequestBodyAccess")
+    modsecurity_response_body_access: bool = setting(
+        False, "let the rules read response bodies of the listed types: ModSecurity keeps such a "
+               "response, headers included, until it ends or reaches the limit (measured: an event "
+               "stream arrives in one lump)", f"{MODSEC}#SecResponseBodyAccess")
+    modsecurity_response_body_mime_types: tuple[MimeType, ...] = Field(
+        ("text/plain", "text/html"), min_length=1, description="the response types whose bodies "
+        f"the rules read (`SecResponseBodyMimeType`) ({MODSEC}#SecResponseBodyMimeType)",
+        json_schema_extra={"docs": f"{MODSEC}#SecResponseBodyMimeType"})
+    modsecurity_response_body_limit: int = Field(
+        524_288, ge=1, le=1 << 30, description="bytes of a response body kept for the rules; an "
+        "inspected stream's first byte waits until this many have come (measured) "
+        f"({MODSEC}#SecResponseBodyLimit)", json_schema_extra={"docs": f"{MODSEC}#SecResponseBodyLimit"})
+    modsecurity_response_body_limit_action: Literal["Reject", "ProcessPartial"] = setting(
+        "Reject", "past the limit: Reject answers 500 instead of the response (in DetectionOnly it "
+                  "passes it on), ProcessPartial inspects what it kept and passes the rest through",
+        f"{MODSEC}#SecResponseBodyLimitAction")
+    modsecurity_lab_rules: bool = setting(
+        False, "two rules of the lab's that only log: id 9001 when ModSecurity read a request body, "
+               "9002 when it read a response body (what the scenario's checks look for)",
+        f"{MODSEC}#SecRule")
+
     modules_dir: ClassVar[str] = MODULES_DIR
+    # Where Debian's modsecurity-crs puts the rule set and its settings.
+    crs_setup: ClassVar[str] = "/etc/modsecurity/crs/crs-setup.conf"
+    crs_rules: ClassVar[str] = "/usr/share/modsecurity-crs/rules/*.conf"
 
     @property
     def error_pages(self) -> list[ProxyError]:

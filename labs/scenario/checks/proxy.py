@@ -56,3 +56,17 @@ def culprit_hop(expected: str | None, entry: int | None = None) -> Check:
         return f"culprit {name or 'none'} ({shown})", name == expected and (entry is None or at == entry)
     where = f" (hop {entry} from the client)" if entry is not None else ""
     return Check(f"bisection names {expected or 'no hop'}{where} as the hop that holds the stream", measure)
+
+
+def waf_rule_logged(rule_id: int, what: str, *, fired: bool = True) -> Check:
+    """A WAF rule's match in the proxy's error log (ModSecurity writes `[id "N"]` there, in Apache's
+    and nginx's error log alike): with `fired`, the rule matched (the WAF read what it reads); else
+    it did not, though the WAF ran (the other rules' lines prove that)."""
+    tag = f'[id "{rule_id}"]'
+
+    def measure(run: Run) -> tuple[str, bool]:
+        said = [line for line in run.evidence if " log: " in line and "ModSecurity" in line]
+        hits = [line for line in said if tag in line]
+        shown = f"{len(hits)} of {len(said)} ModSecurity lines carry {tag}"
+        return shown, bool(hits) if fired else (not hits and bool(said))
+    return Check(f"ModSecurity rule {rule_id} {'matched' if fired else 'never matched'}: {what}", measure)
