@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from labs.catalogue import agents, apps, relays, responses
 from labs.catalogue import client as client_layer
-from labs.catalogue import apache, browser, cdn, envoy, haproxy, kubernetes, nginx, nginx_upstream, server, traefik
+from labs.catalogue import apache, browser, cdn, envoy, haproxy, kubernetes, nginx, nginx_upstream, server, traefik, waf
 from labs.scenario.checks.cache import REQUESTS_OK
 from labs.scenario.checks.stress import DISCONNECTS
 from tests.labs.handmade_makers import (CHUNKED, MOJIBAKE, SIZED, UNDICI_CUT, _agent_cut, _agent_fallback,
@@ -33,6 +33,16 @@ ITER_RAW_RELAY = Handmade(
     cure_without_stress=lambda s: s.run(s.stream([0.01 + s.dt * i for i in range(20)], heartbeats=15),
                                         server_delta={"streamlab_heartbeats_total": 15}),
     symptom_without_stress=lambda s: s.run(s.cut(0, 0.02), server_delta={"streamlab_heartbeats_total": 1}))
+
+
+# ModSecurity's error-log lines for the lab's log-only rules: it read the prompt and the stream
+# (the broken variant), or the prompt alone (the fixed one).
+def _waf_said(*rules: int) -> list[str]:
+    return [f'apache:1 log: [security2:error] ModSecurity: Warning. [id "{rule}"] [msg "lab"]' for rule in rules]
+
+
+WAF_READ_BOTH = _waf_said(waf.READ_REQUEST_RULE, waf.READ_RESPONSE_RULE)
+WAF_READ_PROMPT = _waf_said(waf.READ_REQUEST_RULE)
 
 
 HANDMADE: dict[str, Handmade] = {
@@ -83,6 +93,11 @@ HANDMADE: dict[str, Handmade] = {
         20, envoy.MAX_REQUESTS + envoy.MAX_PENDING, lambda s: s.refused("http-error", 503), ACTIVE, 20,
         proxy_stats={"envoy:1": {"cluster.lab.upstream_rq_pending_overflow": 8}}),
     "envoy-body-inspection": _held(),
+    "waf-body-inspection": Handmade(
+        symptom=lambda s: s.run(s.lump(), evidence=WAF_READ_BOTH),
+        cure=lambda s: s.run(s.streamed(), evidence=WAF_READ_PROMPT),
+        cure_without_stress=lambda s: s.run(s.rushed(), evidence=WAF_READ_PROMPT),
+        symptom_without_stress=lambda s: s.run(s.rushed_lump(), evidence=WAF_READ_BOTH)),
     "chain-buffering": Handmade(symptom=_chain("nginx"), cure=_chain(None)),
     # The wrong culprit (the CDN in front) must fail the symptom: only Caddy's entry holds.
     "chain-edge-compression": Handmade(symptom=_chain("caddy"), cure=_chain(None),

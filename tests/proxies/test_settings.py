@@ -165,6 +165,17 @@ NON_DEFAULT: dict[type[ProxySettings], dict[str, dict[str, Any]]] = {
         "json_errors": {"json_errors": True},
         "hide_version": {"hide_version": True},
         "max_request_workers": {"max_request_workers": 1000},
+        # The WAF's knobs are written only with the module loaded.
+        "modsecurity": {"modsecurity": "DetectionOnly"},
+        "modsecurity_crs": {"modsecurity": "On", "modsecurity_crs": True},
+        "modsecurity_request_body_access": {"modsecurity": "On", "modsecurity_request_body_access": True},
+        "modsecurity_response_body_access": {"modsecurity": "On", "modsecurity_response_body_access": True},
+        "modsecurity_response_body_mime_types": {"modsecurity": "On", "modsecurity_response_body_mime_types":
+                                                 ("text/html", "text/event-stream")},
+        "modsecurity_response_body_limit": {"modsecurity": "On", "modsecurity_response_body_limit": 4096},
+        "modsecurity_response_body_limit_action": {"modsecurity": "On",
+                                                   "modsecurity_response_body_limit_action": "ProcessPartial"},
+        "modsecurity_lab_rules": {"modsecurity": "On", "modsecurity_lab_rules": True},
     },
     CaddySettings: {
         **{name: {name: value} for name, value in ADDRESSING.items()},
