@@ -2,6 +2,7 @@
 carries its modules."""
 from __future__ import annotations
 
+import os
 import re
 import signal
 
@@ -10,7 +11,7 @@ from proxies.apache.settings import MODULES_DIR, ApacheSettings
 from proxies.releases import Release
 from proxies.kind import Binary, Image, Logs, ProxyKind
 from proxies import probes
-from proxies.image_extras import folder_files
+from proxies.image_extras import folder_files, package_files
 from proxies.logs import file_lines, parse_logfmt
 
 
@@ -21,6 +22,13 @@ def check(config: str, prefix: str) -> list[str]:
 
 def run(config: str, prefix: str, listen: str) -> list[str]:
     return ["-d", prefix.rstrip("/"), "-f", config, "-DFOREGROUND"]
+
+
+def image_files() -> list[str]:
+    """What the stand-in image carries beside the binary: Debian's module folder (mod_security2
+    too, once libapache2-mod-security2 is installed) and, once installed, the OWASP core rule set."""
+    crs = package_files(["modsecurity-crs"]) if os.path.exists(ApacheSettings.crs_setup) else []
+    return [*folder_files(MODULES_DIR), *crs]
 
 
 KIND = ProxyKind(
@@ -38,6 +46,6 @@ KIND = ProxyKind(
     # Debian 12's version. It loads its modules at run time, from Debian's folder: the stand-in
     # carries them (the official image keeps them under /usr/local/apache2 and names its binary
     # httpd, so the template and the entrypoint would need changing to use it).
-    image=Image("httpd:2.4.71", "/usr/sbin/apache2", extra_files=lambda: folder_files(MODULES_DIR)),
+    image=Image("httpd:2.4.71", "/usr/sbin/apache2", extra_files=image_files),
     releases=(Release("apache", "2.4", "Debian 12"),),  # Debian 12's is the current 2.4 already
 )
