@@ -22,6 +22,7 @@ DOCS = {
     **{key: f"{PROXY}#proxypass" for key in ("flushpackets", "flushwait", "timeout", "connectiontimeout",
                                              "keepalive", "disablereuse")},
     "DEFLATE": "https://httpd.apache.org/docs/2.4/mod/mod_deflate.html#recommended",
+    "ModSecurity": "https://github.com/owasp-modsecurity/ModSecurity/wiki/Reference-Manual-(v2.x)#SecResponseBodyMimeType",
     "no-gzip": "https://httpd.apache.org/docs/2.4/env.html#no-gzip",
     "proxy-sendchunked": "https://httpd.apache.org/docs/2.4/mod/mod_proxy_http.html#env",
     "force-proxy-request-1.0": "https://httpd.apache.org/docs/2.4/mod/mod_proxy_http.html#env",
@@ -65,6 +66,7 @@ def settings(config: ApacheConfig, served: Served) -> InEffect:
     put("ProxyIOBufferSize", _server_level(server, "ProxyIOBufferSize", "8192"))
     levels = server + served.locations
     put("DEFLATE", _deflate(config, levels))
+    put("ModSecurity", _modsecurity(config, levels))
     for name in ENV_VARS:
         put(name, _env(levels, name))
     _mpm(config, found)
@@ -120,6 +122,35 @@ def _deflate(config: ApacheConfig, levels: list[Directive]) -> Setting:
             elif d.key in ("removeoutputfilterbytype", "removeoutputfilter") and found is not None:
                 found = Setting("DEFLATE", "off", d.text(), d.where)
     return found or Setting("DEFLATE", "off", f"AddOutputFilterByType DEFLATE without {SSE}", DEFAULT)
+
+
+# ModSecurity 2's own defaults (its reference manual): what it does where nothing sets a directive.
+MODSEC_DEFAULTS = {"secruleengine": "off", "secresponsebodyaccess": "off", "secresponsebodymimetype": "text/plain text/html"}
+
+
+def _modsecurity(config: ApacheConfig, levels: list[Directive]) -> Setting:
+    """Whether mod_security2 reads the event stream's body (and so holds it, measured: labs/catalogue/
+    waf.py): its engine not Off, `SecResponseBodyAccess On`, text/event-stream in
+    `SecResponseBodyMimeType` (the first replaces the default list, later ones add to it;
+    `SecResponseBodyMimeTypesClear` empties it); the last level that sets each wins."""
+    if not {"security2_module", "mod_security2.c"} & config.modules:
+        return Setting("ModSecurity", "off", "mod_security2 not loaded", DEFAULT)
+    found = dict(MODSEC_DEFAULTS)
+    where, types, listed = DEFAULT, found["secresponsebodymimetype"].split(), False
+    for level in levels:
+        for d in level.children():
+            if d.key == "secresponsebodymimetypesclear":
+                types, where, listed = [], d.where, True
+            elif d.key == "secresponsebodymimetype":
+                kept = types if listed else []
+                types, where, listed = [*kept, *(t.lower() for t in d.args if t.lower() not in kept)], d.where, True
+            elif d.key in found and d.args:
+                found[d.key] = d.args[0].lower()
+                where = d.where if d.key == "secresponsebodyaccess" else where
+    reads = found["secruleengine"] != "off" and found["secresponsebodyaccess"] == "on" and SSE in types
+    text = (f"SecRuleEngine {found['secruleengine']}, SecResponseBodyAccess {found['secresponsebodyaccess']}, "
+            f"SecResponseBodyMimeType {' '.join(types) or '(none)'}")
+    return Setting("ModSecurity", "reads-sse" if reads else "passes-sse", text, where)
 
 
 def _env(levels: list[Directive], name: str) -> Setting:

@@ -14,6 +14,7 @@ from __future__ import annotations
 import os
 import pwd
 import re
+import shutil
 from pathlib import Path
 from typing import Callable, Iterator
 
@@ -213,6 +214,23 @@ def _in_folder(name: str) -> Callable[[Directive, _Run], None]:
     return handle
 
 
+# ModSecurity operators that read a file named relative to the rule's own file (the OWASP rule
+# set's `@pmFromFile scanners-user-agents.data`): each such file is copied beside the rule's copy
+# (measured: without them httpd refused Debian's rule set, "Could not open phrase file").
+_MODSEC_DATA = re.compile(r"@(?:pmFromFile|pmf|ipMatchFromFile|ipMatchF)\s+([^\s\"'/][^\s\"']*)")
+
+
+def _rule_data_files(run: _Run) -> list[tuple[Path, Path]]:
+    """(the original, its copy) of every data file the config's ModSecurity rules read."""
+    found = {}
+    for file in run.config.files:
+        folder = Path(file).resolve().parent
+        for name in _MODSEC_DATA.findall(run.edits[file].original):
+            if (folder / name).is_file():
+                found[folder / name] = run.mirror(str(Path(file).parent / name))
+    return list(found.items())
+
+
 def _dropped(key: str) -> Callable[[Directive, _Run], None]:
     return lambda d, run: run.drop(d, key)
 
@@ -237,6 +255,8 @@ HANDLERS: dict[str, Callable[[Directive, _Run], None]] = {
     **{key: _dropped("machine-path") for key in ("scoreboardfile", "coredumpdirectory", "proxyremote",
                                                  "proxyremotematch")},
     "user": _user, "group": _user,
+    # ModSecurity's own logs go into the run's folder.
+    "secauditlog": _in_folder("modsec_audit.log"), "secdebuglog": _in_folder("modsec_debug.log"),
 }
 # What the rewrite keeps as written: the streaming settings verify judges, and what is harmless
 # here (names, access rules, headers, limits, log formats, sections that only group).
@@ -275,8 +295,15 @@ def rewrite(config: ApacheConfig, served: routes.Served, host: str | None, plan:
         f"# {MARK}: every backend connection logged (loopback-only)", f"LogLevel {UPSTREAM_LOGLEVEL}"], indent="")
     for file in config.files:
         result.files[file] = (edits[file].original, edits[file].apply(), run.mirror(file))
+    result.on_write += [lambda original=original, copy=copy: _copy(original, copy)
+                        for original, copy in _rule_data_files(run)]
     result.notes += run.notes
     return result
+
+
+def _copy(original: Path, copy: Path) -> None:
+    copy.parent.mkdir(parents=True, exist_ok=True)
+    shutil.copyfile(original, copy)
 
 
 def _listen(config: ApacheConfig, served: routes.Served, edits: dict, ports: dict[str, int], listened: set[str],

@@ -26,6 +26,18 @@ def _deflate(r: Reading, o: Options) -> Suspect | None:
     return None
 
 
+def _waf(r: Reading, o: Options) -> Suspect | None:
+    waf = r.get("ModSecurity")
+    if waf.value == "reads-sse":
+        return Suspect(
+            f"{waf.text}: mod_security2 keeps a response it inspects, headers included, until it ends or "
+            "reaches SecResponseBodyLimit, so the stream arrives in one lump (measured: make lab-waf-body-inspection)",
+            f"SecResponseBodyMimeType without {SSE} (SecResponseBodyMimeTypesClear, then the types to inspect). "
+            "Cost: the rules no longer read streamed answers (a data-leakage rule on them cannot fire); the "
+            "request, the headers and every other type's body they still read")
+    return None
+
+
 def _idle_limit(r: Reading, o: Options) -> Suspect | None:
     idle = _idle(r)
     limit = seconds(idle)
@@ -68,6 +80,7 @@ SILENCES = ("silence-before-first-token", "silence-mid-stream")
 RULES: tuple[Rule, ...] = (
     Rule("buffering", "flushpackets", "ProxyPass ... flushpackets=on, and no output filter (mod_deflate, "
          "mod_substitute) on text/event-stream", ("streaming",)),
+    Rule("buffering", "ModSecurity", f"SecResponseBodyMimeType without {SSE}", ("streaming",), _waf),
     Rule("coalescing", "flushpackets", "ProxyPass ... flushpackets=on", ("streaming",)),
     Rule("compression-delay", "DEFLATE", "AddOutputFilterByType DEFLATE without text/event-stream (or "
          "SetEnv no-gzip 1 in the streaming <Location>)", ("gzip",), _deflate),
