@@ -160,6 +160,19 @@ def exit_zero(status: int, output: str) -> bool:
 
 
 @dataclass(frozen=True)
+class Extra:
+    """What a setting loads that the proxy's own package lacks (a module, a rule set), installed by
+    need when a lab sets it (proxies.needs): `setting`, the settings field that needs it when set;
+    `name`, the requirement as `labs setup` shows it; `apt`, its Debian package."""
+
+    setting: str
+    name: str
+    what: str
+    apt: str
+    present: Callable[[], bool]
+
+
+@dataclass(frozen=True)
 class ProxyKind:
     """One proxy kind. Its name, template and config file name are its settings' class fields."""
 
@@ -188,6 +201,7 @@ class ProxyKind:
     # Arguments a release needs on both command lines besides the kind's own (an unpacked
     # Varnish: its own vmods, not the host's).
     release_args: Callable[[Release], list[str]] = no_release_args
+    extras: tuple[Extra, ...] = ()  # what some of its settings load beside its package
 
     def __post_init__(self) -> None:
         if not self.releases or self.releases[0].unpacked:

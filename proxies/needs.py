@@ -24,7 +24,6 @@ from proxies.apps.litellm.kind import LITELLM_VENV
 from proxies.apps.nextjs.build import NEXT_BUILD, NEXT_SITE
 from proxies.apps.nodejs import MCP_BROWSER_BUNDLE, MCP_BROWSER_SOURCE, NODE_DIR
 from proxies.apps.privoxy.kind import PRIVOXY_ETC
-from proxies.apache.settings import MODULES_DIR, ApacheSettings
 from proxies.kind import ProxyKind
 from proxies.kinds import KINDS
 from proxies.releases import Release
@@ -151,22 +150,18 @@ REQUIREMENTS: dict[str, Requirement] = {r.name: r for r in (
     Requirement("privoxy", "Privoxy, a user network's forward proxy (Debian's package and its "
                 "action files)", lambda: shutil.which("privoxy") is not None
                 and (PRIVOXY_ETC / "match-all.action").exists(), apt="privoxy"),
-    Requirement("apache-modsecurity", "ModSecurity 2 for Apache (Debian's libapache2-mod-security2), the "
-                "WAF a setting loads", lambda: Path(MODULES_DIR, "mod_security2.so").exists(),
-                apt="libapache2-mod-security2"),
-    Requirement("modsecurity-crs", "the OWASP core rule set (Debian's modsecurity-crs)",
-                lambda: Path(ApacheSettings.crs_setup).exists(), apt="modsecurity-crs"),
+    *(Requirement(extra.name, extra.what, extra.present, apt=extra.apt)
+      for kind in KINDS.values() for extra in kind.extras),
     Requirement("python-apps", "gunicorn with gevent, Flask, Django, requests and jupyter-server-proxy "
                 "(the extra [apps])",
                 python_present("gunicorn", "gevent", "flask", "django", "requests", "jupyter_server_proxy"),
                 pip_extra("apps")),
 )}
 
-# Settings that load what a proxy's own package lacks: (proxy, setting) -> what it needs when set.
+# Settings that load what a proxy's own package lacks (ProxyKind.extras): (proxy, setting) -> what
+# it needs when set.
 SETTING_NEEDS: dict[tuple[str, str], tuple[str, ...]] = {
-    ("apache", "modsecurity"): ("apache-modsecurity",),
-    ("apache", "modsecurity_crs"): ("modsecurity-crs",),
-}
+    (name, extra.setting): (extra.name,) for name, kind in KINDS.items() for extra in kind.extras}
 
 # Every hop a scenario's path can name -> what it needs, in install order.
 HOP_NEEDS: dict[str, tuple[str, ...]] = {

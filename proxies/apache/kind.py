@@ -9,7 +9,7 @@ import signal
 from proxies.apache import fixed
 from proxies.apache.settings import MODULES_DIR, ApacheSettings
 from proxies.releases import Release
-from proxies.kind import Binary, Image, Logs, ProxyKind
+from proxies.kind import Binary, Extra, Image, Logs, ProxyKind
 from proxies import probes
 from proxies.image_extras import folder_files, package_files
 from proxies.logs import file_lines, parse_logfmt
@@ -48,4 +48,10 @@ KIND = ProxyKind(
     # httpd, so the template and the entrypoint would need changing to use it).
     image=Image("httpd:2.4.71", "/usr/sbin/apache2", extra_files=image_files),
     releases=(Release("apache", "2.4", "Debian 12"),),  # Debian 12's is the current 2.4 already
+    # The WAF (labs/catalogue/waf.py): Debian 12's packages for this httpd.
+    extras=(Extra("modsecurity", "apache-modsecurity", "ModSecurity 2 for Apache (Debian's "
+                  "libapache2-mod-security2)", "libapache2-mod-security2",
+                  lambda: os.path.exists(f"{MODULES_DIR}/mod_security2.so")),
+            Extra("modsecurity_crs", "modsecurity-crs", "the OWASP core rule set (Debian's modsecurity-crs)",
+                  "modsecurity-crs", lambda: os.path.exists(ApacheSettings.crs_setup))),
 )
