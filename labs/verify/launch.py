@@ -12,7 +12,7 @@ from typing import Iterator
 
 from labs.findings import UnusableInput
 from labs.verify import containers
-from labs.verify.rewrite import Rewritten
+from labs.verify.rewrite import FAILS_THE_CHECK, Rewritten
 from proxies.binaries import BinaryProblem, binary
 from proxies.kind import Endpoint
 from proxies.kinds import KINDS
@@ -77,7 +77,9 @@ def validate(rewritten: Rewritten, runtime: str = "local") -> None:
     refusal = kind.check_refusal(status, output)
     if refusal is not None:
         message, file, line = rewritten.explain_error(refusal)
-        raise UnusableInput(f"{rewritten.proxy} rejected the config:\n{message}", file=file, line=line)
+        # What the rewrite had to leave out often is the cause (a module not installed for this build).
+        said = "".join(f"\n(verify: {note})" for note in rewritten.notes if note.endswith(FAILS_THE_CHECK))
+        raise UnusableInput(f"{rewritten.proxy} rejected the config:\n{message}{said}", file=file, line=line)
 
 
 class RunningConfig:

@@ -18,6 +18,9 @@ from labs.verify.model import display_path
 
 LOOPBACK_NAMES = ("localhost", "127.0.0.1")
 RUN_FOLDER = "$RUN"  # how the diff shows the run's own folder (a temporary one)
+# How a note ends when what the rewrite left out makes the proxy refuse the config (a module not
+# installed for the build that runs it): a refusal repeats such notes (labs.verify.launch).
+FAILS_THE_CHECK = "directives that need it fail the check"
 
 
 @dataclass

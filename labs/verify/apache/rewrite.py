@@ -24,7 +24,7 @@ from labs.verify.apache.platforms import BUILT_IN
 from labs.verify import records
 from labs.verify.edits import MARK, TextEdits
 from labs.verify.plan import RunPlan, handler_for, reason
-from labs.verify.rewrite import Rewritten
+from labs.verify.rewrite import FAILS_THE_CHECK, Rewritten
 from proxies.apache.settings import MODULES_DIR
 from server.processes import free_port
 
@@ -127,7 +127,7 @@ def _load_module(d: Directive, run: _Run) -> None:
         run.drop(d, "apache-built-in")
     elif not os.path.isfile(here):
         run.drop(d, "module-missing")
-        run.note(f"the module {d.args[0]} ({d.where}) is not installed here: directives that need it fail the check")
+        run.note(f"the module {d.args[0]} ({d.where}) is not installed here: {FAILS_THE_CHECK}")
     elif here != d.args[1]:
         run.replace(d, f"{d.name} {d.args[0]} {here}")
 

@@ -28,7 +28,7 @@ from labs.verify.nginx.config import Directive, NginxConfig
 from labs.verify.nginx.settings import READ
 from labs.verify.nginx.targets import PASS_DIRECTIVES, module_here, pass_target
 from labs.verify.plan import RunPlan, handler_for, reason
-from labs.verify.rewrite import Rewritten
+from labs.verify.rewrite import FAILS_THE_CHECK, Rewritten
 from labs.verify.tls import pair_in, run_pair
 from proxies.binaries import find_binary
 from server.processes import free_port
@@ -126,8 +126,8 @@ def _load_module(run: _Run, d: Directive) -> None:
     found = module_here(d.args[0], run.binary)
     if found is None:
         run.remove(d, reason("module-missing"))
-        run.note(f"the dynamic module {d.args[0]} ({d.where}) is not installed here: directives "
-                 "that need it fail the check")
+        run.note(f"the dynamic module {d.args[0]} ({d.where}) is not installed here for the nginx that "
+                 f"runs it (a module loads only into the nginx build it was made for): {FAILS_THE_CHECK}")
     elif found != d.args[0]:
         run.replace(d, f"load_module {found}")
 

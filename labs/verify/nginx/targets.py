@@ -16,6 +16,7 @@ import os
 import re
 import subprocess
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Iterator
 
 from crossplane.lexer import _lex_file_object  # the lexer of a text, not a file: crossplane<0.6 (pyproject)
@@ -72,15 +73,30 @@ def compiled_prefix(binary: str) -> str | None:
 
 def module_here(arg: str, binary: str | None) -> str | None:
     """A dynamic module's file on this machine: a relative path means the packaged prefix (the
-    run's own prefix would break it), an absolute one from elsewhere is looked for by name."""
-    candidates = [arg] if os.path.isabs(arg) else []
+    run's own prefix would break it), an absolute one from elsewhere is looked for by name. For an
+    unpacked release (proxies.releases) only its own root is searched: a module built for another
+    nginx refuses to load ("version 1022001 instead of 1030006", measured)."""
+    root = release_root(binary)
+    candidates = [arg] if os.path.isabs(arg) and root is None else []
     prefix = compiled_prefix(binary) if binary else None
     if prefix and not os.path.isabs(arg):
         candidates.append(os.path.join(prefix, arg))
     name = os.path.basename(arg)
     candidates += [os.path.join(folder, name) for folder in
                    ("/usr/lib/nginx/modules", "/usr/share/nginx/modules", "/etc/nginx/modules")]
+    if root is not None:
+        candidates = [str(root / candidate.lstrip("/")) for candidate in candidates]
     return next((c for c in candidates if os.path.isfile(c)), None)
+
+
+def release_root(binary: str | None) -> Path | None:
+    """The unpacked release a binary belongs to: its patched copy lies in `<release>/bin/`, the
+    release's own files in `<release>/root/` (proxies.releases.Release)."""
+    if binary is None:
+        return None
+    folder = Path(binary).resolve().parent
+    root = folder.parent / "root"
+    return root if folder.name == "bin" and (root / "usr").is_dir() else None
 
 
 def addresses(rewritten: Rewritten) -> list[tuple[str, str]]:

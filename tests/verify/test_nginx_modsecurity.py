@@ -1,0 +1,81 @@
+"""verify on an nginx config that loads the ModSecurity v3 connector (docs/proxies.md, "A WAF in
+front"): a dynamic module loads only into the nginx build it was made for, so the run takes the
+module of the release that runs it, or says that release has none; where it has one, the stream
+is measured (the connector passes it on: tests/reliability/modsecurity_nginx.py)."""
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+
+from labs.findings import UnusableInput
+from labs.verify import verify_config
+from labs.verify.model import RouteWanted
+from labs.verify.nginx.targets import module_here
+from proxies.kinds import KINDS
+from proxies.releases import CHOICE_VARIABLE
+
+MODULE = "/usr/lib/nginx/modules/ngx_http_modsecurity_module.so"
+CONFIG = """load_module {module};
+events {{}}
+http {{
+    server {{
+        listen 8080;
+        modsecurity on;
+        modsecurity_rules 'SecRuleEngine On
+            SecResponseBodyAccess On
+            SecResponseBodyMimeType text/plain text/html text/event-stream';
+        location / {{ proxy_pass http://10.0.0.5:8000; proxy_buffering off; }}
+    }}
+}}
+"""
+
+
+def _release(tmp_path: Path, with_module: bool) -> str:
+    """A release laid out as proxies.releases unpacks one: bin/nginx (here a script that answers
+    -V with Debian's prefix) and root/ with or without the module."""
+    binary = tmp_path / "nginx-9.9" / "bin" / "nginx"
+    binary.parent.mkdir(parents=True)
+    binary.write_text("#!/bin/sh\necho 'configure arguments: --prefix=/usr/share/nginx' >&2\n")
+    binary.chmod(0o755)
+    modules = tmp_path / "nginx-9.9" / "root" / "usr" / "lib" / "nginx" / "modules"
+    modules.mkdir(parents=True)
+    if with_module:
+        (modules / os.path.basename(MODULE)).write_bytes(b"")
+    return str(binary)
+
+
+def test_an_unpacked_release_loads_its_own_module_only(tmp_path):
+    binary = _release(tmp_path, with_module=True)
+    own = str(tmp_path / "nginx-9.9" / "root" / MODULE.lstrip("/"))
+    assert module_here(MODULE, binary) == own
+    assert module_here("modules/ngx_http_modsecurity_module.so", binary) == own
+    # Without one of its own, never the host's: built for another nginx, it would not load.
+    assert module_here(MODULE, _release(tmp_path / "bare", with_module=False)) is None
+
+
+needs_module = pytest.mark.skipif(shutil.which("nginx") is None or not os.path.exists(MODULE),
+                                  reason="Debian 12's nginx or libnginx-mod-http-modsecurity is not installed")
+
+
+@needs_module
+def test_a_release_without_the_module_says_so(tmp_path, monkeypatch):
+    monkeypatch.setenv(CHOICE_VARIABLE, "current")  # nginx 1.30 from sid, unpacked without the module
+    path = tmp_path / "nginx.conf"
+    path.write_text(CONFIG.format(module=MODULE))
+    with pytest.raises(UnusableInput, match="is not installed here for the nginx that runs it"):
+        verify_config(path, checks=["streaming"])
+
+
+@needs_module
+@pytest.mark.slow
+def test_debian_12s_nginx_streams_through_modsecurity(verify_server, tmp_path, monkeypatch):
+    monkeypatch.setenv(CHOICE_VARIABLE, "oldest")  # Debian 12's nginx, whose module is installed
+    path = tmp_path / "nginx.conf"
+    path.write_text(CONFIG.format(module=MODULE))
+    oldest = RouteWanted(version=KINDS["nginx"].releases[0].series)
+    report = verify_config(path, server=verify_server, checks=["streaming"], wanted=oldest)
+    [streaming] = [c for c in report.checks if c.name == "streaming"]
+    assert streaming.passed and not streaming.skipped, streaming.observed
