@@ -77,6 +77,10 @@ class McpResult:
     # scenario compares it with the origin's record of sending them), and the HTTP version spoken.
     get_headers_at: list[float] = field(default_factory=list)
     http_version: str = ""
+    # What the SDK reported without raising it, (its words, seconds after the session began): the
+    # TypeScript SDK's `onerror` (a cut GET stream, its reconnects given up); the Python SDK logs
+    # those at debug level only, so its sessions leave this empty.
+    logged: list[tuple[str, float]] = field(default_factory=list)
     error: str | None = None  # how the session ended, when it did not end well: the SDK's own text
     elapsed_s: float = 0.0
 
