@@ -16,6 +16,7 @@ import sys
 import time
 from typing import Iterable, Sequence
 
+from labs.scenario.mcp_clients import MCP_CLIENTS
 from labs.scenario.mcp_model import McpScenario
 from labs.scenario.model import Scenario
 from labs.lab.hops import hop_kind
@@ -127,9 +128,9 @@ def needs_of(name: str) -> list[str]:
         return view_needs()
     from labs import catalogue
     scenario = catalogue.find(name)
-    if isinstance(scenario, McpScenario):  # its proxies, the SDK and its 1.x line (labs/catalogue/mcp.py)
-        browser = MCP_BROWSER_NEEDS if scenario.in_a_browser else ()
-        return _unique([*hop_needs(scenario.proxies), *MCP_NEEDS, *browser])
+    if isinstance(scenario, McpScenario):  # its proxies, the SDK and its 1.x line, its clients' SDKs
+        clients = [need for client in scenario.clients for need in MCP_CLIENTS[client].needs]
+        return _unique([*hop_needs(scenario.proxies), *MCP_NEEDS, *clients])
     return scenario_needs(scenario)
 
 

@@ -9,7 +9,8 @@ from labs.catalogue.http2 import FLUSH_COMMIT, HEADERS_FLUSHED, SSE_PARSING, V2_
 from labs.scenario import mcp_checks as checks
 from labs.scenario import mcp_cors_checks as cors
 from labs.scenario import mcp_stream_checks as streams
-from labs.scenario.mcp_model import BROWSER, McpFix, McpScenario, McpVariant, McpWorkload
+from labs.scenario.mcp_clients import CHROMIUM
+from labs.scenario.mcp_model import McpFix, McpScenario, McpVariant, McpWorkload
 
 NGINX_UPSTREAM = "https://nginx.org/en/docs/http/ngx_http_upstream_module.html"
 HAPROXY = "https://docs.haproxy.org/3.2/configuration.html"
@@ -45,6 +46,27 @@ MCP_REQUEST_HEADERS = "mcp-session-id,mcp-protocol-version,last-event-id"
 PAGE_ON_ANOTHER_ORIGIN = (cors.ran_cross_origin(), cors.preflighted("ok"))
 FETCH_CORS = "https://fetch.spec.whatwg.org/#http-access-control-expose-headers"
 PYTHON_SDK_CORS = "https://github.com/modelcontextprotocol/python-sdk/pull/1059"
+
+# The TypeScript SDK's client (labs/scenario/mcp_clients.py), where it behaves otherwise than the
+# Python one; its rows run on the current release only (the proxy's part is the Python rows').
+TS = "typescript-sdk"
+# Each session is a Node process (its start 0.3-1 s on this machine): two sessions, one per replica,
+# prove the split as four do.
+TS_SESSIONS = 2
+# It never gives up on a cut GET stream: one cut and reopening every IDLE_LIMIT_S + its 1 s delay
+# (measured 2.00-2.02 s through nginx 1.30.6, 2.01 through HAProxy 3.2.26), so its GETs open about
+# 0, 2 and 4 s into the session and are cut at 1, 3 and 5 s. The tool returns ~0.6 s in: its
+# notification goes 3.5 s in, mid-way through the second cut, 0.5 s from either edge.
+TS_HOLD_S = 4.0
+TS_NOTIFY_AFTER_S = 2.9
+# Node's fetch (undici) cuts a body silent for its bodyTimeout, 300 s by default (the field's
+# `TypeError: terminated` at 301 s), scaled to 1 s through the transport's `fetch` option; measured
+# cut 1.4-1.5 s after the GET opened (undici's timers above 1 s tick every 0.5 s: lib/util/timers.js).
+BODY_TIMEOUT_S = 1.0
+UNDICI_TIMER_RESOLUTION_S = 1.0
+TS_IDLE = McpVariant(client_sdk=TS, origin={"notify_after_s": TS_NOTIFY_AFTER_S}, client={"hold_s": TS_HOLD_S})
+TS_BODY_TIMEOUT = TS_IDLE.then(McpVariant(proxy={"nginx": {"proxy_read_timeout": RAISED_LIMIT}},
+                                          client={"body_timeout_s": BODY_TIMEOUT_S}))
 
 # mcp-progress-buffered: the chat server's token pace, for long enough that lumps show.
 PROGRESS_INTERVAL_S = 0.05
@@ -90,6 +112,22 @@ SCENARIOS: tuple[McpScenario, ...] = (
             McpFix("stateless", McpVariant(client={"mode": "modern"}, sdk="2.3"), ("nginx", "haproxy"),
                    (checks.sessions_complete(), checks.requests_spread()),
                    "the 2026-07-28 revision, no sessions (mcp 2.3)"),
+            # The TypeScript SDK's client fails earlier: its transport throws the initialized
+            # notification's 404 out of connect(), before any tool call.
+            McpFix("typescript-client", McpVariant(client_sdk=TS, sessions=TS_SESSIONS), ("nginx", "haproxy"),
+                   (checks.sessions_refused_at_connect(),
+                    checks.not_found_from_another_replica("notifications/initialized")),
+                   "NOT a fix: the TypeScript SDK's client fails too, at connect()", cures=False),
+            # Node's fetch keeps no cookies: the affinity cookie never comes back.
+            McpFix("typescript-client-cookie", McpVariant(client_sdk=TS, sessions=TS_SESSIONS, proxy={"haproxy": {"affinity_cookie": True}}),
+                   ("haproxy",), (checks.sessions_refused_at_connect(),
+                                  checks.not_found_from_another_replica("notifications/initialized")),
+                   "NOT a fix for a Node client: cookie SERVERID insert (Node's fetch keeps no cookies)",
+                   cures=False),
+            McpFix("typescript-client-stick-table",
+                   McpVariant(client_sdk=TS, sessions=TS_SESSIONS, proxy={"haproxy": {"session_stick_table": True}}),
+                   ("haproxy",),
+                   KEPT_AND_SPREAD, "HAProxy's stick table keeps the TypeScript SDK's sessions too"),
         ),
         symptom_checks=(checks.sessions_not_found(), checks.not_found_from_another_replica()),
         explanation=(
@@ -142,6 +180,23 @@ SCENARIOS: tuple[McpScenario, ...] = (
                    (streams.get_stream_held(IDLE_LIMIT_S), streams.notifications_received()),
                    "raise the proxy's idle limit on /mcp above the keep-alive interval "
                    "(nginx proxy_read_timeout, HAProxy timeout server)"),
+            McpFix("typescript-client", TS_IDLE, ("nginx",),
+                   (streams.get_stream_reopened_at_each_cut(IDLE_LIMIT_S, opens=3),
+                    streams.notification_lost(IDLE_LIMIT_S)),
+                   "NOT a fix: the TypeScript SDK's client reopens the GET stream after every cut, and loses "
+                   "what is sent while it is down", cures=False),
+            McpFix("typescript-client-keepalive", TS_IDLE.then(McpVariant(origin={"keepalive_s": KEEPALIVE_S})),
+                   ("nginx",), (streams.get_stream_held(IDLE_LIMIT_S), streams.notifications_received()),
+                   "keep-alive comments keep the TypeScript SDK's GET stream open too"),
+            # The idle limit in the client itself: the proxy's raised, Node's fetch cuts the stream.
+            McpFix("node-fetch-body-timeout", TS_BODY_TIMEOUT, ("nginx",),
+                   (streams.get_stream_reopened_at_each_cut(BODY_TIMEOUT_S, opens=2, late_s=UNDICI_TIMER_RESOLUTION_S),),
+                   "NOT a fix: a raised proxy limit leaves Node's fetch bodyTimeout (300 s) to cut the "
+                   "silent GET stream", cures=False),
+            McpFix("node-fetch-body-timeout-keepalive",
+                   TS_BODY_TIMEOUT.then(McpVariant(origin={"keepalive_s": KEEPALIVE_S})), ("nginx",),
+                   (streams.get_stream_held(BODY_TIMEOUT_S), streams.notifications_received()),
+                   "keep-alive comments more often than Node's fetch bodyTimeout (300 s)"),
         ),
         symptom_checks=(streams.get_stream_cut_then_abandoned(IDLE_LIMIT_S), streams.notification_lost(IDLE_LIMIT_S)),
         explanation=(
@@ -208,7 +263,7 @@ SCENARIOS: tuple[McpScenario, ...] = (
         # port), through a proxy that answers CORS (the origin, like the Python SDK's, sends none)
         # and allows the MCP request headers, but exposes no response header.
         broken=McpVariant(proxy={"nginx": {"cors_allow_origin": ANY_ORIGIN}, "haproxy": {"cors_allow_origin": ANY_ORIGIN}},
-                          client={BROWSER: True}),
+                          client_sdk=CHROMIUM),
         fixes=(
             McpFix("expose-session-id", McpVariant(proxy={"nginx": {"cors_expose_headers": ("Mcp-Session-Id",)},
                                                           "haproxy": {"cors_expose_headers": ("Mcp-Session-Id",)}}),

@@ -36,7 +36,7 @@ async def measure_node_session(url: str, *, mode: Mode = "legacy", calls: int = 
                                headers: dict[str, str] | None = None, hold_s: float = 0.0,
                                body_timeout_s: float | None = None) -> McpResult:
     """`labs.client.mcp_session.measure_session` through the TypeScript SDK (its arguments, less
-    `modern` mode, which labs.client.mcp_clients refuses); `body_timeout_s`: undici's `bodyTimeout`
+    `modern` mode, which labs.scenario.mcp_clients refuses); `body_timeout_s`: undici's `bodyTimeout`
     on every request (None: Node's 300 s). Never raises for what the server or a hop did."""
     options = {"calls": calls, "tool": tool, "arguments": arguments or {}, "timeout_s": timeout_s,
                "hold_s": hold_s, "headers": headers or {},

@@ -32,17 +32,33 @@ def some_sessions_not_found() -> McpCheck:
     return McpCheck(f"sessions still fail with '{NOT_FOUND}'", measure)
 
 
-def not_found_from_another_replica() -> McpCheck:
-    """The 404s came from a replica other than the one that opened the session, and two replicas
-    answered: round-robin really split each session."""
+def sessions_refused_at_connect() -> McpCheck:
+    """The TypeScript SDK's client: every session failed inside `Client.connect` with "Session not
+    found" and never opened, no tool call sent: its transport throws the 404 on the `initialized`
+    notification (dist/esm/client/streamableHttp.js `send`), which the Python client swallows."""
     def measure(run: McpRun) -> tuple[str, bool]:
-        refused = [r for r in run.requests if r["status"] == 404 and r["method"] == "tools/call"]
+        opened = sum(session.opened for session in run.sessions)
+        calls = sum(len(session.calls) for session in run.sessions)
+        failed = sum(NOT_FOUND in (session.error or "") for session in run.sessions)
+        errors = sorted({session.error for session in run.sessions if session.error})
+        return (f"{opened}/{len(run.sessions)} opened, {failed} failed with '{NOT_FOUND}', {calls} tool calls sent; "
+                f"statuses {[session.statuses for session in run.sessions]}; errors: {errors}",
+                bool(run.sessions) and failed == len(run.sessions) and opened == calls == 0)
+    return McpCheck(f"each session fails while it connects: '{NOT_FOUND}' on the initialized notification",
+                    measure)
+
+
+def not_found_from_another_replica(method: str = "tools/call") -> McpCheck:
+    """The 404s to `method` came from a replica other than the one that opened the session, and two
+    replicas answered: round-robin really split each session."""
+    def measure(run: McpRun) -> tuple[str, bool]:
+        refused = [r for r in run.requests if r["status"] == 404 and r["method"] == method]
         elsewhere = [r for r in refused if r["replica"] != run.replica_of(r["session"])]
         answering = sorted({r["replica"] for r in run.requests})
-        return (f"{len(elsewhere)} of {len(refused)} refused tool calls on another replica than the "
+        return (f"{len(elsewhere)} of {len(refused)} refused {method} on another replica than the "
                 f"session's initialize; replicas that answered: {answering}; {run.counts()}",
                 bool(refused) and len(elsewhere) == len(refused) and len(answering) >= 2)
-    return McpCheck("the 404 came from the replica that does not hold the session", measure)
+    return McpCheck(f"the 404 to {method} came from the replica that does not hold the session", measure)
 
 
 def sessions_complete() -> McpCheck:

@@ -14,16 +14,12 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Callable, Mapping
 
+from labs.scenario.mcp_clients import CHROMIUM, DEFAULT_CLIENT, McpClientName
 from labs.scenario.model import Check, CheckResult, Scaled, Since
 
 if TYPE_CHECKING:  # the SDK (the [mcp] extra) is imported where a session runs, not by the catalogue
     from labs.client.mcp_get_stream import GetStream
     from labs.client.mcp_session import McpResult
-
-
-# McpVariant.client's key for a session run by the TypeScript SDK in Chromium, from a page on
-# another origin (labs/scenario/mcp_browser.py), instead of by the Python SDK's client.
-BROWSER = "browser"
 
 
 @dataclass(frozen=True)
@@ -33,12 +29,14 @@ class McpVariant:
     proxy: settings overrides per proxy kind (only the proxy a run goes through reads its own).
     origin: `server.mcp.knobs.OriginKnobs` fields every replica runs with.
     replicas: how many origin processes (None: the broken variant's).
-    client: `labs.client.mcp_session.measure_session` keyword arguments (mode, calls); with
-        `browser: True`, the TypeScript SDK's client in Chromium instead (labs/scenario/mcp_browser.py);
-        `lone_get_s`: after the sessions, one GET stream alone on its connection, read up to that long
+    client: the measuring client's keyword arguments (labs.client.mcp_session.measure_session's: mode,
+        calls, hold_s; the TypeScript SDK's also body_timeout_s, labs.client.mcp_node); `lone_get_s`:
+        after the sessions, one GET stream alone on its connection, read up to that long
         (labs/client/mcp_get_stream.py, over HTTP/2 when `http2` is set).
     sessions: how many sessions (None: the workload's), for a variant whose outcome is by chance.
     sdk: the SDK line the replicas run (a key of server.mcp.sdks.SDK_LINES; None: the lab's own).
+    client_sdk: the official SDK whose client opens the sessions (labs.scenario.mcp_clients.MCP_CLIENTS;
+        None: the broken variant's, else the Python SDK's).
     """
 
     proxy: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
@@ -47,6 +45,7 @@ class McpVariant:
     client: Mapping[str, Any] = field(default_factory=dict)
     sessions: int | None = None
     sdk: str | None = None
+    client_sdk: McpClientName | None = None
 
     def then(self, fix: "McpVariant") -> "McpVariant":
         proxies = {name: {**self.proxy.get(name, {}), **fix.proxy.get(name, {})} for name in {*self.proxy, *fix.proxy}}
@@ -54,7 +53,8 @@ class McpVariant:
                           replicas=fix.replicas if fix.replicas is not None else self.replicas,
                           client={**self.client, **fix.client},
                           sessions=fix.sessions if fix.sessions is not None else self.sessions,
-                          sdk=fix.sdk if fix.sdk is not None else self.sdk)
+                          sdk=fix.sdk if fix.sdk is not None else self.sdk,
+                          client_sdk=fix.client_sdk if fix.client_sdk is not None else self.client_sdk)
 
 
 @dataclass
@@ -71,6 +71,7 @@ class McpRun:
     wall_s: float = 0.0
     release: str = ""  # the proxy's series that ran (proxies.kinds.choose_releases)
     lone_gets: list[GetStream] = field(default_factory=list)  # the variant's `lone_get_s` GET, read byte by byte
+    client_sdk: McpClientName = "python-sdk"  # whose client opened the sessions
 
     def replica_of(self, session: str | None, method: str = "initialize") -> int | None:
         """The replica that answered `method` for a session id, or None."""
@@ -166,8 +167,16 @@ class McpScenario:
 
     @property
     def fix_summary(self) -> str:
-        """The fixes that cure, in one line (the README's fix column)."""
-        return "; or ".join(fix.summary for fix in self.fixes if fix.cures and not fix.workaround)
+        """The fixes that cure, in one line (the README's fix column); a row that only changes the
+        client shows a fix already named through another client."""
+        return "; or ".join(fix.summary for fix in self.fixes
+                            if fix.cures and not fix.workaround and fix.variant.client_sdk is None)
+
+    @property
+    def clients(self) -> list[McpClientName]:
+        """The official SDKs' clients its variants are measured with (labs.scenario.mcp_clients)."""
+        named = [variant.client_sdk for variant in (self.broken, *(self.variant(fix.name) for fix in self.fixes))]
+        return list(dict.fromkeys(name or DEFAULT_CLIENT for name in named))
 
     def runs(self) -> list[tuple[str, str]]:
         """Every (proxy, variant name) this scenario is measured as: the broken variant on each
@@ -177,5 +186,5 @@ class McpScenario:
 
     @property
     def in_a_browser(self) -> bool:
-        """Whether a variant's sessions run in Chromium (McpVariant.client's BROWSER)."""
-        return any(self.variant(name).client.get(BROWSER) for _, name in self.runs())
+        """Whether a variant's sessions run in Chromium (the TypeScript SDK bundled for a page)."""
+        return CHROMIUM in self.clients

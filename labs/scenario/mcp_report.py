@@ -26,7 +26,8 @@ def _rounded(values: list[float]) -> str:
 
 
 def client_saw(run: McpRun) -> str:
-    """The sessions as the SDK's user saw them: how many completed, the errors, when progress came."""
+    """The sessions as the SDK's user saw them: how many completed, the errors, when progress came,
+    what the SDK reported without raising (the TypeScript SDK's onerror)."""
     done = sum(session.completed for session in run.sessions)
     errors = sorted({session.error for session in run.sessions if session.error})
     calls = [call for session in run.sessions for call in session.calls]
@@ -45,6 +46,9 @@ def client_saw(run: McpRun) -> str:
         text += _own_gets(run)
         text += (f"; a lone GET ({alone.http_version or 'no HTTP'}): headers after {milliseconds(alone.headers_s)}, "
                  f"first body byte after {milliseconds(alone.first_byte_s)}")
+    logged = sorted({message for session in run.sessions for message, _ in session.logged})
+    if logged:
+        text += f"; reported to onerror: {'; '.join(logged)}"
     return text
 
 
@@ -114,6 +118,7 @@ def print_outcome(outcome: McpOutcome, console: Console | None = None) -> None:
 def _run_dict(measured: McpMeasured) -> dict[str, Any]:
     run = measured.run
     return {"variant": run.variant, "proxy": run.proxy, "release": run.release, "replicas": run.replicas,
+            "client_sdk": run.client_sdk,
             "wall_s": round(run.wall_s, 3), "passed": measured.passed, "client": client_saw(run),
             "requests_per_replica": run.counts(),
             "sessions": [session.as_dict() for session in run.sessions],

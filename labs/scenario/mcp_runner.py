@@ -1,7 +1,8 @@
 """Run an MCP scenario's variant: start the origin's replicas (server/mcp/replicas.py) and one
 proxy in front of them, on the release the lab chose (`--proxy-version`, the current one by
 default, as every scenario), open the workload's sessions through it with the official SDK client
-(labs/client/mcp_session.py), read what each replica recorded, and judge.
+the variant names (labs/scenario/mcp_clients.py: Python or TypeScript), read what each replica
+recorded, and judge.
 
     run, results = run_mcp(scenario, "nginx", "broken", choice="oldest")
     outcome = run_mcp_scenario(scenario)  # every proxy and variant, as `labs run` shows it
@@ -19,7 +20,8 @@ from typing import Any, Callable, Sequence
 
 from labs import provenance
 from labs.lab.hops import hop_settings, runtime_named
-from labs.scenario.mcp_model import BROWSER, McpRun, McpScenario
+from labs.scenario.mcp_clients import DEFAULT_CLIENT, MCP_CLIENTS, measure
+from labs.scenario.mcp_model import McpRun, McpScenario
 from labs.scenario.model import VARIANTS, CheckResult, VariantName
 from proxies.kinds import choose_releases
 from proxies.releases import CHOICE_VARIABLE
@@ -88,11 +90,12 @@ def proxy_release(proxy: str, choice: str | None = None) -> str:
 
 
 def replicas_command(scenario: McpScenario, variant_name: str) -> str:
-    """How each replica of a variant runs, for the report's provenance."""
+    """How each replica of a variant runs, and whose client opens its sessions, for the report's provenance."""
     variant = scenario.variant(variant_name)
     count = variant.replicas if variant.replicas is not None else scenario.workload.replicas
     argv = shlex.join(["python", "-m", "server.mcp", *OriginKnobs(**variant.origin).argv()])
-    return f"{count} x {argv} (mcp {variant.sdk or DEFAULT_SDK})"
+    client = MCP_CLIENTS[variant.client_sdk or DEFAULT_CLIENT].package
+    return f"{count} x {argv} (mcp {variant.sdk or DEFAULT_SDK}); client: {client}"
 
 
 def run_mcp(scenario: McpScenario, proxy: str, variant_name: str, progress: Progress | None = None,
@@ -100,7 +103,6 @@ def run_mcp(scenario: McpScenario, proxy: str, variant_name: str, progress: Prog
     """One variant through one proxy, on the release `choice` names (else the lab's), in the
     runtime named (else $LAB_RUNTIME's), measured and judged."""
     from labs.client.mcp_get_stream import measure_get_stream
-    from labs.client.mcp_session import measure_session  # the SDK: imported when a session runs
     from server.mcp.app import MCP_PATH
 
     say = progress or (lambda message: None)
@@ -111,8 +113,9 @@ def run_mcp(scenario: McpScenario, proxy: str, variant_name: str, progress: Prog
     release = proxy_release(proxy, choice)
     started = time.monotonic()
     sdk = variant.sdk or DEFAULT_SDK
+    client = variant.client_sdk or DEFAULT_CLIENT
     say(f"{scenario.name}: {variant_name} through {proxy} {release}, {count} replica(s) of "
-        f"{' '.join(['python -m server.mcp', *knobs.argv()])} on mcp {sdk}")
+        f"{' '.join(['python -m server.mcp', *knobs.argv()])} on mcp {sdk}, the {client} client")
     where = runtime_named(runtime)
     with where.run_mcp_replicas(count, knobs, sdk=sdk) as replicas:
         settings = hop_settings(proxy, variant.proxy.get(proxy, {}), listen_port=free_port(), version=release,
@@ -120,10 +123,7 @@ def run_mcp(scenario: McpScenario, proxy: str, variant_name: str, progress: Prog
         with where.run_proxy(settings) as hop:  # type: ignore[arg-type]
             options = {"calls": workload.calls, "timeout_s": workload.timeout_s, **variant.client}
             lone_get_s = options.pop("lone_get_s", None)
-            measure = measure_session
-            if options.pop(BROWSER, False):  # the TypeScript SDK in Chromium, from another origin
-                from labs.scenario.mcp_browser import browser_session as measure  # type: ignore[assignment]
-            sessions = [run_async(measure(hop.url + MCP_PATH, **options))
+            sessions = [run_async(measure(client, hop.url + MCP_PATH, **options))
                         for _ in range(variant.sessions or workload.sessions)]
             lone_gets = [] if lone_get_s is None else [run_async(measure_get_stream(
                 hop.url + MCP_PATH, lone_get_s, verify_tls=options.get("verify_tls", True),
@@ -131,7 +131,8 @@ def run_mcp(scenario: McpScenario, proxy: str, variant_name: str, progress: Prog
             config = hop.config_text
         requests = replicas.requests()
     run = McpRun(proxy=proxy, variant=variant_name, sessions=sessions, requests=requests, replicas=count,
-                 config=config, wall_s=time.monotonic() - started, release=release, lone_gets=lone_gets)
+                 config=config, wall_s=time.monotonic() - started, release=release, lone_gets=lone_gets,
+                 client_sdk=client)
     return run, [check(run) for check in scenario.checks(variant_name)]
 
 

@@ -18,9 +18,15 @@ if TYPE_CHECKING:  # the SDK is imported where a session runs, not by the catalo
 
 # mcp 2.3's client reopens a cut GET stream after this (DEFAULT_RECONNECTION_DELAY_MS, with no
 # `retry:` from the server) and gives up after MAX_RECONNECTION_ATTEMPTS failures in a row
-# (mcp/client/streamable_http.py `handle_get_stream`).
+# (mcp/client/streamable_http.py `handle_get_stream`). The TypeScript SDK's waits the same 1 s
+# (initialReconnectionDelay 1000 x 1.5 ** attempt, and the attempt counts from 0 again after every
+# reopening that was answered: sdk 1.32.2 dist/esm/client/streamableHttp.js `_handleSseStream`),
+# so it never gives up on a stream that is cut after it opened.
 CLIENT_RECONNECT_DELAY_S = 1.0
 CLIENT_GIVES_UP_AFTER = 2
+# What the TypeScript SDK reports to `onerror` for a cut stream, whoever cut it (undici's reason,
+# e.g. its BodyTimeoutError, is lost in the SDK's `${error}`).
+DISCONNECTED = "SSE stream disconnected"
 # Timers round: HAProxy and nginx count whole milliseconds from their own clocks, the replica's
 # record from the moment it sent the headers (a reopening measured 2.01 s against 2 s due).
 TIMER_SLACK_S = 0.05
@@ -71,18 +77,40 @@ def get_stream_held(idle_limit_s: float, limits: int = 3) -> McpCheck:
     return McpCheck(f"one GET stream lived through more than {limits} idle limits", measure)
 
 
+def get_stream_reopened_at_each_cut(cut_after_s: float, opens: int, late_s: float = 1.0) -> McpCheck:
+    """The TypeScript SDK's client: the replica saw the GET stream opened at least `opens` times,
+    each reopening one cut (`cut_after_s` after the last opened) plus the client's delay later, at
+    most `late_s` past it (it kept listening, it did not give up as the Python client does); the
+    SDK reported each cut to `onerror` and raised nothing."""
+    due = cut_after_s + CLIENT_RECONNECT_DELAY_S
+
+    def measure(run: McpRun) -> tuple[str, bool]:
+        gaps = _gaps(_gets(run))
+        cuts = [message for session in run.sessions for message, _ in session.logged if DISCONNECTED in message]
+        errors = sorted({session.error for session in run.sessions if session.error})
+        return (f"{len(_gets(run))} GET streams opened, reopened after {[round(gap, 2) for gap in gaps]} s "
+                f"(due {due:g} s); {len(cuts)} cuts reported to onerror ({sorted(set(cuts))}); client errors: {errors}",
+                len(gaps) + 1 >= opens and all(due - TIMER_SLACK_S <= gap <= due + late_s for gap in gaps)
+                and len(cuts) >= len(gaps) and not errors)
+    return McpCheck(f"the GET stream is cut {cut_after_s:g} s after each opening and reopened "
+                    f"{CLIENT_RECONNECT_DELAY_S:g} s later, every time", measure)
+
+
 def notification_lost(idle_limit_s: float) -> McpCheck:
-    """The origin sent its server notification after the last GET stream had been cut (one idle
-    limit after it opened), the client received none, and its tool calls still completed
+    """The origin sent its server notification while no GET stream was open (one idle limit after
+    the last one opened before it: cut, and for the Python client abandoned, for the TypeScript
+    client not reopened yet), the client received none, and its tool calls still completed
     (nothing told its user)."""
     def measure(run: McpRun) -> tuple[str, bool]:
         sent, gets = _sent(run), _gets(run)
-        after = [r for r in sent if gets and r["at"] > gets[-1]["at"] + idle_limit_s]
+        down = [r for r in sent if any(g["at"] <= r["at"] for g in gets)
+                and r["at"] > max(g["at"] for g in gets if g["at"] <= r["at"]) + idle_limit_s]
         done = sum(session.completed for session in run.sessions)
-        return (f"the origin sent {len(sent)} server notifications ({len(after)} after the last GET was cut), "
+        return (f"the origin sent {len(sent)} server notifications ({len(down)} while the GET stream was cut), "
                 f"the client received {len(_received(run))}; {done}/{len(run.sessions)} sessions completed",
-                bool(sent) and len(after) == len(sent) and not _received(run) and done == len(run.sessions))
-    return McpCheck("a server notification sent after that is lost; the tool calls still work", measure)
+                bool(sent) and len(down) == len(sent) and not _received(run) and done == len(run.sessions))
+    return McpCheck("a server notification sent while the GET stream is cut is lost; the tool calls still work",
+                    measure)
 
 
 def notifications_received() -> McpCheck:

@@ -202,7 +202,7 @@ def test_the_idle_stream_symptom_needs_the_cut_the_abandon_and_the_loss() -> Non
     assert not all(check(_idle_run([0.1], 8.6, True)).passed for check in IDLE.symptom_checks)
 
 
-@pytest.mark.parametrize("fix", [fix.name for fix in IDLE.fixes])
+@pytest.mark.parametrize("fix", [fix.name for fix in IDLE.fixes if fix.cures])
 def test_the_idle_stream_cures_need_one_long_lived_stream_and_the_notification(fix: str) -> None:
     checks = IDLE.fix(fix).cure_checks
     assert all(check(_idle_run([0.1], 8.6, True)).passed for check in checks)
