@@ -1,5 +1,6 @@
 """MCP over Streamable HTTP through the proxies (issue 44): an MCP origin's replicas behind one
-proxy, the official Python SDK's client in front. In the catalogue's one table like every scenario:
+proxy, the official Python SDK's client in front (the TypeScript SDK's in the rows where it behaves
+otherwise: labs/client/mcp_clients.py). In the catalogue's one table like every scenario:
 `python -m labs run mcp-session-affinity` runs every variant on every proxy it names and prints
 what the client and the replicas saw (docs/mcp.md).
 """
@@ -151,7 +152,9 @@ SCENARIOS: tuple[McpScenario, ...] = (
             "`balance hdr(Mcp-Session-Id)`) failed 4 and 8 of 12 sessions on the current releases, 6 and 4 "
             "on the oldest: initialize went round-robin (an empty key) and the id then hashed to the other "
             "replica about half the time. The SDK's client swallows the 404 on the `initialized` "
-            "notification and on the GET stream; the tool call is the first failure its user sees."),
+            "notification and on the GET stream; the tool call is the first failure its user sees. The "
+            "TypeScript SDK's client (1.32.2) throws that 404 out of connect(); Node's fetch keeps no "
+            "cookies, so HAProxy's affinity cookie does not keep its sessions, the stick table does."),
         sources=(STREAMABLE_HTTP, f"{NGINX_UPSTREAM}#hash", f"{HAPROXY}#4.2-stick%20store-response",
                  f"{HAPROXY}#4.2-cookie", "https://github.com/PrefectHQ/fastmcp/issues/482"),
     ),
@@ -215,7 +218,9 @@ SCENARIOS: tuple[McpScenario, ...] = (
             "idle limit and no keep-alives the GET stream was cut, reopened once and abandoned, and the server "
             "notification sent 12 s after the call never arrived, with no error, on every proxy and release; "
             "pings every 0.3 s or a 30 s limit kept one GET for the 14.6 s session and delivered it. Through "
-            "nginx the client noticed its first cut 0.9-4.7 s late (nginx logged 1.001 s)."),
+            "nginx the client noticed its first cut 0.9-4.7 s late (nginx logged 1.001 s). The TypeScript "
+            "SDK's client (1.32.2) reopens the stream 1 s after every cut, for good, and loses what is sent "
+            "in between; Node's fetch cuts a silent stream itself at its bodyTimeout (300 s; 1 s here)."),
         sources=(f"{NGINX_PROXY}#proxy_read_timeout", f"{HAPROXY}#4.2-timeout%20server", SSE_STARLETTE_PING,
                  TS_KEEPALIVE, "https://github.com/robhunter/agentdeals/issues/1098"),
     ),

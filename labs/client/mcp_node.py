@@ -54,6 +54,9 @@ def _session(url: str, options: dict[str, Any], hard_limit_s: float) -> McpResul
     except (RuntimeError, ValueError) as exc:  # Node died or printed what is not JSON: the lab's fault, shown
         outcome.error = outcome.error or f"the Node client failed: {exc}"
     outcome.session_id = outcome.session_id or next((session for _, _, session in outcome.responses if session), None)
+    # The SDK reports a failed POST to onerror and throws it too: only what it did not throw stays.
+    thrown = {outcome.error, *(call.error for call in outcome.calls)}
+    outcome.logged = [(message, at) for message, at in outcome.logged if message not in thrown]
     return outcome
 
 

@@ -2,8 +2,8 @@
 sessions through it, a broken variant and the fixes on top of it, each judged by checks.
 
 It is the chat scenario's shape (labs/scenario/model.py) for another origin and another client:
-the origin is `python -m server.mcp` run as several replicas (server/mcp/), the client the SDK's
-own (labs/client/mcp_session.py), and what a check reads is the sessions' records and every
+the origin is `python -m server.mcp` run as several replicas (server/mcp/), the client an official
+SDK's own (labs/client/mcp_clients.py: Python or TypeScript), and what a check reads is the sessions' records and every
 request each replica recorded, not a token stream. Declared in labs/catalogue/mcp.py; guarded by
 tests/test_mcp_scenarios.py; run by labs/scenario/mcp_runner.py, which `labs run` picks for it
 (labs/scenario/play.py).

@@ -38,6 +38,7 @@ def test_one_session_is_recorded_as_the_python_client_records_it() -> None:
 def test_a_server_that_is_not_there_is_measured_not_raised() -> None:
     outcome = run_async(measure(TS, f"http://127.0.0.1:{free_port()}/mcp", timeout_s=5))
     assert not outcome.opened and not outcome.completed and outcome.error and "fetch failed" in outcome.error
+    assert outcome.error not in [message for message, _ in outcome.logged]  # thrown, so not "logged" too
 
 
 def test_the_2026_handshake_is_refused_for_the_typescript_client() -> None:

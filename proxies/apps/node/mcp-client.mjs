@@ -79,14 +79,19 @@ const limit = setTimeout(() => {
   print({ end: true, t: since(began) });
   process.exit(0);
 }, options.timeout_s * 1000);
+let connected = true;
 try {
-  await session();
+  await session();  // a tool call's failure is a line of its own; what throws here is connect's
 } catch (error) {
+  connected = false;
   print({ error: described(error) });
 }
-try {
-  await transport.terminateSession();  // a failure is reported to onerror too: a `logged` line
-} catch {}
+// A connect that failed has closed the transport itself (Client.connect): no DELETE, as the SDK does.
+if (connected) {
+  try {
+    await transport.terminateSession();  // a failure is reported to onerror too: a `logged` line
+  } catch {}
+}
 await client.close();
 clearTimeout(limit);
 print({ end: true, t: since(began) });
