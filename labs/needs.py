@@ -16,12 +16,11 @@ import sys
 import time
 from typing import Iterable, Sequence
 
-from labs.scenario.mcp_clients import MCP_CLIENTS
+from labs.scenario.mcp_clients import CHROMIUM, MCP_CLIENTS
 from labs.scenario.mcp_model import McpScenario
 from labs.scenario.model import Scenario
 from labs.lab.hops import hop_kind
 from labs.scenario.chromium import NEEDS as BROWSER_DRIVER_NEEDS
-from labs.scenario.mcp_browser import NEEDS as MCP_BROWSER_NEEDS
 from proxies.kinds import KINDS
 from proxies.apps.install import install_agents
 from proxies.apps.nodejs import AGENTS_DIR
@@ -65,7 +64,7 @@ BROWSER_NEEDS = BROWSER_DRIVER_NEEDS
 # Besides every hop: what the whole test suite needs (pytest and its plugins are in [test]).
 # What an MCP scenario's origin and client need besides its proxies: the SDK, and its 1.x line.
 MCP_NEEDS = ("python-mcp", "mcp1-venv")
-SUITE_NEEDS = (*BROWSER_NEEDS, "python-sdk", "python-apps", "agents", *MCP_NEEDS, *MCP_BROWSER_NEEDS)
+SUITE_NEEDS = (*BROWSER_NEEDS, "python-sdk", "python-apps", "agents", *MCP_NEEDS, *MCP_CLIENTS[CHROMIUM].needs)
 
 
 def _unique(names: Iterable[str]) -> list[str]:

@@ -1,6 +1,6 @@
 """MCP over Streamable HTTP through the proxies (issue 44): an MCP origin's replicas behind one
-proxy, the official Python SDK's client in front (the TypeScript SDK's in the rows where it behaves
-otherwise: labs/client/mcp_clients.py). In the catalogue's one table like every scenario:
+proxy, an official SDK's client in front (the Python SDK's, the TypeScript SDK's where it behaves
+otherwise, the same in Chromium for a browser: labs/scenario/mcp_clients.py). In the catalogue's one table like every scenario:
 `python -m labs run mcp-session-affinity` runs every variant on every proxy it names and prints
 what the client and the replicas saw (docs/mcp.md).
 """

@@ -23,14 +23,11 @@ from typing import Any, Iterator
 
 from labs.client.mcp_session import McpCall, McpResult
 from labs.scenario.chromium import ChromiumMissing, chromium_path, launch_options
-from labs.scenario.mcp_clients import CHROMIUM, MCP_CLIENTS
 from proxies.apps.nodejs import MCP_BROWSER_BUNDLE as BUNDLE
 
 BUNDLE_PATH = "/mcp-client.js"
 PAGE_HTML = (f"<!doctype html><meta charset=utf-8><title>streamlab MCP browser client</title>"
              f"<script src={BUNDLE_PATH}></script>").encode()
-# What a browser-driven MCP session needs installed besides the MCP scenarios' own (labs.needs).
-NEEDS = MCP_CLIENTS[CHROMIUM].needs
 
 
 @dataclass

@@ -3,8 +3,8 @@ sessions through it, a broken variant and the fixes on top of it, each judged by
 
 It is the chat scenario's shape (labs/scenario/model.py) for another origin and another client:
 the origin is `python -m server.mcp` run as several replicas (server/mcp/), the client an official
-SDK's own (labs/client/mcp_clients.py: Python or TypeScript), and what a check reads is the sessions' records and every
-request each replica recorded, not a token stream. Declared in labs/catalogue/mcp.py; guarded by
+SDK's own (labs/scenario/mcp_clients.py: Python, TypeScript on Node or in Chromium), and what a
+check reads is the sessions' records and every request each replica recorded, not a token stream. Declared in labs/catalogue/mcp.py; guarded by
 tests/test_mcp_scenarios.py; run by labs/scenario/mcp_runner.py, which `labs run` picks for it
 (labs/scenario/play.py).
 """

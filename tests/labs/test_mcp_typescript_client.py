@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from labs import catalogue
-from labs.client.mcp_clients import MCP_CLIENTS, measure
+from labs.scenario.mcp_clients import MCP_CLIENTS, measure
 from labs.client.mcp_session import McpCall, McpResult
 from labs.scenario import mcp_checks, mcp_stream_checks
 from labs.scenario.mcp_model import McpRun, McpScenario
