@@ -24,20 +24,14 @@ from tests.runtimes import require_images
 
 def _proxy_setting(scenario: McpScenario, variant: str) -> bool:
     """Whether the variant is the proxy's behaviour (the broken balancing, or a setting of its own):
-<<<<<<< HEAD
     what a proxy's release could change; every variant where a release did (`since`: a server-side
     fix is proven where the proxy still holds what it fixes)."""
-    settings = scenario.fix(variant).variant.proxy.values() if variant != "broken" else ()
-    return variant == "broken" or any(value is not None for own in settings for value in own.values()) \
-        or bool(scenario.since)
-=======
-    what a proxy's release could change."""
     if variant == "broken":
         return True
     fix = scenario.fix(variant).variant
-    # A row that changes the client shows that client on a setting its Python rows already prove.
-    return fix.client_sdk is None and any(value is not None for own in fix.proxy.values() for value in own.values())
->>>>>>> daac4ef (MCP scenarios: the client is an axis (McpVariant.client_sdk, labs.client.mcp_clients); the TypeScript client's rows in mcp-session-affinity (fails at connect; the cookie fix does not reach it; the stick table does) and mcp-idle-stream (reopens after every cut, loses what is sent while down; Node's fetch bodyTimeout cuts the stream itself), with their checks; labs setup installs the Node modules for them)
+    if fix.client_sdk is not None:  # another client, on a setting its Python rows prove on both releases
+        return False
+    return any(value is not None for own in fix.proxy.values() for value in own.values()) or bool(scenario.since)
 
 
 RUNS = [pytest.param(scenario, proxy, variant, releases, id=f"{scenario.name}-{proxy}-{variant}{suffix}")
