@@ -10,7 +10,7 @@ from labs.catalogue.http2 import FLUSH_COMMIT, HEADERS_FLUSHED, SSE_PARSING, V2_
 from labs.scenario import mcp_checks as checks
 from labs.scenario import mcp_cors_checks as cors
 from labs.scenario import mcp_stream_checks as streams
-from labs.scenario.mcp_clients import CHROMIUM
+from labs.scenario.mcp_clients import CHROMIUM, McpClientName
 from labs.scenario.mcp_model import McpFix, McpScenario, McpVariant, McpWorkload
 
 NGINX_UPSTREAM = "https://nginx.org/en/docs/http/ngx_http_upstream_module.html"
@@ -50,7 +50,7 @@ PYTHON_SDK_CORS = "https://github.com/modelcontextprotocol/python-sdk/pull/1059"
 
 # The TypeScript SDK's client (labs/scenario/mcp_clients.py), where it behaves otherwise than the
 # Python one; its rows run on the current release only (the proxy's part is the Python rows').
-TS = "typescript-sdk"
+TS: McpClientName = "typescript-sdk"
 # Each session is a Node process (its start 0.3-1 s on this machine): two sessions, one per replica,
 # prove the split as four do.
 TS_SESSIONS = 2

@@ -7,7 +7,7 @@ import json
 import subprocess
 import threading
 from pathlib import Path
-from typing import Any, Iterator, Sequence
+from typing import Any, Generator, Sequence
 
 from proxies.apps.nodejs import NODE_DIR, node_binary
 
@@ -16,7 +16,7 @@ HARD_LIMIT_S = 120.0
 
 
 def json_lines(script: Path, args: Sequence[str],
-               hard_limit_s: float = HARD_LIMIT_S) -> Iterator[dict[str, Any]]:
+               hard_limit_s: float = HARD_LIMIT_S) -> Generator[dict[str, Any], None, None]:
     """Runs `node SCRIPT ARGS...` in the Node apps' folder (where its packages are) and yields each
     line it prints, parsed; a non-zero exit raises with the end of its stderr."""
     process = subprocess.Popen([node_binary(), str(script), *args], cwd=NODE_DIR,

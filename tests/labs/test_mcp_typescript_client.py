@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from labs import catalogue
-from labs.scenario.mcp_clients import MCP_CLIENTS, measure
+from labs.scenario.mcp_clients import MCP_CLIENTS, McpClientName, measure
 from labs.client.mcp_session import McpCall, McpResult
 from labs.scenario import mcp_checks, mcp_stream_checks
 from labs.scenario.mcp_model import McpRun, McpScenario
@@ -14,7 +14,7 @@ from server.mcp.replicas import running_replicas
 from server.processes import free_port
 from server.signals import run_async
 
-TS = "typescript-sdk"
+TS: McpClientName = "typescript-sdk"
 
 
 def test_one_session_is_recorded_as_the_python_client_records_it() -> None:
