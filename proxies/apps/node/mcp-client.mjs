@@ -17,8 +17,8 @@
 // SDK's fetch received; {"opened": session id}; {"call": i, "sent": t}; {"progress": i, "t": after
 // the call was sent}; {"result": i, "text"} or {"call_error": i, "message"} with "elapsed";
 // {"notification": method, "t"} for each server notification that is not a tool's progress;
-// {"logged": message, "t"} for each error the SDK reported to `onerror` without throwing it (a cut
-// GET stream, its reconnects given up); {"error": the SDK's class name and message} when the
+// {"logged": message, "t"} for each error the SDK reported to `onerror` (a cut GET stream, its
+// reconnects given up; mcp_node.py drops those it also threw); {"error": the SDK's class name and message} when the
 // session failed; {"end": true, "t"} last.
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
