@@ -13,6 +13,8 @@ import yaml
 SCHEMAS = Path(__file__).resolve().parent / "schemas"
 KUBERNETES_VERSION = "1.33"  # the core types' schemas (kubernetes-validate bundles them offline)
 CORE_GROUPS = ("v1", "networking.k8s.io/v1", "apps/v1")
+# Versions served with the same schema, byte for byte (schemas/SOURCES.md): one file vendored.
+SAME_SCHEMA = {"aigateway.envoyproxy.io/v1alpha1": "aigateway.envoyproxy.io/v1beta1"}
 
 
 class ManifestInvalid(ValueError):
@@ -21,7 +23,7 @@ class ManifestInvalid(ValueError):
 
 @functools.lru_cache(maxsize=None)
 def _schema(api_version: str, kind: str) -> dict[str, Any]:
-    group, _, version = api_version.partition("/")
+    group, _, version = SAME_SCHEMA.get(api_version, api_version).partition("/")
     path = SCHEMAS / f"{group}_{version}_{kind}.json"
     if not path.is_file():
         raise ManifestInvalid(f"{api_version} {kind}: no schema vendored for it (proxies/kubernetes/schemas/)")

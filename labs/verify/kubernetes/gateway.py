@@ -8,6 +8,7 @@ Policy fields verify does not translate are listed in the notes, never silently 
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 
 from labs.findings import UnusableInput
@@ -19,6 +20,9 @@ KINDS = ("HTTPRoute",)
 PROXY = "envoy"  # what the controller runs: the translation's proxy, and --proxy's
 EG = "https://gateway.envoyproxy.io/docs/api/extension_types"
 GW = "https://gateway-api.sigs.k8s.io/reference/spec"
+# "gateway-api timeout takes precedence": an HTTPRoute's timeouts.request over a policy's requestTimeout.
+EG_ROUTE_PRECEDENCE = ("https://github.com/envoyproxy/gateway/blob/39763b1c07ec30a5526fe70434a2cfe4181de642/"
+                       "internal/xds/translator/route.go#L442")
 # Read from each policy's spec; everything else in a policy is said to be left out.
 BACKEND_READ = {("timeout", "http", "requestTimeout"), ("timeout", "http", "streamIdleTimeout"),
                 ("timeout", "http", "connectionIdleTimeout"), ("timeout", "http", "maxStreamDuration"),
@@ -27,16 +31,48 @@ CLIENT_READ = {("timeout", "http", "requestReceivedTimeout"), ("timeout", "http"
                ("timeout", "http", "idleTimeout"), ("timeout", "http", "streamIdleTimeout")}
 
 
+@dataclass
+class Served:
+    """The route object and its rule that serve the chat API, as the Envoy Gateway translation
+    reads them: an HTTPRoute's own, or the one a controller derives (ai_gateway.py)."""
+
+    kind: str  # the manifest's object: HTTPRoute, AIGatewayRoute
+    route: YamlMap
+    rule: YamlMap
+    path: str
+    exact: bool
+    match_origin: str
+    backend: tuple[str, int]  # host, port
+    backend_origin: str
+    # A controller that always writes timeouts.request on the HTTPRoute it derives: (value, why).
+    implicit_request: tuple[str, str] | None = None
+
+
 def translate(manifest: Path, objects: list[YamlMap], folder: Path) -> Translation:
     notes: list[str] = []
     route, rule, match, path, exact = _route(manifest, [o for o in objects if o.get("kind") == "HTTPRoute"],
                                              notes)
+    label = f"HTTPRoute {route.mapping('metadata').get('name', '?')}"
+    backend = rule.items_list("backendRefs")[0] if rule.items_list("backendRefs") else None
+    if backend is None:
+        raise UnusableInput(f"{label}: the rule serving {path} has no backendRefs", file=display_path(manifest))
+    served = Served("HTTPRoute", route, rule, path, exact,
+                    where(manifest, match, "path", f"{label} spec.rules.matches.path"),
+                    (str(backend.get("name", "backend")), int(backend.get("port", 80))),
+                    where(manifest, rule, "backendRefs", f"{label} spec.rules.backendRefs"))
+    return render(manifest, objects, folder, served, notes)
+
+
+def render(manifest: Path, objects: list[YamlMap], folder: Path, served: Served, notes: list[str]) -> Translation:
+    """The Envoy config Envoy Gateway generates for the served rule and the policies beside it."""
+    route, rule, path, exact = served.route, served.rule, served.path, served.exact
     name = str(route.mapping("metadata").get("name", "?"))
     parents = {str(p.get("name")) for p in route.mapping("spec").items_list("parentRefs")}
+    # A derived HTTPRoute keeps its source's name (ai-gateway's controller), so a policy names it so.
     backend_policy = _policy(objects, "BackendTrafficPolicy", {("HTTPRoute", name)})
     client_policy = _policy(objects, "ClientTrafficPolicy", {("Gateway", p) for p in parents})
     notes += _left_out(manifest, backend_policy, BACKEND_READ) + _left_out(manifest, client_policy, CLIENT_READ)
-    label = f"HTTPRoute {name}"
+    label = f"{served.kind} {name}"
 
     def value(policy: YamlMap | None, keys: tuple[str, ...], default: str | None, said: str,
               fallback: str) -> tuple[str | None, str]:
@@ -53,6 +89,8 @@ def translate(manifest: Path, objects: list[YamlMap], folder: Path) -> Translati
     if "request" in timeouts:
         route_timeout, route_origin = str(timeouts["request"]), where(manifest, timeouts, "request",
                                                                        f"{label} spec.rules.timeouts.request")
+    elif served.implicit_request is not None:
+        route_timeout, route_origin = served.implicit_request[0], f"{label} {served.implicit_request[1]}"
     else:
         route_timeout, route_origin = value(backend_policy, ("timeout", "http", "requestTimeout"), "15s",
                                             "Envoy's route timeout, which Envoy Gateway keeps when nothing is set",
@@ -69,10 +107,12 @@ def translate(manifest: Path, objects: list[YamlMap], folder: Path) -> Translati
                                        "Envoy Gateway's default connection idle timeout (1 h)", f"{EG}/#httpclienttimeout")
     received, received_origin = value(client_policy, ("timeout", "http", "requestReceivedTimeout"), None, "", "")
     headers, headers_origin = value(client_policy, ("timeout", "http", "requestHeadersReceivedTimeout"), None, "", "")
-    backend = rule.items_list("backendRefs")[0] if rule.items_list("backendRefs") else None
-    if backend is None:
-        raise UnusableInput(f"{label}: the rule serving {path} has no backendRefs", file=display_path(manifest))
-    backend_origin = where(manifest, rule, "backendRefs", f"{label} spec.rules.backendRefs")
+    route_sets_it = "request" in timeouts or served.implicit_request is not None
+    if route_sets_it and "requestTimeout" in _spec(backend_policy).mapping("timeout").mapping("http"):
+        notes.append(f"BackendTrafficPolicy {backend_policy.mapping('metadata').get('name')} "
+                     "spec.timeout.http.requestTimeout is not applied: the route's timeouts.request takes "
+                     f"precedence in Envoy Gateway ({EG_ROUTE_PRECEDENCE})")
+    backend_origin = served.backend_origin
 
     lines = Lines()
     lines.add(f"# Envoy Gateway's Envoy for {label} ({display_path(manifest)}), as verify translates it")
@@ -101,8 +141,7 @@ def translate(manifest: Path, objects: list[YamlMap], folder: Path) -> Translati
     lines.add(f"              domains: [{', '.join(repr(h) for h in hosts)}]",
               where(manifest, route.mapping("spec"), "hostnames", f"{label} spec.hostnames"))
     lines.add("              routes:")
-    lines.add(f"              - match: {{{'path' if exact else 'prefix'}: {path!r}}}",
-              where(manifest, match, "path", f"{label} spec.rules.matches.path"))
+    lines.add(f"              - match: {{{'path' if exact else 'prefix'}: {path!r}}}", served.match_origin)
     lines.add("                route:")
     lines.add("                  cluster: backend", backend_origin)
     lines.add(f"                  timeout: {route_timeout}", route_origin)
@@ -129,8 +168,8 @@ def translate(manifest: Path, objects: list[YamlMap], folder: Path) -> Translati
     lines.add("      - lb_endpoints:")
     lines.add("        - endpoint:")
     lines.add("            address:")
-    lines.add(f"              socket_address: {{address: {backend.get('name', 'backend')}, "
-              f"port_value: {int(backend.get('port', 80))}}}", backend_origin)
+    lines.add(f"              socket_address: {{address: {served.backend[0]}, port_value: {served.backend[1]}}}",
+              backend_origin)
     target = folder / "envoy.yaml"
     target.write_text("\n".join(lines.text) + "\n")
     vocabulary = {"timeout:": (f"{label} spec.rules.timeouts.request: {{value}}", str),
@@ -189,6 +228,10 @@ def _policy(objects: list[YamlMap], kind: str, targets: set[tuple[str, str]]) ->
         if any((str(r.get("kind")), str(r.get("name"))) in targets for r in refs if isinstance(r, YamlMap)):
             return policy
     return None
+
+
+def _spec(policy: YamlMap | None) -> YamlMap:
+    return policy.mapping("spec") if policy is not None else YamlMap()
 
 
 def _left_out(manifest: Path, policy: YamlMap | None, read: set[tuple[str, ...]]) -> list[str]:

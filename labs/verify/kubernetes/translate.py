@@ -4,11 +4,12 @@ from __future__ import annotations
 from pathlib import Path
 
 from labs.findings import UnusableInput
-from labs.verify.kubernetes import gateway, ingress_nginx, traefik_crd
+from labs.verify.kubernetes import ai_gateway, gateway, ingress_nginx, traefik_crd
 from labs.verify.kubernetes.manifests import Translation, documents, looks_like, scratch_folder
 from labs.verify.model import display_path
 
-CONTROLLERS = (ingress_nginx, gateway, traefik_crd)
+# ai_gateway before gateway: a file with an AIGatewayRoute is read as the HTTPRoute it derives.
+CONTROLLERS = (ingress_nginx, ai_gateway, gateway, traefik_crd)
 
 
 def translate(path: Path, proxy: str | None = None) -> Translation | None:
@@ -34,5 +35,5 @@ def translate(path: Path, proxy: str | None = None) -> Translation | None:
     if proxy is not None:
         return None
     raise UnusableInput(f"no object verify translates (it reads "
-                        f"{', '.join(ingress_nginx.KINDS + gateway.KINDS + traefik_crd.KINDS)}); "
+                        f"{', '.join(k for c in CONTROLLERS for k in c.KINDS)}); "
                         f"found: {', '.join(sorted(kinds))}", file=display_path(path))
