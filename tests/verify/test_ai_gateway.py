@@ -100,3 +100,11 @@ def test_a_stream_past_the_controllers_default_is_cut_there_and_a_raised_timeout
     raised = verify_config(write(tmp_path, "raised.yaml", manifest("      timeouts: {request: 1800s}\n")),
                            checks=["long-stream"], server=verify_server, max_stream_s=5)
     assert [(c.name, c.passed) for c in raised.checks] == [("long-stream", True), ("loopback-only", True)], raised.checks
+
+
+def test_probe_names_the_limit_verify_reads():
+    """`labs probe`'s platform table and verify say the same 60 s and the same field to move it."""
+    from labs.probe.platforms import PLATFORMS
+    limit = next(p for p in PLATFORMS if p.platform == "Envoy AI Gateway")
+    assert limit.kind == "total-timeout" and f"{limit.limit_s:g}s" == ai_gateway.DEFAULT_REQUEST_TIMEOUT
+    assert "timeouts.request" in limit.setting and "/pull/796" in limit.source  # #796 wrote the default
