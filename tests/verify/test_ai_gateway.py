@@ -13,8 +13,7 @@ from tests.verify.test_static import write
 ROUTE = """\
 apiVersion: aigateway.envoyproxy.io/v1beta1
 kind: AIGatewayRoute
-metadata:
-  name: chat
+metadata: {{name: chat}}
 spec:
   parentRefs: [{{name: eg, kind: Gateway, group: gateway.networking.k8s.io}}]
   rules:
@@ -24,16 +23,14 @@ spec:
 {timeouts}---
 apiVersion: aigateway.envoyproxy.io/v1beta1
 kind: AIServiceBackend
-metadata:
-  name: vllm
+metadata: {{name: vllm}}
 spec:
   schema: {{name: OpenAI}}
   backendRef: {{name: vllm, kind: Backend, group: gateway.envoyproxy.io}}
 {extra}---
 apiVersion: gateway.envoyproxy.io/v1alpha1
 kind: Backend
-metadata:
-  name: vllm
+metadata: {{name: vllm}}
 spec:
   endpoints: [{{fqdn: {{hostname: vllm, port: 8000}}}}]
 {policy}"""
@@ -41,8 +38,7 @@ POLICY = """\
 ---
 apiVersion: gateway.envoyproxy.io/v1alpha1
 kind: BackendTrafficPolicy
-metadata:
-  name: chat
+metadata: {name: chat}
 spec:
   targetRefs: [{group: gateway.networking.k8s.io, kind: HTTPRoute, name: chat}]
   timeout:
@@ -66,7 +62,7 @@ def test_no_timeout_is_the_controllers_60_s_named_with_its_source(tmp_path):
 def test_the_rules_own_timeout_is_read_at_its_line(tmp_path):
     reading = read_config(write(tmp_path, "aigw.yaml", manifest("      timeouts: {request: 1800s}\n")))
     assert reading.get("route timeout").value == 1800.0
-    assert reading.get("route timeout").where.endswith("aigw.yaml:11 AIGatewayRoute chat spec.rules.timeouts.request")
+    assert reading.get("route timeout").where.endswith("aigw.yaml:10 AIGatewayRoute chat spec.rules.timeouts.request")
 
 
 def test_a_policys_request_timeout_is_shadowed_by_the_derived_route(tmp_path):

@@ -22,6 +22,7 @@ from labs.findings import UnusableInput
 from labs.verify.kubernetes import gateway
 from labs.verify.kubernetes.manifests import Translation, where
 from labs.verify.model import display_path
+from labs.verify.traefik.rewrite import as_plain  # a manifest's node as plain dicts and lists
 from labs.verify.yamlpos import YamlMap
 
 KINDS = ("AIGatewayRoute",)
@@ -99,16 +100,8 @@ def schema_notes(objects: list[YamlMap]) -> list[str]:
     said = []
     for obj in (o for o in objects if str(o.get("apiVersion", "")).startswith(GROUP + "/")):
         try:
-            validate_object(_plain(obj))
+            validate_object(as_plain(obj))
         except ManifestInvalid as exc:
             said.append(f"{exc} (the CRD's schema, envoyproxy/ai-gateway v1.1.0, refuses it; "
                         "the API server would not accept the object)")
     return said
-
-
-def _plain(value):
-    if isinstance(value, dict):
-        return {str(k): _plain(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_plain(v) for v in value]
-    return value
