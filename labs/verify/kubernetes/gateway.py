@@ -4,7 +4,8 @@ manager and cluster settings Envoy Gateway generates, with its defaults where th
 (read in its source, v1.9.0: a route with no timeout keeps Envoy's 15 s; streamIdleTimeout 5 min
 on the listener; connections idle 1 h; connect 10 s). Each line remembers its manifest field.
 
-Policy fields verify does not translate are listed in the notes, never silently dropped.
+Policy fields verify does not translate are listed in the notes, never silently dropped. `render`
+is the translation of one served rule; ai_gateway.py hands it the HTTPRoute an AIGatewayRoute derives.
 """
 from __future__ import annotations
 
