@@ -23,6 +23,8 @@ LISTENER = f"{API}/config/listener/v3/listener.proto#envoy-v3-api-field-config-l
 PROTOCOL = f"{API}/config/core/v3/protocol.proto#envoy-v3-api-field-config-core-v3-httpprotocoloptions"
 LUA = "https://www.envoyproxy.io/docs/envoy/v1.40.0/configuration/http/http_filters/lua_filter"
 BUFFER = f"{API}/extensions/filters/http/buffer/v3/buffer.proto"
+EXT_PROC = "https://www.envoyproxy.io/docs/envoy/v1.40.0/configuration/http/http_filters/ext_proc_filter"
+SSE_TO_METADATA = "https://www.envoyproxy.io/docs/envoy/v1.40.0/configuration/http/http_filters/sse_to_metadata_filter"
 ADMIN = f"{API}/config/bootstrap/v3/bootstrap.proto#envoy-v3-api-field-config-bootstrap-v3-admin-allow-paths"
 ADMIN_ADDRESS = f"{API}/config/core/v3/address.proto#envoy-v3-api-msg-config-core-v3-pipe"
 OVERLOAD = "https://www.envoyproxy.io/docs/envoy/v1.40.0/configuration/operations/overload_manager/overload_manager"
@@ -172,6 +174,27 @@ class EnvoySettings(ProxySettings):
         False, "a Lua filter that reads each whole response body before releasing it", LUA)
     body_inspection_skip_event_stream: bool = setting(
         False, "let text/event-stream responses through uninspected", LUA)
+
+    # Token accounting (envoy-token-accounting): an ext_proc processor that reads the response body
+    # (proxies/envoy/token_counter.py), or the observe-only SSE-to-metadata filter.
+    ext_proc_body_mode: Optional[Literal["BUFFERED", "STREAMED"]] = setting(
+        None, "send each response body to the ext_proc processor on 127.0.0.1:ext_proc_port, "
+              "whole (BUFFERED: held to its end) or chunk by chunk (STREAMED) (None: no ext_proc)", EXT_PROC)
+    ext_proc_port: Port = Field(9903, description=f"the ext_proc processor's gRPC port, on 127.0.0.1 ({EXT_PROC})")
+    sse_to_metadata: bool = setting(
+        False, "read `usage.completion_tokens` from the SSE events as they pass, into dynamic "
+               "metadata (streamlab.tokens) the access log writes as tokens=", SSE_TO_METADATA)
+
+    @property
+    def accounting_log_fields(self) -> str:
+        """The access log's fields for the token counts: the processor's, the filter's."""
+        fields = ""
+        if self.ext_proc_body_mode:
+            fields += " counted=%DYNAMIC_METADATA(streamlab.ext_proc:completion_tokens)%"
+            fields += " split_events=%DYNAMIC_METADATA(streamlab.ext_proc:split_events)%"
+        if self.sse_to_metadata:
+            fields += " tokens=%DYNAMIC_METADATA(streamlab.tokens:completion_tokens)%"
+        return fields
 
     @property
     def upstream_discovery(self) -> str:
