@@ -12,13 +12,14 @@ the same line.
 """
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import shutil
 import signal
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
-from typing import Callable
+from typing import Callable, ContextManager, Iterator
 
 from proxies.base import ProxySettings
 from proxies.releases import Release
@@ -159,17 +160,24 @@ def exit_zero(status: int, output: str) -> bool:
     return status == 0
 
 
+@contextlib.contextmanager
+def no_helpers(settings: ProxySettings) -> Iterator[ProxySettings]:
+    yield settings
+
+
 @dataclass(frozen=True)
 class Extra:
     """What a setting loads that the proxy's own package lacks (a module, a rule set), installed by
     need when a lab sets it (proxies.needs): `setting`, the settings field that needs it when set;
-    `name`, the requirement as `labs setup` shows it; `apt`, its Debian package."""
+    `name`, the requirement as `labs setup` shows it; `apt`, its Debian package, or None and
+    `install`, the step that puts it there (a venv of its own)."""
 
     setting: str
     name: str
     what: str
-    apt: str
+    apt: str | None
     present: Callable[[], bool]
+    install: Callable[[], None] | None = None
 
 
 @dataclass(frozen=True)
@@ -202,6 +210,9 @@ class ProxyKind:
     # Varnish: its own vmods, not the host's).
     release_args: Callable[[Release], list[str]] = no_release_args
     extras: tuple[Extra, ...] = ()  # what some of its settings load beside its package
+    # Processes the config calls out to (Envoy's ext_proc processor), started by PID before the
+    # proxy and stopped after it; yields the settings with their addresses filled in.
+    helpers: Callable[[ProxySettings], ContextManager[ProxySettings]] = no_helpers
 
     def __post_init__(self) -> None:
         if not self.releases or self.releases[0].unpacked:

@@ -150,7 +150,7 @@ REQUIREMENTS: dict[str, Requirement] = {r.name: r for r in (
     Requirement("privoxy", "Privoxy, a user network's forward proxy (Debian's package and its "
                 "action files)", lambda: shutil.which("privoxy") is not None
                 and (PRIVOXY_ETC / "match-all.action").exists(), apt="privoxy"),
-    *(Requirement(extra.name, extra.what, extra.present, apt=extra.apt)
+    *(Requirement(extra.name, extra.what, extra.present, extra.install, apt=extra.apt)
       for kind in KINDS.values() for extra in kind.extras),
     Requirement("python-apps", "gunicorn with gevent, Flask, Django, requests and jupyter-server-proxy "
                 "(the extra [apps])",

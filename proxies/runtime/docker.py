@@ -148,8 +148,10 @@ def run_proxy(settings: ProxySettings, workdir: Path | None = None,
     require_files(settings)
     require_engine()
     choice = image_for(settings.proxy, release_of(settings).series)
-    text = check(render(settings), settings.proxy, choice, settings.tls_files().values())
     with contextlib.ExitStack() as stack:
+        # Its helpers run on the host, reached over the host network as the proxy's own ports are.
+        settings = stack.enter_context(KINDS[settings.proxy].helpers(settings))
+        text = check(render(settings), settings.proxy, choice, settings.tls_files().values())
         if workdir is None:
             workdir = Path(stack.enter_context(
                 tempfile.TemporaryDirectory(prefix=f"streamlab-{settings.proxy}-docker-")))

@@ -151,8 +151,9 @@ def run_proxy(settings: ProxySettings, workdir: Path | None = None,
               ready_timeout_s: float = 20.0) -> Iterator[LocalProxy]:
     """Render, validate, start, wait until ready (polling), yield; stop by PID even on errors."""
     require_files(settings)
-    text = validate(render(settings), settings.proxy, settings.version)
     with contextlib.ExitStack() as stack:
+        settings = stack.enter_context(KINDS[settings.proxy].helpers(settings))
+        text = validate(render(settings), settings.proxy, settings.version)
         if workdir is None:
             workdir = Path(stack.enter_context(
                 tempfile.TemporaryDirectory(prefix=f"streamlab-{settings.proxy}-")))

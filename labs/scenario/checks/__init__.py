@@ -22,7 +22,7 @@ from labs.scenario.checks.outcome import (client_error_names, complete_with_done
                                  open_after_failure, outcome_is,
                                  outcome_not_only, status_is, status_seen, statuses_are,
                                  unseen_by_server)
-from labs.scenario.checks.proxy import culprit_hop, proxy_stat_at_least, waf_rule_logged
+from labs.scenario.checks.proxy import culprit_hop, logged_count_matches_usage, proxy_stat_at_least, waf_rule_logged
 from labs.scenario.checks.server import (release_at_least, release_within, server_metric_at_least,
                                 server_metric_at_most, slot_held_at_least, slot_held_at_most,
                                 tokens_for_nobody_at_least, tokens_for_nobody_at_most,
@@ -81,6 +81,7 @@ __all__ = [
     "outcome_is",
     "outcome_not_only",
     "outlived",
+    "logged_count_matches_usage",
     "proxy_stat_at_least",
     "waf_rule_logged",
     "release_at_least",

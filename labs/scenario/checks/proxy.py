@@ -70,3 +70,18 @@ def waf_rule_logged(rule_id: int, what: str, *, fired: bool = True) -> Check:
         shown = f"{len(hits)} of {len(said)} ModSecurity lines carry {tag}"
         return shown, bool(hits) if fired else (not hits and bool(said))
     return Check(f"ModSecurity rule {rule_id} {'matched' if fired else 'never matched'}: {what}", measure)
+
+
+def logged_count_matches_usage(field: str, who: str) -> Check:
+    """The proxy's access line of every stream carries `field=N` (a count its filter or external
+    processor wrote into Envoy's dynamic metadata), and N is the `usage.completion_tokens` the
+    client received: the counter really saw the body and counted every token. `-` (no metadata)
+    or another number fails."""
+    def measure(run: Run) -> tuple[str, bool]:
+        every = [line for lines in run.access_log.values() for line in lines]
+        logged = [match.group(1) for line in every if (match := re.search(rf"\b{field}=(\S+)", line))]
+        usage = [str((result.usage or {}).get("completion_tokens")) for result in run.results]
+        shown = f"{field}= {', '.join(logged) or 'absent'}; the client's usage.completion_tokens {', '.join(usage)}"
+        return shown, len(logged) == len(usage) > 0 and sorted(logged) == sorted(usage)
+    return Check(f"{who} counted the tokens of every stream ({field}= in the access log equals "
+                 "the usage the client received)", measure)
