@@ -24,6 +24,21 @@ def _held(encoding: str | None = None) -> Handmade:
         symptom_without_stress=lambda s: s.run(s.rushed_lump(content_encoding=encoding)))
 
 
+def _counted(held_by: str, streamed_by: str, tokens: int = 20) -> Handmade:
+    """Token accounting: the broken counter holds the stream, the fixed one streams, each writing
+    its count into the access log (`held_by=N`, `streamed_by=N`) beside the client's usage. The
+    counterfeits: a count that misses a token (an event lost across chunks) or never arrives."""
+    usage = {"completion_tokens": tokens}
+
+    def logged(field: str, count: int | str) -> dict[str, list[str]]:
+        return {"envoy:1": [f"status=200 flags=- {field}={count}"]}
+    return Handmade(
+        symptom=lambda s: s.run(s.lump(usage=usage), access_log=logged(held_by, tokens)),
+        cure=lambda s: s.run(s.streamed(usage=usage), access_log=logged(streamed_by, tokens)),
+        symptom_without_stress=lambda s: s.run(s.lump(usage=usage), access_log=logged(held_by, "-")),
+        cure_without_stress=lambda s: s.run(s.streamed(usage=usage), access_log=logged(streamed_by, tokens - 1)))
+
+
 def _idle(timeout_s: float, outcome: str = "truncated", pause_after: int = 5) -> Handmade:
     """An idle timeout: the stream is cut after `timeout_s` of the model's silence."""
     return Handmade(

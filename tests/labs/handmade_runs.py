@@ -13,7 +13,7 @@ from labs.catalogue import apache, browser, cdn, envoy, haproxy, kubernetes, ngi
 from labs.scenario.checks.cache import REQUESTS_OK
 from labs.scenario.checks.stress import DISCONNECTS
 from tests.labs.handmade_makers import (CHUNKED, MOJIBAKE, SIZED, UNDICI_CUT, _agent_cut, _agent_fallback,
-                                        _chain, _decoded, _departure, _failure_held, _gateway, _held, _idle,
+                                        _chain, _counted, _decoded, _departure, _failure_held, _gateway, _held, _idle,
                                         _load, _mesh_raced, _pseudo_streamed, _raced, _reconnects, _reload,
                                         _resumed, _retried, _stop_texts, _tabs, _waiting_list, _waves,
                                         _worker_timeout, in_browser)
@@ -98,6 +98,7 @@ HANDMADE: dict[str, Handmade] = {
         cure=lambda s: s.run(s.streamed(), evidence=WAF_READ_PROMPT),
         cure_without_stress=lambda s: s.run(s.rushed(), evidence=WAF_READ_PROMPT),
         symptom_without_stress=lambda s: s.run(s.rushed_lump(), evidence=WAF_READ_BOTH)),
+    "envoy-token-accounting": _counted("counted", "tokens"),
     "chain-buffering": Handmade(symptom=_chain("nginx"), cure=_chain(None)),
     # The wrong culprit (the CDN in front) must fail the symptom: only Caddy's entry holds.
     "chain-edge-compression": Handmade(symptom=_chain("caddy"), cure=_chain(None),
