@@ -18,6 +18,9 @@ quotes), with a progress bar and the time left while it runs. One module per par
     apis              2b. what each wire protocol costs (chat, responses, messages: the server's
                       table): CPU per token and per request, bytes, as ratios to chat's and the
                       raw ASGI app's; the target (each at most 1.25x chat's per token)
+    accounting        2c. token accounting in Envoy 1.40 (envoy-token-accounting): Envoy's and the
+                      ext_proc processor's CPU per SSE event, plain, sse_to_metadata, ext_proc
+                      STREAMED and BUFFERED, as ratios to plain; hop latency, TTFT, the counts
     references        the reference servers: plain FastAPI (plain_server) and bare asyncio
     profile           `python -m labs.bench.profile`: py-spy on the server during a burst or
                       many streams, the path's phases (not a part of `make bench`)

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
-from labs.bench import apis
+from labs.bench import accounting, apis
 from labs.bench.admission import ARRIVALS, BURST_TOKENS_S, ROUNDS, WORKERS, bench_admission
 from labs.bench.locust_agreement import bench_locust_agreement
 from labs.bench.locust_agreement import markdown_lines as locust_lines
@@ -26,8 +26,8 @@ from labs.bench.verdicts import FAILED, summary
 from labs.client.resources import raise_own_fd_limit
 
 DEFAULT_OUT = REPO_ROOT / "reports" / "bench"
-PARTS = ("admission", "prefill", "proxies", "server-cpu", "apis", "server", "engine", "client", "locust",
-         "tools")
+PARTS = ("admission", "prefill", "proxies", "server-cpu", "apis", "accounting", "server", "engine", "client",
+         "locust", "tools")
 SERVER_CPU_DURATION_S = 4.0
 # Seconds to start a server, or a proxy, and to open and close a step's streams (per 1,000):
 # what this 2-core machine takes, for the progress bar's estimate only.
@@ -64,6 +64,9 @@ def parts(args: argparse.Namespace) -> dict[str, Part]:
         Part("apis", lambda progress: apis.bench_apis(progress),
              START_S + (len(apis.APIS) + 1) * (step_s(apis.STREAMS, apis.DURATION_S)
                                                 + apis.ROUNDS * step_s(apis.ARRIVALS, BURST_TOKENS_S))),
+        # Four Envoys, one after another, each a few seconds of streams.
+        Part("accounting", lambda progress: accounting.bench_accounting(progress),
+             len(accounting.PATHS) * (START_S + accounting.EVENTS / accounting.RATE + STEP_S)),
         # Measured here: server.tools.bench ~12 s, server.tools.engine_bench ~5 s (one model load).
         Part("server", lambda progress: run_module("server.tools.bench", args.out / "server.json"), 12.0),
         Part("engine", lambda progress: run_module("server.tools.engine_bench", args.out / "engine.json"), 5.0),

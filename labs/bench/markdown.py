@@ -4,7 +4,7 @@ from __future__ import annotations
 from functools import partial
 from typing import Any, Mapping
 
-from labs.bench import admission, apis, prefill
+from labs.bench import accounting, admission, apis, prefill
 from labs.bench.proxies import PROXIES
 from labs.bench.verdicts import ratio_cell
 from labs.client.durations import milliseconds
@@ -92,6 +92,8 @@ def markdown(results: Mapping[str, Any], command: str) -> str:
                 lines += [f"Why the target is missed here (measured in this run): {cpu['reason']}", ""]
     if (results.get("apis") or {}).get("apis"):
         lines += apis.markdown_lines(results["apis"])
+    if (results.get("accounting") or {}).get("rows"):
+        lines += accounting.markdown_lines(results["accounting"])
     server = results.get("server")
     if server is not None:
         lines += ["## Framing and the whole server path (`python -m server.tools.bench`)", ""]
