@@ -129,6 +129,9 @@ NON_DEFAULT: dict[type[ProxySettings], dict[str, dict[str, Any]]] = {
         "cluster_buffer_limit_bytes": {"cluster_buffer_limit_bytes": 65536},
         "body_inspection": {"body_inspection": True},
         "body_inspection_skip_event_stream": {"body_inspection": True, "body_inspection_skip_event_stream": True},
+        "ext_proc_body_mode": {"ext_proc_body_mode": "STREAMED"},
+        "ext_proc_port": {"ext_proc_body_mode": "BUFFERED", "ext_proc_port": 19903},
+        "sse_to_metadata": {"sse_to_metadata": True},
         "tls_http2": {"tls_http2": True},  # a certificate made at run time (proxies/tls.py)
         "certificate_chain": {"tls_http2": True, "certificate_chain": self_signed()[0],
                               "private_key": self_signed()[1]},
