@@ -93,6 +93,8 @@ def translate(manifest: Path, objects: list[YamlMap], folder: Path) -> Translati
     left = [k for k in data if k not in known_map]
     if left:
         notes.append(f"ConfigMap keys not translated (not read by verify): {', '.join(sorted(left))}")
+    notes += [f"{where(manifest, annotations, k, 'annotation')} {k} is F5 NGINX Ingress Controller's; ingress-nginx "
+              "ignores it" for k in annotations if str(k).startswith("nginx.org/")]
     others = [k for k in annotations if k.startswith(PREFIX) and k[len(PREFIX):] not in known_annotations]
     for key in others:
         if key[len(PREFIX):] in SNIPPETS:

@@ -4,12 +4,15 @@ from __future__ import annotations
 from pathlib import Path
 
 from labs.findings import UnusableInput
-from labs.verify.kubernetes import ai_gateway, gateway, ingress_nginx, traefik_crd
+from labs.verify.kubernetes import (ai_gateway, f5_nginx_ingress, gateway, ingress_nginx, nginx_gateway_fabric,
+                                    traefik_crd)
 from labs.verify.kubernetes.manifests import Translation, documents, looks_like, scratch_folder
 from labs.verify.model import display_path
 
 # ai_gateway before gateway: a file with an AIGatewayRoute is read as the HTTPRoute it derives.
-CONTROLLERS = (ingress_nginx, ai_gateway, gateway, traefik_crd)
+# A controller with `claims` is asked first (NGF and F5's controller share kinds with ingress-nginx and
+# Envoy Gateway: their policies, class or annotation family tell them apart); the others go by kind.
+CONTROLLERS = (f5_nginx_ingress, nginx_gateway_fabric, ingress_nginx, ai_gateway, gateway, traefik_crd)
 
 
 def translate(path: Path, proxy: str | None = None) -> Translation | None:
@@ -25,7 +28,8 @@ def translate(path: Path, proxy: str | None = None) -> Translation | None:
         return None
     kinds = {str(o.get("kind")) for o in objects}
     for controller in CONTROLLERS:
-        found = sorted(kinds & set(controller.KINDS))
+        claims = getattr(controller, "claims", None)
+        found = sorted(kinds & set(controller.KINDS)) if claims is None or claims(objects) else []
         if found and proxy not in (None, controller.PROXY):
             raise UnusableInput(f"the file holds {', '.join(found)}, which verify runs as {controller.PROXY} "
                                 f"(the controller's proxy), not {proxy}: pass --proxy {controller.PROXY}, or "
@@ -35,5 +39,5 @@ def translate(path: Path, proxy: str | None = None) -> Translation | None:
     if proxy is not None:
         return None
     raise UnusableInput(f"no object verify translates (it reads "
-                        f"{', '.join(k for c in CONTROLLERS for k in c.KINDS)}); "
+                        f"{', '.join(dict.fromkeys(k for c in CONTROLLERS for k in c.KINDS))}); "
                         f"found: {', '.join(sorted(kinds))}", file=display_path(path))
