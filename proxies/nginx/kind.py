@@ -42,7 +42,9 @@ KIND = ProxyKind(
     # must resolve; its compiled-in folders must exist in case a config leaves a path at its default.
     image=Image("nginx:1.22.1", "/usr/sbin/nginx", account=Account("nginx", 101),
                 folders=("/var/log/nginx", "/var/lib/nginx")),
-    kubernetes=(("ingress-nginx.yaml", "nginx/ingress-nginx.yaml.j2"),),
+    kubernetes=(("ingress-nginx.yaml", "nginx/ingress-nginx.yaml.j2"),
+                ("nginx-gateway-fabric.yaml", "nginx/nginx-gateway-fabric.yaml.j2"),
+                ("f5-nginx-ingress.yaml", "nginx/f5-nginx-ingress.yaml.j2")),
     # 1.30 is the stable line since 1.29.7 made HTTP/1.1 with keep-alive the upstream default
     # (docs/field-notes.md#nginx-130). nginx-light is the smallest build with every module the
     # template uses (http_v2, ssl, realip, stub_status, gzip).

@@ -43,6 +43,8 @@ def test_every_object_is_valid_against_its_schema(name):
     ("envoy-ai-gateway.yaml", "name: OpenAI", "name: OpenAPI", "is not one of"),
     ("traefik.yaml", "flushInterval:", "flushIntervl:", "'flushIntervl' was unexpected"),
     ("ingress-nginx.yaml", "ingressClassName: nginx", "ingressClass: nginx", "'ingressClass' was unexpected"),
+    ("nginx-gateway-fabric.yaml", "disable: true", "disabled: true", "'disabled' was unexpected"),
+    ("nginx-gateway-fabric.yaml", "read: 300s", "read: 5 minutes", "does not match"),
 ])
 def test_a_broken_object_is_refused_with_its_field(name, before, after, message):
     text = (K8S_DIR / name).read_text()
@@ -68,6 +70,12 @@ def test_the_streaming_settings_are_the_fixed_configs():
     ingressroute = objects("traefik.yaml")
     assert ingressroute["Middleware"]["spec"]["compress"]["includedContentTypes"] == list(traefik.compress_included_types)
     assert "buffering" not in ingressroute["Middleware"]["spec"]  # it would hold every answer whole
+    fabric = objects("nginx-gateway-fabric.yaml")["ProxySettingsPolicy"]["spec"]
+    assert fabric["buffering"]["disable"] is True  # NGF renders nginx's `proxy_buffering on` otherwise
+    assert seconds(fabric["timeout"]["read"]) == seconds(nginx.proxy_read_timeout)
+    f5 = objects("f5-nginx-ingress.yaml")["Ingress"]["metadata"]["annotations"]
+    assert f5["nginx.org/proxy-buffering"] == "False" and not any(k.startswith("nginx.ingress") for k in f5)
+    assert seconds(f5["nginx.org/proxy-read-timeout"]) == seconds(nginx.proxy_read_timeout)
 
 
 def run(*args: str) -> subprocess.CompletedProcess[str]:
