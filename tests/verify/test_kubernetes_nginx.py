@@ -90,6 +90,15 @@ def test_ngf_renders_buffering_on_unless_its_policy_turns_it_off(tmp_path):
     assert on.get("proxy_buffering").value in ("on", True) and "spec.buffering.disable" in on.get("proxy_buffering").where
 
 
+def test_an_httproute_alone_is_ngfs_with_proxy_nginx_and_envoy_gateways_otherwise(tmp_path):
+    """inference-extension-ngf-httproute (tests/data/wild): its Gateway of class nginx is in another
+    file; `--proxy nginx` was refused ("runs as envoy"), it now reads NGF's nginx."""
+    path = write(tmp_path, "route.yaml", NGF_GATEWAY_ONLY.split("---\n", 1)[1])
+    assert read_config(path).proxy == "envoy"
+    named = read_config(path, "nginx")
+    assert named.proxy == "nginx" and "nginx's default, which NGF keeps" in named.get("proxy_buffering").where
+
+
 def test_a_field_ngfs_schema_does_not_know_is_one_line_naming_it(tmp_path):
     with pytest.raises(UnusableInput, match=r"ProxySettingsPolicy vllm: .*'bufering' was unexpected.*schema refuses"):
         read_config(write(tmp_path, "typo.yaml", NGF.format(spec="  bufering: {disable: true}\n")))

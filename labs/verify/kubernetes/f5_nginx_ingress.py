@@ -58,7 +58,7 @@ BOOLEANS = {**dict.fromkeys(("1", "t", "T", "TRUE", "true", "True"), "on"),
             **dict.fromkeys(("0", "f", "F", "FALSE", "false", "False"), "off")}
 
 
-def claims(objects: list[YamlMap]) -> bool:
+def claims(objects: list[YamlMap], proxy: str | None = None) -> bool:
     """F5's: a VirtualServer, or an Ingress written in its family (more `nginx.org/` annotations than
     ingress-nginx's; a tie stays with ingress-nginx, the older reader)."""
     if any(o.get("kind") == "VirtualServer" for o in objects):

@@ -54,9 +54,14 @@ FIELDS: tuple[tuple[str, tuple[str, ...], str, str | None, str, str], ...] = (
 READ = {(kind, keys) for kind, keys, *_ in FIELDS}
 
 
-def claims(objects: list[YamlMap]) -> bool:
-    """NGF's: one of its policies is among the objects, or an HTTPRoute's Gateway is of NGF's class."""
+def claims(objects: list[YamlMap], proxy: str | None = None) -> bool:
+    """NGF's: one of its policies is among the objects, an HTTPRoute's Gateway is of NGF's class, or
+    an HTTPRoute named with `--proxy nginx` (NGF is the Gateway API controller verify runs on nginx;
+    inference-extension-ngf-httproute, tests/data/wild: an HTTPRoute alone, its Gateway in another
+    file, was taken for Envoy Gateway's and --proxy nginx refused)."""
     kinds = {str(o.get("kind")) for o in objects}
+    if proxy == PROXY and "HTTPRoute" in kinds:
+        return True
     nginx_gateways = {str(o.mapping("metadata").get("name")) for o in objects
                       if o.get("kind") == "Gateway" and o.mapping("spec").get("gatewayClassName") == CLASS}
     parents = {str(p.get("name")) for o in objects if o.get("kind") == "HTTPRoute"

@@ -29,7 +29,7 @@ def translate(path: Path, proxy: str | None = None) -> Translation | None:
     kinds = {str(o.get("kind")) for o in objects}
     for controller in CONTROLLERS:
         claims = getattr(controller, "claims", None)
-        found = sorted(kinds & set(controller.KINDS)) if claims is None or claims(objects) else []
+        found = sorted(kinds & set(controller.KINDS)) if claims is None or claims(objects, proxy) else []
         if found and proxy not in (None, controller.PROXY):
             raise UnusableInput(f"the file holds {', '.join(found)}, which verify runs as {controller.PROXY} "
                                 f"(the controller's proxy), not {proxy}: pass --proxy {controller.PROXY}, or "
