@@ -8,25 +8,15 @@ import pytest
 
 from labs.findings import UnusableInput
 from labs.verify import read_config, verify_config
+from tests.verify.test_kubernetes import ROUTE
 from tests.verify.test_static import write
 
-NGF = """\
-apiVersion: gateway.networking.k8s.io/v1
-kind: HTTPRoute
-metadata:
-  name: vllm
-spec:
-  parentRefs: [{{name: gateway}}]
-  rules:
-    - matches:
-        - path: {{type: PathPrefix, value: /v1}}
-      backendRefs:
-        - {{name: vllm, port: 8000}}
+# Envoy Gateway's test route (its parent is no Gateway of NGF's class) with NGF's policy beside it.
+NGF = ROUTE.split("---\n")[0].format(timeouts="").replace("{", "{{").replace("}", "}}") + """\
 ---
 apiVersion: gateway.nginx.org/v1alpha1
 kind: ProxySettingsPolicy
-metadata:
-  name: vllm
+metadata: {{name: vllm}}
 spec:
   targetRefs: [{{group: gateway.networking.k8s.io, kind: HTTPRoute, name: vllm}}]
 {spec}"""
@@ -84,7 +74,7 @@ def test_ngf_renders_buffering_on_unless_its_policy_turns_it_off(tmp_path):
     assert bare.get("proxy_read_timeout").value == "60s"
     off = read_config(write(tmp_path, "off.yaml", NGF.format(spec="  buffering: {disable: true}\n  timeout: {read: 2s}\n")))
     assert off.get("proxy_buffering").value in ("off", False)
-    assert off.get("proxy_buffering").where.endswith("off.yaml:19 ProxySettingsPolicy vllm spec.buffering.disable")
+    assert off.get("proxy_buffering").where.endswith("off.yaml:18 ProxySettingsPolicy vllm spec.buffering.disable")
     assert off.get("proxy_read_timeout").value == "2s"
     on = read_config(write(tmp_path, "on.yaml", NGF.format(spec="  buffering: {disable: false, bufferSize: 8k}\n")))
     assert on.get("proxy_buffering").value in ("on", True) and "spec.buffering.disable" in on.get("proxy_buffering").where

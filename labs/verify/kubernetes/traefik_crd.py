@@ -10,6 +10,7 @@ from pathlib import Path
 
 from labs.findings import UnusableInput
 from labs.verify.kubernetes.manifests import Lines, Translation, where
+from labs.verify.kubernetes.schemas import plain as _plain
 from labs.verify.model import display_path
 from labs.verify.yamlpos import YamlMap
 
@@ -87,11 +88,3 @@ def translate(manifest: Path, objects: list[YamlMap], folder: Path) -> Translati
         raise UnusableInput("no IngressRoute among the manifests", file=display_path(manifest))
     return Translation(manifest, target, PROXY, lines.origins, notes,
                        f"IngressRoute {first.mapping('metadata').get('name')} ({display_path(manifest)}:{first.line()})")
-
-
-def _plain(value):
-    if isinstance(value, dict):
-        return {str(k): _plain(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_plain(v) for v in value]
-    return value
