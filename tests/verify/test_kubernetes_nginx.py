@@ -128,6 +128,34 @@ def test_a_virtual_server_upstreams_buffering_and_timeouts(tmp_path):
         read_config(write(tmp_path, "typo.yaml", VIRTUAL_SERVER.format(fields="      read-timout: 2s\n")))
 
 
+VIRTUAL_SERVER_ROUTE = """\
+apiVersion: k8s.nginx.org/v1
+kind: VirtualServer
+metadata: {name: chat}
+spec:
+  host: llm.example.com
+  routes:
+    - {path: /v1, route: llm}
+---
+apiVersion: k8s.nginx.org/v1
+kind: VirtualServerRoute
+metadata: {name: llm}
+spec:
+  host: llm.example.com
+  upstreams:
+    - {name: vllm, service: vllm, port: 8000, read-timeout: 2s}
+  subroutes:
+    - {path: /v1, action: {pass: vllm}}
+"""
+
+
+def test_a_virtual_server_route_delegated_to_is_read(tmp_path):
+    reading = read_config(write(tmp_path, "vsr.yaml", VIRTUAL_SERVER_ROUTE))
+    assert reading.get("proxy_read_timeout").value == "2s"
+    assert reading.get("proxy_read_timeout").where.endswith("VirtualServerRoute llm spec.upstreams[vllm].read-timeout")
+    assert "config_params.go" in reading.get("proxy_buffering").where  # on: the controller's default
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("name, text, kind, field", [
     ("ngf.yaml", NGF.format(spec="  timeout: {read: 2s}\n"), "idle-timeout", "spec.timeout.read"),

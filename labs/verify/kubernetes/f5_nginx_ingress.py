@@ -20,7 +20,8 @@ from labs.verify.kubernetes.manifests import Translation, where
 from labs.verify.model import API_PATHS, display_path
 from labs.verify.yamlpos import YamlMap
 
-KINDS = ("Ingress", "VirtualServer")
+VIRTUAL = ("VirtualServer", "VirtualServerRoute")
+KINDS = ("Ingress", *VIRTUAL)
 PROXY = "nginx"
 PREFIX = "nginx.org/"
 OTHER_FAMILY = ingress_nginx.PREFIX
@@ -61,7 +62,7 @@ BOOLEANS = {**dict.fromkeys(("1", "t", "T", "TRUE", "true", "True"), "on"),
 def claims(objects: list[YamlMap], proxy: str | None = None) -> bool:
     """F5's: a VirtualServer, or an Ingress written in its family (more `nginx.org/` annotations than
     ingress-nginx's; a tie stays with ingress-nginx, the older reader)."""
-    if any(o.get("kind") == "VirtualServer" for o in objects):
+    if any(o.get("kind") in VIRTUAL for o in objects):
         return True
     for ingress in (o for o in objects if o.get("kind") == "Ingress"):
         keys = [str(k) for k in ingress.mapping("metadata").mapping("annotations")]
@@ -83,8 +84,8 @@ def _value(key: str, value: object) -> str:
 
 def translate(manifest: Path, objects: list[YamlMap], folder: Path) -> Translation:
     schemas.check(manifest, objects, (GROUP,))
-    if any(o.get("kind") == "VirtualServer" for o in objects):
-        return _virtual_server(manifest, [o for o in objects if o.get("kind") == "VirtualServer"], folder)
+    if any(o.get("kind") in VIRTUAL for o in objects):
+        return _virtual_server(manifest, [o for o in objects if o.get("kind") in VIRTUAL], folder)
     notes: list[str] = []
     ingresses = [o for o in objects if o.get("kind") == "Ingress"]
     ingress, host, path, backend, path_node = ingress_nginx._route(manifest, ingresses)
@@ -135,47 +136,52 @@ def translate(manifest: Path, objects: list[YamlMap], folder: Path) -> Translati
                     host, (path, where(manifest, path_node, "path", f"{label} path {path}")), _ingress_words)
 
 
-def _virtual_server(manifest: Path, servers: list[YamlMap], folder: Path) -> Translation:
-    notes: list[str] = []
+def _virtual_server(manifest: Path, objects: list[YamlMap], folder: Path) -> Translation:
+    """The VirtualServer route (or a VirtualServerRoute's subroute it delegates to) that serves the
+    chat path, longest first, with the upstream its action passes to."""
+    candidates = []  # (path, route node, its owner's upstreams by name, label of the owner)
+    for owner in objects:
+        spec = owner.mapping("spec")
+        upstreams = {str(u.get("name")): u for u in spec.items_list("upstreams") if isinstance(u, YamlMap)}
+        label = f"{owner.get('kind')} {owner.mapping('metadata').get('name', '?')}"
+        routes = "routes" if owner.get("kind") == "VirtualServer" else "subroutes"
+        candidates += [(str(r.get("path", "/")), r, upstreams, label, owner, routes)
+                       for r in spec.items_list(routes) if isinstance(r, YamlMap) and "action" in r]
     for chat in API_PATHS:
-        for server in servers:
-            spec = server.mapping("spec")
-            upstreams = {str(u.get("name")): u for u in spec.items_list("upstreams") if isinstance(u, YamlMap)}
-            best = None
-            for route in spec.items_list("routes"):
-                prefix = str(route.get("path", "/"))
-                exact = prefix.startswith("=")
-                bare = prefix.lstrip("= ")
-                ok = chat == bare if exact else (bare == "/" or chat == bare or chat.startswith(bare.rstrip("/") + "/"))
-                if ok and (best is None or len(bare) > len(best[1])):
-                    best = (route, bare)
-            if best is None:
-                continue
-            route = best[0]
-            name = str(route.mapping("action").get("pass", ""))
-            label = f"VirtualServer {server.mapping('metadata').get('name', '?')}"
-            if name not in upstreams:
-                raise UnusableInput(f"{label}: the route for {best[1]} does not pass to an upstream "
-                                    f"(action.pass {name!r}; verify reads action.pass only)",
-                                    file=display_path(manifest), line=route.line())
-            upstream = upstreams[name]
-            placed: dict[str, list[nginx_conf.Directive]] = {"upstream": [], "location": []}
-            for _, field, directive, default, level in FIELDS:
-                fallback = f"F5 NGINX Ingress Controller's default ({SOURCE}/config_params.go)"
-                if field and field in upstream:
-                    value = upstream[field]
-                    text = ("on" if value is True else "off") if field == "buffering" else (
-                        f"{value.get('number')} {value.get('size')}" if isinstance(value, YamlMap) else str(value))
-                    placed[level].append((f"{directive} {text};", where(
-                        manifest, upstream, field, f"{label} spec.upstreams[{name}].{field}")))
-                elif default is not None:
-                    placed[level].append((f"{directive} {default};", fallback))
-            origin = where(manifest, upstream, "service", f"{label} spec.upstreams[{name}].service")
-            return _written(manifest, folder, label, server, placed, notes,
-                            (f"{upstream.get('service', 'backend')}:{int(upstream.get('port', 80))}", origin),
-                            spec.get("host"), (route.get("path", "/"), where(manifest, route, "path",
-                                                                             f"{label} spec.routes.path")),
-                            _virtual_server_words(name))
+        best = None
+        for candidate in candidates:
+            prefix = candidate[0]
+            bare = prefix.lstrip("= ")
+            ok = chat == bare if prefix.startswith("=") else (
+                bare == "/" or chat == bare or chat.startswith(bare.rstrip("/") + "/"))
+            if ok and (best is None or len(bare) > len(best[0].lstrip("= "))):
+                best = candidate
+        if best is None:
+            continue
+        prefix, route, upstreams, label, owner, routes = best
+        name = str(route.mapping("action").get("pass", ""))
+        if name not in upstreams:
+            raise UnusableInput(f"{label}: the route for {prefix} does not pass to an upstream of its own "
+                                f"(action.pass {name!r}; verify reads action.pass only)",
+                                file=display_path(manifest), line=route.line())
+        upstream = upstreams[name]
+        placed: dict[str, list[nginx_conf.Directive]] = {"upstream": [], "location": []}
+        for _, field, directive, default, level in FIELDS:
+            fallback = f"F5 NGINX Ingress Controller's default ({SOURCE}/config_params.go)"
+            if field and field in upstream:
+                value = upstream[field]
+                text = ("on" if value is True else "off") if field == "buffering" else (
+                    f"{value.get('number')} {value.get('size')}" if isinstance(value, YamlMap) else str(value))
+                placed[level].append((f"{directive} {text};", where(
+                    manifest, upstream, field, f"{label} spec.upstreams[{name}].{field}")))
+            elif default is not None:
+                placed[level].append((f"{directive} {default};", fallback))
+        origin = where(manifest, upstream, "service", f"{label} spec.upstreams[{name}].service")
+        return _written(manifest, folder, label, owner, placed, [],
+                        (f"{upstream.get('service', 'backend')}:{int(upstream.get('port', 80))}", origin),
+                        owner.mapping("spec").get("host"),
+                        (prefix, where(manifest, route, "path", f"{label} spec.{routes}.path")),
+                        _virtual_server_words(label, name))
     raise UnusableInput(f"no VirtualServer route serves POST {API_PATHS[0]}", file=display_path(manifest))
 
 
@@ -202,8 +208,9 @@ _ingress_words = {"proxy_buffering": (f'the annotation {PREFIX}proxy-buffering: 
                   "proxy_send_timeout": (f'the annotation {PREFIX}proxy-send-timeout: "{{value}}"', str)}
 
 
-def _virtual_server_words(upstream: str) -> dict:
-    return {"proxy_buffering": (f"VirtualServer spec.upstreams[{upstream}].buffering: {{value}}",
+def _virtual_server_words(label: str, upstream: str) -> dict:
+    kind = label.split()[0]
+    return {"proxy_buffering": (f"{kind} spec.upstreams[{upstream}].buffering: {{value}}",
                                 lambda value: {"on": "true", "off": "false"}.get(value, value)),
-            "proxy_read_timeout": (f"VirtualServer spec.upstreams[{upstream}].read-timeout: {{value}}", str),
-            "proxy_send_timeout": (f"VirtualServer spec.upstreams[{upstream}].send-timeout: {{value}}", str)}
+            "proxy_read_timeout": (f"{kind} spec.upstreams[{upstream}].read-timeout: {{value}}", str),
+            "proxy_send_timeout": (f"{kind} spec.upstreams[{upstream}].send-timeout: {{value}}", str)}
