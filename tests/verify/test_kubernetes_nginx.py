@@ -98,13 +98,14 @@ def test_f5_reads_nginx_org_annotations_and_tells_ingress_nginxs_as_ignored(tmp_
     reading = read_config(write(tmp_path, "f5.yaml", F5.format(annotations=(
         '    nginx.org/proxy-buffering: "False"\n    nginx.org/proxy-read-timeout: "3600s"\n'
         '    nginx.org/websocket-services: vllm\n    nginx.ingress.kubernetes.io/proxy-buffering: "on"\n'
-        '    nginx.org/proxy-bufering: "False"\n'))))
+        '    nginx.org/proxy-bufering: "False"\n    nginx.org/location-snippets: "gzip on;"\n'))))
     assert reading.proxy == "nginx" and reading.get("proxy_buffering").value in ("off", False)
     assert reading.get("proxy_buffering").where.endswith('f5.yaml:6 Ingress vllm metadata.annotations."nginx.org/proxy-buffering"')
     assert reading.get("proxy_read_timeout").value == "3600s"
     said = "\n".join(reading.notes)
     assert 'f5.yaml:9 Ingress vllm: annotation nginx.ingress.kubernetes.io/proxy-buffering is ingress-nginx\'s' in said
     assert "does not know (ignored): nginx.org/proxy-bufering" in said and "nginx.org/websocket-services" in said
+    assert "nginx.org/location-snippets is not applied (its nginx text: 'gzip on;')" in said
     bare = read_config(write(tmp_path, "bare.yaml", F5.format(annotations='    nginx.org/proxy-send-timeout: "90s"\n')))
     assert bare.get("proxy_buffering").value in ("on", True) and "config_params.go" in bare.get("proxy_buffering").where
 
@@ -161,6 +162,8 @@ def test_a_virtual_server_route_delegated_to_is_read(tmp_path):
     ("ngf.yaml", NGF.format(spec="  timeout: {read: 2s}\n"), "idle-timeout", "spec.timeout.read"),
     ("f5.yaml", F5.format(annotations='    nginx.org/proxy-read-timeout: "2s"\n'), "idle-timeout",
      '"nginx.org/proxy-read-timeout"'),
+    ("vs.yaml", VIRTUAL_SERVER.format(fields="      read-timeout: 2s\n"), "idle-timeout",
+     "VirtualServer vllm spec.upstreams[vllm].read-timeout"),
 ])
 def test_a_short_read_timeout_cuts_the_stream_at_its_field(verify_server, tmp_path, name, text, kind, field):
     report = verify_config(write(tmp_path, name, text), checks=["silence-mid-stream"], server=verify_server,
