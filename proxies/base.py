@@ -32,6 +32,12 @@ class ProxySettings(BaseModel):
     listen_port: Port = Field(8080, description="port the proxy listens on")
     upstream_host: Host = Field("127.0.0.1", description="address of the upstream (server or next proxy)")
     upstream_port: Port = Field(8000, description="port of the upstream")
+    # An MCP route (proxies/fixed_mcp.py): `/mcp` to a pool of MCP replicas, each session kept on
+    # the replica that opened it by the proxy's own means (each template says which).
+    mcp_ports: tuple[Port, ...] = Field((), max_length=8, description="an MCP route (`/mcp`) to a pool of "
+                                        "replicas on the upstream's host at these ports; empty: none")
+    mcp_affinity: bool = Field(True, description="keep each MCP session on the replica that opened it "
+                               "(off: the proxy's round-robin, which loses stateful sessions)")
     # Which of the proxy's releases runs the config (its kind's `releases`); a template may
     # differ by it where a directive changed between them.
     version: Series | None = Field(None, description="the release that runs it, as major.minor "

@@ -7,6 +7,7 @@ from typing import Any, Mapping
 
 import jinja2
 
+from proxies import fixed_mcp
 from proxies.base import ProxySettings
 
 TEMPLATES = Path(__file__).resolve().parent
@@ -29,11 +30,12 @@ def render_template(name: str, context: Mapping[str, Any]) -> str:
 def render(settings: ProxySettings) -> str:
     """The complete config text for `settings`; the proxy is known from the settings type. The
     template sees `release` (the release that will run it) and `version`, its series as a tuple
-    of numbers (`{% if version >= (2, 7) %}`)."""
+    of numbers (`{% if version >= (2, 7) %}`), and `mcp`, the MCP route's constants (proxies/fixed_mcp.py)."""
     if not isinstance(settings, ProxySettings):
         raise TypeError(f"expected a ProxySettings model (NginxSettings, ...), got {type(settings).__name__}")
     from proxies.kinds import release_of  # the kinds import the settings this module renders
 
     release = release_of(settings)
     version = tuple(int(part) for part in release.series.split("."))
-    return render_template(settings.template, {"settings": settings, "release": release, "version": version})
+    return render_template(settings.template, {"settings": settings, "release": release, "version": version,
+                                               "mcp": fixed_mcp})

@@ -2,6 +2,7 @@
 the numbers they share, and why, are `proxies/fixed_settings.py`."""
 from __future__ import annotations
 
+from proxies.fixed_mcp import MCP_PORTS
 from proxies.fixed_settings import (ADMIN_READ_ONLY, ADMIN_SOCKET, BODY, CERTIFICATE, COMPRESSIBLE, HEADERS, IDLE, MAX_BODY,
                                     PRIVATE_KEY, SILENCE)
 from proxies.envoy.settings import EnvoySettings
@@ -9,6 +10,7 @@ from proxies.envoy.settings import EnvoySettings
 
 def envoy() -> EnvoySettings:
     return EnvoySettings(
+        mcp_ports=MCP_PORTS,  # the MCP route (proxies/fixed_mcp.py)
         route_timeout=0, route_idle_timeout=SILENCE, stream_idle_timeout=SILENCE,
         connect_timeout="5s", upstream_idle_timeout="4s",
         compressor=True, compressor_content_types=COMPRESSIBLE,

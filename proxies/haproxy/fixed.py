@@ -2,12 +2,14 @@
 the numbers they share, and why, are `proxies/fixed_settings.py`."""
 from __future__ import annotations
 
+from proxies.fixed_mcp import MCP_PORTS
 from proxies.fixed_settings import BODY, HEADERS, IDLE, MAX_BODY, SILENCE, WHOLE_ANSWERS
 from proxies.haproxy.settings import HaproxySettings
 
 
 def haproxy() -> HaproxySettings:
     return HaproxySettings(
+        mcp_ports=MCP_PORTS,  # the MCP route (proxies/fixed_mcp.py)
         maxconn_global=8192, maxconn_frontend=4096,
         http_no_delay=True, abortonclose=True,
         # Whole JSON answers only: its gzip delays every event of a stream (the template says why).

@@ -2,6 +2,7 @@
 the numbers they share, and why, are `proxies/fixed_settings.py`."""
 from __future__ import annotations
 
+from proxies.fixed_mcp import MCP_PORTS
 from proxies.fixed_settings import (BODY, CERTIFICATE, COMPRESSIBLE, HEADERS, IDLE, MAX_BODY, PRIVATE_KEY,
                                     SESSION_CACHE, SILENCE)
 from proxies.nginx.settings import NginxSettings
@@ -15,6 +16,7 @@ PER_CLIENT = 1024
 
 def nginx() -> NginxSettings:
     return NginxSettings(
+        mcp_ports=MCP_PORTS,  # the MCP route (proxies/fixed_mcp.py)
         worker_processes="auto", worker_connections=4096, worker_rlimit_nofile=16384,
         listen_backlog=4096,
         proxy_buffering=False, proxy_http_version="1.1", proxy_connection_header="",

@@ -2,6 +2,7 @@
 the numbers they share, and why, are `proxies/fixed_settings.py`."""
 from __future__ import annotations
 
+from proxies.fixed_mcp import MCP_PORTS
 from proxies.fixed_settings import BODY, HEADERS, IDLE, LONGEST_ANSWER, MAX_BODY, SILENCE
 from proxies.varnish.settings import VarnishSettings
 
@@ -13,6 +14,7 @@ def varnish() -> VarnishSettings:
     # Bodies are read whole before the backend fetch (cache_req_body): nothing bounds a whole
     # body's time in Varnish 7.1, but a slow upload then holds no backend connection.
     return VarnishSettings(
+        mcp_ports=MCP_PORTS,  # the MCP route (proxies/fixed_mcp.py)
         pass_event_streams=True, pass_api_requests=True, do_stream=True,
         connect_timeout="5s", first_byte_timeout=SILENCE, between_bytes_timeout=SILENCE,
         timeout_idle=IDLE, send_timeout=LONGEST_ANSWER, idle_send_timeout=BODY,
