@@ -27,4 +27,4 @@ MCP_HEADERS = ("Mcp-Session-Id", "Mcp-Protocol-Version", "Last-Event-ID", "Mcp-M
 MCP_COOKIE = "mcp_route"
 # How long a learnt session is remembered without a request (nginx's sticky learn, HAProxy's stick
 # table): an agent's session may idle between tasks.
-MCP_SESSION_TTL = "1h"
+MCP_SESSION_TTL_S = 3600

@@ -30,12 +30,13 @@ from proxies.base import ProxyName
 from proxies.export import exports
 from proxies.fixed_mcp import MCP_PATH
 from proxies.fixed_settings import SILENCE
-from proxies.runtime.local import LocalProxy
+from proxies.runtime.local import LocalProxy, run_proxy
+from proxies.variants import variant
 from server.mcp.knobs import SDK_KEEPALIVE_S, OriginKnobs
 from server.mcp.replicas import Replicas, running_replicas
 from server.processes import free_port
-from tests.reliability.proxy_faults import fixed_proxy, on_releases
-from tests.runtimes import PROXIES
+from tests.reliability.proxy_faults import on_releases, release_to_run
+from tests.runtimes import PROXIES, on_free_ports
 
 pytestmark = pytest.mark.slow
 INTERVAL_S = 0.05  # the tool's progress pace (the chat server's token interval)
@@ -81,8 +82,11 @@ def replicas() -> Iterator[Replicas]:
 
 
 def _on_route(name: ProxyName, replicas: Replicas, **changes: Any) -> Any:
-    # The chat route's upstream is not used here: a free port nothing listens on.
-    return fixed_proxy(name, free_port(), mcp_ports=tuple(replicas.ports), **changes)
+    """The exported fixed config as it is (its client timeouts not scaled: a 3 s idle limit, below
+    the client's 5 s pool expiry, would race its reused connections), on free ports, the MCP pool
+    on the replicas; the chat route's upstream is not used here: a free port nothing listens on."""
+    settings = variant(name, "fixed").with_(version=release_to_run(name))
+    return run_proxy(on_free_ports(settings, free_port()).with_(mcp_ports=tuple(replicas.ports), **changes))
 
 
 @pytest.fixture(scope="module", params=on_releases(PROXIES))
