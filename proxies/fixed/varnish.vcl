@@ -10,6 +10,7 @@ vcl 4.1;
 # GET and HEAD are looked up in the cache, other methods are passed.
 
 import std;
+import directors;
 
 # A client that leaves is noticed only when a write to it fails, and no VCL setting changes
 # that: through a silence the server generates for nobody until it writes again. Its heartbeats
@@ -28,6 +29,35 @@ backend upstream {
     # heartbeat interval.
     # https://varnish-cache.org/docs/7.1/reference/vcl.html#backend-definition
     .between_bytes_timeout = 300s;
+}
+
+# The MCP servers (Streamable HTTP, the route `/mcp` in vcl_recv): the same timeouts as the
+# chat server's; their silences are the SDKs' 15 s pings on an idle GET stream.
+backend mcp1 {
+    .host = "127.0.0.1";
+    .port = "8001";
+    .connect_timeout = 5s;
+    .first_byte_timeout = 300s;
+    .between_bytes_timeout = 300s;
+}
+backend mcp2 {
+    .host = "127.0.0.1";
+    .port = "8002";
+    .connect_timeout = 5s;
+    .first_byte_timeout = 300s;
+    .between_bytes_timeout = 300s;
+}
+
+# A stateful MCP server keeps each session in the process that answered its `initialize`, so
+# every later request of the session must reach that replica (round-robin lost 4 of 4 sessions,
+# docs/mcp.md). Varnish's directors cannot learn the Mcp-Session-Id from a response, and hashing
+# the header loses sessions (initialize carries no id): the hash director keys on a cookie
+# this VCL hands out instead (vcl_recv, vcl_deliver).
+# https://varnish-cache.org/docs/7.1/reference/vmod_directors.html
+sub vcl_init {
+    new mcp = directors.hash();
+    mcp.add_backend(mcp1, 1);
+    mcp.add_backend(mcp2, 1);
 }
 
 sub vcl_recv {
@@ -62,6 +92,26 @@ sub vcl_recv {
     if (!std.cache_req_body(8388608B)) {
         return (synth(413));
     }
+    # MCP over Streamable HTTP (its POSTs, the standalone GET stream, the DELETE; every header
+    # passed both ways) to its own pool, never cached: each answer is one session's.
+    if (req.url ~ "^/mcp(/|\?|$)") {
+        # The replica is the hash of the client's `mcp_route` cookie; a client without
+        # one gets a new key (this request's id), sent back as that cookie (vcl_deliver), so it
+        # stays on the replica that answered its initialize (the Python SDK's client keeps
+        # cookies; the TypeScript SDK's fetch keeps none, and is balanced anew on each request).
+        if (req.http.Cookie ~ "(^|;\s*)mcp_route=") {
+            set req.http.X-Mcp-Route = regsub(req.http.Cookie, "^(.*;\s*)?mcp_route=([^;]*).*$", "\2");
+        } else {
+            set req.http.X-Mcp-Route = "" + req.xid;
+            set req.http.X-Mcp-Route-New = "1";
+        }
+        set req.backend_hint = mcp.backend(req.http.X-Mcp-Route);
+        # An idle agent's GET stream lives as long as its session: the whole-response bound is
+        # raised to the session's life (the SDK reopens a stream cut after it).
+        # https://varnish-cache.org/docs/7.1/reference/vcl-var.html#sess-send-timeout
+        set sess.send_timeout = 3600s;
+        return (pass);
+    }
     # Every API answer is for one client, and a stored response changes while it runs: never
     # look one up in the cache. Without this a client with no key (a local server needs none;
     # a request with an Authorization header is passed by the built-in VCL already) that polls
@@ -80,6 +130,18 @@ sub vcl_recv {
     # https://varnish-cache.org/docs/7.1/users-guide/vcl-built-in-code.html
     if (req.http.Accept ~ "text/event-stream") {
         return (pass);
+    }
+}
+
+sub vcl_backend_fetch {
+    unset bereq.http.X-Mcp-Route;
+    unset bereq.http.X-Mcp-Route-New;
+}
+
+sub vcl_deliver {
+    if (req.http.X-Mcp-Route-New) {
+        # Replaces a Set-Cookie of the server's (VCL sets one header line): MCP servers set none.
+        set resp.http.Set-Cookie = "mcp_route=" + req.http.X-Mcp-Route + "; Path=/mcp; HttpOnly";
     }
 }
 

@@ -52,12 +52,15 @@ def test_each_release_has_one_file_and_its_header_says_which() -> None:
                     assert export.file == release_file(own, export.series[-1])
                     assert f"{own}; the two differ" in (FIXED_DIR / export.file).read_text()
                     assert f"{export.file}; the two differ" in (FIXED_DIR / own).read_text()
-    # Caddy 2.7 renamed buffer_requests: two files. nginx, HAProxy, Varnish: one for both.
+    # Caddy 2.7 renamed buffer_requests: two files. nginx 1.29.6 added `sticky` (the MCP route's
+    # affinity): two files. HAProxy, Varnish: one for both.
     assert exports()["Caddyfile"].series == ("2.11",) and exports()["Caddyfile-2.6"].series == ("2.6",)
     assert "request_buffers 8388608" in (FIXED_DIR / "Caddyfile").read_text()
     assert "\n        buffer_requests\n" in (FIXED_DIR / "Caddyfile-2.6").read_text()
-    assert [exports()[name].series for name in ("nginx.conf", "haproxy.cfg", "varnish.vcl")] == [
-        ("1.22", "1.30"), ("2.6", "3.2"), ("7.1", "7.7")]
+    assert exports()["nginx.conf"].series == ("1.30",) and exports()["nginx-1.22.conf"].series == ("1.22",)
+    assert "sticky                   learn" in (FIXED_DIR / "nginx.conf").read_text()
+    assert "hash                     $remote_addr consistent;" in (FIXED_DIR / "nginx-1.22.conf").read_text()
+    assert [exports()[name].series for name in ("haproxy.cfg", "varnish.vcl")] == [("2.6", "3.2"), ("7.1", "7.7")]
 
 
 @pytest.mark.parametrize(("name", "series"), CLAIMS, ids=[f"{name}-{series}" for name, series in CLAIMS])

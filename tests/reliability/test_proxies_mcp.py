@@ -53,6 +53,10 @@ KNOBS = OriginKnobs(progress_interval_s=INTERVAL_S, duration_s=DURATION_S, keepa
 # What the static reading of the route must not suspect with the SDKs' pings as the longest silence.
 STREAMING_KINDS = {"idle-timeout", "total-timeout", "buffering", "compression-delay", "coalescing"}
 
+# Traefik bounds no silence once the headers are sent (writeTimeout 0; responseHeaderTimeout bounds
+# the wait for them, and the SDKs' GET stream sends its headers at once): verify suspects none.
+NO_SILENCE_LIMIT = {"traefik"}
+
 CLIENT_ADDRESS: contextvars.ContextVar[str | None] = contextvars.ContextVar("client_address", default=None)
 
 
@@ -173,7 +177,7 @@ def test_route_limits_are_above_the_sdk_pings(file: str, tmp_path: Path) -> None
     """verify's reader, on the exported file as users copy it, at `--path /mcp`: it chooses the
     MCP route, and finds nothing that cuts or holds a stream whose longest silence is the SDKs'
     15 s ping interval; asked for a silence above the chat route's SILENCE it does suspect the
-    idle limit (so it really read the route's limit, above 15 s)."""
+    idle limit (so it really read the route's limit, above 15 s), where the proxy has one."""
     export = exports()[file]
     path = tmp_path / file
     path.write_text(export.text())
@@ -182,4 +186,4 @@ def test_route_limits_are_above_the_sdk_pings(file: str, tmp_path: Path) -> None
     quiet = {found.kind for found in suspicions(reading, Options(max_silence_s=SDK_KEEPALIVE_S * 2))}
     assert not quiet & STREAMING_KINDS, quiet
     loud = {found.kind for found in suspicions(reading, Options(max_silence_s=SILENCE + 1))}
-    assert "idle-timeout" in loud, loud
+    assert ("idle-timeout" in loud) == (export.proxy not in NO_SILENCE_LIMIT), loud
