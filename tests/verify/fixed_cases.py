@@ -35,7 +35,7 @@ GO_PROXY = {"traefik.yml", "kubernetes/traefik.yaml"}
 
 
 def _listens_on_tls(name: str) -> bool:
-    return "-tls." in name
+    return "-tls." in name or "-tls-" in name  # nginx-tls.conf, nginx-tls-1.22.conf
 
 
 def _at_write(name: str):

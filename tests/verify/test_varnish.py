@@ -106,6 +106,9 @@ def test_without_the_header_the_host_or_the_default_branch(tmp_path):
     assert "built-in" in reading.get("vcl_recv").text  # no return: the built-in VCL passes a POST
 
 
+API_PASS = 'if (req.url ~ "^/v1/")'  # the chat route's branch (its `return (pass);` on the next line)
+
+
 def test_the_fixed_vcl_reads_clean():
     reading = read_config(FIXED)
     assert reading.value("backend") == "upstream" and reading.value("do_stream") is True
@@ -114,7 +117,7 @@ def test_the_fixed_vcl_reads_clean():
     # Varnish notices a departure only at a write, whatever the VCL: suspected at the route's
     # vcl_recv unless the server's heartbeats are stated, so --quick measures it.
     [departure] = suspicions(reading, Options())
-    assert departure.kind == "disconnect-not-propagated" and departure.where.endswith(f"varnish.vcl:{fixed_line('return (pass);')}")
+    assert departure.kind == "disconnect-not-propagated" and departure.where.endswith(f"varnish.vcl:{fixed_line(API_PASS) + 1}")
     assert "only when a write to it fails" in departure.evidence and "--heartbeat" in departure.fix
     assert any("taken as not holding" in n for n in reading.notes)  # the 413 branch on std.integer()
 

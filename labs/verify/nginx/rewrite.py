@@ -267,6 +267,8 @@ KEPT: frozenset[str] = READ | frozenset({
     "http", "events", "stream", "location", "upstream", "server_name", "if", "map", "types", "try_files",
     "return", "rewrite", "error_page", "internal", "set", "default_type", "root", "index", "alias",
     "allow", "deny", "auth_basic", "auth_basic_user_file", "auth_request",
+    # Which peer of an upstream a request reaches (an MCP pool's session affinity: proxies/fixed/).
+    "zone", "sticky", "hash",
     # Nothing of this machine's: formats, sizes and the TLS protocol the listener keeps.
     "log_format", "server_tokens", "types_hash_max_size", "server_names_hash_bucket_size", "charset",
     "multi_accept", "use", "ssl_protocols", "ssl_ciphers", "ssl_prefer_server_ciphers", "ssl_session_cache",
