@@ -139,11 +139,12 @@ def test_sessions_keep_their_replica_and_both_serve(proxy: LocalProxy, replicas:
 def test_round_robin_loses_the_sessions(name: ProxyName, replicas: Replicas) -> None:
     """The other direction: the same config without its affinity (`mcp_affinity=False`: the
     proxy's round-robin) lost sessions ("Session not found"), so the test above passes because of
-    it. Round-robin per worker (nginx runs two) keeps a session by chance now and then: most lost."""
+    it. Round-robin per worker (nginx runs two) or at random (Caddy) keeps a session by chance now
+    and then (measured: 0 to 2 of 4 kept), so at least one lost is the bar."""
     with _on_route(name, replicas, mcp_affinity=False) as plain:
         results = sessions(plain, 70, calls=2)
     lost = [result for result in results if not result.completed]
-    assert len(lost) > len(results) / 2, [result.statuses for result in results]
+    assert lost, [result.statuses for result in results]
     assert all("Session not found" in (result.error or "") for result in lost), [result.error for result in lost]
 
 
