@@ -25,6 +25,8 @@ Every choice here is explained in the exported files' comments; the numbers:
 - TLS with HTTP/2 (`nginx-tls.conf`, `envoy-tls.yaml`): the same settings on a TLS listener that
   offers h2 by ALPN, naming the user's certificate and key where Debian keeps them (the lab
   swaps in a self-signed pair made at run time); TLS 1.2 and 1.3 only, sessions resumable.
+- An MCP route (`/mcp`) to a pool of two MCP servers, with each proxy's session affinity: its
+  numbers and reasons are `proxies/fixed_mcp.py`.
 """
 from __future__ import annotations
 
