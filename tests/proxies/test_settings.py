@@ -16,11 +16,14 @@ from proxies.tls import self_signed
 ADDRESSING: dict[str, Any] = {
     "listen_host": "127.0.0.2", "listen_port": 18080, "upstream_host": "localhost",
     "upstream_port": 18000}
+# The MCP route (proxies/fixed_mcp.py), every proxy's: on, and with the proxy's own balancing.
+MCP_ROUTE: dict[str, dict[str, Any]] = {
+    "mcp_ports": {"mcp_ports": (18001, 18002)}, "mcp_affinity": {"mcp_ports": (18001, 18002), "mcp_affinity": False}}
 
 # One non-default value per field (with what it needs to show up in the config).
 NON_DEFAULT: dict[type[ProxySettings], dict[str, dict[str, Any]]] = {
     NginxSettings: {
-        **{name: {name: value} for name, value in ADDRESSING.items()},
+        **{name: {name: value} for name, value in ADDRESSING.items()}, **MCP_ROUTE,
         "worker_processes": {"worker_processes": "auto"},
         "worker_connections": {"worker_connections": 4096},
         "worker_rlimit_nofile": {"worker_rlimit_nofile": 8192},
@@ -68,7 +71,7 @@ NON_DEFAULT: dict[type[ProxySettings], dict[str, dict[str, Any]]] = {
         "cors_expose_headers": {"cors_allow_origin": "*", "cors_expose_headers": ("Mcp-Session-Id",)},
     },
     HaproxySettings: {
-        **{name: {name: value} for name, value in ADDRESSING.items()},
+        **{name: {name: value} for name, value in ADDRESSING.items()}, **MCP_ROUTE,
         "cors_allow_origin": {"cors_allow_origin": "https://app.example.com"},
         "cors_allow_headers": {"cors_allow_origin": "*", "cors_allow_headers": ("content-type", "authorization")},
         "cors_expose_headers": {"cors_allow_origin": "*", "cors_expose_headers": ("Mcp-Session-Id",)},
@@ -97,7 +100,7 @@ NON_DEFAULT: dict[type[ProxySettings], dict[str, dict[str, Any]]] = {
         "affinity_cookie": {"affinity_cookie": True, "upstream_replica_ports": (8001,)},
     },
     EnvoySettings: {
-        **{name: {name: value} for name, value in ADDRESSING.items()},
+        **{name: {name: value} for name, value in ADDRESSING.items()}, **MCP_ROUTE,
         "admin_port": {"admin_port": 19901},
         "admin_socket": {"admin_socket": "admin.sock"},
         "route_timeout": {"route_timeout": 0},
@@ -139,7 +142,7 @@ NON_DEFAULT: dict[type[ProxySettings], dict[str, dict[str, Any]]] = {
                         "private_key": self_signed()[1]},
     },
     VarnishSettings: {
-        **{name: {name: value} for name, value in ADDRESSING.items()},
+        **{name: {name: value} for name, value in ADDRESSING.items()}, **MCP_ROUTE,
         "pass_event_streams": {"pass_event_streams": True},
         "pass_api_requests": {"pass_api_requests": True},
         "do_stream": {"do_stream": False},
@@ -155,7 +158,7 @@ NON_DEFAULT: dict[type[ProxySettings], dict[str, dict[str, Any]]] = {
         "hide_version": {"hide_version": True},
     },
     ApacheSettings: {
-        **{name: {name: value} for name, value in ADDRESSING.items()},
+        **{name: {name: value} for name, value in ADDRESSING.items()}, **MCP_ROUTE,
         "timeout": {"timeout": 30},
         "proxy_timeout": {"proxy_timeout": 2},
         "flushpackets": {"flushpackets": "on"},
@@ -181,7 +184,7 @@ NON_DEFAULT: dict[type[ProxySettings], dict[str, dict[str, Any]]] = {
         "modsecurity_lab_rules": {"modsecurity": "On", "modsecurity_lab_rules": True},
     },
     CaddySettings: {
-        **{name: {name: value} for name, value in ADDRESSING.items()},
+        **{name: {name: value} for name, value in ADDRESSING.items()}, **MCP_ROUTE,
         "encode": {"encode": ("gzip", "zstd")},
         "encode_skip_event_streams": {"encode": ("gzip",), "encode_skip_event_streams": True},
         "encode_types": {"encode": ("gzip", "zstd"), "encode_types": ("application/json", "text/plain")},
@@ -198,7 +201,7 @@ NON_DEFAULT: dict[type[ProxySettings], dict[str, dict[str, Any]]] = {
         "json_errors": {"json_errors": True},
     },
     TraefikSettings: {
-        **{name: {name: value} for name, value in ADDRESSING.items()},
+        **{name: {name: value} for name, value in ADDRESSING.items()}, **MCP_ROUTE,
         "read_timeout": {"read_timeout": 60},
         "write_timeout": {"write_timeout": "0s"},
         "idle_timeout": {"idle_timeout": "60s"},
