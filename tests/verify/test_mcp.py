@@ -45,15 +45,16 @@ def at(name: str, line: int) -> str:
 
 def pool_ports(report) -> set[str]:
     """The distinct loopback ports the rewrite gave the pool's servers (the replicas)."""
-    added = [line for line in report.rewrites.splitlines() if line.startswith("+") and "127.0.0.1:" in line
-             and re.search(r"\bserver\b|dial", line)]
-    return set(re.findall(r"127\.0\.0\.1:(\d+)", "\n".join(added)))
+    added = [line for line in report.rewrites.splitlines() if line.startswith("+") and "127.0.0.1" in line
+             and re.search(r"\bserver\b|dial|endpoint|url:", line)]
+    return set(re.findall(r"127\.0\.0\.1(?::|, port_value: )(\d+)", "\n".join(added)))
 
 
 ROUND_ROBIN = [("nginx-round-robin.conf", 4), ("haproxy-round-robin.cfg", 15),
-               pytest.param("Caddyfile-random", 3, marks=needs_caddy)]
+               pytest.param("Caddyfile-random", 3, marks=needs_caddy), ("envoy-round-robin.yaml", 25),
+               ("traefik-round-robin.yml", 16)]
 AFFINITY = ["nginx-hash.conf", "haproxy-stick-table.cfg", "haproxy-cookie.cfg",
-            pytest.param("Caddyfile-cookie", marks=needs_caddy)]
+            pytest.param("Caddyfile-cookie", marks=needs_caddy), "envoy-ring-hash.yaml", "traefik-sticky-cookie.yml"]
 
 
 @pytest.mark.slow
@@ -128,12 +129,18 @@ def test_haproxy_without_no_delay_lumps_the_progress(name: str, coalesced: bool)
 def test_the_pool_is_read_from_the_mcp_route() -> None:
     read = {name: pool_of(read_config(CONFIGS / name, wanted=RouteWanted(path="/mcp")))
             for name in ("nginx-round-robin.conf", "nginx-hash.conf", "nginx-read-timeout.conf",
-                         "haproxy-round-robin.cfg", "haproxy-stick-table.cfg", "haproxy-cookie.cfg")}
+                         "haproxy-round-robin.cfg", "haproxy-stick-table.cfg", "haproxy-cookie.cfg",
+                         "envoy-round-robin.yaml", "envoy-ring-hash.yaml", "traefik-round-robin.yml",
+                         "traefik-sticky-cookie.yml")}
     assert {name: (p.servers, p.affinity) for name, p in read.items() if p} == {
         "nginx-round-robin.conf": (2, None), "nginx-hash.conf": (2, "hash $remote_addr"),
         "nginx-read-timeout.conf": (1, None), "haproxy-round-robin.cfg": (2, None),
         "haproxy-stick-table.cfg": (2, "stick match req.hdr(mcp-session-id)"),
-        "haproxy-cookie.cfg": (2, "cookie SERVERID insert indirect nocache")}
+        "haproxy-cookie.cfg": (2, "cookie SERVERID insert indirect nocache"),
+        "envoy-round-robin.yaml": (2, None),
+        "envoy-ring-hash.yaml": (2, "lb_policy RING_HASH with the route's hash_policy "
+                                    "[{'connection_properties': {'source_ip': True}}]"),
+        "traefik-round-robin.yml": (2, None), "traefik-sticky-cookie.yml": (2, "sticky.cookie mcp_server")}
 
 
 def test_the_get_wait_is_bounded_by_the_read_limit_or_the_first_keepalive() -> None:

@@ -65,9 +65,9 @@ def name(run: Run, cluster: YamlMap, key: str) -> None:
 def load_assignment(run: Run, cluster: YamlMap, key: str) -> None:
     if _lab_endpoints(run, cluster):  # no endpoint of its own: the lab's are added beside the type
         run.edits.comment(cluster, key)
-    for mapping in walk(cluster.mapping(key)):
-        if isinstance(mapping.get("socket_address"), YamlMap):
-            set_address(run.edits, mapping["socket_address"], run.plan.lab_port)
+    sockets = [m["socket_address"] for m in walk(cluster.mapping(key)) if isinstance(m.get("socket_address"), YamlMap)]
+    for index, socket in enumerate(sockets):  # endpoint k: replica k under `verify --mcp` (RunPlan)
+        set_address(run.edits, socket, run.plan.upstream_port(index))
 
 
 def drop(run: Run, owner: YamlMap, key: str) -> None:

@@ -5,14 +5,16 @@ decides whether a session survives; the reading only places the finding and size
 
 Read for nginx (the location's `proxy_pass` to an `upstream` block: its `server`s, `hash`,
 `ip_hash`, `sticky`), HAProxy (the backend's `server`s, `balance`, `stick on`/`stick match`,
-`cookie`) and Caddy (the `reverse_proxy`'s upstreams and `lb_policy`, random by default); other
-proxies are not read yet: `pool_of` says so and the run refuses `--mcp` in one line.
+`cookie`), Caddy (the `reverse_proxy`'s upstreams and `lb_policy`, random by default), Envoy and
+Traefik (pool_more.py); other proxies are not read yet: `pool_of` says so and the run refuses
+`--mcp` in one line.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import Any
 
+from labs.verify.mcp import pool_more
 from labs.verify.model import Reading, display_path
 
 # Affinity directives: what keeps one client (or one session) on one server.
@@ -42,6 +44,10 @@ FIXES = {
     "proxy_pass": "one server: nothing to keep a session on",
     "reverse_proxy": "in {name}: `lb_policy cookie` (the SDK's client keeps cookies) or `lb_policy ip_hash`; "
                      "`lb_policy header Mcp-Session-Id` is not one: initialize carries no id yet (docs/mcp.md)",
+    "cluster": "in {name}: `lb_policy: RING_HASH` with a route `hash_policy: [{{connection_properties: "
+               "{{source_ip: true}}}}]`, or the stateful_session filter with a cookie; hashing the mcp-session-id "
+               "header is not one: initialize carries no id yet (docs/mcp.md)",
+    "service": "in {name}: `loadBalancer: {{sticky: {{cookie: {{}}}}}}` (the SDK's client keeps cookies)",
     "backend": "in {name}: a stick table learnt from the response (`stick-table type string len 64 size 100k "
                "expire 30m`, `stick store-response res.hdr(mcp-session-id)`, `stick match "
                "req.hdr(mcp-session-id)`) or `cookie SERVERID insert indirect nocache` with a cookie per server",
@@ -104,5 +110,5 @@ def _caddy(config: Any, found: Any) -> Pool:
                 f"lb_policy {policy}" if policy else "lb_policy random (Caddy's default)")
 
 
-READ = {"nginx": _nginx, "haproxy": _haproxy, "caddy": _caddy}
+READ = {"nginx": _nginx, "haproxy": _haproxy, "caddy": _caddy, **pool_more.READ}
 POOLS_READ = tuple(READ)

@@ -239,7 +239,9 @@ def _load_balancer(run: Run, service: dict, key: str) -> None:
 
 
 def _servers(run: Run, balancer: dict, key: str) -> None:
-    balancer[key] = [{"url": f"http://127.0.0.1:{run.plan.lab_port}"} for _ in (balancer[key] or [{}])[:1]]
+    # One server at the lab's; under `verify --mcp` server k is replica k (RunPlan.pool_ports).
+    kept = (balancer[key] or [{}]) if run.plan.pool_ports else (balancer[key] or [{}])[:1]
+    balancer[key] = [{"url": f"http://127.0.0.1:{run.plan.upstream_port(index)}"} for index in range(len(kept))]
 
 
 def _health_check(run: Run, balancer: dict, key: str) -> None:
