@@ -25,6 +25,9 @@ from tests.sarif import valid_sarif
 CONFIGS = Path(__file__).resolve().parents[1] / "data" / "verify-mcp"
 needs_mcp1 = pytest.mark.skipif(not SDK_LINES["1.30"].present(), reason="mcp 1.30 (.venvs/mcp1) is not installed")
 needs_caddy = pytest.mark.skipif(shutil.which("caddy") is None, reason="caddy is not installed")
+needs_apache = pytest.mark.skipif(shutil.which("apache2") is None, reason="apache2 is not installed")
+needs_varnish = pytest.mark.skipif(shutil.which("varnishd") is None and not Path("/usr/sbin/varnishd").exists(),
+                                   reason="varnishd is not installed")
 
 
 def run(name: str, *checks: str):
@@ -46,15 +49,21 @@ def at(name: str, line: int) -> str:
 def pool_ports(report) -> set[str]:
     """The distinct loopback ports the rewrite gave the pool's servers (the replicas)."""
     added = [line for line in report.rewrites.splitlines() if line.startswith("+") and "127.0.0.1" in line
-             and re.search(r"\bserver\b|dial|endpoint|url:", line)]
-    return set(re.findall(r"127\.0\.0\.1(?::|, port_value: )(\d+)", "\n".join(added)))
+             and re.search(r"\bserver\b|dial|endpoint|url:|BalancerMember|\bbackend\b", line)]
+    # host:port; Envoy's `address: 127.0.0.1, port_value: N`; VCL's `.host = "127.0.0.1"; .port = "N"`
+    return set(re.findall(r'127\.0\.0\.1(?::|, port_value: |"; \.port = ")(\d+)', "\n".join(added)))
 
 
 ROUND_ROBIN = [("nginx-round-robin.conf", 4), ("haproxy-round-robin.cfg", 15),
                pytest.param("Caddyfile-random", 3, marks=needs_caddy), ("envoy-round-robin.yaml", 25),
-               ("traefik-round-robin.yml", 16)]
+               ("traefik-round-robin.yml", 16), pytest.param("apache-balancer.conf", 15, marks=needs_apache),
+               pytest.param("varnish-round-robin.vcl", 9, marks=needs_varnish),
+               # Envoy's header-based stateful session: the client never sends the header back.
+               ("envoy-stateful-header.yaml", 33)]
 AFFINITY = ["nginx-hash.conf", "haproxy-stick-table.cfg", "haproxy-cookie.cfg",
-            pytest.param("Caddyfile-cookie", marks=needs_caddy), "envoy-ring-hash.yaml", "traefik-sticky-cookie.yml"]
+            pytest.param("Caddyfile-cookie", marks=needs_caddy), "envoy-ring-hash.yaml", "envoy-stateful-cookie.yaml",
+            "traefik-sticky-cookie.yml", pytest.param("apache-sticky-cookie.conf", marks=needs_apache),
+            pytest.param("varnish-hash.vcl", marks=needs_varnish)]
 
 
 @pytest.mark.slow
@@ -130,8 +139,10 @@ def test_the_pool_is_read_from_the_mcp_route() -> None:
     read = {name: pool_of(read_config(CONFIGS / name, wanted=RouteWanted(path="/mcp")))
             for name in ("nginx-round-robin.conf", "nginx-hash.conf", "nginx-read-timeout.conf",
                          "haproxy-round-robin.cfg", "haproxy-stick-table.cfg", "haproxy-cookie.cfg",
-                         "envoy-round-robin.yaml", "envoy-ring-hash.yaml", "traefik-round-robin.yml",
-                         "traefik-sticky-cookie.yml")}
+                         "envoy-round-robin.yaml", "envoy-ring-hash.yaml", "envoy-stateful-cookie.yaml",
+                         "envoy-stateful-header.yaml", "traefik-round-robin.yml", "traefik-sticky-cookie.yml",
+                         "apache-balancer.conf", "apache-sticky-cookie.conf", "varnish-round-robin.vcl",
+                         "varnish-hash.vcl")}
     assert {name: (p.servers, p.affinity) for name, p in read.items() if p} == {
         "nginx-round-robin.conf": (2, None), "nginx-hash.conf": (2, "hash $remote_addr"),
         "nginx-read-timeout.conf": (1, None), "haproxy-round-robin.cfg": (2, None),
@@ -140,7 +151,13 @@ def test_the_pool_is_read_from_the_mcp_route() -> None:
         "envoy-round-robin.yaml": (2, None),
         "envoy-ring-hash.yaml": (2, "lb_policy RING_HASH with the route's hash_policy "
                                     "[{'connection_properties': {'source_ip': True}}]"),
-        "traefik-round-robin.yml": (2, None), "traefik-sticky-cookie.yml": (2, "sticky.cookie mcp_server")}
+        "envoy-stateful-cookie.yaml": (2, "the envoy.filters.http.stateful_session filter "
+                                          "(envoy.http.stateful_session.cookie)"),
+        "envoy-stateful-header.yaml": (2, None),
+        "traefik-round-robin.yml": (2, None), "traefik-sticky-cookie.yml": (2, "sticky.cookie mcp_server"),
+        "apache-balancer.conf": (2, None), "apache-sticky-cookie.conf": (2, "stickysession=ROUTEID"),
+        "varnish-round-robin.vcl": (2, None),
+        "varnish-hash.vcl": (2, "directors.hash: a hash director keeps one key on one member")}
 
 
 def test_the_get_wait_is_bounded_by_the_read_limit_or_the_first_keepalive() -> None:

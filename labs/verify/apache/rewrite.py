@@ -157,8 +157,15 @@ def _target(d: Directive, run: _Run) -> None:
     urls = [i for i, a in enumerate(d.args) if _URL.match(a)]
     if urls:
         args = list(d.args)
-        args[urls[0]] = target(args[urls[0]], run.plan.lab_port)
+        args[urls[0]] = target(args[urls[0]], run.plan.upstream_port(_member_index(d)))
         run.replace(d, " ".join([d.name, *(_quoted(a) for a in args)]))
+
+
+def _member_index(d: Directive) -> int:
+    """A BalancerMember's place among its `<Proxy balancer://>`'s (replica k under `verify --mcp`)."""
+    if d.key != "balancermember" or d.parent is None:
+        return 0
+    return d.parent.children("balancermember").index(d)
 
 
 def _proxy_section(d: Directive, run: _Run) -> None:

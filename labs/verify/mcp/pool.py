@@ -5,8 +5,8 @@ decides whether a session survives; the reading only places the finding and size
 
 Read for nginx (the location's `proxy_pass` to an `upstream` block: its `server`s, `hash`,
 `ip_hash`, `sticky`), HAProxy (the backend's `server`s, `balance`, `stick on`/`stick match`,
-`cookie`), Caddy (the `reverse_proxy`'s upstreams and `lb_policy`, random by default), Envoy and
-Traefik (pool_more.py); other proxies are not read yet: `pool_of` says so and the run refuses
+`cookie`), Caddy (the `reverse_proxy`'s upstreams and `lb_policy`, random by default), Envoy,
+Traefik, Apache and Varnish (pool_more.py); other proxies are not read yet: `pool_of` says so and the run refuses
 `--mcp` in one line.
 """
 from __future__ import annotations
@@ -35,7 +35,9 @@ class Pool:
 
     @property
     def fix(self) -> str:
-        return FIXES[self.name.split()[0]].format(name=self.name)
+        # The name's first word says the block ("upstream x", "balancer://x"); one address has no pool.
+        return FIXES.get(self.name.split()[0].split("://")[0], FIXES["proxy_pass"]).format(
+            name=self.name, bare=self.name.split()[-1])
 
 
 FIXES = {
@@ -45,9 +47,14 @@ FIXES = {
     "reverse_proxy": "in {name}: `lb_policy cookie` (the SDK's client keeps cookies) or `lb_policy ip_hash`; "
                      "`lb_policy header Mcp-Session-Id` is not one: initialize carries no id yet (docs/mcp.md)",
     "cluster": "in {name}: `lb_policy: RING_HASH` with a route `hash_policy: [{{connection_properties: "
-               "{{source_ip: true}}}}]`, or the stateful_session filter with a cookie; hashing the mcp-session-id "
-               "header is not one: initialize carries no id yet (docs/mcp.md)",
+               "{{source_ip: true}}}}]`, or the stateful_session filter with a cookie (a header-based state is not "
+               "one: the client does not send the header back); hashing the mcp-session-id header is not one: initialize carries no id yet (docs/mcp.md)",
     "service": "in {name}: `loadBalancer: {{sticky: {{cookie: {{}}}}}}` (the SDK's client keeps cookies)",
+    "balancer": "in <Proxy {name}>: `ProxySet stickysession=ROUTEID`, a `route=` per BalancerMember and "
+                "`Header add Set-Cookie \"ROUTEID=.%{{BALANCER_WORKER_ROUTE}}e; path=/\" "
+                "env=BALANCER_ROUTE_CHANGED` (the SDK's client keeps cookies)",
+    "director": "in vcl_init: `new {bare} = directors.hash();` and `set req.backend_hint = "
+                "{bare}.backend(client.identity);` (a key the first request has: the session id does not)",
     "backend": "in {name}: a stick table learnt from the response (`stick-table type string len 64 size 100k "
                "expire 30m`, `stick store-response res.hdr(mcp-session-id)`, `stick match "
                "req.hdr(mcp-session-id)`) or `cookie SERVERID insert indirect nocache` with a cookie per server",

@@ -53,11 +53,17 @@ class _Run:
     written: dict[Path, Path]  # each file -> its copy in the run folder
     notes: list[str] = field(default_factory=list)
     probes: bool = False
+    backends: tuple[str, ...] = ()  # in declaration order: under `verify --mcp` backend k is replica k
+
+    def port_of(self, backend: Backend | None) -> int:
+        """The port a backend gets: the lab's server's, or its replica's (RunPlan.pool_ports)."""
+        index = self.backends.index(backend.name) if backend is not None and backend.name in self.backends else 0
+        return self.plan.upstream_port(index)
 
 
 def rewrite(vcl: Vcl, plan: RunPlan, listen_port: int | None = None) -> Rewritten:
     """The config as it runs here, in memory: each file's copy with its directives' handlers applied."""
-    run = _Run(plan, {file.path: _target(vcl, file, plan.folder) for file in vcl.files})
+    run = _Run(plan, {file.path: _target(vcl, file, plan.folder) for file in vcl.files}, backends=tuple(vcl.backends))
     edits = {file.path: TextEdits(file.text) for file in vcl.files}
     for directive in entries(vcl):
         handler = handler_for(HANDLERS, directive.name)
@@ -101,7 +107,7 @@ def _port_added(edits: TextEdits, directive: Directive, run: _Run) -> None:
     backend = directive.backend
     assert backend is not None
     if "host" in backend.attrs and "port" not in backend.attrs:
-        edits.insert_in_block(backend.token.line, backend.name, [f'.port = "{run.plan.lab_port}";  # {MARK}'])
+        edits.insert_in_block(backend.token.line, backend.name, [f'.port = "{run.port_of(backend)}";  # {MARK}'])
 
 
 def _host(edits: TextEdits, directive: Directive, run: _Run) -> None:
@@ -111,14 +117,14 @@ def _host(edits: TextEdits, directive: Directive, run: _Run) -> None:
 
 def _port(edits: TextEdits, directive: Directive, run: _Run) -> None:
     _, attr = directive.backend.attrs["port"]  # type: ignore[union-attr]
-    edits.replace(attr.line, ".port", f'.port = "{run.plan.lab_port}"')
+    edits.replace(attr.line, ".port", f'.port = "{run.port_of(directive.backend)}"')
 
 
 def _unix_socket(edits: TextEdits, directive: Directive, run: _Run) -> None:
     backend = directive.backend
     assert backend is not None
     _, attr = backend.attrs["path"]
-    edits.replace(attr.line, ".path", f'.host = "{LOOPBACK}"; .port = "{run.plan.lab_port}"')
+    edits.replace(attr.line, ".path", f'.host = "{LOOPBACK}"; .port = "{run.port_of(backend)}"')
     run.notes.append(f"backend {backend.name} ({backend.attr('path')}): {reason('unix-socket')}")
 
 
