@@ -1,5 +1,5 @@
-"""The pools of Envoy and Traefik behind a judged MCP route (pool.py reads nginx, HAProxy and
-Caddy; these build its Pool, imported where used so pool.py can list them in its one table).
+"""The pools of Envoy, Traefik, Apache and Varnish behind a judged MCP route (pool.py reads nginx,
+HAProxy and Caddy, and lists these in its one table).
 
 - Envoy: the route's cluster, its `load_assignment` endpoints in order; affinity is a route
   `hash_policy` on a RING_HASH or MAGLEV cluster (Envoy ignores a hash policy under any other
@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from labs.verify.mcp.pool_model import Pool
 from labs.verify.model import display_path
 
 # Envoy's load balancers that read a route's hash_policy (envoy docs: route.RouteAction.hash_policy,
@@ -29,9 +30,8 @@ VARNISH_KEEPING = {"hash": "a hash director keeps one key on one member",
                    "fallback": "a fallback director sends every request to its first healthy member"}
 
 
-def envoy_pool(config: Any, found: Any) -> Any:
+def envoy_pool(config: Any, found: Any) -> Pool:
     from labs.verify.envoy.config import YamlMap
-    from labs.verify.mcp.pool import Pool
     from labs.verify.yamledit import walk
 
     cluster = found.cluster
@@ -53,8 +53,7 @@ def envoy_pool(config: Any, found: Any) -> Any:
                 f"lb_policy {policy}" + ("" if "lb_policy" in cluster else " (Envoy's default)"))
 
 
-def traefik_pool(config: Any, router: Any) -> Any:
-    from labs.verify.mcp.pool import Pool
+def traefik_pool(config: Any, router: Any) -> Pool:
     from labs.verify.traefik.config import get
 
     name = str(get(router.body, "service"))
@@ -71,9 +70,7 @@ def traefik_pool(config: Any, router: Any) -> Any:
                 "sticky cookie" if affinity else "weighted round-robin (Traefik's default)")
 
 
-def apache_pool(config: Any, served: Any) -> Any:
-    from labs.verify.mcp.pool import Pool
-
+def apache_pool(config: Any, served: Any) -> Pool:
     rule = served.rule
     if not rule.target.lower().startswith("balancer://"):
         return Pool(1, rule.directive.where, f"{rule.kind} {rule.target}", balancing="one address")
@@ -94,9 +91,7 @@ def balancer_block(config: Any, name: str) -> Any:
                  and d.args[0].rstrip("/").lower() == f"balancer://{name}"), None)
 
 
-def varnish_pool(config: Any, found: Any) -> Any:
-    from labs.verify.mcp.pool import Pool
-
+def varnish_pool(config: Any, found: Any) -> Pool:
     backends = found.backends
     director = next((d for d in config.directors.values() if d.name in found.scope and
                      [config.backends[m] for m in d.members if m in config.backends] == backends), None)
