@@ -5,6 +5,7 @@ Every run starts a proxy and its replicas, so each asks only for the checks it j
 from __future__ import annotations
 
 import json
+import os
 import re
 import shutil
 from pathlib import Path
@@ -254,3 +255,32 @@ def test_a_tls_listener_is_measured_over_tls_with_the_runs_certificate(tmp_path:
     assert any("verify measures them over TLS" in note for note in report.notes), report.notes
     [check] = mcp_checks(report)  # the official client accepted the run's self-signed certificate
     assert check.passed and "4 of 4 sessions kept" in check.observed, check
+
+
+def _our_replica_containers() -> set[str]:
+    from proxies.runtime.dockercli import docker
+    listed = docker(["ps", "--all", "--quiet", "--filter", "label=streamlab.kind=mcp",
+                     "--filter", f"label=streamlab.pid={os.getpid()}"])
+    return set(listed.stdout.split())
+
+
+@pytest.mark.docker
+@pytest.mark.slow
+@needs_mcp1
+@pytest.mark.parametrize("name, kept", [("nginx-round-robin.conf", False), ("nginx-hash.conf", True)])
+def test_in_containers_the_replicas_and_the_proxy_give_the_same_verdict(name: str, kept: bool) -> None:
+    """--runtime docker: each replica in its container of the mcp image (Runtime.run_mcp_replicas),
+    nginx in its release's; the pool's balancing still decides, and every replica is gone after."""
+    from labs.verify.mcp.run import verify_mcp
+    from proxies.runtime.docker_mcp import image_problem
+    from tests.runtimes import require_images, unavailable
+    require_images(["mcp", "nginx"])
+    if (problem := image_problem()) is not None:
+        unavailable(problem)
+    report = verify_mcp(CONFIGS / name, checks=["session-survives"], runtime="docker")
+    assert any("in containers of the mcp image" in note for note in report.notes), report.notes
+    assert len(pool_ports(report)) == 2, report.rewrites
+    [check] = mcp_checks(report)
+    assert check.passed is kept and not check.skipped, check
+    assert [f.kind for f in report.failures()] == ([] if kept else ["session-affinity"])
+    assert not _our_replica_containers()

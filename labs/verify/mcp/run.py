@@ -9,7 +9,9 @@ stream's route said when it differs. What answers behind it: as many replicas of
 (server/mcp/replicas.py) as the route's pool has servers (labs/verify/mcp/pool.py; at most
 MAX_REPLICAS, a pool's k-th server on replica k mod that), stateful, on the mcp 1.30 line most
 deployed servers run, keep-alive comments at the SDK's 15 s. Each pool server is rewritten to its
-own replica (RunPlan.pool_ports), so the pool's own balancing decides where a session goes.
+own replica (RunPlan.pool_ports), so the pool's own balancing decides where a session goes. With
+`runtime="docker"` the replicas run in containers of the mcp image (Runtime.run_mcp_replicas) and
+the proxy in its release's container, as verify's docker runtime runs it.
 """
 from __future__ import annotations
 
@@ -30,7 +32,7 @@ from labs.verify.model import RouteWanted, display_path
 from labs.verify.readers import READERS
 from labs.verify.route import Request
 from labs.verify.run import loopback_check, proxy_of, read_config, rewrite_config
-from server.mcp.replicas import running_replicas
+from proxies.runtime import get_runtime
 from server.mcp.sdks import SDK_LINES
 
 MCP_SDK = "1.30"  # the 1.x line most deployed servers run (docs/mcp.md), stateful
@@ -53,8 +55,6 @@ def verify_mcp(path: Path, *, mcp_path: str = DEFAULT_MCP_PATH, proxy: str | Non
     started = time.monotonic()
     say = progress or (lambda message: None)
     path = Path(path)
-    if runtime != "local":
-        raise UnusableInput("--mcp runs locally only: the MCP origin has no image yet (docs/mcp.md)")
     if headers:
         wanted = replace(wanted, headers=tuple(headers.items()))
     proxy = proxy_of(path, proxy)
@@ -68,6 +68,8 @@ def verify_mcp(path: Path, *, mcp_path: str = DEFAULT_MCP_PATH, proxy: str | Non
                             "not read yet")
     if not SDK_LINES[MCP_SDK].present():
         raise UnusableInput(f"mcp {MCP_SDK} is not installed here: python -m labs setup mcp-session-affinity")
+    if runtime == "docker" and (problem := _replicas_problem()) is not None:
+        raise UnusableInput(f"--runtime docker: the MCP origin's replicas cannot run in containers: {problem}")
     report = McpVerifyReport(proxy=proxy, file=display_path(path), route=reading.route, path=reading.path,
                              why=reading.why, routes=list(reading.routes), version=reading.version,
                              settings=reading.settings, notes=[*reading.notes, *_get_route(reading)],
@@ -77,11 +79,13 @@ def verify_mcp(path: Path, *, mcp_path: str = DEFAULT_MCP_PATH, proxy: str | Non
     with contextlib.ExitStack() as stack:
         folder = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix=f"streamlab-verify-mcp-{proxy}-")))
         say(f"starting {count} replica(s) of the lab's MCP origin (mcp {MCP_SDK}, stateful)")
-        replicas = stack.enter_context(running_replicas(count, ORIGIN, sdk=MCP_SDK))
+        # In containers (--runtime docker) through the runtime's hook, the proxy in its own beside them.
+        replicas = stack.enter_context(get_runtime(runtime).run_mcp_replicas(count, ORIGIN, sdk=MCP_SDK))
         rewritten = rewrite_config(reading, replicas.ports[0], folder, pool_ports=tuple(replicas.ports))
         report.rewrites, report.notes = rewritten.diff, report.notes + rewritten.notes
-        report.notes.append(f"behind the route: {count} replica(s) of the lab's MCP origin ({replicas.command()}, "
-                            f"mcp {MCP_SDK}), one per server of the pool" + (
+        where = " in containers of the mcp image" if runtime == "docker" else ""
+        report.notes.append(f"behind the route: {count} replica(s) of the lab's MCP origin{where} "
+                            f"({replicas.command()}, mcp {MCP_SDK}), one per server of the pool" + (
                                 f" ({pool.name}, {pool.servers} servers: server k is replica k mod {count})"
                                 if pool is not None and pool.servers > count else ""))
         say(f"checking it with {proxy}'s own validator")
@@ -96,6 +100,12 @@ def verify_mcp(path: Path, *, mcp_path: str = DEFAULT_MCP_PATH, proxy: str | Non
     report.findings = findings(reading, pool, measured)
     report.wall_s = time.monotonic() - started
     return report
+
+
+def _replicas_problem() -> str | None:
+    """Why the replicas cannot run in containers here (no engine, no mcp image): one line, or None."""
+    from proxies.runtime.docker_mcp import image_problem
+    return image_problem()
 
 
 def _idle_limit(reading) -> float | None:
