@@ -284,3 +284,17 @@ def test_in_containers_the_replicas_and_the_proxy_give_the_same_verdict(name: st
     assert check.passed is kept and not check.skipped, check
     assert [f.kind for f in report.failures()] == ([] if kept else ["session-affinity"])
     assert not _our_replica_containers()
+
+
+@pytest.mark.slow
+@needs_mcp1
+def test_the_published_envoy_ai_gateway_config_gives_its_written_expectation() -> None:
+    """tests/data/wild/envoy-ai-gateway-mcp: the result written from the config before verify read
+    Envoy pools (its wild.json's `mcp.expected`), check by check."""
+    from labs.verify.mcp.run import verify_mcp
+    folder = CONFIGS.parent / "wild" / "envoy-ai-gateway-mcp"
+    expected = json.loads((folder / "wild.json").read_text())["mcp"]["expected"]
+    report = verify_mcp(folder / "envoy.yaml")
+    said = {c.name: "not run" if not c.ran else "pass" if c.passed else "skipped" if c.skipped else "fail"
+            for c in report.checks}
+    assert {**said, "verdict": report.verdict} == expected, [(c.name, c.observed) for c in report.checks]
