@@ -298,3 +298,17 @@ def test_the_published_envoy_ai_gateway_config_gives_its_written_expectation() -
     said = {c.name: "not run" if not c.ran else "pass" if c.passed else "skipped" if c.skipped else "fail"
             for c in report.checks}
     assert {**said, "verdict": report.verdict} == expected, [(c.name, c.observed) for c in report.checks]
+
+
+@pytest.mark.slow
+@needs_mcp1
+def test_envoys_default_route_timeout_ends_the_get_stream_as_a_total_limit() -> None:
+    """Envoy's route timeout (15 s unless set) counts from the request, so the SDK's keep-alive
+    does not save the GET stream: named total-timeout, not an idle limit of the time since the
+    comment (the published config with `timeout: 120s` passes: the test above)."""
+    report = run("envoy-route-timeout.yaml", "get-stream")
+    [stream] = mcp_checks(report)
+    assert not stream.passed and "cut" in stream.observed, stream
+    [finding] = report.failures()
+    assert (finding.kind, finding.where, finding.limit_s) == ("total-timeout", "default", 15.0), finding
+    assert "timeout: 0s" in (finding.fix or "") and "keep-alive comments or not" in finding.evidence

@@ -30,6 +30,7 @@ from server.mcp.knobs import SDK_KEEPALIVE_S, OriginKnobs
 ORIGIN = OriginKnobs()  # the replicas' knobs: the SDK's defaults, the lab's pacing
 
 GET_MARGIN_S = 2.0  # past the first keep-alive comment: the comment has crossed every hop by then
+TOTAL_CUT_MARGIN_S = 1.5  # a total limit's cut comes within this of the limit (Envoy 15 s: cut at 16.00 s)
 # The MCP checks' kinds and the chat kinds the reading's suspicions may name for them.
 SHOWN_BY = {"idle-timeout": "get-stream", "buffering": "progress-streams", "coalescing": "progress-streams"}
 NOT_RUN_ONE_SERVER = "one server in the pool: there is no other replica a session could be lost to"
@@ -149,6 +150,21 @@ def _measured(seen: Any, limit_s: float | None) -> McpMeasured:
                        seen.measurements)
 
 
+def cut_by_total(reading: Reading, cut_s: float | None) -> Any:
+    """The route's total limit (its Setting) that cut a GET stream `cut_s` after its request, else
+    None: the reading holds a total limit of its own (Envoy's route `timeout`, 15 s unless set;
+    Traefik's writeTimeout), not the idle setting nginx and HAProxy fall back to, within
+    TOTAL_CUT_MARGIN_S of the cut (measured: Envoy 1.40's default 15 s route timeout cut it at 16.01 s,
+    1.00 s after the SDK's keep-alive comment)."""
+    from labs.verify.readers import fallback
+    total, _ = fallback(reading.proxy, "total-timeout")
+    idle, _ = fallback(reading.proxy, "idle-timeout")
+    value = reading.settings[total].value if total in reading.settings else None
+    if total == idle or cut_s is None or not isinstance(value, (int, float)) or value <= 0:
+        return None
+    return reading.settings[total] if abs(value - cut_s) <= TOTAL_CUT_MARGIN_S else None
+
+
 def findings(reading: Reading, pool: Pool | None, measured: list[McpMeasured]) -> list[Finding]:
     """The measured faults at the config's lines: a named fault at the pool's block; a chat kind
     through verify's own judge (labs/verify/judge.py), with the reading's suspicions of the kinds
@@ -171,8 +187,13 @@ def findings(reading: Reading, pool: Pool | None, measured: list[McpMeasured]) -
                                 where=pool.where if m.kind == "session-affinity" and pool is not None else None,
                                 scenario=scenario, fix=named_fix))
             continue
-        kind = m.kind
-        as_trials.append(Measured(row.name, row.passed, m.evidence if kind else row.observed, kind,
-                                  limit_s=m.limit_s, skipped=row.skipped, ran=row.ran))
+        kind, evidence, limit_s = m.kind, m.evidence, m.limit_s
+        ended_s = m.measurements.get("end_s")  # the cut, from the request: a total limit counts from there
+        if kind == "idle-timeout" and (total := cut_by_total(reading, ended_s)) is not None:
+            kind, limit_s = "total-timeout", float(total.value)
+            evidence = (f"the GET stream was cut {ended_s:.2f} s after its request, keep-alive comments or not: "
+                        f"the route's total limit ({total.text}), not an idle one: {row.observed}")
+        as_trials.append(Measured(row.name, row.passed, evidence if kind else row.observed, kind,
+                                  limit_s=limit_s, skipped=row.skipped, ran=row.ran))
     where_of = {name: setting.where for name, setting in reading.settings.items()}
     return out + chat_judge.findings(reading.proxy, suspected, as_trials, where_of)
