@@ -204,3 +204,28 @@ def test_deflate_on_event_streams_as_measured(verify_server, tmp_path):
     assert gzip.passed, gzip.observed
     assert found["compression-delay"].severity == "warning"
     assert "measured here, it did not show" in found["compression-delay"].reason
+
+
+@needs_apache
+def test_a_whole_config_without_error_log_or_pid_file_runs_in_its_folder(tmp_path):
+    """httpd's compiled-in defaults are logs/error_log under the ServerRoot (the run's folder has
+    no logs/: the config was refused, AH02291) and Debian's /run/apache2.pid (one for every httpd:
+    two runs at once collided). The rewrite names both in the run's folder when the config does not."""
+    bare = "\n".join(line for line in WHOLE.splitlines() if not line.startswith(("ServerRoot", "IncludeOptional")))
+    path = write(tmp_path, "httpd.conf", bare + "\n")
+    reading = read_config(path, "apache", RouteWanted(host="chat.example.com"))
+    folder = tmp_path / "run"
+    folder.mkdir()
+    rewritten = rewrite_config(reading, 8000, folder)
+    validate(rewritten)  # apache2 -t: refused before (AH02291)
+    written = "".join(new for _, new, _ in rewritten.files.values())
+    assert f'ErrorLog "{folder / "error.log"}"' in written and f'PidFile "{folder / "httpd.pid"}"' in written
+    # A config that names its own keeps them (moved into the folder by their handlers), no second pair.
+    named = write(tmp_path / "named", "httpd.conf", bare + "\nErrorLog /var/log/apache2/error.log\n"
+                                                          "PidFile /var/run/apache2/apache2.pid\n")
+    run = tmp_path / "named-run"
+    run.mkdir()
+    again = rewrite_config(read_config(named, "apache", RouteWanted(host="chat.example.com")), 8000, run)
+    validate(again)
+    text = "".join(new for _, new, _ in again.files.values())
+    assert text.count("\nErrorLog ") + text.startswith("ErrorLog ") == 1 and text.count("\nPidFile ") == 1, text

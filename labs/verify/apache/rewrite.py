@@ -299,13 +299,32 @@ def rewrite(config: ApacheConfig, served: routes.Served, host: str | None, plan:
         edits[main_file].insert_after(0, [f"# {MARK}: what the platform's envvars export, pointed at the run",
                                           *(f"Define {k} {v}" for k, v in values.items())], indent="")
     edits[main_file].insert_after(len(edits[main_file].original.splitlines()), [
-        f"# {MARK}: every backend connection logged (loopback-only)", f"LogLevel {UPSTREAM_LOGLEVEL}"], indent="")
+        f"# {MARK}: every backend connection logged (loopback-only)", f"LogLevel {UPSTREAM_LOGLEVEL}",
+        *_server_defaults(config, folder, defines)], indent="")
     for file in config.files:
         result.files[file] = (edits[file].original, edits[file].apply(), run.mirror(file))
     result.on_write += [lambda original=original, copy=copy: _copy(original, copy)
                         for original, copy in _rule_data_files(run)]
     result.notes += run.notes
     return result
+
+
+def _server_defaults(config: ApacheConfig, folder: Path, defines: dict) -> list[str]:
+    """The main error log and pid file where the config names none: httpd's compiled-in defaults
+    are `logs/error_log` under the ServerRoot (the run's folder has no logs/: "AH02291: Cannot
+    access directory", the config refused) and Debian's `/run/apache2.pid` (two runs at once:
+    "httpd already running"). A platform's envvars (`defines`) name both already."""
+    if defines:
+        return []
+    named = {d.key for d in config.main.children()}
+    lines = []
+    if "errorlog" not in named:
+        lines += [f"# {MARK}: the config names no ErrorLog; httpd's default is logs/ under the ServerRoot",
+                  f'ErrorLog "{folder / "error.log"}"']
+    if "pidfile" not in named:
+        lines += [f"# {MARK}: the config names no PidFile; httpd's default is one file for every httpd",
+                  f'PidFile "{folder / "httpd.pid"}"']
+    return lines
 
 
 def _copy(original: Path, copy: Path) -> None:
