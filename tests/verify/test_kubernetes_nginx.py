@@ -110,6 +110,17 @@ def test_f5_reads_nginx_org_annotations_and_tells_ingress_nginxs_as_ignored(tmp_
     assert bare.get("proxy_buffering").value in ("on", True) and "config_params.go" in bare.get("proxy_buffering").where
 
 
+def test_a_buffering_value_the_controller_refuses_is_the_users_error_at_its_line(tmp_path):
+    """F5's annotation validation (validateBoolAnnotation) rejects the whole Ingress for a value Go's
+    ParseBool does not take ("off", raw nginx syntax): nothing of it is served, so verify measures
+    nothing and says so, exit 2 at the line (it once kept the default and passed the stream)."""
+    manifest = write(tmp_path, "off.yaml", F5.format(annotations='    nginx.org/proxy-buffering: "off"\n'))
+    with pytest.raises(UnusableInput, match=r"annotation nginx.org/proxy-buffering: 'off' is not a boolean.*"
+                                             r"rejects the whole Ingress") as refused:
+        read_config(manifest)
+    assert refused.value.line == 6
+
+
 def test_an_ingress_nginx_ingress_names_f5s_annotations_as_ignored(tmp_path):
     reading = read_config(write(tmp_path, "mixed.yaml", F5.format(annotations=(
         '    nginx.ingress.kubernetes.io/proxy-buffering: "off"\n    nginx.ingress.kubernetes.io/proxy-read-timeout: "90"\n'

@@ -116,9 +116,13 @@ def translate(manifest: Path, objects: list[YamlMap], folder: Path) -> Translati
             try:
                 text = _value(name, annotations[key])
             except ValueError as exc:
-                # The controller logs the parse error and keeps the default (annotations.go).
-                notes.append(f"annotation {key}: {exc}; the controller ignores it, and so does verify "
-                             f"({directive} {default or 'unset'} stays)")
+                # The controller validates its annotations before it configures anything
+                # (internal/k8s/validation.go: proxy-buffering is validateBoolAnnotation) and rejects
+                # the whole Ingress ("Warning Rejected", every path 404 at the default backend), so
+                # there is no stream to measure: the user's error, said at its line.
+                raise UnusableInput(f"{label}: annotation {key}: {exc}: F5 NGINX Ingress Controller rejects "
+                                    f"the whole Ingress (nothing of it is served); write \"true\" or \"false\"",
+                                    file=display_path(manifest), line=annotations.line(key)) from None
             else:
                 placed[level].append((f"{directive} {text};", where(manifest, annotations, key,
                                                                      f'{label} metadata.annotations."{key}"')))
