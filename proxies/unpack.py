@@ -17,6 +17,7 @@ import os
 import shutil
 import subprocess
 import tempfile
+from dataclasses import replace
 from pathlib import Path
 from typing import Callable
 
@@ -75,6 +76,42 @@ def _patch(program: Path, root: Path) -> None:
     libraries = ":".join(str(root / folder) for folder in LIBRARY_DIRS)
     subprocess.run(["patchelf", "--set-interpreter", str(root / LOADER), "--force-rpath", "--set-rpath",
                     libraries, str(program)], check=True, capture_output=True)
+
+
+def add_packages(release: Release, packages: tuple[str, ...]) -> None:
+    """Unpack more of the release's suite into its root, by need (a module a config loads, with its
+    libraries): the packages are unpacked with the release's own beside it, and only the files its
+    root lacks are copied in, so the programs already patched keep theirs. Their RPATH reaches the
+    added libraries (a dlopen'd module's look-ups inherit it). The record lists them after."""
+    record_file = release.folder / "release.json"
+    try:
+        record = json.loads(record_file.read_text())
+    except (OSError, ValueError):
+        raise CannotUnpack(f"{release.proxy} {release.label} is not unpacked here, so {', '.join(packages)} "
+                           "cannot be added to it (`python -m labs setup` with a lab that runs it)") from None
+    wanted = [package for package in packages if package not in record["packages"]]
+    if not wanted:
+        return
+    _install_tools()
+    work = Path(tempfile.mkdtemp(prefix=f".{release.folder.name}-more-", dir=release.folder.parent))
+    try:
+        _extract(replace(release, packages=(*release.packages, *wanted)), work / "root")
+        _copy_absent(work / "root", release.root)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    record["packages"] += wanted
+    record_file.write_text(json.dumps(record, indent=2) + "\n")
+
+
+def _copy_absent(source: Path, target: Path) -> None:
+    """Every file and link of `source` that `target` lacks, links kept as links."""
+    for folder, folders, files in os.walk(source):  # a link to a folder is listed, not entered
+        for name in [*files, *(f for f in folders if os.path.islink(os.path.join(folder, f)))]:
+            here = Path(folder, name)
+            there = target / here.relative_to(source)
+            if not os.path.lexists(there):
+                there.parent.mkdir(parents=True, exist_ok=True)
+                shutil.copy2(here, there, follow_symlinks=False)
 
 
 def unpack(release: Release, read_version: Callable[[str], str]) -> str:

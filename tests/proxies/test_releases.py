@@ -2,6 +2,8 @@
 release a run chooses, where an unpacked one lies and how it runs, and what a failed unpack says."""
 from __future__ import annotations
 
+import json
+import os
 import subprocess
 from pathlib import Path
 
@@ -10,7 +12,8 @@ import pytest
 from proxies.binaries import binary
 from proxies.kinds import KINDS, choose_releases
 from proxies.releases import FOLDER_VARIABLE, LOADER, Release
-from proxies.unpack import CannotUnpack, unpack
+from proxies import unpack as unpack_module
+from proxies.unpack import CannotUnpack, add_packages, unpack
 
 UNPACKED = [pytest.param(release, id=f"{release.proxy}-{release.series}")
             for kind in KINDS.values() for release in kind.releases if release.unpacked]
@@ -81,3 +84,40 @@ def test_a_version_that_cannot_be_read_leaves_no_record(tmp_path: Path, monkeypa
     version = unpack(release, lambda path: subprocess.run([path, "-v"], capture_output=True, text=True).stderr.split("/")[1].strip())
     assert version.startswith("1.30.") and release.installed_version() == version
     assert unpack(release, unreadable) == version  # recorded: nothing is unpacked or read again
+
+
+def test_added_packages_bring_only_the_files_the_release_lacks(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A module a config loads (proxies.nginx.kind.MODULE_EXTRAS) joins an unpacked release: its new
+    files and links come in, the release's own (the programs already patched against them) stay."""
+    monkeypatch.setenv(FOLDER_VARIABLE, str(tmp_path))
+    release = Release("nginx", "9.9", "Debian sid", "sid", ("nginx-light",), ("/usr/sbin/nginx",))
+    (release.root / "usr/lib").mkdir(parents=True)
+    (release.root / "usr/lib/libc.so.6").write_text("the release's own")
+    (release.root / "lib").symlink_to("usr/lib")  # merged /usr, as Debian lays it out
+    (release.folder / "release.json").write_text('{"version": "9.9.1", "packages": ["nginx-light"]}')
+    unpacked = []
+
+    def extract(wanted: Release, root: Path) -> None:  # what mmdebstrap would unpack, offline
+        unpacked.append(wanted.packages)
+        (root / "usr/lib/nginx/modules").mkdir(parents=True)
+        (root / "usr/lib/libc.so.6").write_text("the suite's, again")
+        (root / "usr/lib/nginx/modules/ngx_http_modsecurity_module.so").write_text("module")
+        (root / "usr/lib/libmodsecurity.so.3").symlink_to("libmodsecurity.so.3.0.16")
+        (root / "lib").symlink_to("usr/lib")
+    monkeypatch.setattr(unpack_module, "_extract", extract)
+    add_packages(release, ("libnginx-mod-http-modsecurity",))
+    assert unpacked == [("nginx-light", "libnginx-mod-http-modsecurity")]
+    assert (release.root / "usr/lib/libc.so.6").read_text() == "the release's own"
+    assert (release.root / "usr/lib/nginx/modules/ngx_http_modsecurity_module.so").read_text() == "module"
+    assert os.readlink(release.root / "usr/lib/libmodsecurity.so.3") == "libmodsecurity.so.3.0.16"
+    assert json.loads((release.folder / "release.json").read_text())["packages"] == [
+        "nginx-light", "libnginx-mod-http-modsecurity"]
+    add_packages(release, ("libnginx-mod-http-modsecurity",))  # recorded: nothing is unpacked again
+    assert len(unpacked) == 1 and [p.name for p in tmp_path.iterdir()] == ["nginx-9.9"]
+
+
+def test_packages_cannot_join_a_release_that_is_not_unpacked(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(FOLDER_VARIABLE, str(tmp_path))
+    release = Release("nginx", "9.9", "Debian sid", "sid", ("nginx-light",), ("/usr/sbin/nginx",))
+    with pytest.raises(CannotUnpack, match="is not unpacked here"):
+        add_packages(release, ("libnginx-mod-http-modsecurity",))

@@ -26,7 +26,7 @@ from labs.verify.nginx.additions import (TEMP_PATHS, UPSTREAM_ACCESS_LOG, add_de
                                          intended_defaults, let_workers_in, user_exists)
 from labs.verify.nginx.config import Directive, NginxConfig
 from labs.verify.nginx.settings import READ
-from labs.verify.nginx.targets import PASS_DIRECTIVES, module_here, pass_target
+from labs.verify.nginx.targets import PASS_DIRECTIVES, add_module, module_here, pass_target
 from labs.verify.plan import RunPlan, handler_for, reason
 from labs.verify.rewrite import FAILS_THE_CHECK, Rewritten
 from labs.verify.tls import pair_in, run_pair
@@ -124,10 +124,13 @@ def _load_module(run: _Run, d: Directive) -> None:
     if not d.args:
         return
     found = module_here(d.args[0], run.binary)
+    not_added = add_module(d.args[0], run.binary) if found is None else None
+    found = found or (module_here(d.args[0], run.binary) if not_added is None else None)
     if found is None:
         run.remove(d, reason("module-missing"))
         run.note(f"the dynamic module {d.args[0]} ({d.where}) is not installed here for the nginx that "
-                 f"runs it (a module loads only into the nginx build it was made for): {FAILS_THE_CHECK}")
+                 f"runs it (a module loads only into the nginx build it was made for; {not_added}): "
+                 f"{FAILS_THE_CHECK}")
     elif found != d.args[0]:
         run.replace(d, f"load_module {found}")
 

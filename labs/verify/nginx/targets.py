@@ -22,6 +22,9 @@ from typing import Iterator
 from crossplane.lexer import _lex_file_object  # the lexer of a text, not a file: crossplane<0.6 (pyproject)
 
 from labs.verify.rewrite import Rewritten
+from proxies.needs import CannotInstall, install_missing
+from proxies.nginx.kind import MODULE_EXTRAS
+from proxies.unpack import CannotUnpack
 
 PASS_DIRECTIVES = ("proxy_pass", "grpc_pass", "fastcgi_pass", "uwsgi_pass", "scgi_pass", "memcached_pass")
 URL_PASSES = ("proxy_pass", "grpc_pass")  # the others take host:port or unix:/path, no scheme
@@ -87,6 +90,19 @@ def module_here(arg: str, binary: str | None) -> str | None:
     if root is not None:
         candidates = [str(root / candidate.lstrip("/")) for candidate in candidates]
     return next((c for c in candidates if os.path.isfile(c)), None)
+
+
+def add_module(arg: str, binary: str | None) -> str | None:
+    """Add a module the lab knows (proxies.nginx.kind.MODULE_EXTRAS) to the unpacked release that
+    runs the config, by need as `labs setup` would: None when it was added, else why not."""
+    extra = MODULE_EXTRAS.get(os.path.basename(arg))
+    if extra is None or release_root(binary) is None:
+        return "the lab does not add it to this nginx"
+    try:
+        install_missing([extra])
+    except (CannotInstall, CannotUnpack) as exc:
+        return str(exc)
+    return None
 
 
 def release_root(binary: str | None) -> Path | None:
