@@ -12,7 +12,9 @@ import pytest
 
 from labs.findings import UnusableInput
 from labs.verify import verify_config
-from labs.verify.model import RouteWanted
+from labs.verify.model import RouteWanted, Setting
+from labs.verify.nginx.config import context_chain, parse
+from labs.verify.nginx.modsecurity import read_modsecurity
 from labs.verify.nginx import targets
 from labs.verify.nginx.targets import module_here
 from proxies.kinds import KINDS
@@ -94,3 +96,53 @@ def test_each_nginx_streams_through_modsecurity(choice, verify_server, tmp_path,
     report = verify_config(path, server=verify_server, checks=["streaming"], wanted=RouteWanted(version=release.series))
     [streaming] = [c for c in report.checks if c.name == "streaming"]
     assert streaming.passed and not streaming.skipped, streaming.observed
+    # Read as inspecting the stream, and said to pass it on (the reading, beside the measurement).
+    assert report.settings["ModSecurity"].value == "reads-sse", report.settings["ModSecurity"]
+    assert any("inspects the stream as it passes" in note for note in report.notes), report.notes
+
+
+SITE = """events {{}}
+http {{
+    modsecurity on;
+    modsecurity_rules_file {rules};
+    server {{
+        listen 8080;
+        location / {{ {location} proxy_pass http://10.0.0.5:8000; }}
+    }}
+}}
+"""
+
+
+def _read(tmp_path: Path, rules: str, location: str = "", crs: str = "") -> Setting:
+    (tmp_path / "crs").mkdir()
+    (tmp_path / "crs" / "response.conf").write_text(crs)
+    (tmp_path / "main.conf").write_text(rules)
+    config_file = tmp_path / "nginx.conf"
+    config_file.write_text(SITE.format(rules="main.conf", location=location))
+    [located] = [d for d in parse(config_file).main.walk() if d.name == "location"]
+    return read_modsecurity(context_chain(located))
+
+
+def test_the_rules_file_and_what_it_includes_are_read_at_their_lines(tmp_path):
+    rules = "SecRuleEngine DetectionOnly\nSecResponseBodyAccess On\nInclude crs/*.conf\n"
+    waf = _read(tmp_path, rules, crs="# the rule set's own\nSecResponseBodyMimeType text/plain \\\n  text/event-stream\n")
+    assert waf.value == "reads-sse", waf
+    assert waf.where.endswith("crs/response.conf:2") and "text/event-stream" in waf.text
+
+
+@pytest.mark.parametrize("rules, location, why", [
+    ("SecRuleEngine On\nSecResponseBodyAccess On\n", "", "the default MIME list has no event stream"),
+    ("SecRuleEngine Off\nSecResponseBodyAccess On\nSecResponseBodyMimeType text/event-stream\n", "", "engine off"),
+    ("SecRuleEngine On\nSecResponseBodyAccess On\nSecResponseBodyMimeType text/event-stream\n"
+     "SecResponseBodyMimeTypesClear\nSecResponseBodyMimeType application/json\n", "", "the list cleared"),
+])
+def test_rules_that_leave_the_stream_alone_pass_it(tmp_path, rules, location, why):
+    assert _read(tmp_path, rules, location).value == "passes-sse", why
+
+
+def test_modsecurity_off_in_the_location_wins(tmp_path):
+    rules = "SecRuleEngine On\nSecResponseBodyAccess On\nSecResponseBodyMimeType text/event-stream\n"
+    assert _read(tmp_path, rules).value == "reads-sse"  # the precondition: these rules read the stream
+    (tmp_path / "off").mkdir()
+    waf = _read(tmp_path / "off", rules, location="modsecurity off;")
+    assert waf.value == "off" and waf.where.endswith("nginx.conf:7"), waf

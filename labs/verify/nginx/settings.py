@@ -15,6 +15,7 @@ from labs.verify.model import DEFAULT, RouteWanted, Setting
 from labs.verify.nginx.config import Directive, NginxConfig, context_chain
 from labs.verify.nginx.routes import Served, regex_unreadable
 from labs.verify.nginx import versions
+from labs.verify.nginx.modsecurity import read_modsecurity, uses_modsecurity
 from labs.verify.nginx.targets import PASS_DIRECTIVES, names_upstream
 from labs.verify.reader import InEffect
 from proxies.binaries import find_binary
@@ -63,6 +64,13 @@ def in_effect(config: NginxConfig, served: Served, wanted: RouteWanted) -> InEff
             if keepalive else _default("keepalive", table["keepalive"]))
     _check_values(settings)
     notes = [said]
+    if uses_modsecurity(chain):
+        settings["ModSecurity"] = waf = read_modsecurity(chain)
+        if waf.value == "reads-sse":
+            notes.append(f"{waf.text} ({waf.where}): nginx's ModSecurity connector inspects the stream as it "
+                         "passes, without holding it (measured on nginx 1.22 and 1.30: "
+                         "tests/reliability/test_nginx_modsecurity_streams.py); a blocking response rule fires "
+                         "only after the last event, and nginx then cuts the connection without the final chunk")
     if any(d.name == "if" for d in location.walk()):
         notes.append("the location has `if` blocks; they are not evaluated (settings read outside them)")
     if config.platform is not None:
