@@ -15,6 +15,7 @@ from labs.verify import verify_config
 from labs.verify.model import RouteWanted, Setting
 from labs.verify.nginx.config import context_chain, parse
 from labs.verify.nginx.modsecurity import read_modsecurity
+from labs.verify.nginx.modsecurity_files import mirror_rules
 from labs.verify.nginx import targets
 from labs.verify.nginx.targets import module_here
 from proxies.kinds import KINDS
@@ -146,3 +147,22 @@ def test_modsecurity_off_in_the_location_wins(tmp_path):
     (tmp_path / "off").mkdir()
     waf = _read(tmp_path / "off", rules, location="modsecurity off;")
     assert waf.value == "off" and waf.where.endswith("nginx.conf:7"), waf
+
+
+def test_the_rules_files_run_from_the_run_folder_with_their_logs_and_data(tmp_path):
+    """A rules file and what it includes are copied where the config's files go; the audit log moves
+    into the run's folder, and a rule's data file (named relative to its rule file) comes along."""
+    (tmp_path / "rules").mkdir()
+    (tmp_path / "rules" / "a.conf").write_text('SecRule REQUEST_HEADERS "@pmFromFile scanners.data" "id:1,pass"\n')
+    (tmp_path / "rules" / "scanners.data").write_text("nikto\n")
+    main = tmp_path / "main.conf"
+    main.write_text("SecAuditLog /var/log/modsec_audit.log\nInclude rules/*.conf\nSecRuleEngine On\n")
+    run = tmp_path / "run"
+    files, data = {}, {}
+    copy = mirror_rules(str(main), run, lambda f: run / "conf" / f.lstrip("/"), files, data)
+    assert copy == run / "conf" / str(main).lstrip("/")
+    rule_file = str(tmp_path / "rules" / "a.conf")
+    assert files[str(main)][1] == (f"SecAuditLog {run / 'modsec_audit.log'}\n"
+                                   f"Include {run / 'conf' / rule_file.lstrip('/')}\nSecRuleEngine On\n")
+    assert files[rule_file][0] == files[rule_file][1]  # nothing of it changes: its data file comes beside it
+    assert data == {tmp_path / "rules" / "scanners.data": run / "conf" / str(tmp_path / "rules" / "scanners.data").lstrip("/")}

@@ -25,6 +25,7 @@ from labs.verify.nginx import tls, versions
 from labs.verify.nginx.additions import (TEMP_PATHS, UPSTREAM_ACCESS_LOG, add_defaults, certify, contacted,
                                          intended_defaults, let_workers_in, user_exists)
 from labs.verify.nginx.config import Directive, NginxConfig
+from labs.verify.nginx.modsecurity_files import copy_data, mirror_rules
 from labs.verify.nginx.settings import READ
 from labs.verify.nginx.targets import PASS_DIRECTIVES, add_module, module_here, pass_target
 from labs.verify.plan import RunPlan, handler_for, reason
@@ -133,6 +134,17 @@ def _load_module(run: _Run, d: Directive) -> None:
                  f"{FAILS_THE_CHECK}")
     elif found != d.args[0]:
         run.replace(d, f"load_module {found}")
+
+
+def _modsecurity_rules_file(run: _Run, d: Directive) -> None:
+    if not d.args:
+        return
+    path = d.args[0] if os.path.isabs(d.args[0]) else os.path.join(os.path.dirname(d.file), d.args[0])
+    data: dict[Path, Path] = {}
+    copy = mirror_rules(path, run.folder, run.mirror, run.result.files, data)
+    run.replace(d, f"modsecurity_rules_file {copy}")
+    if data:
+        run.result.on_write.append(lambda: copy_data(data))
 
 
 def _user(run: _Run, d: Directive) -> None:
@@ -245,6 +257,7 @@ def _removed(key: str) -> Handler:
 
 HANDLERS: dict[str, Handler] = {
     "include": _include, "load_module": _load_module, "user": _user, "pid": _pid, "daemon": _daemon,
+    "modsecurity_rules_file": _modsecurity_rules_file,
     "error_log": _error_log, "access_log": _access_log, "proxy_cache_path": _cache_path,
     **{name: _temp_path for name in TEMP_PATHS},
     "listen": _listen, "server": _server, "http2": _http2,
