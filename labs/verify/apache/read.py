@@ -12,6 +12,7 @@ from __future__ import annotations
 from labs.verify.apache.config import ApacheConfig, Directive
 from labs.verify.apache.routes import Rule, Served
 from labs.verify.model import DEFAULT, Reading, Setting
+from labs.verify.modsecurity import judged
 from labs.verify.reader import InEffect
 
 CORE = "https://httpd.apache.org/docs/2.4/mod/core.html"
@@ -124,33 +125,12 @@ def _deflate(config: ApacheConfig, levels: list[Directive]) -> Setting:
     return found or Setting("DEFLATE", "off", f"AddOutputFilterByType DEFLATE without {SSE}", DEFAULT)
 
 
-# ModSecurity 2's own defaults (its reference manual): what it does where nothing sets a directive.
-MODSEC_DEFAULTS = {"secruleengine": "off", "secresponsebodyaccess": "off", "secresponsebodymimetype": "text/plain text/html"}
-
-
 def _modsecurity(config: ApacheConfig, levels: list[Directive]) -> Setting:
     """Whether mod_security2 reads the event stream's body (and so holds it, measured: labs/catalogue/
-    waf.py): its engine not Off, `SecResponseBodyAccess On`, text/event-stream in
-    `SecResponseBodyMimeType` (the first replaces the default list, later ones add to it;
-    `SecResponseBodyMimeTypesClear` empties it); the last level that sets each wins."""
+    waf.py); the last level that sets each directive wins (labs/verify/modsecurity.py)."""
     if not {"security2_module", "mod_security2.c"} & config.modules:
         return Setting("ModSecurity", "off", "mod_security2 not loaded", DEFAULT)
-    found = dict(MODSEC_DEFAULTS)
-    where, types, listed = DEFAULT, found["secresponsebodymimetype"].split(), False
-    for level in levels:
-        for d in level.children():
-            if d.key == "secresponsebodymimetypesclear":
-                types, where, listed = [], d.where, True
-            elif d.key == "secresponsebodymimetype":
-                kept = types if listed else []
-                types, where, listed = [*kept, *(t.lower() for t in d.args if t.lower() not in kept)], d.where, True
-            elif d.key in found and d.args:
-                found[d.key] = d.args[0].lower()
-                where = d.where if d.key == "secresponsebodyaccess" else where
-    reads = found["secruleengine"] != "off" and found["secresponsebodyaccess"] == "on" and SSE in types
-    text = (f"SecRuleEngine {found['secruleengine']}, SecResponseBodyAccess {found['secresponsebodyaccess']}, "
-            f"SecResponseBodyMimeType {' '.join(types) or '(none)'}")
-    return Setting("ModSecurity", "reads-sse" if reads else "passes-sse", text, where)
+    return judged(((d.key, d.args, d.where) for level in levels for d in level.children()), DEFAULT)
 
 
 def _env(levels: list[Directive], name: str) -> Setting:

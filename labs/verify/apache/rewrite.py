@@ -23,6 +23,7 @@ from labs.verify.apache.config import ApacheConfig, Directive, tokenize
 from labs.verify.apache.platforms import BUILT_IN
 from labs.verify import records
 from labs.verify.edits import MARK, TextEdits
+from labs.verify.modsecurity import DATA_FILES
 from labs.verify.plan import RunPlan, handler_for, reason
 from labs.verify.rewrite import FAILS_THE_CHECK, Rewritten
 from proxies.apache.settings import MODULES_DIR
@@ -221,18 +222,12 @@ def _in_folder(name: str) -> Callable[[Directive, _Run], None]:
     return handle
 
 
-# ModSecurity operators that read a file named relative to the rule's own file (the OWASP rule
-# set's `@pmFromFile scanners-user-agents.data`): each such file is copied beside the rule's copy
-# (measured: without them httpd refused Debian's rule set, "Could not open phrase file").
-_MODSEC_DATA = re.compile(r"@(?:pmFromFile|pmf|ipMatchFromFile|ipMatchF)\s+([^\s\"'/][^\s\"']*)")
-
-
 def _rule_data_files(run: _Run) -> list[tuple[Path, Path]]:
     """(the original, its copy) of every data file the config's ModSecurity rules read."""
     found = {}
     for file in run.config.files:
         folder = Path(file).resolve().parent
-        for name in _MODSEC_DATA.findall(run.edits[file].original):
+        for name in DATA_FILES.findall(run.edits[file].original):
             if (folder / name).is_file():
                 found[folder / name] = run.mirror(str(Path(file).parent / name))
     return list(found.items())

@@ -11,14 +11,8 @@ import glob
 import os
 
 from labs.verify.model import DEFAULT, Setting
+from labs.verify.modsecurity import READ, judged
 from labs.verify.nginx.config import Directive
-
-SSE = "text/event-stream"
-# ModSecurity's defaults (its reference manual, v2 and v3 alike) where nothing sets a directive.
-DEFAULTS = {"secruleengine": "off", "secresponsebodyaccess": "off"}
-DEFAULT_TYPES = ["text/plain", "text/html"]
-READ = frozenset({"secruleengine", "secresponsebodyaccess", "secresponsebodymimetype",
-                  "secresponsebodymimetypesclear", "secresponsebodylimit", "secresponsebodylimitaction"})
 
 
 def uses_modsecurity(chain: list[Directive]) -> bool:
@@ -32,20 +26,7 @@ def read_modsecurity(chain: list[Directive]) -> Setting:
     if switch is None or not switch.args or switch.args[0] != "on":
         return Setting("ModSecurity", "off", switch.text() if switch else "modsecurity off",
                        switch.where if switch else DEFAULT)
-    found, where, types, listed = dict(DEFAULTS), switch.where, list(DEFAULT_TYPES), False
-    for key, args, place in _rule_lines(chain):
-        if key == "secresponsebodymimetypesclear":
-            types, where, listed = [], place, True
-        elif key == "secresponsebodymimetype":
-            kept = types if listed else []
-            types, where, listed = [*kept, *(t.lower() for t in args if t.lower() not in kept)], place, True
-        elif key in found and args:
-            found[key] = args[0].lower()
-            where = place if key == "secresponsebodyaccess" else where
-    reads = found["secruleengine"] != "off" and found["secresponsebodyaccess"] == "on" and SSE in types
-    text = (f"SecRuleEngine {found['secruleengine']}, SecResponseBodyAccess {found['secresponsebodyaccess']}, "
-            f"SecResponseBodyMimeType {' '.join(types) or '(none)'}")
-    return Setting("ModSecurity", "reads-sse" if reads else "passes-sse", text, where)
+    return judged(_rule_lines(chain), switch.where)
 
 
 def _rule_lines(chain: list[Directive]):

@@ -8,17 +8,16 @@ from __future__ import annotations
 
 import glob
 import os
-import re
 import shutil
 from pathlib import Path
 from typing import Callable
+
+from labs.verify.modsecurity import DATA_FILES
 
 # ModSecurity's own files and folders: into the run's folder, not the machine's /var/log.
 IN_FOLDER = {"secauditlog": "modsec_audit.log", "secauditlog2": "modsec_audit2.log",
              "secdebuglog": "modsec_debug.log", "secauditlogstoragedir": "", "secdatadir": "", "sectmpdir": "",
              "secuploaddir": ""}
-_DATA = re.compile(r"(?:@(?:pmFromFile|pmf|ipMatchFromFile|ipMatchF)|^\s*SecUnicodeMapFile)\s+([^\s\"'/][^\s\"']*)",
-                   re.MULTILINE | re.IGNORECASE)
 _MAX_DEPTH = 8
 
 
@@ -36,7 +35,7 @@ def mirror_rules(path: str, folder: Path, mirror: Callable[[str], Path],
     files[path] = (original, original, copy)  # claimed before its includes (an include cycle stops here)
     lines = [_line(line, path, folder, mirror, files, data, depth) for line in original.splitlines()]
     files[path] = (original, "\n".join(lines) + "\n", copy)
-    for name in _DATA.findall(original):
+    for name in DATA_FILES.findall(original):
         source = Path(path).parent / name
         if source.is_file():
             data[source] = mirror(str(source))
