@@ -9,10 +9,13 @@ from __future__ import annotations
 
 import glob
 import os
+from typing import Iterator
 
 from labs.verify.model import DEFAULT, Setting
 from labs.verify.modsecurity import READ, judged
 from labs.verify.nginx.config import Directive
+
+RuleLine = tuple[str, list[str], str]  # (directive lowercased, its arguments, file:line)
 
 
 def uses_modsecurity(chain: list[Directive]) -> bool:
@@ -29,7 +32,7 @@ def read_modsecurity(chain: list[Directive]) -> Setting:
     return judged(_rule_lines(chain), switch.where)
 
 
-def _rule_lines(chain: list[Directive]):
+def _rule_lines(chain: list[Directive]) -> Iterator[RuleLine]:
     """(directive name lowercased, its arguments, file:line) of every rule line in effect, in order."""
     for block in chain:
         for d in block.children():
@@ -40,7 +43,7 @@ def _rule_lines(chain: list[Directive]):
                 yield from _text_lines(d.args[0], d.file, d.line, depth=0)
 
 
-def _file_lines(path: str, depth: int):
+def _file_lines(path: str, depth: int) -> Iterator[RuleLine]:
     try:
         with open(path, encoding="utf-8", errors="replace") as file:
             text = file.read()
@@ -49,7 +52,7 @@ def _file_lines(path: str, depth: int):
     yield from _text_lines(text, path, 1, depth)
 
 
-def _text_lines(text: str, file: str, first_line: int, depth: int):
+def _text_lines(text: str, file: str, first_line: int, depth: int) -> Iterator[RuleLine]:
     pending, start = "", first_line
     for offset, raw in enumerate(text.splitlines()):
         line = raw.strip()

@@ -42,7 +42,8 @@ def mirror_rules(path: str, folder: Path, mirror: Callable[[str], Path],
     return copy
 
 
-def _line(line: str, path: str, folder: Path, mirror, files, data, depth: int) -> str:
+def _line(line: str, path: str, folder: Path, mirror: Callable[[str], Path],
+          files: dict[str, tuple[str, str, Path]], data: dict[Path, Path], depth: int) -> str:
     words = line.split()
     if not words or words[0].startswith("#"):
         return line
