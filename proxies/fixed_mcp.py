@@ -28,3 +28,6 @@ MCP_COOKIE = "mcp_route"
 # How long a learnt session is remembered without a request (nginx's sticky learn, HAProxy's stick
 # table): an agent's session may idle between tasks.
 MCP_SESSION_TTL_S = 3600
+# The Kubernetes manifests' MCP Service (proxies/fixed/kubernetes/): its replicas are its pods.
+MCP_SERVICE = "mcp"
+MCP_SERVICE_PORT = 80

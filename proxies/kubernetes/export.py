@@ -1,10 +1,12 @@
-"""Render each proxy kind's Kubernetes manifests from its fixed settings (`ProxyKind.kubernetes`):
+"""Render each proxy kind's Kubernetes manifests from its fixed settings (`ProxyKind.kubernetes`) and
+the MCP route's constants (`proxies/fixed_mcp.py`):
 `proxies/fixed/kubernetes/` (kept equal to a fresh render by a test), or `--k8s DIR`."""
 from __future__ import annotations
 
 import re
 from pathlib import Path
 
+from proxies import fixed_mcp
 from proxies.fixed_settings import LONGEST_ANSWER
 from proxies.kinds import KINDS
 from proxies.kubernetes.validate import validate_text
@@ -27,7 +29,7 @@ def manifests() -> dict[str, str]:
     for kind in KINDS.values():
         for file, template in kind.kubernetes:
             text = render_template(template, {"settings": kind.fixed(), "seconds": seconds,
-                                              "longest_answer": LONGEST_ANSWER})
+                                              "longest_answer": LONGEST_ANSWER, "mcp": fixed_mcp})
             validate_text(text)
             out[file] = text
     return out

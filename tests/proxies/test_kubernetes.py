@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from proxies.fixed_mcp import MCP_COOKIE, MCP_PATH, MCP_SERVICE, MCP_SESSION_TTL_S
 from proxies.kinds import KINDS
 from proxies.kubernetes.export import K8S_DIR, manifests, seconds, stale
 from proxies.kubernetes.validate import ManifestInvalid, validate_text
@@ -21,7 +22,17 @@ FILES = sorted(path.name for path in K8S_DIR.iterdir() if path.is_file())
 
 
 def objects(name: str) -> dict[str, dict]:
-    return {d["kind"]: d for d in yaml.safe_load_all((K8S_DIR / name).read_text()) if d}
+    """Kind -> the file's first object of that kind (the chat route's: the MCP route's come after)."""
+    found: dict[str, dict] = {}
+    for document in yaml.safe_load_all((K8S_DIR / name).read_text()):
+        if document:
+            found.setdefault(document["kind"], document)
+    return found
+
+
+def named(name: str, kind: str, object_name: str) -> dict:
+    return next(d for d in yaml.safe_load_all((K8S_DIR / name).read_text())
+                if d and d["kind"] == kind and d["metadata"]["name"] == object_name)
 
 
 def test_the_exports_equal_a_fresh_render_and_each_kind_declares_its_own():
@@ -45,6 +56,10 @@ def test_every_object_is_valid_against_its_schema(name):
     ("ingress-nginx.yaml", "ingressClassName: nginx", "ingressClass: nginx", "'ingressClass' was unexpected"),
     ("nginx-gateway-fabric.yaml", "disable: true", "disabled: true", "'disabled' was unexpected"),
     ("nginx-gateway-fabric.yaml", "read: 300s", "read: 5 minutes", "does not match"),
+    ("envoy-gateway.yaml", "type: Cookie", "type: Cookies", "is not one of"),
+    ("traefik.yaml", "maxAge:", "maxAges:", "'maxAges' was unexpected"),
+    ("nginx-gateway-fabric.yaml", "loadBalancingMethod: hash consistent", "loadBalancingMethod: sticky learn",
+     "is not one of"),
 ])
 def test_a_broken_object_is_refused_with_its_field(name, before, after, message):
     text = (K8S_DIR / name).read_text()
@@ -76,6 +91,44 @@ def test_the_streaming_settings_are_the_fixed_configs():
     f5 = objects("f5-nginx-ingress.yaml")["Ingress"]["metadata"]["annotations"]
     assert f5["nginx.org/proxy-buffering"] == "False" and not any(k.startswith("nginx.ingress") for k in f5)
     assert seconds(f5["nginx.org/proxy-read-timeout"]) == seconds(nginx.proxy_read_timeout)
+
+
+def test_the_mcp_route_keeps_sessions_on_one_replica_by_the_controllers_own_objects():
+    """Each manifest with an MCP route sends /mcp to its own Service, with the controller's affinity and
+    the chat route's silence limit; the chat route keeps its balancing (docs/proxies.md, Kubernetes)."""
+    nginx, envoy = variant("nginx", "fixed"), variant("envoy", "fixed")
+    mcp_ingress = named("ingress-nginx.yaml", "Ingress", MCP_SERVICE)
+    notes = mcp_ingress["metadata"]["annotations"]
+    assert notes["nginx.ingress.kubernetes.io/affinity"] == "cookie"
+    assert notes["nginx.ingress.kubernetes.io/session-cookie-name"] == MCP_COOKIE
+    assert int(notes["nginx.ingress.kubernetes.io/session-cookie-max-age"]) == MCP_SESSION_TTL_S
+    assert int(notes["nginx.ingress.kubernetes.io/proxy-read-timeout"]) == seconds(nginx.proxy_read_timeout)
+    assert "upstream-hash-by" not in str(notes)  # initialize carries no Mcp-Session-Id
+    path = mcp_ingress["spec"]["rules"][0]["http"]["paths"][0]
+    assert (path["path"], path["backend"]["service"]["name"]) == (MCP_PATH, MCP_SERVICE)
+    chat_notes = named("ingress-nginx.yaml", "Ingress", "llm")["metadata"]["annotations"]
+    assert not any("affinity" in key for key in chat_notes)
+
+    route = named("envoy-gateway.yaml", "HTTPRoute", MCP_SERVICE)["spec"]["rules"][0]
+    assert route["matches"][0]["path"]["value"] == MCP_PATH and route["timeouts"]["request"] == "0s"
+    policy = named("envoy-gateway.yaml", "BackendTrafficPolicy", MCP_SERVICE)["spec"]
+    assert policy["targetRefs"][0]["name"] == MCP_SERVICE
+    assert policy["loadBalancer"]["consistentHash"]["cookie"]["name"] == MCP_COOKIE
+    assert seconds(policy["loadBalancer"]["consistentHash"]["cookie"]["ttl"]) == MCP_SESSION_TTL_S
+    assert policy["timeout"]["http"]["streamIdleTimeout"] == envoy.route_idle_timeout
+    assert "loadBalancer" not in named("envoy-gateway.yaml", "BackendTrafficPolicy", "llm")["spec"]
+
+    chat, mcp_route = objects("traefik.yaml")["IngressRoute"]["spec"]["routes"]
+    assert MCP_PATH in mcp_route["match"] and "sticky" not in chat["services"][0]
+    assert mcp_route["services"][0]["sticky"]["cookie"]["name"] == MCP_COOKIE
+
+    fabric = objects("nginx-gateway-fabric.yaml")["HTTPRoute"]["spec"]["rules"]
+    assert [rule["backendRefs"][0]["name"] for rule in fabric] == ["llm", MCP_SERVICE]
+    upstream = named("nginx-gateway-fabric.yaml", "UpstreamSettingsPolicy", MCP_SERVICE)["spec"]
+    assert upstream["loadBalancingMethod"] == "hash consistent" and upstream["hashMethodKey"] == "$remote_addr"
+    # F5's open-source controller has no cookie affinity: no route, said in the file.
+    assert "Ingress" in objects("f5-nginx-ingress.yaml") and MCP_PATH not in str(objects("f5-nginx-ingress.yaml"))
+    assert "NGINX Plus only" in (K8S_DIR / "f5-nginx-ingress.yaml").read_text()
 
 
 def run(*args: str) -> subprocess.CompletedProcess[str]:
