@@ -76,6 +76,9 @@ def translate(manifest: Path, objects: list[YamlMap], folder: Path) -> Translati
         lines.add("      loadBalancer:")
         lines.add(f"        servers: [{{url: 'http://{backend.get('name', 'backend')}:{port if isinstance(port, int) else 80}'}}]",
                   where(manifest, backend, "name", f"service {backend.get('name')}"))
+        if "sticky" in backend:  # session affinity (an MCP route's): the same field in the file provider
+            lines.add(f"        sticky: {json.dumps(_plain(backend['sticky']))}",
+                      where(manifest, backend, "sticky", f"service {backend.get('name')} sticky"))
         flush = backend.mapping("responseForwarding").get("flushInterval")
         if flush is not None:
             lines.add(f"        responseForwarding: {{flushInterval: {json.dumps(str(flush))}}}",
