@@ -99,6 +99,17 @@ class ApacheSettings(ProxySettings):
         "Reject", "past the limit: Reject answers 500 instead of the response (in DetectionOnly it "
                   "passes it on), ProcessPartial inspects what it kept and passes the rest through",
         f"{MODSEC}#SecResponseBodyLimitAction")
+    modsecurity_request_body_limit: Optional[int] = Field(None, ge=1, le=(1 << 31) - 1, description=(
+        "largest request body ModSecurity reads, files or not (`SecRequestBodyLimit` and "
+        "`SecRequestBodyNoFilesLimit`; None: its defaults, 12.5 MiB and 1 MiB, so a JSON prompt above "
+        f"1 MiB gets 413, measured; Debian's recommended file: 128 KiB) ({MODSEC}#SecRequestBodyNoFilesLimit)"))
+    modsecurity_audit_log: bool = setting(
+        False, "write relevant transactions (a rule that logged, a 4xx but 404, a 5xx) to audit.log "
+               "in the ServerRoot", f"{MODSEC}#SecAuditEngine")
+    modsecurity_switchable: bool = setting(
+        False, "render the WAF switched off: its two LoadModule lines commented out and its directives "
+               "in `<IfModule security2_module>`, so uncommenting them switches it on (the fixed config's)",
+        "https://httpd.apache.org/docs/2.4/mod/core.html#ifmodule")
     modsecurity_lab_rules: bool = setting(
         False, "two rules of the lab's that only log: id 9001 when ModSecurity read a request body, "
                "9002 when it read a response body (what the scenario's checks look for)",
@@ -112,4 +123,6 @@ class ApacheSettings(ProxySettings):
     @property
     def error_pages(self) -> list[ProxyError]:
         statuses = (*APACHE_OWN_ERRORS, 411) if self.refuse_chunked else APACHE_OWN_ERRORS
+        # ModSecurity's refusals (a rule that blocks: 403).
+        statuses = (*statuses, 403) if self.modsecurity else statuses
         return errors_for(sorted(statuses)) if self.json_errors else []
