@@ -274,6 +274,15 @@ KEPT = frozenset({
     "maxconnectionsperchild", "documentroot", "options", "allowoverride", "directoryindex", "define",
     "balancermember", "h2direct", "protocols", "hostnamelookups", "usecanonicalname", "addtype", "adddefaultcharset",
 })
+# ModSecurity's engine, limits and rules (the fixed config's WAF block, the OWASP rule set it
+# includes) run as written: its logs go to the run's folder (above), its rules' data files beside them.
+KEPT |= frozenset({
+    "secruleengine", "secrequestbodyaccess", "secrequestbodylimit", "secrequestbodynofileslimit",
+    "secrequestbodyinmemorylimit", "secrequestbodylimitaction", "secresponsebodyaccess", "secresponsebodylimit",
+    "secresponsebodylimitaction", "secresponsebodymimetype", "secresponsebodymimetypesclear", "secdatadir",
+    "sectmpdir", "secauditengine", "secauditlogparts", "secauditlogrelevantstatus", "secauditlogtype", "secrule",
+    "secaction", "secmarker", "secdefaultaction", "seccollectiontimeout", "seccomponentsignature",
+})
 
 
 def rewrite(config: ApacheConfig, served: routes.Served, host: str | None, plan: RunPlan) -> Rewritten:
