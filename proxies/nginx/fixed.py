@@ -25,7 +25,7 @@ def nginx() -> NginxSettings:
         proxy_ignore_client_abort=False, client_max_body_size=f"{MAX_BODY // 1024 // 1024}m",
         client_header_timeout=HEADERS, client_body_timeout=BODY, keepalive_timeout=IDLE,
         limit_conn_per_client=PER_CLIENT,
-        server_tokens=False, json_errors=True,
+        server_tokens=False, json_errors=True, modsecurity_note=True,
         gzip=True, gzip_types=COMPRESSIBLE)
 
 

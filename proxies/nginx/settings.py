@@ -154,6 +154,10 @@ class NginxSettings(ProxySettings, CorsSettings):
         True, "announce nginx's version in the Server header and on error pages",
         f"{HTTP_CORE}#server_tokens")
     json_errors: bool = json_errors_setting("nginx", "HTML pages", f"{HTTP_CORE}#error_page")
+    # A WAF, said and not run: the template has no ModSecurity settings (docs/proxies.md's WAF section).
+    modsecurity_note: bool = setting(
+        False, "a comment block: how to load the ModSecurity v3 connector, and what it does to a stream "
+               "(measured: nothing held)", "https://github.com/owasp-modsecurity/ModSecurity-nginx#usage")
     # TLS with HTTP/2: every stream of a client shares one connection (browsers allow only six
     # HTTP/1.1 connections per origin). Without certificate paths, one is made at run time.
     tls_http2: bool = setting(

@@ -64,6 +64,7 @@ NON_DEFAULT: dict[type[ProxySettings], dict[str, dict[str, Any]]] = {
         "keepalive_timeout": {"keepalive_timeout": "60s"},
         "server_tokens": {"server_tokens": False},
         "json_errors": {"json_errors": True},
+        "modsecurity_note": {"modsecurity_note": True},
         "gzip": {"gzip": True},
         "gzip_types": {"gzip_types": ("text/event-stream", "application/json")},
         "cors_allow_origin": {"cors_allow_origin": "https://app.example.com"},
@@ -182,6 +183,10 @@ NON_DEFAULT: dict[type[ProxySettings], dict[str, dict[str, Any]]] = {
         "modsecurity_response_body_limit_action": {"modsecurity": "On",
                                                    "modsecurity_response_body_limit_action": "ProcessPartial"},
         "modsecurity_lab_rules": {"modsecurity": "On", "modsecurity_lab_rules": True},
+        "modsecurity_request_body_limit": {"modsecurity": "On", "modsecurity_request_body_limit": 8 * 1024 * 1024},
+        "modsecurity_audit_log": {"modsecurity": "On", "modsecurity_audit_log": True},
+        # Rendered switched off (LoadModule commented, <IfModule>): validates without the module too.
+        "modsecurity_switchable": {"modsecurity": "On", "modsecurity_crs": True, "modsecurity_switchable": True},
     },
     CaddySettings: {
         **{name: {name: value} for name, value in ADDRESSING.items()}, **MCP_ROUTE,
