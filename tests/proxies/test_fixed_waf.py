@@ -88,11 +88,14 @@ def test_the_stream_streams_through_the_switched_on_waf(server_port: int) -> Non
     print(*(f"{label}: TTFT {r.ttft_s * 1000:.0f} ms, {r.bursts} reads" for label, r in results.items()), sep="; ")
     for result in results.values():
         assert result.saw_done and result.ttft_s is not None
-    # Listed, the stream is held to its end: the first token comes with the last, in one read.
-    assert held.ttft_s > (TOKENS - 2) * INTERVAL and held.bursts == 1, (held.ttft_s, held.bursts)
-    # Held, the first token would come with the last, (TOKENS - 1) intervals late, in one read.
-    assert on.ttft_s < off.ttft_s + 3 * INTERVAL, (on.ttft_s, off.ttft_s)
-    assert on.bursts >= min(off.bursts, TOKENS) - 2, (on.bursts, off.bursts)
+    # Listed, the stream is held to its end: the first token comes with the last (its bytes may
+    # still take several reads).
+    assert held.ttft_s > (TOKENS - 2) * INTERVAL and held.e2e_s - held.ttft_s < 2 * INTERVAL, (held.ttft_s, held.e2e_s)
+    # Held, the first token would come with the last, (TOKENS - 1) intervals late, in one read:
+    # margins of half that, so a loaded machine's coalesced reads pass and a held stream does not.
+    assert on.ttft_s < off.ttft_s + TOKENS * INTERVAL / 2, (on.ttft_s, off.ttft_s)
+    assert on.e2e_s - on.ttft_s > (TOKENS - 3) * INTERVAL, (on.ttft_s, on.e2e_s)  # tokens spread as paced
+    assert on.bursts >= min(off.bursts, TOKENS) // 2, (on.bursts, off.bursts)
 
 
 def test_the_switched_on_waf_reads_a_json_answer_and_refuses_an_attack(server_port: int) -> None:
