@@ -105,12 +105,25 @@ async def _session(url: str, address: str, **options: Any) -> McpResult:
     return await measure_session(url, mode="legacy", timeout_s=20, **options)
 
 
+# Traefik's own proxy ends a few POST streams in a thousand just after their headers when the
+# server answers within a millisecond (docs/field-notes.md#traefiks-early-cut; an MCP server answers
+# its notifications at once): the SDK's words below. Not what these tests ask about: such a session
+# is run once more, from its own address.
+TRAEFIK_EARLY_CUT = "SSE stream ended without a response"
+
+
 def sessions(proxy: LocalProxy, first_address: int, count: int = SESSIONS, **options: Any) -> list[McpResult]:
     """`count` sessions at once, each from its own address 127.0.0.<first_address + i>."""
+    url = proxy.url + MCP_PATH
+
     async def all_of() -> list[McpResult]:
-        return list(await asyncio.gather(*(_session(proxy.url + MCP_PATH, f"127.0.0.{first_address + index}",
-                                                    **options) for index in range(count))))
-    return asyncio.run(all_of())
+        return list(await asyncio.gather(*(_session(url, f"127.0.0.{first_address + index}", **options)
+                                           for index in range(count))))
+    results = asyncio.run(all_of())
+    if proxy.settings.proxy == "traefik":
+        results = [asyncio.run(_session(url, f"127.0.0.{first_address + index}", **options))
+                   if TRAEFIK_EARLY_CUT in (result.error or "") else result for index, result in enumerate(results)]
+    return results
 
 
 def replicas_of(replicas: Replicas, session: str | None) -> set[int]:

@@ -212,14 +212,18 @@ def test_low_latency_mode_keeps_a_departed_clients_request(verify_server, tmp_pa
     (measured on Caddy 2.6.2: the server noticed the departure only at its next write, 2.21 s).
     Caddy 2.11 passes it on at once with the same setting (measured 2026-12-06: disconnect passed)."""
     text = _with_low_latency_mode(FIXED.read_text())
-    assert text.count("flush_interval -1") == 2  # both proxies, the sized and the chunked one
+    # The chat route's two proxies (the sized and the chunked one) and the MCP route's.
+    assert text.count("flush_interval -1") == 3
     text, report = _clean_on_current_then_26(verify_server, tmp_path, text, "disconnect", "streaming")
     outcome = {c.name: c.passed for c in report.checks if c.ran}
     assert outcome == {"streaming": True, "disconnect": False, "loopback-only": True}, \
         [(c.name, c.observed) for c in report.checks]
     [finding] = report.failures()
-    # The first flush_interval (the buffering proxy's, for sized bodies) is the one a prompt takes.
-    line = next(n for n, line in enumerate(text.splitlines(), 1) if line.strip() == "flush_interval -1")
+    # The chat route's first proxy (the buffering one, for sized bodies) is the one a prompt takes,
+    # not the MCP route's above it.
+    lines = text.splitlines()
+    sized = next(n for n, line in enumerate(lines, 1) if line.strip().startswith("reverse_proxy @sized"))
+    line = next(n for n, line in enumerate(lines, 1) if n > sized and line.strip() == "flush_interval -1")
     assert finding.kind == "disconnect-not-propagated" and finding.where.endswith(f"Caddyfile:{line}")
 
 

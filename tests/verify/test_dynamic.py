@@ -56,6 +56,14 @@ def _symptom_ended(scenario, proxy: str) -> bool:
                and change.reached_by(KINDS[change.proxy].current.series) for change in scenario.since)
 
 
+def _fault_calls_an_outside_service(scenario) -> bool:
+    """The broken variant's fault is a filter that calls a service of the user's (Envoy's ext_proc:
+    the scenario's processor is the lab's, started beside Envoy, and is no part of the config).
+    verify leaves such a filter out of the run (labs/verify/envoy/clusters.py OUTSIDE_FILTERS) and
+    can only suspect what it does from its settings: a warning, never a measured failure."""
+    return any("ext_proc_body_mode" in (settings or {}) for settings in scenario.variant("broken").proxy.values())
+
+
 @pytest.mark.parametrize("scenario, side", CASES, ids=[other_id(s.name, v) for s, v in CASES])
 def test_catalogue_config(verify_server, request, monkeypatch, tmp_path, scenario, side):
     proxy = _faulty_proxy(scenario)
@@ -76,7 +84,11 @@ def test_catalogue_config(verify_server, request, monkeypatch, tmp_path, scenari
     report = verify_config(path, checks=checks_for({scenario.kind}), server=verify_server, wanted=wanted, **SCALED)
     failures = {f.kind for f in report.failures()}
     shown = [(c.name, c.observed) for c in report.checks]
-    if side == "broken":
+    if side == "broken" and _fault_calls_an_outside_service(scenario):
+        warned = [f for f in report.findings if f.kind == scenario.kind and f.severity == "warning"]
+        assert warned and scenario.kind not in failures, (shown, report.findings)
+        assert any("left out of the run" in note for note in report.notes), report.notes
+    elif side == "broken":
         assert scenario.kind in failures, shown
         assert all(f.where and f.fix and f.scenario for f in report.failures())
         if manifest is not None:  # named at the manifest's field, demonstrated by this scenario

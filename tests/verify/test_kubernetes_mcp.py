@@ -35,14 +35,26 @@ def test_the_translation_carries_the_ingressroutes_sticky_cookie():
     assert f'"cookie": {{"name": "{MCP_COOKIE}"' in sticky
 
 
+# Traefik's own proxy ends a few POST streams in a thousand just after their headers when the
+# server answers within a millisecond (docs/field-notes.md#traefiks-early-cut; an MCP server
+# answers its notifications at once): the SDK's "SSE stream ended without a response", which the
+# check rightly counts as "failed otherwise" and skips. That is not the affinity asked about here:
+# the run is tried again.
+TRAEFIK_EARLY_CUT = "SSE stream ended without a response"
+EARLY_CUT_TRIES = 3
+
+
 @pytest.mark.slow
 @needs_mcp1
 @pytest.mark.parametrize("sticky", [True, False], ids=["sticky-cookie", "without-it"])
 def test_the_translated_mcp_route_keeps_sessions_only_with_its_sticky_cookie(tmp_path: Path, sticky: bool) -> None:
     from labs.verify.mcp.run import verify_mcp
-    report = verify_mcp(translated_with_two_pods(tmp_path, sticky), checks=["session-survives"])
-    assert len(pool_ports(report)) == 2, report.rewrites  # the precondition: two replicas behind it
-    [check] = mcp_checks(report)
+    for _ in range(EARLY_CUT_TRIES):
+        report = verify_mcp(translated_with_two_pods(tmp_path, sticky), checks=["session-survives"])
+        assert len(pool_ports(report)) == 2, report.rewrites  # the precondition: two replicas behind it
+        [check] = mcp_checks(report)
+        if not (check.skipped and TRAEFIK_EARLY_CUT in check.skipped):
+            break
     assert check.name == "session-survives" and check.skipped is None, check
     if sticky:
         assert check.passed and "4 of 4 sessions kept their Mcp-Session-Id" in check.observed, check
