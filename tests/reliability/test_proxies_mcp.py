@@ -37,6 +37,7 @@ from server.mcp.replicas import Replicas, running_replicas
 from server.processes import free_port
 from tests.reliability.proxy_faults import on_releases, release_to_run
 from tests.runtimes import PROXIES, on_free_ports
+from tests.verify.test_mcp import TRAEFIK_EARLY_CUT
 
 pytestmark = pytest.mark.slow
 INTERVAL_S = 0.05  # the tool's progress pace (the chat server's token interval)
@@ -105,13 +106,6 @@ async def _session(url: str, address: str, **options: Any) -> McpResult:
     return await measure_session(url, mode="legacy", timeout_s=20, **options)
 
 
-# Traefik's own proxy ends a few POST streams in a thousand just after their headers when the
-# server answers within a millisecond (docs/field-notes.md#traefiks-early-cut; an MCP server answers
-# its notifications at once): the SDK's words below. Not what these tests ask about: such a session
-# is run once more, from its own address.
-TRAEFIK_EARLY_CUT = "SSE stream ended without a response"
-
-
 def sessions(proxy: LocalProxy, first_address: int, count: int = SESSIONS, **options: Any) -> list[McpResult]:
     """`count` sessions at once, each from its own address 127.0.0.<first_address + i>."""
     url = proxy.url + MCP_PATH
@@ -120,7 +114,7 @@ def sessions(proxy: LocalProxy, first_address: int, count: int = SESSIONS, **opt
         return list(await asyncio.gather(*(_session(url, f"127.0.0.{first_address + index}", **options)
                                            for index in range(count))))
     results = asyncio.run(all_of())
-    if proxy.settings.proxy == "traefik":
+    if proxy.settings.proxy == "traefik":  # Traefik's early cut (tests/verify/test_mcp.py): that session again
         results = [asyncio.run(_session(url, f"127.0.0.{first_address + index}", **options))
                    if TRAEFIK_EARLY_CUT in (result.error or "") else result for index, result in enumerate(results)]
     return results

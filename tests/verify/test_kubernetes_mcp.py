@@ -13,7 +13,7 @@ import pytest
 from labs.verify.kubernetes.translate import translate
 from proxies.fixed_mcp import MCP_COOKIE, MCP_SERVICE, MCP_SERVICE_PORT
 from proxies.kubernetes.export import K8S_DIR
-from tests.verify.test_mcp import mcp_checks, needs_mcp1, pool_ports
+from tests.verify.test_mcp import EARLY_CUT_TRIES, TRAEFIK_EARLY_CUT, mcp_checks, needs_mcp1, pool_ports
 
 ONE_SERVER = f"servers: [{{url: 'http://{MCP_SERVICE}:{MCP_SERVICE_PORT}'}}]"
 TWO_PODS = f"servers: [{{url: 'http://{MCP_SERVICE}-0:{MCP_SERVICE_PORT}'}}, {{url: 'http://{MCP_SERVICE}-1:{MCP_SERVICE_PORT}'}}]"
@@ -35,21 +35,12 @@ def test_the_translation_carries_the_ingressroutes_sticky_cookie():
     assert f'"cookie": {{"name": "{MCP_COOKIE}"' in sticky
 
 
-# Traefik's own proxy ends a few POST streams in a thousand just after their headers when the
-# server answers within a millisecond (docs/field-notes.md#traefiks-early-cut; an MCP server
-# answers its notifications at once): the SDK's "SSE stream ended without a response", which the
-# check rightly counts as "failed otherwise" and skips. That is not the affinity asked about here:
-# the run is tried again.
-TRAEFIK_EARLY_CUT = "SSE stream ended without a response"
-EARLY_CUT_TRIES = 3
-
-
 @pytest.mark.slow
 @needs_mcp1
 @pytest.mark.parametrize("sticky", [True, False], ids=["sticky-cookie", "without-it"])
 def test_the_translated_mcp_route_keeps_sessions_only_with_its_sticky_cookie(tmp_path: Path, sticky: bool) -> None:
     from labs.verify.mcp.run import verify_mcp
-    for _ in range(EARLY_CUT_TRIES):
+    for _ in range(EARLY_CUT_TRIES):  # Traefik's early cut: tests/verify/test_mcp.py
         report = verify_mcp(translated_with_two_pods(tmp_path, sticky), checks=["session-survives"])
         assert len(pool_ports(report)) == 2, report.rewrites  # the precondition: two replicas behind it
         [check] = mcp_checks(report)

@@ -31,9 +31,25 @@ needs_varnish = pytest.mark.skipif(shutil.which("varnishd") is None and not Path
                                    reason="varnishd is not installed")
 
 
+# Traefik's own proxy ends a few POST streams in a thousand just after their headers when the
+# server answers within a millisecond (docs/field-notes.md#traefiks-early-cut; an MCP server answers
+# its notifications at once): the SDK's words below, a session the check rightly skips as "failed
+# otherwise". Not what these tests ask about: such a run is tried again, up to EARLY_CUT_TRIES.
+TRAEFIK_EARLY_CUT = "SSE stream ended without a response"
+EARLY_CUT_TRIES = 3
+
+
+def cut_early(report) -> bool:
+    return any(TRAEFIK_EARLY_CUT in (check.skipped or "") for check in report.checks)
+
+
 def run(name: str, *checks: str):
     from labs.verify.mcp.run import verify_mcp
-    return verify_mcp(CONFIGS / name, checks=list(checks) or None)
+    for _ in range(EARLY_CUT_TRIES):
+        report = verify_mcp(CONFIGS / name, checks=list(checks) or None)
+        if not (name.startswith("traefik") and cut_early(report)):
+            break
+    return report
 
 
 def mcp_checks(report) -> list:
