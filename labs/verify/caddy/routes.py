@@ -231,13 +231,11 @@ def site_line(config: CaddyConfig, found: Found) -> int | None:
 def _proxy_line(config: CaddyConfig, found: Found) -> int | None:
     """The reverse_proxy's line: its directive naming its first upstream's host (Caddyfile), its
     handler key (JSON); else the site's."""
-    line = None
-    if config.caddyfile:
-        # Its whole address first: a site with two pools on one host (the fixed Caddyfile's MCP
-        # route, 127.0.0.1:8001, above the chat route's :8000) has two reverse_proxy lines naming
-        # the host, and the first of them is not the judged route's.
-        for written in _dials(found.handler):
-            line = line or config.line_of("reverse_proxy", found.site, contains=written)
+    dial = _dial(found.handler)
+    # Its whole address first: a site with two pools on one host (the fixed Caddyfile's MCP route,
+    # 127.0.0.1:8001, above the chat route's :8000) has two reverse_proxy lines naming the host,
+    # and the first of them is not the judged route's.
+    line = config.line_of("reverse_proxy", found.site, contains=dial) if config.caddyfile and dial else None
     line = line or config.line_of("reverse_proxy" if config.caddyfile else "handler", found.site,
                                   contains=None if not config.caddyfile else _dial_host(found.handler))
     if line is None and not config.caddyfile:
@@ -245,13 +243,14 @@ def _proxy_line(config: CaddyConfig, found: Found) -> int | None:
     return line or found.site
 
 
-def _dials(handler: dict[str, Any]) -> list[str]:
-    return [u["dial"] for u in handler.get("upstreams") or [] if u.get("dial")][:1]
+def _dial(handler: dict[str, Any]) -> str | None:
+    """The first upstream's address as the handler dials it (host:port)."""
+    return next((u["dial"] for u in handler.get("upstreams") or [] if u.get("dial")), None)
 
 
 def _dial_host(handler: dict[str, Any]) -> str | None:
-    dials = [u.get("dial") for u in handler.get("upstreams") or [] if u.get("dial")]
-    return dials[0].rsplit(":", 1)[0].strip("[]") if dials else None
+    dial = _dial(handler)
+    return dial.rsplit(":", 1)[0].strip("[]") if dial else None
 
 
 def _concrete(host: str) -> str:
