@@ -22,7 +22,7 @@ from labs.client.apis.base import Prompt
 from labs.client.results import StreamResult
 from labs.findings import (Evidence, FindingKind, Pacing, UnusableInput, Verdict, buffering, coalescing,
                            compression, connection_limit, departure, idle_timeout, total_timeout)
-from labs.findings.evidence import ended
+from labs.findings.evidence import ended, events_per_read
 from labs.lab import exposing
 from labs.lab.server import DEFAULT_SCRIPT, wait_idle
 from labs.verify.early_cut import Retried, early_cut, reported
@@ -112,6 +112,27 @@ def judge_streaming(result: StreamResult, direct: StreamResult) -> Measured:
     return Measured("streaming", True, f"{held.observed}; {grouped.observed}", results=[result])
 
 
+def grouped_in_time(judged: Measured, result: StreamResult) -> bool:
+    """A stream that passed with its events grouped, but without the hop delay that makes the
+    grouping the path's. HAProxy without http-no-delay groups 3 events a read 105 ms late in most
+    streams and, in 1 of 26 here (1 of 10 with both cores busy), 2.4 a read too soon to tell it
+    from the client's own slow reads: such a stream proves neither way, and one more is asked."""
+    return judged.passed and events_per_read(result) >= coalescing.COALESCED_EVENTS_PER_READ
+
+
+async def judge_stamped(target: Target, result: StreamResult, direct: StreamResult, **options: Any) -> Measured:
+    judged = judge_streaming(result, direct)
+    if not grouped_in_time(judged, result):
+        return judged
+    again = await target.measure(target.body({"stamp": True}, max_tokens=STREAM_TOKENS), **options)
+    if again.outcome != "complete":
+        return judged
+    second = judge_streaming(again, direct)
+    second.observed = (f"{second.observed} (a second stream: the first grouped "
+                       f"{events_per_read(result):.1f} events a read without the hop delay)")
+    return second
+
+
 async def streaming(target: Target) -> Measured:
     direct = await direct_baseline(target)
     result = await target.measure(target.body({"stamp": True}, max_tokens=STREAM_TOKENS))
@@ -124,7 +145,7 @@ async def streaming(target: Target) -> Measured:
         location = result.headers.get("location")
         raise UnusableInput(f"the config does not serve POST {target.path} here: {ended(result)}"
                             + (f" (Location: {location})" if location else "") + snippet)
-    return judge_streaming(result, direct)
+    return await judge_stamped(target, result, direct)
 
 
 async def streaming_h2(target: Target) -> Measured:
@@ -140,7 +161,7 @@ async def streaming_h2(target: Target) -> Measured:
     if result.outcome != "complete":
         return Measured("streaming-h2", False, f"over HTTP/2: {ended(result)}", results=[result],
                         skipped=f"the stream over HTTP/2 did not complete ({ended(result)})")
-    judged = judge_streaming(result, direct)
+    judged = await judge_stamped(target, result, direct, http2=True)
     judged.name, judged.observed = "streaming-h2", f"over HTTP/2: {judged.observed}"
     return judged
 

@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from labs.findings import CheckOutcome, Finding
+from labs.findings.coalescing import COALESCED_EVENTS_PER_READ
 from labs.probe.base import Observation
 from labs.verify import cli, output, read_config
 from labs.verify.mcp import judge
@@ -135,7 +136,11 @@ def test_a_clean_route_passes_every_check_the_get_stream_by_its_keepalive() -> N
     assert [c.name for c in rows] == ["session-survives", "progress-streams", "get-stream"]
     assert all(c.passed for c in rows), rows
     assert "1 keep-alive comment" in rows[2].observed and "open at the end" in rows[2].observed
-    assert "10 notifications in 10 lumps" in rows[1].observed
+    # Every step reported, hardly grouped: under the per-lump bar that `coalescing` reads (a loaded
+    # CI machine read two of ten notifications in one lump once: 10 in 9 still streams).
+    lumps = re.search(r"(\d+) notifications in (\d+) lumps", rows[1].observed)
+    assert lumps and int(lumps[1]) >= 10, rows[1].observed
+    assert int(lumps[1]) / int(lumps[2]) < COALESCED_EVENTS_PER_READ, rows[1].observed
     assert report.findings == [] and report.exit_status == 0
 
 

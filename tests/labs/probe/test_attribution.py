@@ -4,6 +4,7 @@ the hop is cleared; a hop that lets the silence pass is cleared at once."""
 from __future__ import annotations
 
 import asyncio
+from types import SimpleNamespace
 from typing import Iterator
 
 import pytest
@@ -36,7 +37,8 @@ def cut(after_s: float) -> Try:
 
 def shows(queue: list[Try], *tries: Try) -> bool:
     queue.extend(tries)
-    return asyncio.run(IdleTimeout("after-headers").shows(None, 1, FIRST))  # type: ignore[arg-type]
+    ctx = SimpleNamespace(settings=SimpleNamespace(max_silence_s=20.0), notes={})  # what shows() reads
+    return asyncio.run(IdleTimeout("after-headers").shows(ctx, 1, FIRST))  # type: ignore[arg-type]
 
 
 def test_a_cut_at_the_limit_shows_it(answers: list[Try]) -> None:
