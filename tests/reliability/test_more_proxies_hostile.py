@@ -48,10 +48,15 @@ def test_proxy_own_error_is_openai_shaped_and_the_defaults_are_not(proxy_name: P
 
 @pytest.mark.parametrize("proxy_name", on_releases(["apache", "caddy"]))
 def test_header_trickle_is_closed_within_the_header_timeout(proxy_name: ProxyName, server: Any) -> None:
-    with fixed_proxy(proxy_name, server.port) as proxy, connect(proxy) as sock:
-        open_for = seconds_until_closed(sock, limit_s=len(TRICKLE) * 0.1, trickle=TRICKLE)
-    assert open_for is not None, f"{proxy_name} kept a header trickle open"
-    assert HEADER_TIMEOUT_S * 0.9 <= open_for <= HEADER_TIMEOUT_S + LATE_S, open_for
+    with fixed_proxy(proxy_name, server.port) as proxy:
+        tries = []
+        # A stalled machine makes a close late, never early: a late one is tried once more and
+        # the earlier close is the timer's (a fresh-clone CI run saw Caddy's close at 2.53 s once).
+        while len(tries) < 2 and (not tries or (tries[-1] or 0) > HEADER_TIMEOUT_S + LATE_S):
+            with connect(proxy) as sock:
+                tries.append(seconds_until_closed(sock, limit_s=len(TRICKLE) * 0.1, trickle=TRICKLE))
+    assert None not in tries, f"{proxy_name} kept a header trickle open: {tries}"
+    assert HEADER_TIMEOUT_S * 0.9 <= min(tries) <= HEADER_TIMEOUT_S + LATE_S, tries
 
 
 def test_varnish_closes_a_silent_connection_after_timeout_idle(server: Any) -> None:
