@@ -26,21 +26,15 @@ FLOW_NEEDS_S = 5.0  # the stamped stream lasts about 2 s
 async def measure(ctx: Context, hop: int, *, gzip: bool, http2: bool = False) -> StreamResult:
     """The stamped stream through entry `hop`, with or without Accept-Encoding, over HTTP/1.1 or
     HTTP/2 (cached per run). Over HTTP/1.1 a stream that does not complete makes the run unusable;
-    over HTTP/2 it is kept, and its judges say it proved nothing."""
+    over HTTP/2 it is kept, and its judges say it proved nothing. A plain stream grouped too soon
+    to tell (coalescing.grouped_too_soon) is measured once more, and every judge reads the second."""
     key = ("flow", hop, gzip, http2)
     if key not in ctx.notes:
-        over = " over HTTP/2" if http2 else ""
-        ctx.progress(f"stream through {ctx.path.urls[hop]}{over} "
-                     f"({'Accept-Encoding: gzip' if gzip else 'no Accept-Encoding'})")
-        ctx.budget.need(FLOW_NEEDS_S, "a short stream")
-        model = ctx.path.model or ""
-        api = ctx.path.api
-        body = knobs.stream_body(model, api) if ctx.path.origin == "streamlab" else knobs.plain_body(model, api)
-        result = await client.measure_stream(
-            ctx.path.completions(hop), body,
-            headers=ctx.path.headers(), **ctx.path.client_options(), accept_encoding=GZIP if gzip else None,
-            http2=http2, total_timeout_s=ctx.budget.cap(STREAM_TIMEOUT_S))
-        spent(ctx, result)
+        result = await _stream(ctx, hop, gzip=gzip, http2=http2)
+        if not gzip and result.outcome == "complete" and coalescing.grouped_too_soon(result, pacing(True)):
+            ctx.progress("the events came grouped too soon to tell: one more stream")
+            ctx.notes[("flow-grouped-too-soon", hop, http2)] = brief(result)
+            result = await _stream(ctx, hop, gzip=gzip, http2=http2)
         if result.outcome != "complete" and not http2:
             detail = f": {result.error}" if result.error else ""
             if result.body_snippet:
@@ -49,6 +43,22 @@ async def measure(ctx: Context, hop: int, *, gzip: bool, http2: bool = False) ->
                                 f"({ended(result)}{detail}); nothing else can be judged")
         ctx.notes[key] = result
     return ctx.notes[key]
+
+
+async def _stream(ctx: Context, hop: int, *, gzip: bool, http2: bool) -> StreamResult:
+    over = " over HTTP/2" if http2 else ""
+    ctx.progress(f"stream through {ctx.path.urls[hop]}{over} "
+                 f"({'Accept-Encoding: gzip' if gzip else 'no Accept-Encoding'})")
+    ctx.budget.need(FLOW_NEEDS_S, "a short stream")
+    model = ctx.path.model or ""
+    api = ctx.path.api
+    body = knobs.stream_body(model, api) if ctx.path.origin == "streamlab" else knobs.plain_body(model, api)
+    result = await client.measure_stream(
+        ctx.path.completions(hop), body,
+        headers=ctx.path.headers(), **ctx.path.client_options(), accept_encoding=GZIP if gzip else None,
+        http2=http2, total_timeout_s=ctx.budget.cap(STREAM_TIMEOUT_S))
+    spent(ctx, result)
+    return result
 
 
 async def over_h2(ctx: Context, hop: int) -> StreamResult | None:
@@ -144,6 +154,9 @@ class Coalescing(StreamCheck):
         seen = await super().observe(ctx, hop)
         h1 = await measure(ctx, hop, gzip=False)  # cached: the stream just judged
         seen.measurements["hop_delay_spread_p50_s"] = hop_spread_p50(h1)
+        first = ctx.notes.get(("flow-grouped-too-soon", hop, False))
+        if first is not None:  # the stream judged is the second: the first proved neither way
+            seen.measurements["grouped_too_soon"] = first
         return seen
 
 

@@ -112,17 +112,11 @@ def judge_streaming(result: StreamResult, direct: StreamResult) -> Measured:
     return Measured("streaming", True, f"{held.observed}; {grouped.observed}", results=[result])
 
 
-def grouped_in_time(judged: Measured, result: StreamResult) -> bool:
-    """A stream that passed with its events grouped, but without the hop delay that makes the
-    grouping the path's. HAProxy without http-no-delay groups 3 events a read 105 ms late in most
-    streams and, in 1 of 26 here (1 of 10 with both cores busy), 2.4 a read too soon to tell it
-    from the client's own slow reads: such a stream proves neither way, and one more is asked."""
-    return judged.passed and events_per_read(result) >= coalescing.COALESCED_EVENTS_PER_READ
-
-
 async def judge_stamped(target: Target, result: StreamResult, direct: StreamResult, **options: Any) -> Measured:
+    """The stamped stream judged; one grouped too soon to tell (coalescing.grouped_too_soon) is
+    measured once more, and the second judged."""
     judged = judge_streaming(result, direct)
-    if not grouped_in_time(judged, result):
+    if not coalescing.grouped_too_soon(result, paced_like(direct)):
         return judged
     again = await target.measure(target.body({"stamp": True}, max_tokens=STREAM_TOKENS), **options)
     if again.outcome != "complete":

@@ -1,5 +1,6 @@
 """A stream whose events came grouped, but without the hop delay that makes the grouping the
-path's, proves neither way: the streaming trials ask one more stream and judge that one.
+path's, proves neither way (labs/findings/coalescing.py grouped_too_soon): verify's streaming
+trials and the probe's stamped stream ask one more and judge that one.
 
 HAProxy without http-no-delay (tests/data/user-configs/haproxy-user) groups 3 events a read
 105 ms late in most streams, and in 1 of 26 here (1 of 10 with both cores busy) 2.4 a read,
@@ -8,10 +9,15 @@ too little delayed to tell: a CI run read that one as a pass. The streams here a
 from __future__ import annotations
 
 import asyncio
+from dataclasses import replace
 
 import pytest
 
 from labs.client.results import Event, StreamResult
+from labs.findings import coalescing
+from labs.probe import flow, knobs
+from labs.probe.base import Budget, Context, Settings
+from labs.probe.path import Path
 from labs.verify import trials
 from labs.verify.model import Options
 
@@ -60,11 +66,17 @@ def streaming(monkeypatch, answers: list[StreamResult]) -> tuple[trials.Measured
 
 
 def test_the_hand_built_streams_read_as_intended():
-    assert trials.judge_streaming(ALONE, DIRECT).passed
+    pace = trials.paced_like(DIRECT)
+    assert trials.judge_streaming(ALONE, DIRECT).passed and not coalescing.grouped_too_soon(ALONE, pace)
     soon = trials.judge_streaming(GROUPED_SOON, DIRECT)
-    assert soon.passed and trials.grouped_in_time(soon, GROUPED_SOON)
+    assert soon.passed and coalescing.grouped_too_soon(GROUPED_SOON, pace)
     late = trials.judge_streaming(GROUPED_LATE, DIRECT)
-    assert not late.passed and late.kind == "coalescing"
+    assert not late.passed and late.kind == "coalescing" and not coalescing.grouped_too_soon(GROUPED_LATE, pace)
+    # Held altogether is buffering's, and unstamped proves nothing: neither is asked again.
+    held = stream(N, 0.0)
+    assert not trials.judge_streaming(held, DIRECT).passed and not coalescing.grouped_too_soon(held, pace)
+    unstamped = replace(GROUPED_SOON, events=[replace(e, hop_s=None) for e in GROUPED_SOON.events])
+    assert not coalescing.grouped_too_soon(unstamped, pace)
 
 
 @pytest.mark.parametrize("answers, passed, asked", [
@@ -78,3 +90,22 @@ def test_a_grouped_stream_too_soon_to_tell_is_asked_again(monkeypatch, answers, 
     assert (measured.passed, count) == (passed, asked), measured.observed
     assert ("a second stream: the first grouped 2.0 events a read" in measured.observed) is (asked == 2)
     assert measured.results == [answers[-1]]
+
+
+def test_the_probe_reads_a_second_stream_when_the_first_was_grouped_too_soon(monkeypatch):
+    assert knobs.STREAM_INTERVAL_S == INTERVAL  # the hand-built streams are at the probe's pace too
+    answers = iter([GROUPED_SOON, GROUPED_LATE])
+    asked = []
+
+    async def measure(url, body, **options):
+        asked.append(options.get("accept_encoding"))
+        return next(answers)
+    monkeypatch.setattr(flow.client, "measure_stream", measure)
+    ctx = Context(Path(urls=["http://127.0.0.1:1/v1"], model="m", origin="streamlab"), Settings(), Budget(60))
+    seen = asyncio.run(flow.Coalescing().observe(ctx, 0))
+    assert asked == [None, None] and seen.fault, seen
+    assert seen.measurements["grouped_too_soon"]["bursts"] == 6  # the first stream, kept in --json
+    # A gzip stream is the compression check's: never asked twice for grouping.
+    ctx.notes.clear()
+    answers = iter([GROUPED_SOON])
+    assert asyncio.run(flow.measure(ctx, 0, gzip=True)) is GROUPED_SOON and asked[-1] == flow.GZIP
