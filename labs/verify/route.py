@@ -20,6 +20,10 @@ from labs.findings import UnusableInput
 from labs.verify.model import REQUEST_HEADERS, ROUTE_METHOD, RouteWanted, display_path
 
 
+class NoRoute(UnusableInput):
+    """No route of the config serves the request asked for (exit status 2)."""
+
+
 @dataclass(frozen=True)
 class Request:
     """What the judged request carries. `headers`: lower-case names; never printed (--header
@@ -94,7 +98,7 @@ def choose(reader: Matching, config: Any, wanted: RouteWanted, file: Path) -> Ch
                 continue
             return Chosen(route, request, _why(route, request, wanted), routes)
     asked = " or ".join(wanted.paths)
-    raise UnusableInput(f"no route proxies POST {asked}" + (f" for Host {wanted.host}" if wanted.host else "")
+    raise NoRoute(f"no route proxies POST {asked}" + (f" for Host {wanted.host}" if wanted.host else "")
                         + "; the proxied routes are: " + "; ".join(routes)
                         + f" ({_hint(wanted)})", file=shown)
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import re
 from dataclasses import dataclass, replace
 import tempfile
 import time
@@ -59,13 +60,32 @@ def read_config(path: Path, proxy: str | None = None, wanted: RouteWanted = Rout
     config their controller would run (labs/verify/kubernetes/), findings at the manifest's fields."""
     translation = translate(Path(path), proxy)
     if translation is not None:
-        reading = read_config(translation.path, translation.proxy, wanted)
+        try:
+            reading = read_config(translation.path, translation.proxy, wanted)
+        except route.NoRoute:
+            if wanted.path is None:
+                raise
+            raise _not_translated(Path(path), translation.route, wanted.path) from None
         reading.file = Path(path)
         return translation.relabel(reading)
     proxy = proxy_of(path, proxy)
     if wanted.series is None:  # the release that runs it, whose binary's defaults apply unless asked
         wanted = replace(wanted, series=releases.chosen(proxy, wanted.version, READERS[proxy].defaults).series)
     return _read(READERS[proxy], Path(path), wanted)
+
+
+def _not_translated(manifest: Path, translated: str, asked: str) -> UnusableInput:
+    """A route the manifests name but the controller's translation does not carry (ingress-nginx,
+    Envoy Gateway and NGF translate the chat API's route only): verify's limit, said at the
+    manifest's line that names the path, never as the translated file's "no route"."""
+    named = [number for number, text in enumerate(manifest.read_text().splitlines(), 1)
+             if re.search(rf"\b(?:path|value):\s*[\"']?{re.escape(asked)}[\"']?\s*(?:[,}}\]#]|$)", text)]
+    if not named:
+        return UnusableInput(f"no route of these manifests serves POST {asked} (verify translated "
+                             f"{translated})", file=display_path(manifest))
+    return UnusableInput(f"the route for POST {asked} is not run: verify translates these manifests' chat "
+                         f"route only ({translated}), a limit of verify, not a fault of the manifests",
+                         file=display_path(manifest), line=named[0])
 
 
 @dataclass

@@ -10,7 +10,10 @@ from pathlib import Path
 
 import pytest
 
+from labs.findings import UnusableInput
 from labs.verify.kubernetes.translate import translate
+from labs.verify.model import RouteWanted, display_path
+from labs.verify.run import read_config
 from proxies.fixed_mcp import MCP_COOKIE, MCP_SERVICE, MCP_SERVICE_PORT
 from proxies.kubernetes.export import K8S_DIR
 from tests.verify.test_mcp import EARLY_CUT_TRIES, TRAEFIK_EARLY_CUT, mcp_checks, needs_mcp1, pool_ports
@@ -51,3 +54,24 @@ def test_the_translated_mcp_route_keeps_sessions_only_with_its_sticky_cookie(tmp
         assert check.passed and "4 of 4 sessions kept their Mcp-Session-Id" in check.observed, check
     else:  # Traefik's round-robin: at least one session of four lost (docs/proxies.md)
         assert not check.passed and "sessions lost after initialize" in check.observed, check
+
+
+@pytest.mark.parametrize("name", ["ingress-nginx.yaml", "envoy-gateway.yaml", "nginx-gateway-fabric.yaml"])
+def test_an_mcp_route_the_translation_does_not_carry_is_verifys_limit_at_the_manifests_line(name: str) -> None:
+    """These controllers' translations carry the chat route only: `--mcp` says so at the line that
+    names /mcp in the manifest (exit 2, verify's limit), never "no route" in a translated temp file."""
+    manifest = K8S_DIR / name
+    with pytest.raises(UnusableInput) as raised:
+        read_config(manifest, wanted=RouteWanted(path="/mcp"))
+    said = str(raised.value)
+    line = next(n for n, text in enumerate(manifest.read_text().splitlines(), 1)
+                if re.search(r"\b(path|value): /mcp\b", text))
+    assert said.startswith(f"{display_path(manifest)}:{line}: the route for POST /mcp is not run"), said
+    assert "a limit of verify, not a fault of the manifests" in said and "/tmp/" not in said, said
+
+
+def test_manifests_with_no_mcp_route_say_so_at_the_manifest() -> None:
+    manifest = K8S_DIR / "f5-nginx-ingress.yaml"  # its cookie affinity is NGINX Plus only: no MCP route
+    with pytest.raises(UnusableInput) as raised:
+        read_config(manifest, wanted=RouteWanted(path="/mcp"))
+    assert str(raised.value).startswith(f"{display_path(manifest)}: no route of these manifests serves POST /mcp")
