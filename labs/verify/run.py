@@ -58,7 +58,7 @@ def lab_server(streams: int = Options.streams) -> Iterator[ServerHandle]:
 def read_config(path: Path, proxy: str | None = None, wanted: RouteWanted = RouteWanted()) -> Reading:
     """The static reading alone (no process is started). Kubernetes manifests are read as the
     config their controller would run (labs/verify/kubernetes/), findings at the manifest's fields."""
-    translation = translate(Path(path), proxy)
+    translation = translate(Path(path), proxy, paths=wanted.paths if wanted.path else None)
     if translation is not None:
         try:
             reading = read_config(translation.path, translation.proxy, wanted)
@@ -75,9 +75,9 @@ def read_config(path: Path, proxy: str | None = None, wanted: RouteWanted = Rout
 
 
 def _not_translated(manifest: Path, translated: str, asked: str) -> UnusableInput:
-    """A route the manifests name but the controller's translation does not carry (ingress-nginx,
-    Envoy Gateway and NGF translate the chat API's route only): verify's limit, said at the
-    manifest's line that names the path, never as the translated file's "no route"."""
+    """A route the manifests name but the controller's translation does not carry (ingress-nginx's
+    and F5's translate the chat API's route only): verify's limit, said at the manifest's line that
+    names the path, never as the translated file's "no route"."""
     named = [number for number, text in enumerate(manifest.read_text().splitlines(), 1)
              if re.search(rf"\b(?:path|value):\s*[\"']?{re.escape(asked)}[\"']?\s*(?:[,}}\]#]|$)", text)]
     if not named:
@@ -166,7 +166,7 @@ def verify_config(path: Path, *, proxy: str | None = None, max_silence_s: float 
     if headers:
         wanted = replace(wanted, headers=tuple(headers.items()))
     headers = dict(wanted.headers)  # what routing read is what the measured requests carry
-    translation = translate(path, proxy)
+    translation = translate(path, proxy, paths=wanted.paths if wanted.path else None)
     manifest = path
     if translation is not None:
         say(f"translating {display_path(path)} into {translation.proxy}'s config")

@@ -1,8 +1,10 @@
 """The Kubernetes manifests' MCP route under `labs verify --mcp` (docs/proxies.md, Kubernetes): verify
-translates Traefik's IngressRoute with its `sticky.cookie`, so the route runs in Traefik in front of two
-replicas of the lab's MCP origin. A Service is one server in the translation (its pods are the
-cluster's), so the test gives the route's Service two pods, as the cluster's endpoints would; the
-other controllers' affinity has no translation here (said in each manifest)."""
+translates Traefik's IngressRoute with its `sticky.cookie`, Envoy Gateway's HTTPRoute with its
+BackendTrafficPolicy `loadBalancer`, and NGF's HTTPRoute rule with its UpstreamSettingsPolicy
+`loadBalancingMethod`, so each route runs in its proxy in front of replicas of the lab's MCP origin.
+Traefik's translation has one server per Service, so its test gives the Service two pods; the Gateway
+API controllers balance over a Service's pods themselves, and their translation runs as many as the
+manifests' Deployment says, else two (labs/verify/kubernetes/pods.py)."""
 from __future__ import annotations
 
 import re
@@ -56,10 +58,11 @@ def test_the_translated_mcp_route_keeps_sessions_only_with_its_sticky_cookie(tmp
         assert not check.passed and "sessions lost after initialize" in check.observed, check
 
 
-@pytest.mark.parametrize("name", ["ingress-nginx.yaml", "envoy-gateway.yaml", "nginx-gateway-fabric.yaml"])
+@pytest.mark.parametrize("name", ["ingress-nginx.yaml"])
 def test_an_mcp_route_the_translation_does_not_carry_is_verifys_limit_at_the_manifests_line(name: str) -> None:
-    """These controllers' translations carry the chat route only: `--mcp` says so at the line that
-    names /mcp in the manifest (exit 2, verify's limit), never "no route" in a translated temp file."""
+    """ingress-nginx's translation carries the chat route only (the project is retired): `--mcp` says
+    so at the line that names /mcp in the manifest (exit 2, verify's limit), never "no route" in a
+    translated temp file."""
     manifest = K8S_DIR / name
     with pytest.raises(UnusableInput) as raised:
         read_config(manifest, wanted=RouteWanted(path="/mcp"))
@@ -75,3 +78,86 @@ def test_manifests_with_no_mcp_route_say_so_at_the_manifest() -> None:
     with pytest.raises(UnusableInput) as raised:
         read_config(manifest, wanted=RouteWanted(path="/mcp"))
     assert str(raised.value).startswith(f"{display_path(manifest)}: no route of these manifests serves POST /mcp")
+
+
+GATEWAYS = {"envoy-gateway.yaml": ("lb_policy: MAGLEV", "hash_policy: [{cookie: {name: mcp_route, ttl: 3600s}}]",
+                                   "BackendTrafficPolicy mcp spec.loadBalancer.consistentHash.type"),
+            "nginx-gateway-fabric.yaml": ("hash $remote_addr consistent;", "server mcp-1:80;",
+                                          "UpstreamSettingsPolicy mcp spec.loadBalancingMethod")}
+WITHOUT_AFFINITY = {  # the manifest's affinity taken out: the controller's default balancing
+    "envoy-gateway.yaml": ("  loadBalancer:\n    type: ConsistentHash\n    consistentHash:\n      type: Cookie\n"
+                           "      cookie:\n        name: mcp_route\n        ttl: 3600s\n", ""),
+    "nginx-gateway-fabric.yaml": ("  loadBalancingMethod: hash consistent\n  hashMethodKey: $remote_addr\n",
+                                  "  keepAlive:\n    connections: 16\n")}
+
+
+@pytest.mark.parametrize("name", sorted(GATEWAYS))
+def test_the_gateway_translations_carry_the_mcp_route_its_affinity_and_two_pods(name: str) -> None:
+    translation = translate(K8S_DIR / name, paths=("/mcp",))
+    text = translation.path.read_text()
+    assert all(line in text for line in GATEWAYS[name][:2]), text
+    assert text.count("mcp-0") == 1 and text.count("mcp-1") == 1, text  # two pods, as none is declared
+    assert any("2 are assumed" in note for note in translation.notes), translation.notes
+    assert translation.pool_where.endswith(GATEWAYS[name][2]), translation.pool_where
+    assert "path /mcp" in translation.route
+    # The chat route's translation is as it was: one server, no balancing of pods.
+    chat = translate(K8S_DIR / name).path.read_text()
+    assert "mcp" not in chat.replace("# ", "").split("\n", 1)[1] and "MAGLEV" not in chat and "hash " not in chat
+
+
+def test_a_deployment_among_the_manifests_gives_the_pods(tmp_path: Path) -> None:
+    manifest = tmp_path / "routes.yaml"
+    service = ("---\napiVersion: v1\nkind: Service\nmetadata: {name: mcp}\nspec:\n  selector: {app: mcp}\n"
+               "  ports: [{port: 80}]\n---\napiVersion: apps/v1\nkind: Deployment\nmetadata: {name: mcp}\n"
+               "spec:\n  replicas: REPLICAS\n  selector: {matchLabels: {app: mcp}}\n"
+               "  template:\n    metadata: {labels: {app: mcp, tier: tools}}\n    spec: {containers: []}\n")
+    base = (K8S_DIR / "envoy-gateway.yaml").read_text()
+    manifest.write_text(base + service.replace("REPLICAS", "3"))
+    text = translate(manifest, paths=("/mcp",)).path.read_text()
+    assert [f"mcp-{i}" in text for i in range(4)] == [True, True, True, False], text
+    manifest.write_text(base + service.replace("REPLICAS", "three"))
+    with pytest.raises(UnusableInput, match="spec.replicas: 'three' is not a count of pods"):
+        translate(manifest, paths=("/mcp",))
+
+
+def test_a_balancing_open_source_nginx_has_not_is_verifys_limit(tmp_path: Path) -> None:
+    manifest = tmp_path / "ngf.yaml"
+    manifest.write_text((K8S_DIR / "nginx-gateway-fabric.yaml").read_text().replace(
+        "loadBalancingMethod: hash consistent", "loadBalancingMethod: least_time header"))
+    with pytest.raises(UnusableInput, match="NGINX Plus's; verify runs open-source nginx"):
+        translate(manifest, paths=("/mcp",))
+
+
+@pytest.mark.slow
+@needs_mcp1
+@pytest.mark.parametrize("name", sorted(GATEWAYS))
+@pytest.mark.parametrize("affinity", [True, False], ids=["its-affinity", "without-it"])
+def test_verify_runs_the_gateways_mcp_route_keeps_sessions_only_with_its_affinity(tmp_path: Path, name: str,
+                                                                                    affinity: bool) -> None:
+    from labs.verify.mcp.run import verify_mcp
+    manifest = tmp_path / "routes.yaml"  # a name that says no proxy: the controller's is run
+    text = (K8S_DIR / name).read_text()
+    if not affinity:
+        assert text.count(WITHOUT_AFFINITY[name][0]) == 1
+        text = text.replace(*WITHOUT_AFFINITY[name])
+    manifest.write_text(text)
+    report = verify_mcp(manifest, checks=["session-survives"])
+    # The precondition: two replicas behind it, one per pod, each its own loopback port.
+    assert any(n.startswith("behind the route: 2 replica(s)") for n in report.notes), report.notes
+    assert all(f"-{' ' * 8}server {pod}:80;" in report.rewrites or f"{{address: {pod}, port_value: 80}}" in
+               report.rewrites for pod in ("mcp-0", "mcp-1")), report.rewrites
+    # nginx's `server` lines; Envoy's socket addresses after its listener's (the file's first; the
+    # admin line the rewrite adds starts with `admin:`).
+    pods = re.findall(r"^\+ +server 127\.0\.0\.1:(\d+);", report.rewrites, re.M) or re.findall(
+        r"^\+ +socket_address: \{address: 127\.0\.0\.1, port_value: (\d+)\}", report.rewrites, re.M)[1:]
+    assert len(set(pods)) == 2, report.rewrites
+    [check] = mcp_checks(report)
+    assert check.skipped is None, check
+    if affinity:
+        assert check.passed and "4 of 4 sessions kept their Mcp-Session-Id" in check.observed, check
+        assert report.exit_status == 0
+        return
+    assert not check.passed and "sessions lost after initialize" in check.observed, check
+    [finding] = report.findings
+    assert finding.kind == "session-affinity" and finding.where.startswith(f"{manifest}:"), finding.where
+    assert "spec.rules.backendRefs" in finding.where and GATEWAYS[name][2].split()[0] in finding.fix, finding

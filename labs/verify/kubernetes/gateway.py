@@ -14,11 +14,13 @@ from pathlib import Path
 
 from labs.findings import UnusableInput
 from labs.verify.kubernetes.manifests import Lines, Translation, where
+from labs.verify.kubernetes.pods import Pods, pods_of
 from labs.verify.model import API_PATHS, display_path
 from labs.verify.yamlpos import YamlMap
 
 KINDS = ("HTTPRoute",)
 PROXY = "envoy"  # what the controller runs: the translation's proxy, and --proxy's
+ROUTES_BY_PATH = True  # translates the rule serving the path asked (--path, --mcp), not only the chat API's
 EG = "https://gateway.envoyproxy.io/docs/api/extension_types"
 GW = "https://gateway-api.sigs.k8s.io/reference/spec"
 # "gateway-api timeout takes precedence": an HTTPRoute's timeouts.request over a policy's requestTimeout.
@@ -27,7 +29,20 @@ EG_ROUTE_PRECEDENCE = ("https://github.com/envoyproxy/gateway/blob/39763b1c07ec3
 # Read from each policy's spec; everything else in a policy is said to be left out.
 BACKEND_READ = {("timeout", "http", "requestTimeout"), ("timeout", "http", "streamIdleTimeout"),
                 ("timeout", "http", "connectionIdleTimeout"), ("timeout", "http", "maxStreamDuration"),
-                ("timeout", "tcp", "connectTimeout")}
+                ("timeout", "tcp", "connectTimeout"), ("loadBalancer", "type"),
+                ("loadBalancer", "consistentHash", "type"), ("loadBalancer", "consistentHash", "cookie"),
+                ("loadBalancer", "consistentHash", "header")}
+# BackendTrafficPolicy loadBalancer.type -> the cluster's lb_policy Envoy Gateway writes; with no
+# loadBalancer it writes LeastRequest (docs: tasks/traffic/load-balancing), and a consistent hash is
+# Maglev ({EG}/#consistenthash: its tableSize is Maglev's).
+LB_POLICIES = {"LeastRequest": "LEAST_REQUEST", "RoundRobin": "ROUND_ROBIN", "Random": "RANDOM",
+               "ConsistentHash": "MAGLEV"}
+LB_DEFAULT = "LeastRequest"
+AFFINITY_FIX = ("a BackendTrafficPolicy targeting HTTPRoute {route} with `loadBalancer: {{type: ConsistentHash, "
+                "consistentHash: {{type: Cookie, cookie: {{name: mcp_route, ttl: 3600s}}}}}}`: Envoy mints the cookie "
+                "on `initialize`'s answer and the official Python SDK's client sends it back (the TypeScript "
+                "SDK's fetch keeps no cookie: `type: SourceIP` for it); a hash of the Mcp-Session-Id header "
+                "is not one, `initialize` carries none (docs/mcp.md, proxies/fixed/kubernetes/envoy-gateway.yaml)")
 CLIENT_READ = {("timeout", "http", "requestReceivedTimeout"), ("timeout", "http", "requestHeadersReceivedTimeout"),
                ("timeout", "http", "idleTimeout"), ("timeout", "http", "streamIdleTimeout")}
 
@@ -47,12 +62,14 @@ class Served:
     backend_origin: str
     # A controller that always writes timeouts.request on the HTTPRoute it derives: (value, why).
     implicit_request: tuple[str, str] | None = None
+    pods: Pods = Pods(1, "the backend")  # the Service's pods: one server each (pods.py)
 
 
-def translate(manifest: Path, objects: list[YamlMap], folder: Path) -> Translation:
+def translate(manifest: Path, objects: list[YamlMap], folder: Path,
+              paths: tuple[str, ...] | None = None) -> Translation:
     notes: list[str] = []
     route, rule, match, path, exact = _route(manifest, [o for o in objects if o.get("kind") == "HTTPRoute"],
-                                             notes)
+                                             notes, paths or API_PATHS)
     label = f"HTTPRoute {route.mapping('metadata').get('name', '?')}"
     backend = rule.items_list("backendRefs")[0] if rule.items_list("backendRefs") else None
     if backend is None:
@@ -60,7 +77,8 @@ def translate(manifest: Path, objects: list[YamlMap], folder: Path) -> Translati
     served = Served("HTTPRoute", route, rule, path, exact,
                     where(manifest, match, "path", f"{label} spec.rules.matches.path"),
                     (str(backend.get("name", "backend")), int(backend.get("port", 80))),
-                    where(manifest, rule, "backendRefs", f"{label} spec.rules.backendRefs"))
+                    where(manifest, rule, "backendRefs", f"{label} spec.rules.backendRefs"),
+                    pods=pods_of(manifest, objects, str(backend.get("name", "backend")), asked=paths is not None))
     return render(manifest, objects, folder, served, notes)
 
 
@@ -114,6 +132,9 @@ def render(manifest: Path, objects: list[YamlMap], folder: Path, served: Served,
                      "spec.timeout.http.requestTimeout is not applied: the route's timeouts.request takes "
                      f"precedence in Envoy Gateway ({EG_ROUTE_PRECEDENCE})")
     backend_origin = served.backend_origin
+    balancing = _balancing(manifest, backend_policy, served.pods)
+    if served.pods.count > 1 and "assumed" in served.pods.origin:
+        notes.append(served.pods.origin)
 
     lines = Lines()
     lines.add(f"# Envoy Gateway's Envoy for {label} ({display_path(manifest)}), as verify translates it")
@@ -145,6 +166,8 @@ def render(manifest: Path, objects: list[YamlMap], folder: Path, served: Served,
     lines.add(f"              - match: {{{'path' if exact else 'prefix'}: {path!r}}}", served.match_origin)
     lines.add("                route:")
     lines.add("                  cluster: backend", backend_origin)
+    if balancing and balancing.hash_policy:
+        lines.add(f"                  hash_policy: [{balancing.hash_policy}]", balancing.origin)
     lines.add(f"                  timeout: {route_timeout}", route_origin)
     if idle:
         lines.add(f"                  idle_timeout: {idle}", idle_origin)
@@ -158,6 +181,8 @@ def render(manifest: Path, objects: list[YamlMap], folder: Path, served: Served,
     lines.add("  - name: backend")
     lines.add("    type: STRICT_DNS")
     lines.add(f"    connect_timeout: {connect}", connect_origin)
+    if balancing:
+        lines.add(f"    lb_policy: {balancing.lb_policy}", balancing.origin)
     lines.add(f"    typed_extension_protocol_options:")
     lines.add("      envoy.extensions.upstreams.http.v3.HttpProtocolOptions:")
     lines.add('        "@type": type.googleapis.com/envoy.extensions.upstreams.http.v3.HttpProtocolOptions')
@@ -167,17 +192,22 @@ def render(manifest: Path, objects: list[YamlMap], folder: Path, served: Served,
     lines.add("      cluster_name: backend")
     lines.add("      endpoints:")
     lines.add("      - lb_endpoints:")
-    lines.add("        - endpoint:")
-    lines.add("            address:")
-    lines.add(f"              socket_address: {{address: {served.backend[0]}, port_value: {served.backend[1]}}}",
-              backend_origin)
+    for server in served.pods.servers(*served.backend):
+        host, port = server.rsplit(":", 1)
+        lines.add("        - endpoint:")
+        lines.add("            address:")
+        lines.add(f"              socket_address: {{address: {host}, port_value: {port}}}",
+                  backend_origin if served.pods.count == 1 else f"{backend_origin}; {served.pods.origin}")
     target = folder / "envoy.yaml"
     target.write_text("\n".join(lines.text) + "\n")
     vocabulary = {"timeout:": (f"{label} spec.rules.timeouts.request: {{value}}", str),
                   "idle_timeout:": ("BackendTrafficPolicy spec.timeout.http.streamIdleTimeout: {value}", str),
                   "stream_idle_timeout:": ("ClientTrafficPolicy spec.timeout.http.streamIdleTimeout: {value}", str)}
     return Translation(manifest, target, PROXY, lines.origins, notes,
-                       f"{label} ({display_path(manifest)}:{route.line()}) path {path}", vocabulary)
+                       f"{label} ({display_path(manifest)}:{route.line()}) path {path}", vocabulary,
+                       pool_where=balancing.origin if balancing and backend_policy is not None and
+                       _spec(backend_policy).mapping("loadBalancer") else backend_origin,
+                       affinity_fix=AFFINITY_FIX.format(route=name))
 
 
 def _redirect(rule: YamlMap) -> YamlMap | None:
@@ -188,12 +218,14 @@ def _redirect(rule: YamlMap) -> YamlMap | None:
     return None
 
 
-def _route(manifest: Path, routes: list[YamlMap], notes: list[str]) -> tuple[YamlMap, YamlMap, YamlMap, str, bool]:
-    """(route, rule, match, path, exact) of the rule that serves the chat API, longest match first.
+def _route(manifest: Path, routes: list[YamlMap], notes: list[str],
+           paths: tuple[str, ...] = API_PATHS) -> tuple[YamlMap, YamlMap, YamlMap, str, bool]:
+    """(route, rule, match, path, exact) of the rule that serves the first of `paths` served (the
+    chat API's by default), longest match first.
     A rule that redirects (an HTTP listener's RequestRedirect to HTTPS) is followed: the route that
     serves is the one judged, and a note says so."""
     redirects: list[str] = []
-    for chat in API_PATHS:
+    for chat in paths:
         best = None
         for route in routes:
             for rule in route.mapping("spec").items_list("rules"):
@@ -219,7 +251,7 @@ def _route(manifest: Path, routes: list[YamlMap], notes: list[str]) -> tuple[Yam
                              f"{best[0].mapping('metadata').get('name', '?')}, the route that serves it")
             return best
     said = f" ({'; '.join(dict.fromkeys(redirects))}, and no route serves what it redirects to)" if redirects else ""
-    raise UnusableInput(f"no HTTPRoute rule serves POST {API_PATHS[0]}{said}", file=display_path(manifest))
+    raise UnusableInput(f"no HTTPRoute rule serves POST {paths[0]}{said}", file=display_path(manifest))
 
 
 def _policy(objects: list[YamlMap], kind: str, targets: set[tuple[str, str]]) -> YamlMap | None:
@@ -252,3 +284,43 @@ def _left_out(manifest: Path, policy: YamlMap | None, read: set[tuple[str, ...]]
     walk(policy.mapping("spec"), ())
     return [f"{policy.get('kind')} {policy.mapping('metadata').get('name')}: not translated (not read by verify): "
             f"{', '.join(found)}"] if found else []
+
+
+@dataclass(frozen=True)
+class Balancing:
+    lb_policy: str
+    hash_policy: str | None  # the route's hash_policy entry, for a consistent hash
+    origin: str
+
+
+def _balancing(manifest: Path, policy: YamlMap | None, pods: Pods) -> Balancing | None:
+    """How Envoy Gateway balances the route's pods (BackendTrafficPolicy loadBalancer); None with
+    one pod and no loadBalancer (nothing to balance: the chat route's translation as before)."""
+    balancer = _spec(policy).mapping("loadBalancer")
+    if not balancer:
+        if pods.count == 1:
+            return None
+        return Balancing(LB_POLICIES[LB_DEFAULT], None, f"Envoy Gateway's default load balancer ({LB_DEFAULT}) "
+                                                         f"when no BackendTrafficPolicy sets one ({EG}/#loadbalancer)")
+    name = f"BackendTrafficPolicy {policy.mapping('metadata').get('name')}"
+    kind = str(balancer.get("type", ""))
+    if kind not in LB_POLICIES:
+        raise UnusableInput(f"{name} spec.loadBalancer.type: {kind!r} is not one of {', '.join(LB_POLICIES)}",
+                            file=display_path(manifest), line=balancer.line())
+    origin = where(manifest, balancer, "type", f"{name} spec.loadBalancer.type")
+    if kind != "ConsistentHash":
+        return Balancing(LB_POLICIES[kind], None, origin)
+    hashed = balancer.mapping("consistentHash")
+    by = str(hashed.get("type", ""))
+    origin = where(manifest, hashed, "type", f"{name} spec.loadBalancer.consistentHash.type")
+    if by == "SourceIP":
+        return Balancing("MAGLEV", "{connection_properties: {source_ip: true}}", origin)
+    if by == "Header" and hashed.mapping("header").get("name"):
+        return Balancing("MAGLEV", f"{{header: {{header_name: {hashed.mapping('header')['name']}}}}}", origin)
+    if by == "Cookie" and hashed.mapping("cookie").get("name"):
+        cookie = hashed.mapping("cookie")
+        ttl = f", ttl: {cookie['ttl']}" if "ttl" in cookie else ""
+        return Balancing("MAGLEV", f"{{cookie: {{name: {cookie['name']}{ttl}}}}}", origin)
+    raise UnusableInput(f"{name} spec.loadBalancer.consistentHash: type {by!r} with its field "
+                        "(SourceIP, Header with header.name, Cookie with cookie.name) is what Envoy Gateway reads",
+                        file=display_path(manifest), line=hashed.line())

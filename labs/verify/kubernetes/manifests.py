@@ -45,9 +45,13 @@ class Translation:
     proxy: str
     origins: dict[int, str]
     notes: list[str]
-    route: str  # the manifest object that serves the chat route
+    route: str  # the manifest object that serves the route judged (the chat API's, or the one asked)
     # directive -> how the manifest says it ("{value}": the directive's value as the manifest writes it)
     vocabulary: dict[str, tuple[str, Any]] = field(default_factory=dict)
+    # Where the translated pool's balancing comes from in the manifest, and the affinity a stateful
+    # MCP route needs in the controller's own objects (verify --mcp names both; None: not said).
+    pool_where: str | None = None
+    affinity_fix: str | None = None
 
     def refix(self, text: str | None) -> str | None:
         """A fix written in the proxy's words, in the manifest's: `proxy_read_timeout 70s;` becomes

@@ -13,9 +13,10 @@ Directive = tuple[str, str]  # ("proxy_buffering on;", its origin)
 
 def write(folder: Path, title: str, manifest: Path, *, http: list[Directive], upstream: list[Directive],
           location: list[Directive], server: tuple[str, str], host: str | None, path: tuple[str, str],
-          snippets: list[Directive] = ()) -> tuple[Path, dict[int, str]]:
+          snippets: list[Directive] = (), pods: list[str] | None = None) -> tuple[Path, dict[int, str]]:
     """nginx.conf in `folder` and the origin of each of its lines. `server` is the backend
-    ("name:port", origin), `path` the location's (nginx location text, origin)."""
+    ("name:port", origin), `path` the location's (nginx location text, origin); `pods`: the
+    backend's servers when they are several pods (labs/verify/kubernetes/pods.py)."""
     lines = Lines()
     lines.add(f"# {title} ({display_path(manifest)}), as verify translates it")
     lines.add("events {")
@@ -24,7 +25,8 @@ def write(folder: Path, title: str, manifest: Path, *, http: list[Directive], up
     for text, origin in http:
         lines.add(f"    {text}", origin)
     lines.add("    upstream backend {")
-    lines.add(f"        server {server[0]};", server[1])
+    for address in pods or [server[0]]:
+        lines.add(f"        server {address};", server[1])
     for text, origin in upstream:
         lines.add(f"        {text}", origin)
     lines.add("    }")

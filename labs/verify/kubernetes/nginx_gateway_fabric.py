@@ -16,12 +16,14 @@ from pathlib import Path
 from labs.findings import UnusableInput
 from labs.verify.kubernetes import gateway, nginx_conf, schemas
 from labs.verify.kubernetes.manifests import Translation, where
-from labs.verify.model import display_path
+from labs.verify.kubernetes.pods import pods_of
+from labs.verify.model import API_PATHS, display_path
 from labs.verify.yamlpos import YamlMap
 
 POLICIES = ("ProxySettingsPolicy", "ClientSettingsPolicy", "UpstreamSettingsPolicy", "SnippetsFilter")
 KINDS = ("HTTPRoute", *POLICIES)
 PROXY = "nginx"
+ROUTES_BY_PATH = True  # translates the rule serving the path asked (--path, --mcp), not only the chat API's
 GROUP = "gateway.nginx.org"
 CLASS = "nginx"  # the GatewayClass NGF's Helm chart creates
 SOURCE = "https://github.com/nginx/nginx-gateway-fabric/blob/v2.6.7/internal/controller/nginx/config"
@@ -51,7 +53,16 @@ FIELDS: tuple[tuple[str, tuple[str, ...], str, str | None, str, str], ...] = (
      f"NGF's default upstream keepalive ({SOURCE}/upstreams.go)"),
     ("UpstreamSettingsPolicy", ("keepAlive", "timeout"), "keepalive_timeout", None, "upstream", ""),
 )
-READ = {(kind, keys) for kind, keys, *_ in FIELDS}
+# UpstreamSettingsPolicy's balancing: loadBalancingMethod (with hashMethodKey for a hash) is the
+# upstream's method directive; NGF's default is `random two least_conn` (the CRD's own words).
+BALANCING = ("loadBalancingMethod", "hashMethodKey")
+BALANCING_DEFAULT = "random two least_conn"
+PLUS_ONLY = "least_time"  # methods NGINX Plus has and open-source nginx, which verify runs, has not
+READ = {(kind, keys) for kind, keys, *_ in FIELDS} | {("UpstreamSettingsPolicy", (key,)) for key in BALANCING}
+AFFINITY_FIX = ("an UpstreamSettingsPolicy targeting Service {service} with `loadBalancingMethod: hash consistent` "
+                "and `hashMethodKey: $remote_addr` (open-source NGF has no cookie affinity and renders no `sticky "
+                "learn`: every client behind one address lands on one pod); a hash of $http_mcp_session_id is not "
+                "one, `initialize` carries none (docs/mcp.md, proxies/fixed/kubernetes/nginx-gateway-fabric.yaml)")
 
 
 def claims(objects: list[YamlMap], proxy: str | None = None) -> bool:
@@ -77,11 +88,12 @@ def _converted(kind: str, keys: tuple[str, ...], value: object) -> str:
     return str(value)
 
 
-def translate(manifest: Path, objects: list[YamlMap], folder: Path) -> Translation:
+def translate(manifest: Path, objects: list[YamlMap], folder: Path,
+              paths: tuple[str, ...] | None = None) -> Translation:
     schemas.check(manifest, objects, (GROUP,))
     notes: list[str] = []
     route, rule, match, path, exact = gateway._route(manifest, [o for o in objects if o.get("kind") == "HTTPRoute"],
-                                                     notes)
+                                                     notes, paths or API_PATHS)
     name = str(route.mapping("metadata").get("name", "?"))
     label = f"HTTPRoute {name}"
     parents = {str(p.get("name")) for p in route.mapping("spec").items_list("parentRefs") if isinstance(p, YamlMap)}
@@ -111,6 +123,12 @@ def translate(manifest: Path, objects: list[YamlMap], folder: Path) -> Translati
               f"{str(s.get('value', '')).strip()[:120]!r})"
               for f in objects if f.get("kind") == "SnippetsFilter" for s in f.mapping("spec").items_list("snippets")
               if isinstance(s, YamlMap)]
+    pods = pods_of(manifest, objects, service, asked=paths is not None)
+    balancing, set_by_policy = _balancing(manifest, chosen["UpstreamSettingsPolicy"], pods.count)
+    if balancing is not None:
+        placed["upstream"].insert(0, balancing)
+    if pods.count > 1 and "assumed" in pods.origin:
+        notes.append(pods.origin)
     keepalive = next(t for t, _ in placed["upstream"] if t.startswith("keepalive "))
     connection = '""' if keepalive != "keepalive 0;" else "close"
     template = f"NGF's location template ({SOURCE}/servers_template.go)"
@@ -126,13 +144,44 @@ def translate(manifest: Path, objects: list[YamlMap], folder: Path) -> Translati
         folder, f"NGINX Gateway Fabric's nginx for {label}", manifest, http=placed["http"],
         upstream=placed["upstream"], location=location,
         server=(f"{service}:{int(backend.get('port', 80))}", backend_origin), host=hosts[0] if hosts else None,
+        pods=pods.servers(service, int(backend.get("port", 80))) if pods.count > 1 else None,
         path=(f"= {path}" if exact else path, where(manifest, match, "path", f"{label} spec.rules.matches.path")))
     vocabulary = {"proxy_buffering": ("ProxySettingsPolicy spec.buffering.disable: {value}",
                                       lambda value: {"on": "false", "off": "true"}.get(value, value)),
                   "proxy_read_timeout": ("ProxySettingsPolicy spec.timeout.read: {value}", str),
                   "proxy_send_timeout": ("ProxySettingsPolicy spec.timeout.send: {value}", str)}
     return Translation(manifest, target, PROXY, origins, notes,
-                       f"{label} ({display_path(manifest)}:{route.line()}) path {path}", vocabulary)
+                       f"{label} ({display_path(manifest)}:{route.line()}) path {path}", vocabulary,
+                       pool_where=balancing[1] if balancing and set_by_policy else backend_origin,
+                       affinity_fix=AFFINITY_FIX.format(service=service))
+
+
+def _balancing(manifest: Path, policies: list[YamlMap], pods: int) -> tuple[nginx_conf.Directive | None, bool]:
+    """(the upstream's method directive, whether a policy set it): the Service's
+    UpstreamSettingsPolicy's, or NGF's default where there are pods to balance (None with one pod
+    and no method: the chat route as before)."""
+    policy = next((p for p in policies if "loadBalancingMethod" in p.mapping("spec")), None)
+    if policy is None:
+        if pods == 1:
+            return None, False
+        return (f"{BALANCING_DEFAULT};", f"NGF's default load-balancing method (the UpstreamSettingsPolicy CRD: "
+                                         f"{SOURCE}/upstreams.go)"), False
+    spec, name = policy.mapping("spec"), f"UpstreamSettingsPolicy {policy.mapping('metadata').get('name')}"
+    method = str(spec["loadBalancingMethod"])
+    origin = where(manifest, spec, "loadBalancingMethod", f"{name} spec.loadBalancingMethod")
+    if PLUS_ONLY in method:
+        raise UnusableInput(f"{name} spec.loadBalancingMethod: {method!r} is NGINX Plus's; verify runs open-source "
+                            "nginx, which has no least_time (a limit of verify, not a fault of the manifest)",
+                            file=display_path(manifest), line=policy.line())
+    if method == "round_robin":
+        return ("# round robin: nginx's default method", origin), True
+    if method.startswith("hash") and not spec.get("hashMethodKey"):
+        raise UnusableInput(f"{name}: hashMethodKey is required when loadBalancingMethod is 'hash' or 'hash "
+                            "consistent' (the CRD's validation rule)", file=display_path(manifest), line=policy.line())
+    if method.startswith("hash"):
+        consistent = " consistent" if method.endswith("consistent") else ""
+        return (f"hash {spec.get('hashMethodKey')}{consistent};", origin), True
+    return (f"{method};", origin), True
 
 
 def _targeting(objects: list[YamlMap], kind: str, target: tuple[str, str]) -> list[YamlMap]:

@@ -15,12 +15,14 @@ from labs.verify.model import display_path
 CONTROLLERS = (f5_nginx_ingress, nginx_gateway_fabric, ingress_nginx, ai_gateway, gateway, traefik_crd)
 
 
-def translate(path: Path, proxy: str | None = None) -> Translation | None:
+def translate(path: Path, proxy: str | None = None, paths: tuple[str, ...] | None = None) -> Translation | None:
     """The manifests' translation, or None when the file holds no Kubernetes objects. With
     `--proxy`, objects of the controller that runs that proxy are translated as detection does
     (kreatoo-open-webui-ingressroute, tests/data/wild: `--proxy traefik` on an IngressRoute read it
     as a file-provider file, "no HTTP router"); objects verify does not translate go to the proxy's
-    own reader, which says what it makes of the file."""
+    own reader, which says what it makes of the file. `paths`: the route asked for (--path, --mcp),
+    handed to the controllers that translate any route (`ROUTES_BY_PATH`); the others translate
+    the chat API's route, and verify says when the one asked is not among it (labs/verify/run.py)."""
     if not looks_like(path):
         return None
     objects = documents(path)
@@ -35,6 +37,8 @@ def translate(path: Path, proxy: str | None = None) -> Translation | None:
                                 f"(the controller's proxy), not {proxy}: pass --proxy {controller.PROXY}, or "
                                 "leave --proxy out", file=display_path(path))
         if found:
+            if paths is not None and getattr(controller, "ROUTES_BY_PATH", False):
+                return controller.translate(path, objects, scratch_folder(), paths=paths)
             return controller.translate(path, objects, scratch_folder())
     if proxy is not None:
         return None

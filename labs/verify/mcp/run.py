@@ -24,6 +24,7 @@ from typing import Callable, Sequence
 
 from labs.findings import UnusableInput
 from labs.verify import releases
+from labs.verify.kubernetes.translate import translate
 from labs.verify.launch import running, validate
 from labs.verify.mcp.hint import MCP_PATH as DEFAULT_MCP_PATH
 from labs.verify.mcp.judge import ORIGIN, McpVerifyReport, findings, get_wait, measure
@@ -57,12 +58,16 @@ def verify_mcp(path: Path, *, mcp_path: str = DEFAULT_MCP_PATH, proxy: str | Non
     path = Path(path)
     if headers:
         wanted = replace(wanted, headers=tuple(headers.items()))
-    proxy = proxy_of(path, proxy)
+    # Kubernetes manifests run as their controller's proxy, whatever the file's name says.
+    translation = translate(path, proxy, paths=(mcp_path,))
+    proxy = translation.proxy if translation is not None else proxy_of(path, proxy)
     runs_on = releases.chosen(proxy, wanted.version, READERS[proxy].defaults, runtime)
     wanted = replace(wanted, path=mcp_path, series=runs_on.series)
     say(f"reading {display_path(path)} ({proxy}) for POST and GET {mcp_path}")
     reading = read_config(path, proxy, wanted)
     pool = pool_of(reading)
+    if translation is not None and pool is not None and translation.pool_where:
+        pool = replace(pool, where=translation.pool_where)  # the manifest's field, not the translated file
     if pool is None and proxy not in POOLS_READ:
         raise UnusableInput(f"--mcp reads the upstream pools of {', '.join(POOLS_READ)} configs; {proxy}'s are "
                             "not read yet")
@@ -98,6 +103,9 @@ def verify_mcp(path: Path, *, mcp_path: str = DEFAULT_MCP_PATH, proxy: str | Non
                            checks, say, tls=rewritten.tls)
         report.checks = [*(m.outcome for m in measured), loopback_check(proxy_run, *replicas.ports)]
     report.findings = findings(reading, pool, measured)
+    if translation is not None:  # a manifest's fix is said in its controller's objects
+        report.findings = [replace(f, fix=translation.affinity_fix or f.fix) if f.kind == "session-affinity"
+                           else replace(f, fix=translation.refix(f.fix)) for f in report.findings]
     report.wall_s = time.monotonic() - started
     return report
 
