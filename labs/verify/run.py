@@ -25,6 +25,7 @@ from labs.verify import judge, releases
 from labs.verify import trials as dynamic
 from labs.verify.detect import detect
 from labs.verify.kubernetes import translate
+from labs.verify.kubernetes.manifests import Translation
 from labs.verify import route
 from labs.verify.launch import RunningConfig, running, validate
 from labs.verify.mcp.hint import mcp_hint
@@ -60,18 +61,24 @@ def read_config(path: Path, proxy: str | None = None, wanted: RouteWanted = Rout
     config their controller would run (labs/verify/kubernetes/), findings at the manifest's fields."""
     translation = translate(Path(path), proxy, paths=wanted.paths if wanted.path else None)
     if translation is not None:
-        try:
-            reading = read_config(translation.path, translation.proxy, wanted)
-        except route.NoRoute:
-            if wanted.path is None:
-                raise
-            raise _not_translated(Path(path), translation.route, wanted.path) from None
-        reading.file = Path(path)
-        return translation.relabel(reading)
+        return read_translation(translation, wanted)
     proxy = proxy_of(path, proxy)
     if wanted.series is None:  # the release that runs it, whose binary's defaults apply unless asked
         wanted = replace(wanted, series=releases.chosen(proxy, wanted.version, READERS[proxy].defaults).series)
     return _read(READERS[proxy], Path(path), wanted)
+
+
+def read_translation(translation: Translation, wanted: RouteWanted) -> Reading:
+    """A manifest's translation read as its controller's config, each place said at the manifest;
+    a route asked for that the translation does not carry is verify's limit (_not_translated)."""
+    try:
+        reading = read_config(translation.path, translation.proxy, wanted)
+    except route.NoRoute:
+        if wanted.path is None:
+            raise
+        raise _not_translated(translation.manifest, translation.route, wanted.path) from None
+    reading.file = translation.manifest
+    return translation.relabel(reading)
 
 
 def _not_translated(manifest: Path, translated: str, asked: str) -> UnusableInput:
@@ -175,9 +182,7 @@ def verify_config(path: Path, *, proxy: str | None = None, max_silence_s: float 
     runs_on = releases.chosen(proxy, wanted.version, READERS[proxy].defaults, runtime)
     wanted = replace(wanted, series=runs_on.series)
     say(f"reading {display_path(manifest)} ({proxy})")
-    reading = read_config(path, proxy, wanted)
-    if translation is not None:
-        reading = translation.relabel(reading)
+    reading = read_translation(translation, wanted) if translation is not None else read_config(path, proxy, wanted)
     report = VerifyReport(proxy=proxy, file=display_path(manifest), route=reading.route, path=reading.path,
                           why=reading.why, routes=list(reading.routes), version=reading.version,
                           settings=reading.settings, notes=[*reading.notes, *mcp_hint(reading, display_path(manifest))],

@@ -15,7 +15,7 @@ import pytest
 from labs.findings import UnusableInput
 from labs.verify.kubernetes.translate import translate
 from labs.verify.model import RouteWanted, display_path
-from labs.verify.run import read_config
+from labs.verify.run import read_config, verify_config
 from proxies.fixed_mcp import MCP_COOKIE, MCP_SERVICE, MCP_SERVICE_PORT
 from proxies.kubernetes.export import K8S_DIR
 from tests.verify.test_mcp import EARLY_CUT_TRIES, TRAEFIK_EARLY_CUT, mcp_checks, needs_mcp1, pool_ports
@@ -64,13 +64,15 @@ def test_an_mcp_route_the_translation_does_not_carry_is_verifys_limit_at_the_man
     so at the line that names /mcp in the manifest (exit 2, verify's limit), never "no route" in a
     translated temp file."""
     manifest = K8S_DIR / name
-    with pytest.raises(UnusableInput) as raised:
-        read_config(manifest, wanted=RouteWanted(path="/mcp"))
-    said = str(raised.value)
     line = next(n for n, text in enumerate(manifest.read_text().splitlines(), 1)
                 if re.search(r"\b(path|value): /mcp\b", text))
-    assert said.startswith(f"{display_path(manifest)}:{line}: the route for POST /mcp is not run"), said
-    assert "a limit of verify, not a fault of the manifests" in said and "/tmp/" not in said, said
+    # The static reading, and the run's own reading (`labs verify FILE --path /mcp`), say the same.
+    for read in (read_config, verify_config):
+        with pytest.raises(UnusableInput) as raised:
+            read(manifest, wanted=RouteWanted(path="/mcp"))
+        said = str(raised.value)
+        assert said.startswith(f"{display_path(manifest)}:{line}: the route for POST /mcp is not run"), said
+        assert "a limit of verify, not a fault of the manifests" in said and "/tmp/" not in said, said
 
 
 def test_manifests_with_no_mcp_route_say_so_at_the_manifest() -> None:

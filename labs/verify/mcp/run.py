@@ -32,7 +32,7 @@ from labs.verify.mcp.pool import POOLS_READ, Pool, pool_of
 from labs.verify.model import RouteWanted, display_path
 from labs.verify.readers import READERS
 from labs.verify.route import Request
-from labs.verify.run import loopback_check, proxy_of, read_config, rewrite_config
+from labs.verify.run import loopback_check, proxy_of, read_config, read_translation, rewrite_config
 from proxies.runtime import get_runtime
 from server.mcp.sdks import SDK_LINES
 
@@ -64,7 +64,7 @@ def verify_mcp(path: Path, *, mcp_path: str = DEFAULT_MCP_PATH, proxy: str | Non
     runs_on = releases.chosen(proxy, wanted.version, READERS[proxy].defaults, runtime)
     wanted = replace(wanted, path=mcp_path, series=runs_on.series)
     say(f"reading {display_path(path)} ({proxy}) for POST and GET {mcp_path}")
-    reading = read_config(path, proxy, wanted)
+    reading = read_translation(translation, wanted) if translation is not None else read_config(path, proxy, wanted)
     pool = pool_of(reading)
     if translation is not None and pool is not None and translation.pool_where:
         pool = replace(pool, where=translation.pool_where)  # the manifest's field, not the translated file
